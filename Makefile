@@ -1,0 +1,51 @@
+# air for Python — every set-up step lives here, so a fresh machine needs only `make demo` / `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SYSDEPS_STAMP := $(VENV)/.sysdeps
+PYTEST_ARGS ?=
+
+.PHONY: all demo test lint typecheck pytest install sysdeps bench conformance clean
+
+all: test
+
+$(BIN)/python:
+	@echo "==> creating $(VENV)"
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade --quiet pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	@echo "==> installing air and its dev tools into $(VENV) (first time takes a minute or two)"
+	$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+# System packages the tests need: redis-server (RedisStore), chromium + chromedriver (dashboard).
+$(SYSDEPS_STAMP): | $(BIN)/python
+	@bash scripts/sysdeps.sh
+	@touch $(SYSDEPS_STAMP)
+
+sysdeps: $(SYSDEPS_STAMP)
+
+demo: $(STAMP)
+	$(BIN)/air demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) $(SYSDEPS_STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/store_bench.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

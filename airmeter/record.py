@@ -1,0 +1,102 @@
+"""CallRecord: one metered tool call, and its one-line JSON form in the call log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from airmeter.layers import Layer, parse_layer
+
+__all__ = ["CALLS_NAMESPACE", "CallRecord"]
+
+CALLS_NAMESPACE = "meter.calls"
+"""The store namespace whose append log holds one entry per call."""
+
+_OPTIONAL_FIELDS = (
+    "session_id",
+    "protocol_version",
+    "transport",
+    "client_name",
+    "instance_id",
+    "input_bytes",
+    "output_bytes",
+    "tokens_in",
+    "tokens_out",
+    "cost",
+    "error_message",
+    "category",
+    "tool_version",
+    "arguments",
+    "result",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallRecord:
+    """One tool call as the meter saw it.
+
+    ``ts_ms`` is the call's start in epoch milliseconds (``_ts`` in the log). ``error_type`` is
+    ``"tool_error"`` for an ``isError`` result, a JSON-RPC code as a string (``"-32602"``), or an
+    exception type name; ``None`` when ``ok``. ``arguments``/``result`` are present only when the
+    user opted in, already redacted.
+    """
+
+    ts_ms: int
+    server: str
+    tool: str
+    layer: Layer
+    latency_ms: float
+    ok: bool
+    error_type: str | None = None
+    request_id: str | None = None
+    session_id: str | None = None
+    protocol_version: str | None = None
+    transport: str | None = None
+    client_name: str | None = None
+    instance_id: str | None = None
+    input_bytes: int | None = None
+    output_bytes: int | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost: float | None = None
+    error_message: str | None = None
+    category: str | None = None
+    tool_version: str | None = None
+    arguments: dict[str, Any] | None = None
+    result: Any = None
+
+    def to_log(self) -> dict[str, Any]:
+        """The log form: snake_case keys, ``_ts`` and ``layer`` as ``"L1"``…; ``None`` omitted
+        for optional fields (the required ones are always present)."""
+        out: dict[str, Any] = {
+            "_ts": self.ts_ms,
+            "server": self.server,
+            "tool": self.tool,
+            "layer": f"L{int(self.layer)}",
+            "latency_ms": self.latency_ms,
+            "ok": self.ok,
+            "error_type": self.error_type,
+            "request_id": self.request_id,
+        }
+        for name in _OPTIONAL_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+    @classmethod
+    def from_log(cls, data: dict[str, Any]) -> CallRecord:
+        """Rebuild a record from its log form; unknown keys are ignored."""
+        kwargs: dict[str, Any] = {name: data.get(name) for name in _OPTIONAL_FIELDS}
+        request_id = data.get("request_id")
+        return cls(
+            ts_ms=int(data["_ts"]),
+            server=str(data.get("server", "")),
+            tool=str(data["tool"]),
+            layer=parse_layer(data.get("layer", 4)),
+            latency_ms=float(data.get("latency_ms", 0.0)),
+            ok=bool(data.get("ok", True)),
+            error_type=data.get("error_type"),
+            request_id=None if request_id is None else str(request_id),
+            **kwargs,
+        )

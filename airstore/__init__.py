@@ -1,0 +1,41 @@
+"""airstore: async key-value + append-log storage for MCP servers.
+
+Backends: :class:`MemoryStore`, ``FileStore``, ``SqliteStore``, ``RedisStore``; open one with
+:func:`create_storage`. Every failure is an :class:`AirstoreError`.
+"""
+
+from airstore.errors import (
+    AirstoreError,
+    CorruptDataError,
+    InvalidArgumentError,
+    InvalidKeyError,
+    InvalidNamespaceError,
+    InvalidValueError,
+    ReadOnlyStoreError,
+    StorageIOError,
+    StoreClosedError,
+    StoreLockedError,
+)
+from airstore.factory import create_storage, parse_store_url
+from airstore.memory import MemoryStore
+from airstore.types import Entry, JSONValue, Store, TimeBound
+
+__all__ = [
+    "AirstoreError",
+    "CorruptDataError",
+    "Entry",
+    "InvalidArgumentError",
+    "InvalidKeyError",
+    "InvalidNamespaceError",
+    "InvalidValueError",
+    "JSONValue",
+    "MemoryStore",
+    "ReadOnlyStoreError",
+    "StorageIOError",
+    "Store",
+    "StoreClosedError",
+    "StoreLockedError",
+    "TimeBound",
+    "create_storage",
+    "parse_store_url",
+]

@@ -1,0 +1,129 @@
+"""Argument checks shared by every backend: namespace, key, value, TTL, time bounds, filters."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from airstore.errors import (
+    InvalidArgumentError,
+    InvalidKeyError,
+    InvalidNamespaceError,
+    InvalidValueError,
+)
+from airstore.types import Entry, TimeBound
+
+__all__ = [
+    "JSON_OPTS",
+    "check_key",
+    "check_limits",
+    "check_namespace",
+    "check_ttl",
+    "encode_entry",
+    "encode_value",
+    "matches",
+    "to_epoch_ms",
+]
+
+_NAMESPACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+MAX_KEY_LENGTH = 1024
+
+# Refuse what is not plain JSON instead of letting orjson quietly serialize it.
+JSON_OPTS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+@lru_cache(maxsize=4096)
+def _namespace_ok(ns: str) -> bool:
+    return _NAMESPACE_RE.fullmatch(ns) is not None and ".." not in ns
+
+
+def check_namespace(ns: object) -> str:
+    """Return ``ns`` if it is a valid namespace, else raise :class:`InvalidNamespaceError`."""
+    if type(ns) is str and _namespace_ok(ns):
+        return ns
+    raise InvalidNamespaceError(
+        f"invalid namespace {ns!r}: use 1-128 of A-Z a-z 0-9 . _ - (starting with a letter or "
+        "digit, no '..', no path separators)",
+        namespace=ns if isinstance(ns, str) else None,
+    )
+
+
+def check_key(ns: str, key: object) -> str:
+    """Return ``key`` if it is a non-empty string of at most 1024 characters."""
+    if type(key) is str and 0 < len(key) <= MAX_KEY_LENGTH:
+        return key
+    raise InvalidKeyError(
+        f"invalid key {key!r} in namespace {ns!r}: keys are non-empty strings of at most "
+        f"{MAX_KEY_LENGTH} characters",
+        namespace=ns,
+    )
+
+
+def encode_value(ns: str, key: str, value: Any) -> bytes:
+    """Serialize ``value`` as JSON, raising :class:`InvalidValueError` naming ``ns``/``key``."""
+    try:
+        return orjson.dumps(value, option=JSON_OPTS)
+    except TypeError as exc:
+        raise InvalidValueError(
+            f"value for {ns!r}/{key!r} is not JSON-serializable: {exc}", namespace=ns, key=key
+        ) from exc
+
+
+def encode_entry(ns: str, entry: Any) -> bytes:
+    """Serialize a log entry (a dict) as one JSON line without the newline."""
+    if not isinstance(entry, dict):
+        raise InvalidValueError(
+            f"log entry for namespace {ns!r} must be a dict, not {type(entry).__name__}",
+            namespace=ns,
+        )
+    try:
+        return orjson.dumps(entry, option=JSON_OPTS)
+    except TypeError as exc:
+        raise InvalidValueError(
+            f"log entry for namespace {ns!r} is not JSON-serializable: {exc}", namespace=ns
+        ) from exc
+
+
+def check_ttl(ttl: object) -> float | None:
+    """Return the TTL in seconds (``None`` for no expiry); reject negatives and non-numbers."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
+        raise InvalidArgumentError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+    return float(ttl)
+
+
+def check_limits(limit: object, offset: object) -> tuple[int, int]:
+    """Validate ``query``'s ``limit`` and ``offset``."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidArgumentError(f"limit must be a non-negative int, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidArgumentError(f"offset must be a non-negative int, got {offset!r}")
+    return limit, offset
+
+
+def to_epoch_ms(bound: TimeBound) -> int | None:
+    """Convert a query bound (datetime or epoch ms) to epoch milliseconds."""
+    if bound is None:
+        return None
+    if isinstance(bound, datetime):
+        return int(bound.timestamp() * 1000)
+    if isinstance(bound, bool) or not isinstance(bound, int | float):
+        raise InvalidArgumentError(
+            f"time bound must be a datetime or epoch milliseconds, got {bound!r}"
+        )
+    return int(bound)
+
+
+def matches(entry: Entry, flt: dict[str, Any] | None) -> bool:
+    """True when every ``field: value`` pair of ``flt`` equals the entry's field."""
+    if not flt:
+        return True
+    for field, expected in flt.items():
+        if field not in entry or entry[field] != expected:
+            return False
+    return True

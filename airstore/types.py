@@ -1,0 +1,79 @@
+"""The vocabulary of airstore: the ``Store`` protocol and the small aliases around it."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Protocol, Self, TypeAlias, runtime_checkable
+
+__all__ = ["Clock", "Entry", "JSONValue", "Store", "TimeBound"]
+
+JSONValue: TypeAlias = Any
+"""Any plain JSON value: dict (str keys), list, str, int, float, bool or None."""
+
+Entry: TypeAlias = dict[str, Any]
+"""One append-log entry: a JSON object; the store adds ``_ts`` (epoch milliseconds, int)."""
+
+TimeBound: TypeAlias = "datetime | int | float | None"
+"""A query time bound: an aware or naive (local) ``datetime``, or epoch milliseconds."""
+
+Clock: TypeAlias = Callable[[], float]
+"""Returns the current time in seconds since the epoch (``time.time`` by default)."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Async key-value store with TTL plus a per-namespace append log.
+
+    Every backend (MemoryStore, FileStore, SqliteStore, RedisStore) satisfies this protocol and
+    passes the same contract test suite.
+    """
+
+    async def init(self) -> None:
+        """Open files/connections. Idempotent; ``async with`` calls it."""
+
+    async def close(self) -> None:
+        """Flush and release everything. Idempotent."""
+
+    async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
+        """Store ``value`` under ``key``; ``ttl`` in seconds (``None``: the store default)."""
+
+    async def get(self, ns: str, key: str) -> JSONValue:
+        """Return the value, or ``None`` when missing or expired."""
+
+    async def delete(self, ns: str, key: str) -> bool:
+        """Remove ``key``; True if it existed (and had not expired)."""
+
+    async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
+        """Keys starting with ``prefix``, sorted, expired ones excluded."""
+
+    async def entries(self, ns: str, prefix: str = "") -> builtins.list[tuple[str, JSONValue]]:
+        """``(key, value)`` pairs starting with ``prefix``, sorted by key, expired excluded."""
+
+    async def append(self, ns: str, entry: Entry) -> Entry:
+        """Append ``entry`` to the namespace's log; return the stored dict (with ``_ts``)."""
+
+    async def query(
+        self,
+        ns: str,
+        limit: int = 100,
+        offset: int = 0,
+        since: TimeBound = None,
+        until: TimeBound = None,
+        filter: dict[str, JSONValue] | None = None,
+    ) -> builtins.list[Entry]:
+        """Log entries newest first; ``since`` inclusive, ``until`` exclusive; field equality."""
+
+    async def flush(self) -> None:
+        """Write everything pending to durable storage."""
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
