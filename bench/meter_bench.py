@@ -21,7 +21,6 @@ import asyncio
 import math
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,8 @@ from airmeter import CALLS_NAMESPACE, CallRecord, Layer, MemorySink, Meter, Mete
 from airmeter.store_sink import StoreSink
 from airstore import MemoryStore
 from airstore.file import FileStore
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TOOLS = [
     ("health", 1),
@@ -292,10 +293,13 @@ async def main() -> None:
             hist_rate = await write_rate(history, store)
             t_write = time.perf_counter() - t0
         del history
-        env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))}  # fmt: skip
-        out = subprocess.run([sys.executable, "-c", READER, data], capture_output=True,
-                             text=True, check=True, env=env).stdout.split()  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": ROOT}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", READER, data, env=env, stdout=asyncio.subprocess.PIPE
+        )
+        stdout, _ = await proc.communicate()
+        assert proc.returncode == 0
+        out = stdout.decode().split()
         total, t_import, t_open, t_cold, t_warm, t_filtered, p95 = (
             int(out[0]), *map(float, out[1:6]), out[6])  # fmt: skip
         t_naive, naive_n, naive_p95 = await naive_peer(data, n_hist)
