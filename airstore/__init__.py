@@ -4,6 +4,7 @@ Backends: :class:`MemoryStore`, :class:`FileStore`, ``SqliteStore``, ``RedisStor
 :func:`create_storage`. Every failure is an :class:`AirstoreError`.
 """
 
+from airstore._recovery import CheckReport, Finding, NamespaceCheck, NamespaceStats
 from airstore.errors import (
     AirstoreError,
     CorruptDataError,
@@ -23,15 +24,19 @@ from airstore.types import Entry, JSONValue, Store, TimeBound
 
 __all__ = [
     "AirstoreError",
+    "CheckReport",
     "CorruptDataError",
     "Entry",
     "FileStore",
+    "Finding",
     "InvalidArgumentError",
     "InvalidKeyError",
     "InvalidNamespaceError",
     "InvalidValueError",
     "JSONValue",
     "MemoryStore",
+    "NamespaceCheck",
+    "NamespaceStats",
     "ReadOnlyStoreError",
     "StorageIOError",
     "Store",

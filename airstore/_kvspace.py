@@ -8,7 +8,6 @@ that catches the writer between "snapshot replaced" and "journal compacted" noti
 from __future__ import annotations
 
 import contextlib
-import errno
 import heapq
 import itertools
 import logging
@@ -25,7 +24,7 @@ from airstore._recovery import Finding
 from airstore.errors import CorruptDataError
 from airstore.types import Clock
 
-__all__ = ["TMP_RE", "Item", "KVSpace", "is_disk_full", "write_atomic"]
+__all__ = ["Item", "KVSpace", "remove_stale_temp_files", "write_atomic"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +43,14 @@ def _sig(path: str) -> _Sig:
 
 _tmp_counter = itertools.count()
 TMP_RE = re.compile(r"\.tmp(-\d+-\d+)?$")
+
+
+def remove_stale_temp_files(root: str) -> None:
+    """Delete temp files a crash left behind mid-snapshot (the writer holds the lock)."""
+    for name in os.listdir(root):
+        if TMP_RE.search(name):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(root, name))
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -257,6 +264,15 @@ class KVSpace:
         self.load()
 
     # -- mutations ---------------------------------------------------------------------------
+    def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
+        """Set ``key`` in memory and in the journal buffer; sweep what has expired."""
+        self.items[key] = (value, exp)
+        self.journal_set(key, encoded, exp)
+        if exp is not None:
+            heapq.heappush(self.expiry, (exp, key))
+        if self.expiry and self.expiry[0][0] <= now:
+            self.sweep(now)
+
     def journal_set(self, key: str, encoded_value: bytes, exp: float | None) -> None:
         """Record a set in the journal buffer (the caller updates ``items``)."""
         self.seq += 1
@@ -313,8 +329,3 @@ class KVSpace:
         """Close the journal fd."""
         if self.journal is not None:
             self.journal.close()
-
-
-def is_disk_full(exc: OSError) -> bool:
-    """True for the errors worth retrying later rather than failing at once."""
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO)

@@ -92,27 +92,26 @@ async def test_torn_log_tail_is_cut_back_and_reported(tmp_path: Path) -> None:
     assert check_directory(str(data)).ok
 
 
-async def test_torn_journal_tail_keeps_every_whole_record(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    store = FileStore(data)
-    await store.init()
+async def test_torn_journal_tail_keeps_every_whole_record(
+    tmp_path: Path, procs: list[Proc]
+) -> None:
+    writer = Proc(tmp_path)
+    procs.append(writer)
     for i in range(5):
-        await store.set("ns", f"k{i}", i)
-    await store.flush()  # snapshot + compacted journal
-    await store.set("ns", "late", "kept")
-    store._persist.drain()  # type: ignore[union-attr]  # journal line on disk, no snapshot
-    journal = data / "ns.journal.jsonl"
-    assert b"late" in journal.read_bytes()
-    store._lock.release()  # simulate the process dying: drop the lock, leave files as they are
-    for f in store._persist.files():  # type: ignore[union-attr]
-        f.close()
+        assert writer.do(f"set k{i} {i}") == "ok"
+    assert writer.do("flush") == "ok"  # snapshot + compacted journal
+    assert writer.do("set late 7") == "ok"  # only in the journal
+    writer.p.kill()
+    writer.p.wait(timeout=30)
+    journal = tmp_path / "ns.journal.jsonl"
+    assert b"late" in _read(journal)
     _append(journal, b'[99,"s","torn",')
-    async with FileStore(data) as reopened:
-        assert await reopened.get("ns", "late") == "kept"
-        assert await reopened.get("ns", "torn") is None
-        assert await reopened.list("ns") == ["k0", "k1", "k2", "k3", "k4", "late"]
-        assert [f.kind for f in reopened.recovery] == ["torn_tail"]
-    store._closed = True
+    async with FileStore(tmp_path) as store:
+        assert await store.get("ns", "late") == 7
+        assert await store.get("ns", "torn") is None
+        assert await store.list("ns") == ["k0", "k1", "k2", "k3", "k4", "late"]
+        assert [f.kind for f in store.recovery] == ["torn_tail"]
+    assert check_directory(str(tmp_path)).ok
 
 
 async def test_garbage_mid_log_is_skipped_counted_with_its_line_number(tmp_path: Path) -> None:
