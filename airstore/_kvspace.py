@@ -21,7 +21,7 @@ import orjson
 from airstore._appendfile import AppendFile
 from airstore._filenames import journal_path, snapshot_path
 from airstore._recovery import Finding
-from airstore.errors import CorruptDataError
+from airstore.errors import CorruptDataError, InvalidValueError
 from airstore.types import Clock
 
 __all__ = ["Item", "KVSpace", "remove_stale_temp_files", "write_atomic"]
@@ -105,6 +105,10 @@ class KVSpace:
     ) -> None:
         self.ns = ns
         self.items: dict[str, Item] = {}
+        # JSON of each value set in this session, as validated at set(): the snapshot writes
+        # these bytes, so it can neither fail nor differ from the journal if a caller later
+        # mutates the object it stored.
+        self.encoded: dict[str, bytes] = {}
         self.expiry: list[tuple[float, str]] = []
         self.seq = 0
         self.dirty = False
@@ -134,6 +138,7 @@ class KVSpace:
 
     def _load_once(self) -> bool:
         self.items = {}
+        self.encoded = {}
         self.expiry = []
         self._snap_sig = _sig(self.snapshot_path)
         snap_seq = self._read_snapshot()
@@ -267,6 +272,7 @@ class KVSpace:
     def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
         """Set ``key`` in memory and in the journal buffer; sweep what has expired."""
         self.items[key] = (value, exp)
+        self.encoded[key] = encoded
         self.journal_set(key, encoded, exp)
         if exp is not None:
             heapq.heappush(self.expiry, (exp, key))
@@ -302,13 +308,26 @@ class KVSpace:
             item = items.get(key)
             if item is not None and item[1] == exp:
                 del items[key]
+                self.encoded.pop(key, None)
 
     # -- snapshots ---------------------------------------------------------------------------
     def encode_snapshot(self) -> tuple[bytes, int, int]:
         """Serialize live items; returns ``(data, seq, journal_end)`` and clears ``dirty``."""
         now = self._clock()
-        items = {k: [v, exp] for k, (v, exp) in self.items.items() if exp is None or exp > now}
-        data = orjson.dumps({"format": SNAPSHOT_FORMAT, "seq": self.seq, "items": items})
+        enc = self.encoded
+        items = {
+            k: [orjson.Fragment(e) if (e := enc.get(k)) is not None else v, exp]
+            for k, (v, exp) in self.items.items()
+            if exp is None or exp > now
+        }
+        try:
+            data = orjson.dumps({"format": SNAPSHOT_FORMAT, "seq": self.seq, "items": items})
+        except TypeError as exc:  # a value loaded from disk was mutated through get()
+            raise InvalidValueError(
+                f"a value in namespace {self.ns!r} was mutated after it was stored and is no "
+                f"longer JSON: {exc}",
+                namespace=self.ns,
+            ) from exc
         self.dirty = False
         journal_end = self.journal.end if self.journal is not None else 0
         return data, self.seq, journal_end

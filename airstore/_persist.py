@@ -221,6 +221,8 @@ class Persister:
                 logger.error(
                     "airstore: background flush of %s failed, will retry: %s", self.path, exc
                 )
+            except Exception:  # a bug must not silently end background flushing
+                logger.exception("airstore: unexpected error in the background flush")
 
     async def stop(self) -> None:
         """Stop the background task, wait for in-flight group commits, cancel a retry."""

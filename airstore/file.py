@@ -140,7 +140,7 @@ class FileStore(Inspection):
                 clock=self._clock,
             )
             self._persist.start()
-        self._counted = _exit.register(self, handle_sigterm=self._handle_sigterm)
+            self._counted = _exit.register(self, handle_sigterm=self._handle_sigterm)
         self._opened = True
 
     async def close(self) -> None:
@@ -285,6 +285,7 @@ class FileStore(Inspection):
         item = space.items.pop(key, None)
         if item is None:
             return False
+        space.encoded.pop(key, None)
         space.journal_delete(key)
         if self._journaled:
             await persist.written(space.journal)
