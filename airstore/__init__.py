@@ -18,6 +18,7 @@ from airstore.errors import (
 )
 from airstore.factory import create_storage, parse_store_url
 from airstore.memory import MemoryStore
+from airstore.sqlite import SqliteStore
 from airstore.types import Entry, JSONValue, Store, TimeBound
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "JSONValue",
     "MemoryStore",
     "ReadOnlyStoreError",
+    "SqliteStore",
     "StorageIOError",
     "Store",
     "StoreClosedError",

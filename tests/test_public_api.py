@@ -18,6 +18,7 @@ EXPECTED = {
         "JSONValue",
         "MemoryStore",
         "ReadOnlyStoreError",
+        "SqliteStore",
         "StorageIOError",
         "Store",
         "StoreClosedError",

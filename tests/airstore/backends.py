@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airstore import MemoryStore, Store
+from airstore import MemoryStore, SqliteStore, Store
 
 
 class FakeClock:
@@ -39,6 +39,13 @@ async def _open_memory(tmp: Path, clock: FakeClock) -> Store:
     return store
 
 
+async def _open_sqlite(tmp: Path, clock: FakeClock) -> Store:
+    store = SqliteStore(tmp / "air.db", clock=clock)
+    await store.init()
+    return store
+
+
 BACKENDS: list[Backend] = [
     Backend("memory", _open_memory, persistent=False),
+    Backend("sqlite", _open_sqlite, persistent=True),
 ]
