@@ -18,6 +18,7 @@ from airstore.errors import (
 )
 from airstore.factory import create_storage, parse_store_url
 from airstore.memory import MemoryStore
+from airstore.redis_store import RedisStore
 from airstore.sqlite import SqliteStore
 from airstore.types import Entry, JSONValue, Store, TimeBound
 
@@ -32,6 +33,7 @@ __all__ = [
     "JSONValue",
     "MemoryStore",
     "ReadOnlyStoreError",
+    "RedisStore",
     "SqliteStore",
     "StorageIOError",
     "Store",

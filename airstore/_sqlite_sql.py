@@ -6,12 +6,16 @@ import re
 import sqlite3
 from typing import Any
 
+import orjson
+
 from airstore.errors import AirstoreError, CorruptDataError, ReadOnlyStoreError, StorageIOError
 
 __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
+    "decode_json",
     "filter_sql",
+    "no_schema",
     "prefix_bounds",
     "translate",
 ]
@@ -90,3 +94,20 @@ def translate(exc: sqlite3.Error, path: str, action: str) -> AirstoreError:
     if "readonly" in lowered or "read-only" in lowered:
         return ReadOnlyStoreError(message, path=path)
     return StorageIOError(message, path=path)
+
+
+def no_schema(exc: sqlite3.Error) -> bool:
+    """True when a read found no tables yet (a reader opened before any writer created them)."""
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("no such table")
+
+
+def decode_json(text: str, path: str, ns: str) -> Any:
+    """Parse stored JSON text, raising :class:`CorruptDataError` naming the file and namespace."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptDataError(
+            f"stored JSON in {path!r} namespace {ns!r} cannot be parsed: {exc}",
+            path=path,
+            namespace=ns,
+        ) from exc

@@ -17,7 +17,15 @@ import aiosqlite
 import orjson
 
 from airstore._batch import Batcher
-from airstore._sqlite_sql import SCHEMA, SCHEMA_VERSION, filter_sql, prefix_bounds, translate
+from airstore._sqlite_sql import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    decode_json,
+    filter_sql,
+    no_schema,
+    prefix_bounds,
+    translate,
+)
 from airstore._validate import (
     check_key,
     check_limits,
@@ -29,7 +37,6 @@ from airstore._validate import (
     to_epoch_ms,
 )
 from airstore.errors import (
-    CorruptDataError,
     InvalidArgumentError,
     ReadOnlyStoreError,
     StorageIOError,
@@ -383,7 +390,7 @@ class SqliteStore:
                         if len(out) >= limit:
                             break
         except sqlite3.Error as exc:
-            if _no_schema(exc):
+            if no_schema(exc):
                 return []
             raise translate(exc, self.path, "read") from exc
         return out
@@ -394,20 +401,9 @@ class SqliteStore:
         try:
             return builtins.list(await db.execute_fetchall(sql, params))
         except sqlite3.Error as exc:
-            if _no_schema(exc):  # a read-only reader opened before any writer created it
+            if no_schema(exc):  # a read-only reader opened before any writer created it
                 return []
             raise translate(exc, self.path, "read") from exc
 
     def _decode(self, text: str, ns: str) -> Any:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            raise CorruptDataError(
-                f"stored JSON in {self.path!r} namespace {ns!r} cannot be parsed: {exc}",
-                path=self.path,
-                namespace=ns,
-            ) from exc
-
-
-def _no_schema(exc: sqlite3.Error) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("no such table")
+        return decode_json(text, self.path, ns)

@@ -18,6 +18,7 @@ EXPECTED = {
         "JSONValue",
         "MemoryStore",
         "ReadOnlyStoreError",
+        "RedisStore",
         "SqliteStore",
         "StorageIOError",
         "Store",
