@@ -19,6 +19,8 @@ EXPECTED = {
         "JSONValue",
         "MemoryStore",
         "ReadOnlyStoreError",
+        "RedisStore",
+        "SqliteStore",
         "StorageIOError",
         "Store",
         "StoreClosedError",
