@@ -20,6 +20,8 @@ from airstore.errors import (
 from airstore.factory import create_storage, parse_store_url
 from airstore.file import FileStore
 from airstore.memory import MemoryStore
+from airstore.redis_store import RedisStore
+from airstore.sqlite import SqliteStore
 from airstore.types import Entry, JSONValue, Store, TimeBound
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "NamespaceCheck",
     "NamespaceStats",
     "ReadOnlyStoreError",
+    "RedisStore",
+    "SqliteStore",
     "StorageIOError",
     "Store",
     "StoreClosedError",

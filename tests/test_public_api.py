@@ -23,6 +23,8 @@ EXPECTED = {
         "NamespaceCheck",
         "NamespaceStats",
         "ReadOnlyStoreError",
+        "RedisStore",
+        "SqliteStore",
         "StorageIOError",
         "Store",
         "StoreClosedError",
