@@ -30,11 +30,16 @@ EXPECTED = {
         "CALLS_NAMESPACE",
         "LAYERS",
         "CallRecord",
+        "Classification",
+        "Classifier",
         "Layer",
         "LayerInfo",
         "Recorder",
+        "Rule",
         "Sink",
+        "classify",
         "parse_layer",
+        "split_words",
     ],
 }
 
