@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from airmeter.errors import MeterConfigError
+
 __all__ = [
     "DEFAULT_EXPORT_TIMEOUT_S",
     "OtelSettings",
@@ -174,10 +176,10 @@ def otel_settings(
         and replaced by defaults, never raised: telemetry must not stop a server starting.
 
     Raises:
-        ValueError: ``export_timeout_s`` is not positive (a programming error, not config).
+        MeterConfigError: ``export_timeout_s`` is not positive (a programming error, not config).
     """
     if export_timeout_s <= 0:
-        raise ValueError(f"export_timeout_s must be > 0, got {export_timeout_s!r}")
+        raise MeterConfigError(f"export_timeout_s must be > 0, got {export_timeout_s!r}")
     env = os.environ if env is None else env
     traces_protocol = _protocol(env, "TRACES")
     metrics_protocol = _protocol(env, "METRICS")

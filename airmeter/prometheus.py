@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from airmeter.errors import MeterConfigError
 from airmeter.record import CallRecord
 from airmeter.semconv import DURATION_BUCKETS_S
 
@@ -78,13 +79,13 @@ class PrometheusSink:
             buckets: Upper bounds of the duration histogram, in seconds, strictly increasing.
 
         Raises:
-            ValueError: ``buckets`` is empty, not increasing, or not finite.
+            MeterConfigError: ``buckets`` is empty, not increasing, or not finite.
         """
         bounds = tuple(float(b) for b in buckets)
         if not bounds or any(not math.isfinite(b) for b in bounds):
-            raise ValueError("buckets must be a non-empty sequence of finite numbers")
+            raise MeterConfigError("buckets must be a non-empty sequence of finite numbers")
         if any(a >= b for a, b in itertools.pairwise(bounds)):
-            raise ValueError(f"buckets must be strictly increasing, got {bounds!r}")
+            raise MeterConfigError(f"buckets must be strictly increasing, got {bounds!r}")
         self._bounds = bounds
         self._state = _State()
 

@@ -39,12 +39,14 @@ def _error_type(exc: BaseException) -> str:
     """The most telling error type: FastMCP wraps a tool's exception in a ``ToolError``
     (``raise … from exc``), so the cause's type is reported; a ``ToolError`` the tool raised
     itself is a tool error like an ``isError`` result."""
-    if isinstance(exc, MCPError):
-        return str(exc.error.code)
+    root: BaseException = exc
     if type(exc) is ToolError:
-        cause = exc.__cause__
-        return TOOL_ERROR if cause is None else type(cause).__name__
-    return type(exc).__name__
+        if exc.__cause__ is None:
+            return TOOL_ERROR
+        root = exc.__cause__
+    if isinstance(root, MCPError):
+        return str(root.error.code)
+    return type(root).__name__
 
 
 class FastMCPMeterMiddleware(Middleware):

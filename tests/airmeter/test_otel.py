@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from airmeter import CallRecord, Layer
+from airmeter.errors import MeterConfigError
 from airmeter.otel import OtelSink
 from airmeter.otel_settings import otel_settings
 from airmeter.otel_span import annotate_current_span, was_traced
@@ -289,5 +290,5 @@ def test_settings_follow_the_environment() -> None:
     named = otel_settings({"OTEL_RESOURCE_ATTRIBUTES": "a=b,service.name=svc"}, service_name="x")
     assert named.service_name == "svc"
     assert otel_settings({}, service_name="x").service_name == "x"
-    with pytest.raises(ValueError, match="export_timeout_s"):
+    with pytest.raises(MeterConfigError, match="export_timeout_s"):
         otel_settings({}, export_timeout_s=0)

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from airmeter import CallRecord, Layer
+from airmeter.errors import MeterConfigError
 from airmeter.metrics_app import metrics_app
 from airmeter.prometheus import CONTENT_TYPE, PrometheusSink
 from airmeter.semconv import DURATION_BUCKETS_S
@@ -92,7 +93,7 @@ def test_an_empty_sink_renders_valid_text_with_headers_only() -> None:
 
 @pytest.mark.parametrize("buckets", [(), (1.0, 1.0), (2.0, 1.0), (1.0, math.inf)])
 def test_bad_buckets_are_refused(buckets: tuple[float, ...]) -> None:
-    with pytest.raises(ValueError, match="buckets"):
+    with pytest.raises(MeterConfigError, match="buckets"):
         PrometheusSink(buckets=buckets)
 
 
