@@ -4,12 +4,26 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from airmeter.classify import Classification, Classifier, Rule, classify, split_words
+from airmeter.errors import (
+    AirmeterError,
+    BudgetExceededError,
+    MeterClosedError,
+    MeterConfigError,
+)
 from airmeter.layers import LAYERS, Layer, LayerInfo, parse_layer
+from airmeter.meter import Meter, MeterStats
 from airmeter.metrics_app import metrics_app
 from airmeter.otel_settings import OtelSettings, otel_enabled, otel_settings
 from airmeter.prometheus import PrometheusSink
 from airmeter.record import CALLS_NAMESPACE, CallRecord
+from airmeter.redact import Redactor, redact
+from airmeter.rollups import ROLLUPS_NAMESPACE
+from airmeter.snapshot import snapshot
+from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
+from airmeter.store_sink import StoreSink
+from airmeter.testing import MemorySink
 from airmeter.types import Recorder, Sink
+from airmeter.usage import CallUsage, current_usage, report_usage
 
 if TYPE_CHECKING:
     from airmeter.otel import OtelSink
@@ -18,23 +32,43 @@ if TYPE_CHECKING:
 __all__ = [
     "CALLS_NAMESPACE",
     "LAYERS",
+    "ROLLUPS_NAMESPACE",
+    "AirmeterError",
+    "BudgetExceededError",
     "CallRecord",
+    "CallUsage",
     "Classification",
     "Classifier",
     "Layer",
     "LayerInfo",
+    "LayerStats",
+    "MemorySink",
+    "Meter",
+    "MeterClosedError",
+    "MeterConfigError",
+    "MeterStats",
     "OtelSettings",
     "OtelSink",
     "PrometheusSink",
     "Recorder",
+    "Redactor",
     "Rule",
+    "SeriesPoint",
+    "ServerStats",
     "Sink",
+    "Snapshot",
+    "StoreSink",
+    "ToolStats",
     "annotate_current_span",
     "classify",
+    "current_usage",
     "metrics_app",
     "otel_enabled",
     "otel_settings",
     "parse_layer",
+    "redact",
+    "report_usage",
+    "snapshot",
     "split_words",
 ]
 
