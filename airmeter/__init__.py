@@ -15,6 +15,7 @@ from airmeter.meter import Meter, MeterStats
 from airmeter.metrics_app import metrics_app
 from airmeter.otel_settings import OtelSettings, otel_enabled, otel_settings
 from airmeter.prometheus import PrometheusSink
+from airmeter.prometheus_snapshot import render_snapshot
 from airmeter.record import CALLS_NAMESPACE, CallRecord
 from airmeter.redact import Redactor, redact
 from airmeter.rollups import ROLLUPS_NAMESPACE
@@ -67,6 +68,7 @@ __all__ = [
     "otel_settings",
     "parse_layer",
     "redact",
+    "render_snapshot",
     "report_usage",
     "snapshot",
     "split_words",

@@ -65,6 +65,7 @@ EXPECTED = {
         "otel_settings",
         "parse_layer",
         "redact",
+        "render_snapshot",
         "report_usage",
         "snapshot",
         "split_words",
