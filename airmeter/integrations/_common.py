@@ -16,7 +16,7 @@ from airmeter.otel_span import annotate_current_span
 from airmeter.record import CallRecord
 from airmeter.types import Recorder
 
-__all__ = ["CallMeter", "LayerOf", "json_size"]
+__all__ = ["CallMeter", "LayerOf", "json_size", "make_call_meter"]
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +24,31 @@ LayerOf = Callable[[str], Layer]
 """Maps a tool name to its layer; :meth:`airmeter.Classifier.layer_of` is one."""
 
 TOOL_ERROR = "tool_error"
+
+
+def make_call_meter(
+    recorder: Recorder,
+    *,
+    server_name: str | None,
+    layer_of: LayerOf | None,
+    classifier: Classifier | None,
+    measure_sizes: bool,
+) -> CallMeter:
+    """Fill the defaults from the recorder when it is a :class:`~airmeter.Meter`: its
+    classifier (shared cache and user rules) and its server name."""
+    if classifier is None:
+        own = getattr(recorder, "classifier", None)
+        classifier = own if isinstance(own, Classifier) else Classifier()
+    if server_name is None:
+        own_name = getattr(recorder, "server", None)
+        server_name = own_name if isinstance(own_name, str) else ""
+    return CallMeter(
+        recorder=recorder,
+        server=server_name,
+        layer_of=layer_of,
+        classifier=classifier,
+        measure_sizes=measure_sizes,
+    )
 
 
 def json_size(value: object) -> int | None:

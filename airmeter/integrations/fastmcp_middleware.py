@@ -22,9 +22,9 @@ from mcp.shared.exceptions import MCPError
 from airmeter.classify import Classifier
 from airmeter.integrations._common import (
     TOOL_ERROR,
-    CallMeter,
     LayerOf,
     elapsed_ms,
+    make_call_meter,
     start_clock,
 )
 from airmeter.types import Recorder
@@ -61,7 +61,7 @@ class FastMCPMeterMiddleware(Middleware):
         self,
         recorder: Recorder,
         *,
-        server_name: str = "",
+        server_name: str | None = None,
         layer_of: LayerOf | None = None,
         classifier: Classifier | None = None,
         transport: str | None = None,
@@ -71,17 +71,19 @@ class FastMCPMeterMiddleware(Middleware):
 
         Args:
             recorder: Receives each record (a :class:`~airmeter.Meter`, or a test double).
-            server_name: ``server`` field of the records.
+            server_name: ``server`` field of the records; by default the recorder's
+                ``server`` (a :class:`~airmeter.Meter` has one), else ``""``.
             layer_of: Maps a tool name to its layer; overrides ``classifier``.
-            classifier: The classifier (a fresh default :class:`~airmeter.Classifier`).
+            classifier: The classifier; by default the recorder's (a
+                :class:`~airmeter.Meter` has one), else a fresh :class:`~airmeter.Classifier`.
             transport: ``transport`` field; by default the transport FastMCP runs on.
             measure_sizes: Record ``input_bytes``/``output_bytes``.
         """
-        self._meter = CallMeter(
-            recorder=recorder,
-            server=server_name,
+        self._meter = make_call_meter(
+            recorder,
+            server_name=server_name,
             layer_of=layer_of,
-            classifier=classifier if classifier is not None else Classifier(),
+            classifier=classifier,
             measure_sizes=measure_sizes,
         )
         self._transport = transport

@@ -25,10 +25,10 @@ from pydantic import BaseModel, ValidationError
 from airmeter.classify import Classifier
 from airmeter.integrations._common import (
     TOOL_ERROR,
-    CallMeter,
     LayerOf,
     elapsed_ms,
     json_size,
+    make_call_meter,
     start_clock,
 )
 from airmeter.types import Recorder
@@ -71,7 +71,7 @@ class SdkMeterMiddleware:
         self,
         recorder: Recorder,
         *,
-        server_name: str = "",
+        server_name: str | None = None,
         layer_of: LayerOf | None = None,
         classifier: Classifier | None = None,
         transport: str | None = None,
@@ -81,19 +81,21 @@ class SdkMeterMiddleware:
 
         Args:
             recorder: Receives each record (a :class:`~airmeter.Meter`, or a test double).
-            server_name: ``server`` field of the records.
+            server_name: ``server`` field of the records; by default the recorder's
+                ``server`` (a :class:`~airmeter.Meter` has one), else ``""``.
             layer_of: Maps a tool name to its layer; overrides ``classifier``.
-            classifier: The classifier (a fresh default :class:`~airmeter.Classifier`).
+            classifier: The classifier; by default the recorder's (a
+                :class:`~airmeter.Meter` has one), else a fresh :class:`~airmeter.Classifier`.
             transport: ``transport`` field; by default ``"http"`` when the request came over
                 HTTP, else ``"stdio"``.
             measure_sizes: Record ``input_bytes``/``output_bytes`` (serializes the result
                 once more; turn off for the last microseconds).
         """
-        self._meter = CallMeter(
-            recorder=recorder,
-            server=server_name,
+        self._meter = make_call_meter(
+            recorder,
+            server_name=server_name,
             layer_of=layer_of,
-            classifier=classifier if classifier is not None else Classifier(),
+            classifier=classifier,
             measure_sizes=measure_sizes,
         )
         self._transport = transport
@@ -168,7 +170,7 @@ def instrument_mcp_server(
         server: The ``MCPServer``.
         recorder: Receives each record.
         layer_of: Maps a tool name to its layer; overrides ``classifier``.
-        classifier: The classifier (a fresh default :class:`~airmeter.Classifier`).
+        classifier: The classifier; by default the recorder's, else a fresh one.
         transport: ``transport`` field; inferred by default.
         measure_sizes: Record input/output sizes in bytes.
 
