@@ -6,8 +6,9 @@ Per the MCP semantic conventions (see :mod:`airmeter.semconv`): one SERVER span
 ``air.mcp.calls`` by layer. The sink owns its own ``TracerProvider``/``MeterProvider`` unless
 given providers or told to use the global ones, so a user's own set-up is never replaced.
 
-Telemetry never blocks or breaks a call: spans go to a bounded ``BatchSpanProcessor`` queue
-(overflow is dropped by the SDK), every export attempt is bounded by
+Telemetry never blocks or breaks a call: :meth:`OtelSink.write` only hands the batch to a
+worker thread through a bounded queue (a full queue drops the batch and counts it), spans go
+to a bounded ``BatchSpanProcessor`` queue, every export attempt is bounded by
 ``export_timeout_s``, and :meth:`OtelSink.close` returns within ``CLOSE_TIMEOUT_S`` even when
 the collector is down or never answers.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
@@ -28,36 +30,31 @@ from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMe
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.trace import TracerProvider
 
 from airmeter import _otel_exporters
+from airmeter._otel_emit import Emitter
+from airmeter.errors import MeterConfigError
 from airmeter.otel_settings import OtelSettings, otel_settings
 from airmeter.otel_span import was_traced
 from airmeter.record import CallRecord
-from airmeter.semconv import (
-    AIR_LAYER,
-    CALLS_COUNTER,
-    DURATION_BUCKETS_S,
-    DURATION_HISTOGRAM,
-    ERROR_TYPE,
-    GEN_AI_TOOL_NAME,
-    metric_attributes,
-    span_attributes,
-    span_name,
-)
 
-__all__ = ["CLOSE_TIMEOUT_S", "OtelSink"]
+__all__ = ["CLOSE_TIMEOUT_S", "DEFAULT_MAX_PENDING_BATCHES", "OtelSink"]
 
 logger = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT_S: Final = 1.5
 """Longest :meth:`OtelSink.close` waits for the final exports before it gives up on them."""
+DEFAULT_MAX_PENDING_BATCHES: Final = 64
+"""Batches queued for the worker before new ones are dropped (and counted)."""
 _INSTRUMENTATION: Final = "airmeter"
 _MAX_EXPORT_BATCH: Final = 512
 
+_Batch = tuple[Sequence[CallRecord], list[bool]]
+
 
 async def _run_bounded(fn: Callable[[], object], timeout: float, what: str) -> bool:
-    """Run a blocking SDK call on a daemon thread; wait for it at most ``timeout`` seconds.
+    """Run a blocking call on a daemon thread; wait for it at most ``timeout`` seconds.
 
     A daemon thread (not the loop's executor) so that an export stuck on a dead collector can
     neither hold the caller nor the interpreter's exit.
@@ -88,6 +85,16 @@ async def _run_bounded(fn: Callable[[], object], timeout: float, what: str) -> b
     return True
 
 
+def _in_parallel(*calls: Callable[[], object]) -> None:
+    threads = [threading.Thread(target=c, daemon=True) for c in calls[1:]]
+    for t in threads:
+        t.start()
+    if calls:
+        calls[0]()
+    for t in threads:
+        t.join()
+
+
 class OtelSink:
     """A :class:`~airmeter.Sink` that exports records as OTLP spans and metrics.
 
@@ -104,6 +111,7 @@ class OtelSink:
         use_global_providers: bool = False,
         span_exporter: SpanExporter | None = None,
         metric_exporter: MetricExporter | None = None,
+        max_pending_batches: int = DEFAULT_MAX_PENDING_BATCHES,
     ) -> None:
         """Create the sink and, unless given providers, its own providers and exporters.
 
@@ -115,11 +123,16 @@ class OtelSink:
             use_global_providers: Use the globally installed providers instead of our own.
             span_exporter: Replace the OTLP span exporter of our own provider (tests, benches).
             metric_exporter: Replace the OTLP metric exporter of our own provider.
+            max_pending_batches: Batches waiting for the worker before new ones are dropped.
+
+        Raises:
+            MeterConfigError: ``max_pending_batches`` is not positive.
         """
+        if max_pending_batches <= 0:
+            raise MeterConfigError("max_pending_batches must be > 0")
         self._settings = settings if settings is not None else otel_settings(requested=True)
         self._closed = False
-        self._write_errors = 0
-        self._spans = 0
+        self._dropped = 0
         self._owned_tracer: SdkTracerProvider | None = None
         self._owned_meter: SdkMeterProvider | None = None
         resource = Resource.create({"service.name": self._settings.service_name})
@@ -149,17 +162,13 @@ class OtelSink:
                 resource=resource, metric_readers=[reader], shutdown_on_exit=False
             )
             meter_provider = self._owned_meter
-        self._tracer = tracer_provider.get_tracer(_INSTRUMENTATION)
-        meter = meter_provider.get_meter(_INSTRUMENTATION)
-        self._duration = meter.create_histogram(
-            DURATION_HISTOGRAM,
-            unit="s",
-            description="Duration of MCP requests handled by the server.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS_S,
+        self._emitter = Emitter(
+            tracer_provider.get_tracer(_INSTRUMENTATION),
+            meter_provider.get_meter(_INSTRUMENTATION),
         )
-        self._calls = meter.create_counter(
-            CALLS_COUNTER, unit="{call}", description="MCP tool calls, by cost layer."
-        )
+        self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=max_pending_batches)
+        self._worker = threading.Thread(target=self._work, name="airmeter-otel", daemon=True)
+        self._worker.start()
 
     @classmethod
     def from_env(
@@ -191,71 +200,70 @@ class OtelSink:
     @property
     def spans_started(self) -> int:
         """Spans this sink started (records already traced by the SDK are not counted)."""
-        return self._spans
+        return self._emitter.spans
 
     @property
     def write_errors(self) -> int:
-        """Records that failed to convert (logged, never raised)."""
-        return self._write_errors
+        """Records that failed to convert (never raised)."""
+        return self._emitter.errors
 
-    def _emit(self, record: CallRecord) -> None:
-        attrs = metric_attributes(record)
-        self._duration.record(record.latency_ms / 1000.0, attrs)
-        counter_attrs = {AIR_LAYER: attrs[AIR_LAYER], GEN_AI_TOOL_NAME: record.tool}
-        if ERROR_TYPE in attrs:
-            counter_attrs[ERROR_TYPE] = attrs[ERROR_TYPE]
-        self._calls.add(1, counter_attrs)
-        if was_traced(record):
-            return
-        start_ns = record.ts_ms * 1_000_000
-        span = self._tracer.start_span(
-            span_name(record),
-            kind=SpanKind.SERVER,
-            attributes=span_attributes(record),
-            start_time=start_ns,
-        )
-        if not record.ok:
-            span.set_status(Status(StatusCode.ERROR, record.error_message))
-        span.end(end_time=start_ns + int(record.latency_ms * 1_000_000))
-        self._spans += 1
+    @property
+    def dropped(self) -> int:
+        """Records dropped because the worker's queue was full."""
+        return self._dropped
+
+    def _work(self) -> None:
+        while True:
+            batch = self._queue.get()
+            try:
+                if batch is None:
+                    return
+                self._emitter.emit(*batch)
+            except Exception:  # the worker must survive anything a batch does
+                logger.exception("OpenTelemetry export of a batch failed")
+            finally:
+                self._queue.task_done()
 
     async def write(self, records: Sequence[CallRecord]) -> None:
-        """Turn each record into a span and metric points. Never raises for a bad record.
+        """Queue the batch for the worker; never blocks, never raises.
 
         Args:
             records: One batch from the meter.
         """
-        if self._closed:
+        if self._closed or not records:
             return
-        for record in records:
-            try:
-                self._emit(record)
-            except Exception:
-                self._write_errors += 1
-                logger.exception("could not export call record of tool %r", record.tool)
+        # Asked here, on the loop's thread, where the adapters marked them.
+        traced = [was_traced(record) for record in records]
+        try:
+            self._queue.put_nowait((tuple(records), traced))
+        except queue.Full:
+            self._dropped += len(records)
+            logger.warning("OpenTelemetry sink overloaded: dropped %d records", len(records))
 
     async def force_flush(self, *, timeout: float = CLOSE_TIMEOUT_S) -> bool:
-        """Export what is pending now (our own providers only).
+        """Convert what is queued and export what is pending now.
 
         Args:
             timeout: Longest wait, in seconds.
 
         Returns:
-            ``True`` when both flushes finished in time (a failed export still "finishes").
+            ``True`` when everything finished in time (a failed export still "finishes").
         """
         millis = int(timeout * 1000)
-        calls: list[Callable[[], object]] = []
-        if self._owned_tracer is not None:
-            tracer = self._owned_tracer
-            calls.append(lambda: tracer.force_flush(millis))
-        if self._owned_meter is not None:
-            meter = self._owned_meter
-            calls.append(lambda: meter.force_flush(millis))
-        results = await asyncio.gather(*(_run_bounded(c, timeout, "flush") for c in calls))
-        return all(results)
+        tracer, meter = self._owned_tracer, self._owned_meter
+
+        def flush() -> None:
+            self._queue.join()
+            _in_parallel(
+                *([lambda: tracer.force_flush(millis)] if tracer is not None else []),
+                *([lambda: meter.force_flush(millis)] if meter is not None else []),
+            )
+
+        return await _run_bounded(flush, timeout, "flush")
 
     async def close(self) -> None:
-        """Export what is pending and shut our providers down, within ``CLOSE_TIMEOUT_S``.
+        """Convert what is queued, export it and shut our providers down, within
+        ``CLOSE_TIMEOUT_S``.
 
         Traces and metrics shut down in parallel; an export stuck on an unresponsive
         collector is abandoned (logged), not waited for. Idempotent.
@@ -263,14 +271,18 @@ class OtelSink:
         if self._closed:
             return
         self._closed = True
-        calls: list[Callable[[], object]] = []
-        if self._owned_tracer is not None:
-            calls.append(self._owned_tracer.shutdown)
-        if self._owned_meter is not None:
-            meter = self._owned_meter
-            millis = self._settings.export_timeout_s * 1000
-            calls.append(lambda: meter.shutdown(timeout_millis=millis))
-        await asyncio.gather(*(_run_bounded(c, CLOSE_TIMEOUT_S, "shutdown") for c in calls))
+        tracer, meter = self._owned_tracer, self._owned_meter
+        timeout_ms = self._settings.export_timeout_s * 1000
+
+        def finish() -> None:
+            self._queue.put(None)
+            self._worker.join()
+            _in_parallel(
+                *([tracer.shutdown] if tracer is not None else []),
+                *([lambda: meter.shutdown(timeout_millis=timeout_ms)] if meter is not None else []),
+            )
+
+        await _run_bounded(finish, CLOSE_TIMEOUT_S, "shutdown")
 
     async def __aenter__(self) -> OtelSink:
         return self

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pytest
 from opentelemetry import trace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status as PbStatus
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -187,9 +189,43 @@ async def test_collector_down_never_raises_and_records_keep_flowing() -> None:
     await sink.write(RECORDS)
     await sink.force_flush()  # exports fail (logged by the SDK), nothing raises
     await sink.write(RECORDS)
+    await sink.force_flush()
     assert sink.spans_started == 8
-    assert sink.write_errors == 0
+    assert (sink.write_errors, sink.dropped) == (0, 0)
     await asyncio.wait_for(sink.close(), timeout=2.0)
+
+
+async def test_a_stuck_exporter_makes_the_sink_drop_and_count_never_block() -> None:
+    release = threading.Event()
+    entered = threading.Event()
+
+    class StuckExporter(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            entered.set()
+            release.wait(10)
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(StuckExporter()))  # exports inline
+    meter_provider = MeterProvider()
+    sink = OtelSink(
+        settings=otel_settings({}, requested=True),
+        tracer_provider=provider,
+        meter_provider=meter_provider,
+        max_pending_batches=2,
+    )
+    try:
+        await sink.write(RECORDS[:1])
+        assert await asyncio.to_thread(entered.wait, 10)  # the worker is stuck in export
+        for _ in range(5):
+            await sink.write(RECORDS)  # returns at once: queued or dropped
+        assert sink.dropped == 3 * len(RECORDS)
+    finally:
+        release.set()
+        await sink.close()
+        provider.shutdown()
+        meter_provider.shutdown()
+    assert sink.spans_started == 1 + 2 * len(RECORDS)
 
 
 async def test_close_with_an_unresponsive_collector_returns_in_bounded_time() -> None:
