@@ -185,6 +185,61 @@ class NullRecorder:
         pass
 
 
+async def adapters_direct(n: int) -> list[tuple[str, float]]:
+    """Each adapter called directly with a minimal context and an instant call_next: the
+    adapter's own cost per call, free of the servers' noise."""
+    from types import SimpleNamespace
+
+    import mcp_types as mt
+    from fastmcp.server.middleware import MiddlewareContext
+    from fastmcp.tools.base import ToolResult
+
+    from airmeter.integrations import FastMCPMeterMiddleware, SdkMeterMiddleware
+
+    sdk = SdkMeterMiddleware(NullRecorder())
+    ctx: Any = SimpleNamespace(
+        method="tools/call",
+        params={"name": "get_user", "arguments": {"user_id": "42"}},
+        request=None,
+        request_id=7,
+        protocol_version="2025-11-25",
+        session=SimpleNamespace(client_params=None),
+    )
+    wire = {"content": [{"type": "text", "text": "user 42"}], "isError": False}
+
+    async def sdk_next(_: Any) -> dict[str, Any]:
+        return wire
+
+    async def plain_next(_: Any) -> Any:
+        return await sdk_next(_)
+
+    fast = FastMCPMeterMiddleware(NullRecorder())
+    fctx: Any = MiddlewareContext(
+        message=mt.CallToolRequestParams(name="get_user", arguments={"user_id": "42"})
+    )
+    result = ToolResult(content="user 42")
+
+    async def fast_next(_: Any) -> ToolResult:
+        return result
+
+    async def timed(call: Callable[[], Any]) -> float:
+        await call()
+        start = time.perf_counter()
+        for _ in range(n):
+            await call()
+        return (time.perf_counter() - start) / n * 1e6
+
+    base = await timed(lambda: plain_next(ctx))
+    return [
+        ("bare await of call_next (floor)", base),
+        ("SdkMeterMiddleware, per call", await timed(lambda: sdk(ctx, sdk_next))),
+        (
+            "FastMCPMeterMiddleware, per call",
+            await timed(lambda: fast.on_call_tool(fctx, fast_next)),
+        ),
+    ]
+
+
 async def mcpserver_calls(n: int, metered: bool) -> float:
     from mcp import Client
     from mcp.server.mcpserver import MCPServer
@@ -255,6 +310,11 @@ async def main() -> None:
     print(f"\nper record ({args.records} records)")
     print(f"{'workload':<46}{'µs/record':>12}{'vs bare span':>14}")
     for name, us in rows:
+        print(f"{name:<46}{us:>12.2f}{us / span_us:>13.2f}x")
+
+    print(f"\nadapters called directly ({args.records} calls, sizes measured)")
+    print(f"{'workload':<46}{'µs/call':>12}{'vs bare span':>14}")
+    for name, us in await adapters_direct(args.records):
         print(f"{name:<46}{us:>12.2f}{us / span_us:>13.2f}x")
 
     print(
