@@ -318,18 +318,17 @@ async def load_groups(
     lo = None if since_ms is None else f"{_floor(since_ms):013d}"
     hi = None if until_ms is None else f"{until_ms:013d}"
     cache = _cache_of(store)
-    live = set()
     out: list[RowGroup] = []
     for key, doc in pairs:
         stamp = key[:13]
         if (lo is not None and stamp < lo) or (hi is not None and stamp >= hi):
             continue
-        live.add(key)
         rows = cache.rows(key, doc)
         if rows:
             out.append((rows[0].minute, rows))
-    if since_ms is None and until_ms is None:
-        for gone in [k for k in cache.docs if k not in live]:
+    if len(cache.docs) > len(pairs):  # some minutes expired or were deleted: forget them
+        present = {key for key, _ in pairs}
+        for gone in [k for k in cache.docs if k not in present]:
             del cache.docs[gone]
     return out
 

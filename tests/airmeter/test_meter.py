@@ -165,3 +165,12 @@ async def test_a_restarted_writer_merges_into_the_stored_minute() -> None:
     snap = await meter.snapshot()
     assert snap.total_calls == 4
     await meter.stop()
+
+
+def test_instance_id_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIR_INSTANCE_ID", "web-1")
+    assert Meter().instance_id == "web-1"
+    monkeypatch.setenv("AIR_INSTANCE_ID", "bad:id")
+    assert Meter().instance_id != "bad:id"
+    monkeypatch.delenv("AIR_INSTANCE_ID")
+    assert Meter(instance_id="x").instance_id == "x"
