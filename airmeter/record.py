@@ -12,6 +12,8 @@ __all__ = ["CALLS_NAMESPACE", "RECORD_FIELDS", "CallRecord", "record_from_fields
 CALLS_NAMESPACE = "meter.calls"
 """The store namespace whose append log holds one entry per call."""
 
+_CODES = ("L0", "L1", "L2", "L3", "L4", "L5", "L6", "L7")  # indexed by the Layer (an int)
+
 _OPTIONAL_FIELDS = (
     "session_id",
     "protocol_version",
@@ -72,7 +74,7 @@ class CallRecord:
             "_ts": self.ts_ms,
             "server": self.server,
             "tool": self.tool,
-            "layer": f"L{int(self.layer)}",
+            "layer": _CODES[self.layer],
             "latency_ms": self.latency_ms,
             "ok": self.ok,
             "error_type": self.error_type,

@@ -188,11 +188,29 @@ class RollupBook:
             rows = self._last_rows = found
             self._last_minute = minute
         self._dirty.add(minute)
-        key = (rec.server, rec.instance_id or "", rec.tool, int(rec.layer))
+        key = (rec.server, rec.instance_id or "", rec.tool, rec.layer)
         row = rows.get(key)
         if row is None:
-            row = rows[key] = RollupRow(minute, key[0], key[1], key[2], key[3])
-        row.add(rec)
+            row = rows[key] = RollupRow(minute, key[0], key[1], key[2], int(key[3]))
+        # RollupRow.add, inlined: this runs once per call on the sink's write path
+        row.calls += 1
+        if not rec.ok:
+            row.errors += 1
+            etype = rec.error_type or "error"
+            row.errors_by_type[etype] = row.errors_by_type.get(etype, 0) + 1
+        latency = rec.latency_ms
+        row.latency_sum += latency
+        if latency > row.latency_max:
+            row.latency_max = latency
+        index = int((_log(latency) - _LOG_BASE) * _INV_LOG_GROWTH) + 1 if latency > BASE_MS else 0
+        hist = row.hist
+        hist[index] = hist.get(index, 0) + 1
+        cost = rec.cost
+        row.cost += _WEIGHTS[row.layer - 1] if cost is None else cost
+        if rec.tokens_in:
+            row.tokens_in += rec.tokens_in
+        if rec.tokens_out:
+            row.tokens_out += rec.tokens_out
 
     def merge_rows(self, rows: Iterable[RollupRow]) -> None:
         """Add stored rows into the book (their minutes are not marked dirty)."""
