@@ -152,7 +152,9 @@ async def test_store_sink_writes_one_log_entry_per_call_with_the_log_form() -> N
         "output_bytes": 20,
     }
     assert CallRecord.from_log(entry) == r
-    assert await store.list("meter.rollups") == [f"{T0:013d}:w1"]
+    hour = T0 // 3_600_000
+    assert await store.list(f"meter.rollups.{hour}") == [f"{T0:013d}:w1"]
+    assert await store.get("meter.rollups", "hours:w1") == [hour]
 
 
 async def test_a_restarted_writer_merges_into_the_stored_minute() -> None:
