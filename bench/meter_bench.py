@@ -36,7 +36,6 @@ from airmeter import (
     CALLS_NAMESPACE,
     CallRecord,
     Layer,
-    MemorySink,
     Meter,
     MeterMiddleware,
     snapshot,
@@ -165,7 +164,7 @@ async def per_call(n: int, repeats: int) -> list[tuple[str, float]]:
 
     tool = define_tool(name="get_user", params={"user_id": "string"}, handler=handler)
     plain = define_server(name="bench", tools=[tool], storage=MemoryStore())
-    hooked_meter = Meter(sinks=[MemorySink()], flush_interval=0.05)
+    hooked_meter = Meter(sinks=[CountSink()], flush_interval=0.05)
     metered = define_server(
         name="bench", tools=[tool], storage=MemoryStore(), meter=MeterMiddleware(hooked_meter)
     )
