@@ -1,6 +1,6 @@
 """airstore: async key-value + append-log storage for MCP servers.
 
-Backends: :class:`MemoryStore`, ``FileStore``, ``SqliteStore``, ``RedisStore``; open one with
+Backends: :class:`MemoryStore`, :class:`FileStore`, ``SqliteStore``, ``RedisStore``; open one with
 :func:`create_storage`. Every failure is an :class:`AirstoreError`.
 """
 
@@ -17,6 +17,7 @@ from airstore.errors import (
     StoreLockedError,
 )
 from airstore.factory import create_storage, parse_store_url
+from airstore.file import FileStore
 from airstore.memory import MemoryStore
 from airstore.types import Entry, JSONValue, Store, TimeBound
 
@@ -24,6 +25,7 @@ __all__ = [
     "AirstoreError",
     "CorruptDataError",
     "Entry",
+    "FileStore",
     "InvalidArgumentError",
     "InvalidKeyError",
     "InvalidNamespaceError",

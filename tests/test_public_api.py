@@ -11,6 +11,7 @@ EXPECTED = {
         "AirstoreError",
         "CorruptDataError",
         "Entry",
+        "FileStore",
         "InvalidArgumentError",
         "InvalidKeyError",
         "InvalidNamespaceError",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airstore import MemoryStore, Store
+from airstore import FileStore, MemoryStore, Store
 
 
 class FakeClock:
@@ -39,6 +39,18 @@ async def _open_memory(tmp: Path, clock: FakeClock) -> Store:
     return store
 
 
+def _file_opener(durability: str) -> Callable[[Path, FakeClock], Awaitable[Store]]:
+    async def _open(tmp: Path, clock: FakeClock) -> Store:
+        store = FileStore(tmp / "data", durability=durability, clock=clock)  # type: ignore[arg-type]
+        await store.init()
+        return store
+
+    return _open
+
+
 BACKENDS: list[Backend] = [
     Backend("memory", _open_memory, persistent=False),
+    Backend("file-journal", _file_opener("journal"), persistent=True),
+    Backend("file-snapshot", _file_opener("snapshot"), persistent=True),
+    Backend("file-sync", _file_opener("sync"), persistent=True),
 ]
