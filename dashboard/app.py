@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dash import Dash, dash_table, dcc, html
+from dash import Dash, dcc, html
+from dash.dash_table.DataTable import DataTable
 
 from airmeter import Layer
 from dashboard.figures import LAYER_COLOURS
@@ -66,6 +67,10 @@ def _layer_cells() -> list[dict[str, Any]]:
         }
         for layer in Layer
     ]
+
+
+def _graph(graph_id: str) -> dcc.Graph:
+    return dcc.Graph(id=graph_id, config={"displayModeBar": False})
 
 
 def _card(title: str, body: Any, *, extra: str = "") -> html.Div:
@@ -136,9 +141,14 @@ def _controls() -> html.Div:
                 className="custom-range",
                 style={"display": "none"},
                 children=[
-                    dcc.Input(id="custom-start", type="datetime-local", debounce=True),
+                    dcc.Input(
+                        id="custom-start",
+                        type="text",
+                        debounce=True,
+                        placeholder="2026-11-30 14:00",
+                    ),
                     html.Span("→"),
-                    dcc.Input(id="custom-end", type="datetime-local", debounce=True),
+                    dcc.Input(id="custom-end", type="text", debounce=True, placeholder="now"),
                 ],
             ),
             html.Div(
@@ -201,8 +211,8 @@ def _detail() -> html.Div:
             html.Div(
                 className="grid two",
                 children=[
-                    dcc.Graph(id="graph-histogram", config={"displayModeBar": False}),
-                    dash_table.DataTable(
+                    _graph("graph-histogram"),
+                    DataTable(
                         id="calls-table",
                         columns=[
                             {"name": n, "id": i}
@@ -228,7 +238,7 @@ def _detail() -> html.Div:
 
 
 def _tables() -> tuple[html.Div, html.Div]:
-    tool_cols = [
+    tool_cols: list[Any] = [
         {"name": "tool", "id": "tool"},
         {"name": "layer", "id": "layer"},
         {"name": "calls", "id": "calls", "type": "numeric"},
@@ -239,7 +249,7 @@ def _tables() -> tuple[html.Div, html.Div]:
         {"name": "p99 ms", "id": "p99", "type": "numeric"},
         {"name": "cost $", "id": "cost", "type": "numeric"},
     ]
-    error_cols = [
+    error_cols: list[Any] = [
         {"name": n, "id": i}
         for n, i in (
             ("time", "time"),
@@ -253,7 +263,7 @@ def _tables() -> tuple[html.Div, html.Div]:
     return (
         _card(
             "Tools — click a row for details",
-            dash_table.DataTable(
+            DataTable(
                 id="tools-table",
                 columns=tool_cols,
                 data=[],
@@ -269,7 +279,7 @@ def _tables() -> tuple[html.Div, html.Div]:
         ),
         _card(
             "Recent errors",
-            dash_table.DataTable(
+            DataTable(
                 id="errors-table",
                 columns=error_cols,
                 data=[],
@@ -286,7 +296,6 @@ def _tables() -> tuple[html.Div, html.Div]:
 
 
 def _content() -> html.Div:
-    graph = {"config": {"displayModeBar": False}}
     tools, errors = _tables()
     return html.Div(
         id="content",
@@ -308,14 +317,14 @@ def _content() -> html.Div:
             html.Div(
                 className="grid two",
                 children=[
-                    _card("Calls over time, by layer", dcc.Graph(id="graph-calls", **graph)),
-                    _card("Latency percentiles", dcc.Graph(id="graph-latency", **graph)),
+                    _card("Calls over time, by layer", _graph("graph-calls")),
+                    _card("Latency percentiles", _graph("graph-latency")),
                 ],
             ),
             html.Div(
                 className="grid one-two",
                 children=[
-                    _card("Layers: calls and weighted cost", dcc.Graph(id="graph-layers", **graph)),
+                    _card("Layers: calls and weighted cost", _graph("graph-layers")),
                     tools,
                 ],
             ),
@@ -341,7 +350,7 @@ def create_app(reader: SyncReader, *, store_url: str, refresh_ms: int = DEFAULT_
         __name__,
         assets_folder=_ASSETS,
         title="air · MCP dashboard",
-        update_title=None,
+        update_title="",
         serve_locally=True,
     )
     app.layout = html.Div(

@@ -118,7 +118,6 @@ class DashboardServer:
             self._wsgi: BaseWSGIServer = make_server(host, port, self.app.server, threaded=True)
         except (OSError, SystemExit) as exc:  # werkzeug exits on some bind failures
             raise DashboardError(f"cannot listen on {host}:{port}: {exc}") from exc
-        self._wsgi.daemon_threads = True
         self.host = host
         self.port = int(self._wsgi.server_port)
         self._thread: threading.Thread | None = None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from airmeter import Layer
-from airstore import MemoryStore
+from airstore import FileStore, MemoryStore, Store
 from dashboard._interim import UNIT_PRICE
 from dashboard.data import RECENT_ERRORS, DashboardData, open_store
 from dashboard.errors import InvalidRangeError, StoreUnavailableError
@@ -45,13 +46,21 @@ def _close(got: float | None, want: float) -> bool:
     return got is not None and got == pytest.approx(want, rel=0.05, abs=0.01)
 
 
-@pytest.fixture
-async def seeded() -> tuple[DashboardData, list[dict[str, Any]]]:
+@pytest.fixture(params=["memory", "file"])
+async def seeded(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[DashboardData, list[dict[str, Any]]]]:
     records = make_records(now_ms=NOW_MS, count=6000, span_ms=8 * DAY_MS)
-    store = MemoryStore()
-    await write_records(store, records)
-    data = DashboardData(store, url="memory://", clock=lambda: NOW_MS / 1000)
-    return data, records
+    if request.param == "memory":
+        store: Store = MemoryStore()
+        await write_records(store, records)
+    else:
+        async with FileStore(tmp_path / "data") as writer:
+            await write_records(writer, records)
+        store = await open_store(f"file://{tmp_path}/data")
+    data = DashboardData(store, url="test", clock=lambda: NOW_MS / 1000)
+    yield data, records
+    await data.close()
 
 
 @pytest.mark.parametrize("key", sorted(RANGES))
@@ -211,3 +220,13 @@ def test_custom_range_needs_a_start_before_its_end() -> None:
         resolve_range("custom", now_ms=NOW_MS, start_ms=NOW_MS, end_ms=NOW_MS - 1)
     with pytest.raises(InvalidRangeError):
         resolve_range("2w", now_ms=NOW_MS)
+
+
+async def test_unreadable_store_gives_a_clear_typed_error(tmp_path: Path) -> None:
+    # The call log's file is a directory: the store exists but cannot be read.
+    (tmp_path / "data" / "meter.calls.log.jsonl").mkdir(parents=True)
+    url = f"file://{tmp_path}/data"
+    with pytest.raises(StoreUnavailableError) as info:
+        await open_store(url)
+    assert "cannot read store" in info.value.message
+    assert info.value.url == url
