@@ -101,12 +101,12 @@ def latency_figure(view: DashboardView) -> go.Figure:
                 name=name,
                 mode="lines",
                 connectgaps=False,
-                line={"color": _PCT_COLOURS[name], "width": 2, "shape": "spline"},
+                line={"color": _PCT_COLOURS[name], "width": 2},
                 hovertemplate=f"{name}: %{{y:.1f}} ms<extra></extra>",
             )
         )
     fig = _layout(fig, hovermode="x unified")
-    fig.update_yaxes(type="log", title_text="ms", rangemode="normal")
+    fig.update_yaxes(type="log", dtick=1, title_text="ms", rangemode="normal")
     return fig
 
 
@@ -163,7 +163,7 @@ def histogram_figure(detail: ToolDetail, layer: Layer | None) -> go.Figure:
         )
     )
     fig = _layout(fig, height=240, bargap=0.08, showlegend=False)
-    fig.update_xaxes(title_text="latency", type="category")
+    fig.update_xaxes(title_text="latency", type="category", tickangle=0)
     return fig
 
 
