@@ -27,7 +27,7 @@ _KPIS = (
     ("p50", "p50 latency"),
     ("p95", "p95 latency"),
     ("p99", "p99 latency"),
-    ("cost", "Est. cost"),
+    ("cost", "Est. cost (units)"),
 )
 
 _TABLE_STYLE: dict[str, Any] = {
@@ -247,7 +247,7 @@ def _tables() -> tuple[html.Div, html.Div]:
         {"name": "p50 ms", "id": "p50", "type": "numeric"},
         {"name": "p95 ms", "id": "p95", "type": "numeric"},
         {"name": "p99 ms", "id": "p99", "type": "numeric"},
-        {"name": "cost $", "id": "cost", "type": "numeric"},
+        {"name": "cost", "id": "cost", "type": "numeric"},
     ]
     error_cols: list[Any] = [
         {"name": n, "id": i}

@@ -14,10 +14,18 @@ import os
 import time
 from typing import Any
 
-from airmeter import CALLS_NAMESPACE, Layer, parse_layer
+from airmeter import (
+    CALLS_NAMESPACE,
+    AirmeterError,
+    Layer,
+    SeriesPoint,
+    Snapshot,
+    ToolStats,
+    parse_layer,
+    snapshot,
+)
 from airstore import AirstoreError, Store, create_storage, parse_store_url
 from airstore.factory import BACKENDS
-from dashboard._interim import aggregate
 from dashboard.errors import StoreUnavailableError
 from dashboard.ranges import resolve_range
 from dashboard.types import (
@@ -25,9 +33,13 @@ from dashboard.types import (
     DashboardView,
     ErrorRow,
     Filters,
+    Headline,
     HistogramBin,
+    LayerSlice,
+    TimeBucket,
     TimeRange,
     ToolDetail,
+    ToolRow,
 )
 
 __all__ = ["DETAIL_SAMPLE", "RECENT_ERRORS", "DashboardData", "latency_histogram", "open_store"]
@@ -197,30 +209,56 @@ class DashboardData:
                 f"cannot read store {self.url}: {exc}", url=self.url, hint="check the store"
             ) from exc
 
+    async def _snapshot(self, rng: TimeRange, filters: Filters) -> Snapshot:
+        try:
+            return await snapshot(
+                self._store,
+                since=rng.since_ms,
+                until=rng.until_ms,
+                tool=filters.tool,
+                layer=filters.layer,
+                server=filters.server,
+                bucket_ms=rng.bucket_ms,
+            )
+        except (AirstoreError, AirmeterError, OSError) as exc:
+            raise StoreUnavailableError(
+                f"cannot read store {self.url}: {exc}", url=self.url, hint="check the store"
+            ) from exc
+
     async def view(self, rng: TimeRange, filters: Filters | None = None) -> DashboardView:
         """Everything the main page shows for ``rng`` and ``filters``.
+
+        The aggregates come from :func:`airmeter.snapshot` (minute-granular rollups: a minute
+        counts when it overlaps the range); recent errors come from the raw call log.
 
         Raises:
             StoreUnavailableError: the store can no longer be read.
         """
         filters = filters or Filters()
+        snap = await self._snapshot(rng, filters)
+        self._known_tools.update(t.tool for t in snap.tools)
+        self._known_servers.update(s.server for s in snap.servers)
         flt = _store_filter(filters)
-        bounds = {"since": rng.since_ms, "until": rng.until_ms}
-        entries = await self._query(limit=2**62, filter=flt or None, **bounds)
-        agg = aggregate(entries, rng)
-        for row in agg.tools:
-            self._known_tools.add(row.tool)
-        self._known_servers.update(str(e.get("server", "")) for e in entries)
-        failed = await self._query(limit=RECENT_ERRORS, filter={**flt, "ok": False}, **bounds)
-        store_empty = agg.headline.calls == 0 and not await self._query(limit=1)
+        failed = await self._query(
+            limit=RECENT_ERRORS,
+            since=rng.since_ms,
+            until=rng.until_ms,
+            filter={**flt, "ok": False},
+        )
+        store_empty = snap.total_calls == 0 and not await self._query(limit=1)
         known = self._known_tools | ({filters.tool} if filters.tool else set())
         return DashboardView(
             range=rng,
             filters=filters,
-            headline=agg.headline,
-            series=agg.series,
-            layers=agg.layers,
-            tools=agg.tools,
+            headline=_headline(snap),
+            series=tuple(_bucket(p) for p in snap.series),
+            layers=tuple(
+                LayerSlice(
+                    layer=parse_layer(code), calls=st.calls, weighted_cost=int(st.weighted_cost)
+                )
+                for code, st in sorted(snap.layers.items())
+            ),
+            tools=tuple(_tool_row(t) for t in snap.tools),
             recent_errors=tuple(_error_row(e) for e in failed),
             tool_names=tuple(sorted(known)),
             server_names=tuple(sorted(s for s in self._known_servers if s)),
@@ -247,6 +285,44 @@ class DashboardData:
             histogram=latency_histogram(latencies),
             latest=tuple(_call_row(e) for e in entries[:DETAIL_LATEST]),
         )
+
+
+def _headline(snap: Snapshot) -> Headline:
+    return Headline(
+        calls=snap.total_calls,
+        calls_per_min=snap.calls_per_min,
+        errors=snap.error_count,
+        error_rate=snap.error_rate if snap.total_calls else 0.0,
+        p50_ms=snap.p50_ms,
+        p95_ms=snap.p95_ms,
+        p99_ms=snap.p99_ms,
+        cost=snap.total_cost,
+    )
+
+
+def _bucket(point: SeriesPoint) -> TimeBucket:
+    return TimeBucket(
+        start_ms=point.start_ms,
+        calls_by_layer=tuple(point.layers.get(layer.code, 0) for layer in Layer),
+        errors=point.errors,
+        p50_ms=point.p50_ms,
+        p95_ms=point.p95_ms,
+        p99_ms=point.p99_ms,
+    )
+
+
+def _tool_row(t: ToolStats) -> ToolRow:
+    return ToolRow(
+        tool=t.tool,
+        layer=parse_layer(t.layer),
+        calls=t.calls,
+        errors=t.errors,
+        error_rate=t.error_rate,
+        p50_ms=t.p50_ms,
+        p95_ms=t.p95_ms,
+        p99_ms=t.p99_ms,
+        cost=t.cost,
+    )
 
 
 def _layer_of(entry: dict[str, Any]) -> Layer:

@@ -48,8 +48,8 @@ def fmt_ms(value: float | None) -> str:
 
 
 def fmt_cost(value: float) -> str:
-    """An estimated cost in dollars: ``$12.34``; small amounts keep 4 decimals."""
-    return f"${value:,.2f}" if value >= 10 else f"${value:,.4f}"
+    """An estimated cost in cost units (an L1 call = 1): ``12,340`` or ``3.25``."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}"
 
 
 def fmt_time(ts_ms: int) -> str:
@@ -87,7 +87,7 @@ def tool_rows(view: DashboardView) -> list[dict[str, Any]]:
             "p50": _num(row.p50_ms),
             "p95": _num(row.p95_ms),
             "p99": _num(row.p99_ms),
-            "cost": round(row.cost, 4),
+            "cost": round(row.cost, 2),
         }
         for row in view.tools
     ]

@@ -12,8 +12,8 @@ __all__ = ["CUSTOM", "DEFAULT_RANGE", "RANGES", "parse_instant", "resolve_range"
 _MIN = 60_000
 
 RANGES: dict[str, tuple[str, int, int]] = {
-    # key: (label, length in ms, bucket in ms) -- about 60 buckets per range
-    "15m": ("15 min", 15 * _MIN, 15_000),
+    # key: (label, length in ms, bucket in ms); buckets are whole minutes (the meter's rollups)
+    "15m": ("15 min", 15 * _MIN, _MIN),
     "1h": ("1 hour", 60 * _MIN, _MIN),
     "6h": ("6 hours", 6 * 60 * _MIN, 5 * _MIN),
     "24h": ("24 hours", 24 * 60 * _MIN, 20 * _MIN),
@@ -24,10 +24,6 @@ DEFAULT_RANGE = "1h"
 
 # Bucket sizes a custom range may use: the smallest that gives at most ~90 buckets.
 _NICE_BUCKETS = (
-    1_000,
-    5_000,
-    15_000,
-    30_000,
     _MIN,
     5 * _MIN,
     15 * _MIN,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from airmeter import CALLS_NAMESPACE, CallRecord, Layer
+from airmeter import CallRecord, Layer, StoreSink
 from airstore import Store
 
 # (tool, layer, typical latency ms, failure probability)
@@ -48,7 +48,8 @@ def make_records(*, now_ms: int, count: int, span_ms: int, seed: int = 7) -> lis
 
 
 async def write_records(store: Store, records: list[dict[str, Any]]) -> None:
-    """Append every record (they carry their own ``_ts``)."""
-    for entry in records:
-        await store.append(CALLS_NAMESPACE, entry)
-    await store.flush()
+    """Record every call the way a metered server does: airmeter's StoreSink (log + rollups)."""
+    sink = StoreSink(store, writer="seed", rollup_ttl=None)
+    for i in range(0, len(records), 500):
+        await sink.write([CallRecord.from_log(e) for e in records[i : i + 500]])
+    await sink.close()

@@ -121,11 +121,12 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
 WRITER = textwrap.dedent(
     """
     import asyncio, sys, time
-    from airmeter import CALLS_NAMESPACE, CallRecord, Layer
+    from airmeter import CallRecord, Layer, StoreSink
     from airstore import FileStore
 
     async def main(path):
         async with FileStore(path) as store:
+            sink = StoreSink(store, writer="live", persist_interval=0)
             n = 0
             async def burst(count):
                 nonlocal n
@@ -133,7 +134,8 @@ WRITER = textwrap.dedent(
                     n += 1
                     rec = CallRecord(ts_ms=int(time.time() * 1000), server="live", tool="echo",
                                      layer=Layer.L1, latency_ms=1.5, ok=True, request_id=f"r{n}")
-                    await store.append(CALLS_NAMESPACE, rec.to_log())
+                    await sink.write([rec])
+                await sink.persist()
                 await store.flush()
                 print(n, flush=True)
             await burst(7)
