@@ -124,7 +124,7 @@ def _header(store_url: str) -> html.Header:
     )
 
 
-def _controls() -> html.Div:
+def _controls(initial_range: str) -> html.Div:
     ranges = [{"label": label, "value": key} for key, (label, _, _) in RANGES.items()]
     return html.Div(
         className="controls",
@@ -132,7 +132,7 @@ def _controls() -> html.Div:
             dcc.RadioItems(
                 id="range",
                 options=[*ranges, {"label": "custom", "value": CUSTOM}],
-                value=DEFAULT_RANGE,
+                value=initial_range,
                 className="segmented",
                 inline=True,
             ),
@@ -333,13 +333,20 @@ def _content() -> html.Div:
     )
 
 
-def create_app(reader: SyncReader, *, store_url: str, refresh_ms: int = DEFAULT_REFRESH_MS) -> Dash:
+def create_app(
+    reader: SyncReader,
+    *,
+    store_url: str,
+    refresh_ms: int = DEFAULT_REFRESH_MS,
+    initial_range: str = DEFAULT_RANGE,
+) -> Dash:
     """Build the Dash app over ``reader``.
 
     Args:
         reader: the open data reader (the app does not close it).
         store_url: shown in the header.
         refresh_ms: live refresh interval.
+        initial_range: the range selected when the page opens (``"15m"`` … ``"7d"``).
 
     Returns:
         The app; serve ``app.server`` (a WSGI app) with :class:`dashboard.server.DashboardServer`.
@@ -359,7 +366,7 @@ def create_app(reader: SyncReader, *, store_url: str, refresh_ms: int = DEFAULT_
             dcc.Interval(id="tick", interval=refresh_ms, n_intervals=0),
             dcc.Store(id="selected-tool", data=None),
             _header(store_url),
-            _controls(),
+            _controls(initial_range),
             _legend(),
             html.Div(id="banner", className="banner", style={"display": "none"}),
             _empty_state(),

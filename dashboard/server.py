@@ -18,6 +18,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from dashboard.app import DEFAULT_REFRESH_MS, create_app
 from dashboard.errors import DashboardError
+from dashboard.ranges import DEFAULT_RANGE
 from dashboard.reader import SyncReader
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DashboardServer", "is_loopback"]
@@ -81,6 +82,7 @@ class DashboardServer:
         token: required with ``allow_remote``; every request must carry it.
         refresh_ms: the page's live refresh interval.
         own_reader: close ``reader`` on stop.
+        initial_range: the range selected when the page opens.
 
     Raises:
         DashboardError: a non-loopback host without ``allow_remote`` and a token, or the port
@@ -98,6 +100,7 @@ class DashboardServer:
         token: str | None = None,
         refresh_ms: int = DEFAULT_REFRESH_MS,
         own_reader: bool = True,
+        initial_range: str = DEFAULT_RANGE,
     ) -> None:
         if not is_loopback(host):
             if not allow_remote:
@@ -109,7 +112,9 @@ class DashboardServer:
                 raise DashboardError(f"binding {host} with --allow-remote needs --token")
         self._reader = reader
         self._own_reader = own_reader
-        self.app = create_app(reader, store_url=store_url, refresh_ms=refresh_ms)
+        self.app = create_app(
+            reader, store_url=store_url, refresh_ms=refresh_ms, initial_range=initial_range
+        )
         if token:
             _install_token_check(self.app.server, token)
         self._token = token
