@@ -1,5 +1,6 @@
 """airmeter: classify, record, aggregate and export every MCP tool call."""
 
+from airmeter.budget import Budget, BudgetStatus
 from airmeter.classify import Classification, Classifier, Rule, classify, split_words
 from airmeter.errors import (
     AirmeterError,
@@ -9,6 +10,7 @@ from airmeter.errors import (
 )
 from airmeter.layers import LAYERS, Layer, LayerInfo, parse_layer
 from airmeter.meter import Meter, MeterStats
+from airmeter.middleware import MeterMiddleware, create_meter_hook
 from airmeter.record import CALLS_NAMESPACE, CallRecord
 from airmeter.redact import Redactor, redact
 from airmeter.rollups import ROLLUPS_NAMESPACE
@@ -24,7 +26,9 @@ __all__ = [
     "LAYERS",
     "ROLLUPS_NAMESPACE",
     "AirmeterError",
+    "Budget",
     "BudgetExceededError",
+    "BudgetStatus",
     "CallRecord",
     "CallUsage",
     "Classification",
@@ -36,6 +40,7 @@ __all__ = [
     "Meter",
     "MeterClosedError",
     "MeterConfigError",
+    "MeterMiddleware",
     "MeterStats",
     "Recorder",
     "Redactor",
@@ -47,6 +52,7 @@ __all__ = [
     "StoreSink",
     "ToolStats",
     "classify",
+    "create_meter_hook",
     "current_usage",
     "parse_layer",
     "redact",
