@@ -157,6 +157,7 @@ class Progress:
         self._tty = self.stream.isatty()
         self._last_draw = 0.0
         self._last_decile = -1
+        self._last_done = -1
 
     def update(self, done: int, errors: int, *, final: bool = False) -> None:
         """Redraw (at most ~10 times a second) for ``done`` calls and ``errors`` failures."""
@@ -165,9 +166,9 @@ class Progress:
         if self._tty:
             if not final and now - self._last_draw < 0.1:
                 return
-        elif not final and decile == self._last_decile:
+        elif decile == self._last_decile and (not final or done == self._last_done):
             return
-        self._last_draw, self._last_decile = now, decile
+        self._last_draw, self._last_decile, self._last_done = now, decile, done
         filled = int(self.width * done / self.total)
         rate = done / max(now - self.started, 1e-6)
         line = (

@@ -26,7 +26,7 @@ DEMO_SERVER = Path(__file__).resolve().parents[2] / "examples" / "demo_server.py
 """The server the demo runs (part of the source checkout)."""
 
 DEFAULT_CALLS = 3000
-DEFAULT_CONCURRENCY = 8
+DEFAULT_CONCURRENCY = 32
 DEFAULT_LIVE_RATE = 2.0
 
 
@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
 def _server_params(store_url: str) -> Any:
     from mcp.client.stdio import StdioServerParameters
 
-    env = {"AIR_STORE": store_url, "AIR_METER": "1", "PYTHONUNBUFFERED": "1"}
+    env = {"AIR_STORE": store_url, "AIR_DEMO_LATENCY": "1", "PYTHONUNBUFFERED": "1"}
     args = ["-m", "aircore.cli", "serve", str(DEMO_SERVER), "--transport", "stdio"]
     args += ["--store", store_url]
     return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=os.getcwd())
@@ -92,44 +92,58 @@ def _server_params(store_url: str) -> Any:
 async def _demo(args: argparse.Namespace) -> int:
     try:
         from mcp.client import Client
+        from mcp.client.stdio import stdio_client
     except ImportError:
         _say("air demo: needs the official MCP client: pip install 'mcp>=2.3' (or make install)")
         return 2
     if not DEMO_SERVER.is_file():
         _say(f"air demo: the demo server is missing ({DEMO_SERVER.name}); run it from a checkout")
         return 2
-    seed = args.seed if args.seed is not None else random.randrange(2**31)
     _say(f"air demo: starting {DEMO_SERVER.name} (metering to {args.store})")
-    server = None
+    log_path = Path(".air") / "demo-server.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    _say(f"air demo: the server's log goes to {log_path}")
+    dashboards: list[Any] = []
     try:
-        async with Client(_server_params(args.store), read_timeout_seconds=60) as client:
-            tools = (await client.list_tools()).tools
-            layers = "all seven layers" if len(tools) >= 7 else f"{len(tools)} tools"
-            _say(f"air demo: {args.calls:,} calls over {len(tools)} tools ({layers})")
-            stats = await drive(
-                client.call_tool,
-                plan_calls(tools, args.calls, seed=seed),
-                concurrency=args.concurrency,
-                progress=Progress(args.calls),
-            )
-            _say(
-                f"air demo: {stats.calls:,} calls in {stats.seconds:.1f}s, "
-                f"{stats.errors:,} failed on purpose or by chance"
-            )
-            if args.no_dashboard:
-                return 0
-            server = await asyncio.to_thread(_start_dashboard, args)
-            if server is None:
-                return 2
-            print(f"air demo: dashboard at {server.url}  (Ctrl+C to stop)", flush=True)
-            if args.live_rate > 0:
-                _say(f"air demo: live traffic continues at ~{args.live_rate:g} calls/s")
-                await _trickle(client, tools, args.live_rate, seed)
-            else:
-                await asyncio.Event().wait()
+        with log_path.open("a", encoding="utf-8") as errlog:
+            transport = stdio_client(_server_params(args.store), errlog)
+            return await _session(Client, transport, args, dashboards)
     finally:
-        if server is not None:
-            server.stop()
+        # The client has closed by now, so the server flushed every call before it exited.
+        for dashboard in dashboards:
+            dashboard.stop()
+
+
+async def _session(
+    client_cls: Any, transport: Any, args: argparse.Namespace, dashboards: list[Any]
+) -> int:
+    """Drive the server, then serve the dashboard (appended to ``dashboards``) until cancelled."""
+    seed = args.seed if args.seed is not None else random.randrange(2**31)
+    async with client_cls(transport, read_timeout_seconds=60) as client:
+        tools = (await client.list_tools()).tools
+        layers = "all seven layers" if len(tools) >= 7 else f"{len(tools)} tools"
+        _say(f"air demo: {args.calls:,} calls over {len(tools)} tools ({layers})")
+        stats = await drive(
+            client.call_tool,
+            plan_calls(tools, args.calls, seed=seed),
+            concurrency=args.concurrency,
+            progress=Progress(args.calls),
+        )
+        _say(
+            f"air demo: {stats.calls:,} calls in {stats.seconds:.1f}s, "
+            f"{stats.errors:,} failed on purpose or by chance"
+        )
+        if args.no_dashboard:
+            return 0
+        dashboard = await asyncio.to_thread(_start_dashboard, args)
+        if dashboard is None:
+            return 2
+        dashboards.append(dashboard)
+        print(f"air demo: dashboard at {dashboard.url}  (Ctrl+C to stop)", flush=True)
+        if args.live_rate > 0:
+            _say(f"air demo: live traffic continues at ~{args.live_rate:g} calls/s")
+            await _trickle(client, tools, args.live_rate, seed)
+        await asyncio.Event().wait()
     return 0
 
 
@@ -169,4 +183,3 @@ async def _trickle(client: Any, tools: Any, rate: float, seed: int) -> None:
                 broken += 1
             await asyncio.sleep(1 / rate)
     _say("air demo: the demo server stopped answering; live traffic stopped")
-    await asyncio.Event().wait()
