@@ -25,7 +25,7 @@ from airmeter.classify import Classifier
 from airmeter.errors import BudgetExceededError, MeterConfigError
 from airmeter.layers import Layer
 from airmeter.meter import Meter
-from airmeter.record import CallRecord
+from airmeter.record import RECORD_FIELDS
 from airmeter.redact import Redactor
 from airmeter.usage import _CURRENT, CallUsage
 from airstore.types import Store
@@ -34,7 +34,16 @@ __all__ = ["MeterMiddleware", "blocked_result", "create_meter_hook", "error_type
 
 logger = logging.getLogger(__name__)
 
+# The tuple built in MeterMiddleware._record follows this order; checked at import.
+assert RECORD_FIELDS == (
+    "ts_ms", "server", "tool", "layer", "latency_ms", "ok", "error_type", "request_id",
+    "session_id", "protocol_version", "transport", "client_name", "instance_id", "input_bytes",
+    "output_bytes", "tokens_in", "tokens_out", "cost", "error_message", "category",
+    "tool_version", "arguments", "result",
+)  # fmt: skip
+
 _perf = time.perf_counter
+_dumps = orjson.dumps
 _now = time.time
 
 
@@ -52,6 +61,8 @@ def error_type_of(exc: BaseException) -> str:
 
 
 def _is_error_result(value: Any) -> bool:
+    if type(value) is dict:  # the common case, without an ABC check
+        return value.get("isError") is True
     if isinstance(value, Mapping):
         return value.get("isError") is True
     return getattr(value, "isError", None) is True or getattr(value, "is_error", None) is True
@@ -59,7 +70,7 @@ def _is_error_result(value: Any) -> bool:
 
 def _size(value: Any) -> int | None:
     try:
-        return len(orjson.dumps(value, default=str))
+        return len(_dumps(value, default=str))
     except (TypeError, orjson.JSONEncodeError):
         return None
 
@@ -177,7 +188,9 @@ class MeterMiddleware:
         if meter is None:  # not started: meter nothing, change nothing
             return await call_next(ctx)
         tool: str = ctx.tool_name
-        info = self._tools.get(tool) or self._tool_info(ctx, tool)
+        info = self._tools.get(tool)
+        if info is None:
+            info = self._tool_info(ctx, tool)
         budget = self.budget
         usage = CallUsage(None if budget is None or budget.tokens_per_call is None
                           else budget.check_tokens)  # fmt: skip
@@ -246,24 +259,20 @@ class MeterMiddleware:
         arguments = getattr(ctx, "arguments", None)
         meter = self._meter
         assert meter is not None
-        meter.record(
-            CallRecord(
-                ts_ms=int(ts * 1000), server=getattr(ctx, "server_name", None) or self._server,
-                tool=tool, layer=info.layer, latency_ms=latency, ok=ok, error_type=error_type,
-                request_id=getattr(ctx, "request_id", None),
-                session_id=getattr(ctx, "session_id", None),
-                protocol_version=getattr(ctx, "protocol_version", None),
-                transport=getattr(ctx, "transport", None),
-                client_name=getattr(ctx, "client_name", None), instance_id=self._instance,
-                input_bytes=_size(arguments) if self._sizes and arguments is not None else None,
-                output_bytes=_size(result) if self._sizes and result is not None else None,
-                tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cost=cost,
-                error_message=message, category=info.category, tool_version=info.version,
-                arguments=self._redactor(_jsonable(arguments))
-                if self._capture_args and arguments else None,
-                result=self._redactor(_jsonable(result)) if self._capture_results else None,
-            )
-        )  # fmt: skip
+        sizes = self._sizes
+        # Values in RECORD_FIELDS order; the delivery task builds the frozen CallRecord.
+        meter.record_fields((
+            int(ts * 1000), getattr(ctx, "server_name", None) or self._server, tool,
+            info.layer, latency, ok, error_type, getattr(ctx, "request_id", None),
+            getattr(ctx, "session_id", None), getattr(ctx, "protocol_version", None),
+            getattr(ctx, "transport", None), getattr(ctx, "client_name", None),
+            self._instance,
+            _size(arguments) if sizes and arguments is not None else None,
+            _size(result) if sizes and result is not None else None,
+            usage.tokens_in, usage.tokens_out, cost, message, info.category, info.version,
+            self._redactor(_jsonable(arguments)) if self._capture_args and arguments else None,
+            self._redactor(_jsonable(result)) if self._capture_results else None,
+        ))  # fmt: skip
 
 
 def create_meter_hook(**options: Any) -> MeterMiddleware:

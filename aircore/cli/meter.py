@@ -85,6 +85,24 @@ class _NotAvailableError(Exception):
     pass
 
 
+# Where the Prometheus text renderer of a Snapshot may live (the export work provides it).
+_RENDERERS = (
+    ("airmeter.prometheus_snapshot", "render_snapshot"),
+    ("airmeter.prometheus", "render"),
+)
+
+
+def _prometheus_renderer() -> Any:
+    for module_name, attr in _RENDERERS:
+        try:
+            return getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError):
+            continue
+    raise _NotAvailableError(
+        "--format prometheus is not available yet (no Prometheus renderer in airmeter)"
+    )
+
+
 class _NotFoundError(Exception):
     pass
 
@@ -92,12 +110,7 @@ class _NotFoundError(Exception):
 async def _report(args: argparse.Namespace) -> str:
     render: Any = None
     if args.format == "prometheus":
-        try:
-            render = importlib.import_module("airmeter.prometheus").render
-        except (ImportError, AttributeError):
-            raise _NotAvailableError(
-                "--format prometheus is not available yet (airmeter.prometheus is missing)"
-            ) from None
+        render = _prometheus_renderer()
     kind, _ = parse_store_url(args.store)
     options: dict[str, Any] = {"read_only": True} if kind == "file" else {}
     store = await create_storage(args.store, **options)
