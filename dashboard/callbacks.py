@@ -119,6 +119,8 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
 
     @app.callback(
         Output("selected-tool", "data"),
+        Output("tools-table", "active_cell"),
+        Output("errors-table", "active_cell"),
         Input("tools-table", "active_cell"),
         Input("errors-table", "active_cell"),
         Input("detail-close", "n_clicks"),
@@ -130,19 +132,18 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
         error_cell: dict[str, Any] | None,
         _close: int,
         error_data: list[dict[str, Any]] | None,
-    ) -> Any:
+    ) -> tuple[Any, None, None]:
+        # The clicked cell is cleared at once, so clicking the same row again reopens it.
         trigger = ctx.triggered_id
         if trigger == "tools-table" and tool_cell:
-            return tool_cell.get("row_id")
+            return tool_cell.get("row_id"), None, None
         if trigger == "errors-table" and error_cell and error_data:
             row_id = error_cell.get("row_id")
-            for row in error_data:
-                if row["id"] == row_id:
-                    return row["tool"]
-            return no_update
+            tool = next((row["tool"] for row in error_data if row["id"] == row_id), no_update)
+            return tool, None, None
         if trigger == "detail-close":
-            return None
-        return no_update
+            return None, None, None
+        return no_update, None, None
 
     @app.callback(
         Output("detail", "style"),

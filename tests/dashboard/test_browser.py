@@ -7,11 +7,13 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -112,8 +114,36 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
     assert browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
 
-    browser.find_element(By.ID, "detail-close").click()
-    WebDriverWait(browser, WAIT_S).until(
+    _close_detail(browser)
+    # The same row opens the detail again; an error row opens its tool's detail too.
+    browser.find_element(By.CSS_SELECTOR, "#tools-table td[data-dash-column='tool']").click()
+    _wait_detail(browser, "fetch_url")
+    _close_detail(browser)
+    browser.find_element(By.CSS_SELECTOR, "#errors-table td[data-dash-column='message']").click()
+    _wait_detail(browser, "fetch_url")
+
+    # A custom range: from a minute boundary three hours ago until now.
+    start = datetime.fromtimestamp(time.time() - 3 * 3600).replace(second=0, microsecond=0)
+    browser.find_element(By.XPATH, "//*[@id='range']//label[contains(., 'custom')]").click()
+    field = browser.find_element(By.ID, "custom-start")
+    WebDriverWait(browser, WAIT_S).until(lambda d: field.is_displayed())
+    field.send_keys(start.strftime("%Y-%m-%d %H:%M") + Keys.ENTER)
+    start_ms = int(start.timestamp() * 1000)
+    custom = [r for r in records if r["_ts"] >= start_ms and r["tool"] == "fetch_url"]
+    _wait_text(browser, "kpi-calls", f"{len(custom):,}")
+
+
+def _wait_detail(driver: WebDriver, tool: str) -> None:
+    WebDriverWait(driver, WAIT_S).until(
+        lambda d: (
+            d.find_element(By.ID, "detail").is_displayed() and tool in _text(d, "detail-title")
+        )
+    )
+
+
+def _close_detail(driver: WebDriver) -> None:
+    driver.find_element(By.ID, "detail-close").click()
+    WebDriverWait(driver, WAIT_S).until(
         lambda d: not d.find_element(By.ID, "detail").is_displayed()
     )
 
