@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -75,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     try:
         return asyncio.run(_demo(args))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl+C, or SIGTERM (see _demo)
         _say("air demo: stopped; every recorded call was flushed to the store")
         return 0
 
@@ -99,6 +101,11 @@ async def _demo(args: argparse.Namespace) -> int:
     if not DEMO_SERVER.is_file():
         _say(f"air demo: the demo server is missing ({DEMO_SERVER.name}); run it from a checkout")
         return 2
+    # SIGTERM stops the demo like Ctrl+C: cancel, so the client closes and the server flushes.
+    main_task = asyncio.current_task()
+    if main_task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
     _say(f"air demo: starting {DEMO_SERVER.name} (metering to {args.store})")
     log_path = Path(".air") / "demo-server.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,8 +113,14 @@ async def _demo(args: argparse.Namespace) -> int:
     dashboards: list[Any] = []
     try:
         with log_path.open("a", encoding="utf-8") as errlog:
+            start = errlog.tell()
             transport = stdio_client(_server_params(args.store), errlog)
-            return await _session(Client, transport, args, dashboards)
+            try:
+                return await _session(Client, transport, args, dashboards)
+            except Exception as exc:  # the server died or never started: say why, no traceback
+                _say(f"air demo: the demo server stopped unexpectedly ({_describe(exc)})")
+                _say_log_tail(log_path, start)
+                return 1
     finally:
         # The client has closed by now, so the server flushed every call before it exited.
         for dashboard in dashboards:
@@ -145,6 +158,25 @@ async def _session(
             await _trickle(client, tools, args.live_rate, seed)
         await asyncio.Event().wait()
     return 0
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _say_log_tail(path: Path, start: int, lines: int = 6) -> None:
+    try:
+        with path.open("rb") as log:
+            log.seek(start)
+            tail = log.read().decode("utf-8", "replace").strip().splitlines()[-lines:]
+    except OSError:
+        tail = []
+    if tail:
+        _say(f"air demo: last lines of {path}:")
+        for line in tail:
+            _say(f"  {line}")
 
 
 def _start_dashboard(args: argparse.Namespace) -> Any:

@@ -118,3 +118,28 @@ def test_air_demo_serves_the_dashboard_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
             await data.close()
 
     assert asyncio.run(total()) == len(lines)
+
+
+def test_air_demo_explains_a_server_that_cannot_start(tmp_path: Path) -> None:
+    store = tmp_path / "data"
+
+    async def run_while_locked() -> subprocess.CompletedProcess[str]:
+        from airstore import FileStore
+
+        async with FileStore(store):  # holds the writer lock: the demo server cannot open it
+            return await asyncio.to_thread(
+                subprocess.run,
+                _air("demo", "--calls", "10", "--no-dashboard", "--store", f"file://{store}"),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=tmp_path,
+            )
+
+    result = asyncio.run(run_while_locked())
+    assert result.returncode == 1
+    assert "the demo server stopped unexpectedly" in result.stderr
+    assert "StoreLockedError" in result.stderr  # the cause, from the server's log
+    # No traceback of the demo's own (quoted server-log lines are indented).
+    assert not any(line.startswith("Traceback") for line in result.stderr.splitlines())
+    assert (tmp_path / ".air" / "demo-server.log").is_file()
