@@ -6,9 +6,11 @@ carry it (``Authorization: Bearer T``, or ``?token=T`` once, which sets a cookie
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import logging
+import socket
 import threading
 from types import TracebackType
 from typing import Self
@@ -119,12 +121,19 @@ class DashboardServer:
             _install_token_check(self.app.server, token)
         self._token = token
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        # Bind here so a busy port is a DashboardError (werkzeug would print and sys.exit).
         try:
-            self._wsgi: BaseWSGIServer = make_server(host, port, self.app.server, threaded=True)
-        except (OSError, SystemExit) as exc:  # werkzeug exits on some bind failures
-            raise DashboardError(f"cannot listen on {host}:{port}: {exc}") from exc
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            listener = socket.create_server((host, port), family=family)
+        except OSError as exc:
+            reason = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+            raise DashboardError(f"cannot listen on {host}:{port}: {reason}") from exc
+        with listener:  # werkzeug works on a duplicate of this socket
+            self._wsgi: BaseWSGIServer = make_server(
+                host, port, self.app.server, threaded=True, fd=listener.fileno()
+            )
         self.host = host
-        self.port = int(self._wsgi.server_port)
+        self.port = int(self._wsgi.server_address[1])
         self._thread: threading.Thread | None = None
 
     @property

@@ -180,6 +180,7 @@ def _say_log_tail(path: Path, start: int, lines: int = 6) -> None:
 
 
 def _start_dashboard(args: argparse.Namespace) -> Any:
+    """Open the store read-only and serve the dashboard; a busy port falls back to a free one."""
     from dashboard.errors import DashboardError
     from dashboard.reader import SyncReader
     from dashboard.server import DashboardServer
@@ -189,14 +190,16 @@ def _start_dashboard(args: argparse.Namespace) -> Any:
     except DashboardError as exc:
         _say(f"air demo: cannot open the dashboard: {exc.message}")
         return None
-    try:
-        return DashboardServer(
-            reader, store_url=args.store, host=args.host, port=args.port, initial_range="15m"
-        ).start()
-    except DashboardError as exc:
-        reader.close()
-        _say(f"air demo: cannot serve the dashboard: {exc.message}")
-        return None
+    ports = [args.port, 0] if args.port else [0]
+    for port in ports:
+        try:
+            return DashboardServer(
+                reader, store_url=args.store, host=args.host, port=port, initial_range="15m"
+            ).start()
+        except DashboardError as exc:
+            _say(f"air demo: cannot serve the dashboard: {exc.message}")
+    reader.close()
+    return None
 
 
 async def _trickle(client: Any, tools: Any, rate: float, seed: int) -> None:

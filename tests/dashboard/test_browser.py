@@ -226,3 +226,21 @@ def test_empty_store_shows_how_to_produce_data(browser: WebDriver, tmp_path: Pat
         assert "No calls recorded yet" in text
         assert "air demo" in text
         assert not browser.find_element(By.ID, "content").is_displayed()
+
+
+def test_page_works_with_a_token_once_opened_with_it(browser: WebDriver, tmp_path: Path) -> None:
+    import asyncio
+
+    async def create() -> None:
+        async with FileStore(tmp_path / "data") as store:
+            await write_records(
+                store, make_records(now_ms=int(time.time() * 1000), count=3, span_ms=MIN_MS)
+            )
+
+    asyncio.run(create())
+    url = f"file://{tmp_path}/data"
+    with DashboardServer(SyncReader.open(url), store_url=url, port=0, token="tok-3") as srv:
+        browser.get(f"http://127.0.0.1:{srv.port}/")
+        assert "401" in browser.find_element(By.TAG_NAME, "body").text
+        browser.get(srv.url)  # ?token=… sets the cookie the page's own requests then carry
+        _wait_text(browser, "kpi-calls", "3")

@@ -146,3 +146,17 @@ def test_air_dashboard_refuses_a_remote_bind_without_a_token(store_url: str) -> 
     )
     assert result.returncode == 2
     assert "--token" in result.stderr
+
+
+def test_a_busy_port_is_a_clear_error(store_url: str) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        reader = SyncReader.open(store_url)
+        try:
+            with pytest.raises(DashboardError) as info:
+                DashboardServer(reader, store_url=store_url, port=port)
+            assert "in use" in info.value.message
+        finally:
+            reader.close()
