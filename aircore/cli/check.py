@@ -17,8 +17,8 @@ import orjson
 
 from aircore.definitions import (
     DEFAULT_DEFINITIONS_DIR,
-    DefinitionError,
     Problem,
+    ToolDefinitionError,
     check_files,
     load_gate_config,
     read_definition_files,
@@ -75,7 +75,7 @@ def check_directory(directory: str | Path) -> CheckReport:
     try:
         config = load_gate_config(root)
         files = read_definition_files(root)
-    except DefinitionError as exc:
+    except ToolDefinitionError as exc:
         return CheckReport(target=str(root), mode="directory", checked=0, problems=exc.problems)
     problems = check_files(files, config=config)
     return CheckReport(
@@ -93,7 +93,7 @@ def check_target(target: str) -> CheckReport:
         The report.
 
     Raises:
-        DefinitionError: the target cannot be loaded as a server.
+        ToolDefinitionError: the target cannot be loaded as a server.
     """
     from aircore.cli._server_check import check_server_target
 
@@ -111,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
     path: str = args.path
     try:
         report = check_directory(path) if _is_directory_target(path) else check_target(path)
-    except DefinitionError as exc:
+    except ToolDefinitionError as exc:
         report = CheckReport(target=path, mode="server", checked=0, problems=exc.problems)
     if args.fmt == "json":
         body = {

@@ -15,7 +15,7 @@ from typing import Any
 from aircore.cli.check import _is_directory_target
 from aircore.definitions import (
     DEFAULT_DEFINITIONS_DIR,
-    DefinitionError,
+    ToolDefinitionError,
     dump_manifest,
     load_definitions,
     manifest_from_definitions,
@@ -53,14 +53,14 @@ def build_target_manifest(target: str) -> dict[str, Any]:
         The manifest mapping.
 
     Raises:
-        DefinitionError: the definitions break the standard, or the target cannot be loaded.
+        ToolDefinitionError: the definitions break the standard, or the target cannot be loaded.
     """
     if _is_directory_target(target):
         definitions = load_definitions(target)
         try:
             return manifest_from_definitions(definitions.values())
         except ValueError as exc:
-            raise DefinitionError([], summary=f"{exc}; run air manifest on the server") from exc
+            raise ToolDefinitionError([], summary=f"{exc}; run air manifest on the server") from exc
     from aircore.cli._server_check import server_manifest
 
     return server_manifest(target)
@@ -69,7 +69,7 @@ def build_target_manifest(target: str) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> int:
     try:
         manifest = build_target_manifest(args.target)
-    except DefinitionError as exc:
+    except ToolDefinitionError as exc:
         print(f"air manifest: {exc}", file=sys.stderr)
         return 1
     data = dump_manifest(manifest)

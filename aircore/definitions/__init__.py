@@ -8,7 +8,7 @@ from aircore.definitions.config import (
     GateConfig,
     load_gate_config,
 )
-from aircore.definitions.errors import DefinitionError, DefinitionNotFoundError
+from aircore.definitions.errors import DefinitionNotFoundError, ToolDefinitionError
 from aircore.definitions.loader import (
     DEFAULT_DEFINITIONS_DIR,
     DefinitionFile,
@@ -26,12 +26,12 @@ __all__ = [
     "DEFAULT_BANNED_PHRASES",
     "DEFAULT_DEFINITIONS_DIR",
     "DEFAULT_INJECTED_FIELDS",
-    "DefinitionError",
     "DefinitionFile",
     "DefinitionNotFoundError",
     "GateConfig",
     "Problem",
     "ToolDefinition",
+    "ToolDefinitionError",
     "ToolDescription",
     "build_definition",
     "build_manifest",

@@ -3,7 +3,7 @@
 This is the part of the standard that needs the server: which tools it registers, which schemas
 they bring themselves (explicit or derived from the handler). It is independent of the server
 class: a server describes each tool with a :class:`ToolSpec`, and gets back a
-:class:`BoundTool` per tool (the MCP metadata to publish) or one :class:`DefinitionError`.
+:class:`BoundTool` per tool (the MCP metadata to publish) or one :class:`ToolDefinitionError`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from aircore.definitions.config import GateConfig, load_gate_config
-from aircore.definitions.errors import DefinitionError, DefinitionNotFoundError
+from aircore.definitions.errors import DefinitionNotFoundError, ToolDefinitionError
 from aircore.definitions.loader import build_definition, read_definition_files
 from aircore.definitions.model import ToolDefinition
 from aircore.definitions.render import render_tool
@@ -86,7 +86,7 @@ def check_tools(
         when there is no problem.
 
     Raises:
-        DefinitionError: the directory is missing or its ``air-check.yml`` is invalid.
+        ToolDefinitionError: the directory is missing or its ``air-check.yml`` is invalid.
     """
     root = Path(directory)
     gate = config if config is not None else load_gate_config(root)
@@ -147,7 +147,7 @@ def bind_tools(
     Raises:
         DefinitionNotFoundError: a registered tool has no definition file (and nothing else is
             wrong).
-        DefinitionError: any other rule is broken (all problems listed), e.g. a handler/
+        ToolDefinitionError: any other rule is broken (all problems listed), e.g. a handler/
             definition name mismatch or a definition no tool uses.
     """
     _, problems, bound = check_tools(specs, directory, target=target, config=config)
@@ -155,5 +155,5 @@ def bind_tools(
         summary = f"server {target!r} cannot start: its tool definitions break the standard"
         if all(p.rule == "missing-definition" for p in problems):
             raise DefinitionNotFoundError(problems, summary=summary)
-        raise DefinitionError(problems, summary=summary)
+        raise ToolDefinitionError(problems, summary=summary)
     return bound

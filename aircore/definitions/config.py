@@ -7,6 +7,7 @@ extended per project with an ``air-check.yml`` file at the root of the definitio
     banned_phrases: [...]                      # replaces the defaults
     extra_injected_fields: ["tenant_id"]
     injected_fields: [...]
+    allowed_injected_fields: ["user_id"]       # removed from the list (say why beside it)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from aircore.definitions.errors import DefinitionError
+from aircore.definitions.errors import ToolDefinitionError
 from aircore.definitions.types import Problem
 
 __all__ = [
@@ -125,7 +126,7 @@ def load_gate_config(directory: Path) -> GateConfig:
         The gate configuration.
 
     Raises:
-        DefinitionError: the file exists but is not valid YAML or has wrong keys/values.
+        ToolDefinitionError: the file exists but is not valid YAML or has wrong keys/values.
     """
     path = directory / CONFIG_FILE_NAME
     if not path.is_file():
@@ -135,12 +136,18 @@ def load_gate_config(directory: Path) -> GateConfig:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         problem = Problem(file=where, field="-", message=str(exc), rule="config")
-        raise DefinitionError([problem]) from exc
+        raise ToolDefinitionError([problem]) from exc
     if not isinstance(data, Mapping):
-        raise DefinitionError(
+        raise ToolDefinitionError(
             [Problem(file=where, field="-", message="must be a mapping", rule="config")]
         )
-    known = {"banned_phrases", "extra_banned_phrases", "injected_fields", "extra_injected_fields"}
+    known = {
+        "banned_phrases",
+        "extra_banned_phrases",
+        "injected_fields",
+        "extra_injected_fields",
+        "allowed_injected_fields",
+    }
     problems = [
         Problem(file=where, field=str(k), message="unknown key", rule="config")
         for k in data
@@ -156,9 +163,11 @@ def load_gate_config(directory: Path) -> GateConfig:
         else:
             lists[key] = tuple(value)
     if problems:
-        raise DefinitionError(problems)
+        raise ToolDefinitionError(problems)
     phrases = lists.get("banned_phrases", DEFAULT_BANNED_PHRASES)
     fields = lists.get("injected_fields", DEFAULT_INJECTED_FIELDS)
+    allowed = {normalize_field_name(f) for f in lists.get("allowed_injected_fields", ())}
+    fields = tuple(f for f in fields if normalize_field_name(f) not in allowed)
     return GateConfig(
         banned_phrases=phrases + lists.get("extra_banned_phrases", ()),
         injected_fields=fields + lists.get("extra_injected_fields", ()),

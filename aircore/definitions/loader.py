@@ -2,7 +2,7 @@
 
 Reading never stops at the first bad file: every file becomes a :class:`DefinitionFile` (its
 decoded mapping, or the reason it could not be read), the gate's rules run over all of them, and
-:func:`load_definitions` raises one :class:`DefinitionError` listing every problem.
+:func:`load_definitions` raises one :class:`ToolDefinitionError` listing every problem.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from aircore.definitions.config import CONFIG_FILE_NAME, GateConfig, load_gate_config
-from aircore.definitions.errors import DefinitionError
+from aircore.definitions.errors import ToolDefinitionError
 from aircore.definitions.model import ToolDefinition, ToolDescription
 from aircore.definitions.types import Problem
 from airmeter.layers import parse_layer
@@ -65,11 +65,11 @@ def read_definition_files(directory: str | Path) -> list[DefinitionFile]:
         One :class:`DefinitionFile` per file; unreadable or non-mapping files carry ``error``.
 
     Raises:
-        DefinitionError: ``directory`` does not exist or is not a directory.
+        ToolDefinitionError: ``directory`` does not exist or is not a directory.
     """
     root = Path(directory)
     if not root.is_dir():
-        raise DefinitionError(
+        raise ToolDefinitionError(
             [
                 Problem(
                     file=str(root),
@@ -118,11 +118,11 @@ def build_definition(file: DefinitionFile) -> ToolDefinition:
         The frozen :class:`ToolDefinition`.
 
     Raises:
-        DefinitionError: the file has no data (it could not be read).
+        ToolDefinitionError: the file has no data (it could not be read).
     """
     data = file.data
     if data is None:
-        raise DefinitionError(
+        raise ToolDefinitionError(
             [Problem(file=file.label, field="-", message=file.error or "unreadable", rule="yaml")]
         )
     desc = data["description"]
@@ -179,7 +179,7 @@ def load_definitions(
         ``{name: ToolDefinition}`` sorted by name.
 
     Raises:
-        DefinitionError: the directory is missing or any file breaks a rule; ``problems`` has all.
+        ToolDefinitionError: the directory is missing or a file breaks a rule (see ``problems``).
     """
     from aircore.definitions.rules import check_files  # rules import this module's types
 
@@ -188,6 +188,8 @@ def load_definitions(
     files = read_definition_files(root)
     problems = check_files(files, config=gate)
     if problems:
-        raise DefinitionError(problems, summary=f"tool definitions in {root} break the standard")
+        raise ToolDefinitionError(
+            problems, summary=f"tool definitions in {root} break the standard"
+        )
     built = (build_definition(f) for f in files)
     return {d.name: d for d in sorted(built, key=lambda d: d.name)}

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from aircore.definitions import DefinitionError, DefinitionNotFoundError
+from aircore.definitions import DefinitionNotFoundError, ToolDefinitionError
 from aircore.definitions.binding import ToolSpec, bind_tools, check_tools
 from tests.aircore.definitions.fixtures import clean_definition, write_definition
 
@@ -62,7 +62,7 @@ def test_effective_schema_from_the_handler_is_gated_too(tmp_path: Path) -> None:
     write_definition(tmp_path, data)
     loose = {"type": "object", "properties": {"user_id": {"type": "string"}}}
     spec = ToolSpec(name="search_documents", derived_input_schema=loose)
-    with pytest.raises(DefinitionError) as info:
+    with pytest.raises(ToolDefinitionError) as info:
         bind_tools([spec], tmp_path, target="srv")
     rules = {(p.rule, p.field) for p in info.value.problems}
     field = "inputSchema (derived on the tool)"
@@ -77,14 +77,14 @@ def test_null_parameters_schema_without_any_schema_fails(tmp_path: Path) -> None
     data = clean_definition()
     data["parameters_schema"] = None
     write_definition(tmp_path, data)
-    with pytest.raises(DefinitionError) as info:
+    with pytest.raises(ToolDefinitionError) as info:
         bind_tools([ToolSpec(name="search_documents")], tmp_path, target="srv")
     assert info.value.problems[0].field == "parameters_schema"
 
 
 def test_name_mismatch_fails_start_with_a_clear_message(tmp_path: Path) -> None:
     write_definition(tmp_path, clean_definition("find_documents"), stem="search_documents")
-    with pytest.raises(DefinitionError) as info:
+    with pytest.raises(ToolDefinitionError) as info:
         bind_tools([ToolSpec(name="search_documents")], tmp_path, target="demo")
     assert [p.rule for p in info.value.problems] == ["name-mismatch"]
     text = str(info.value)
@@ -105,7 +105,7 @@ def test_missing_definition_is_its_own_error_type(tmp_path: Path) -> None:
 def test_unused_definition_fails_start(tmp_path: Path) -> None:
     write_definition(tmp_path, clean_definition())
     write_definition(tmp_path, clean_definition("left_over"))
-    with pytest.raises(DefinitionError) as info:
+    with pytest.raises(ToolDefinitionError) as info:
         bind_tools([ToolSpec(name="search_documents")], tmp_path, target="demo")
     assert not isinstance(info.value, DefinitionNotFoundError)
     assert [p.rule for p in info.value.problems] == ["unused-definition"]

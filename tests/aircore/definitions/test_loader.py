@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from aircore.definitions import (
-    DefinitionError,
     ToolDefinition,
+    ToolDefinitionError,
     load_definitions,
     read_definition_files,
 )
@@ -55,7 +55,7 @@ def test_definition_is_frozen_and_does_not_share_the_yaml_schema(tmp_path: Path)
 
 
 def test_missing_directory_is_a_typed_error_naming_it(tmp_path: Path) -> None:
-    with pytest.raises(DefinitionError) as info:
+    with pytest.raises(ToolDefinitionError) as info:
         load_definitions(tmp_path / "nope")
     assert info.value.problems[0].rule == "directory"
     assert "nope" in info.value.problems[0].file
@@ -71,7 +71,7 @@ def test_invalid_yaml_is_reported_with_its_line_and_other_files_still_checked(
     del missing["version"]
     write_definition(tmp_path, missing)
 
-    with pytest.raises(DefinitionError) as info:
+    with pytest.raises(ToolDefinitionError) as info:
         load_definitions(tmp_path)
 
     by_rule = {p.rule: p for p in info.value.problems}

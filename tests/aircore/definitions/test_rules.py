@@ -17,7 +17,7 @@ from aircore.definitions import (
     load_gate_config,
     read_definition_files,
 )
-from aircore.definitions.errors import DefinitionError
+from aircore.definitions.errors import ToolDefinitionError
 from tests.aircore.definitions.fixtures import clean_definition, write_definition
 
 Mutation = Callable[[dict[str, Any]], None]
@@ -211,7 +211,7 @@ def test_default_phrase_list_names_the_documented_examples() -> None:
 
 def test_bad_gate_config_is_a_typed_error(tmp_path: Path) -> None:
     (tmp_path / "air-check.yml").write_text("banned_phrase: [x]\n", encoding="utf-8")
-    with pytest.raises(DefinitionError) as info:
+    with pytest.raises(ToolDefinitionError) as info:
         load_gate_config(tmp_path)
     assert info.value.problems[0].field == "banned_phrase"
 

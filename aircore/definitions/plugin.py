@@ -1,0 +1,154 @@
+"""Apply tool definitions to a server: the plugin ``define_server(definitions=...)`` installs.
+
+At start (``on_init``, before any other plugin sees a tool) every registered tool is paired with
+its definition file; any problem (a missing or unused definition, a handler/definition name
+mismatch, a rule broken) fails the start with one :class:`ToolDefinitionError` listing all of
+them. Then ``on_tool_register`` replaces each tool with a copy carrying the definition's
+metadata, so ``tools/list``, the manifest and the meter (``ctx.tool_meta``) see the same thing.
+A definition's ``timeout_ms`` is enforced by the plugin's middleware; ``enabled: false`` keeps
+the tool out of the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aircore.definitions.binding import BoundTool, ToolSpec, bind_tools, check_tools
+from aircore.definitions.config import GateConfig
+from aircore.definitions.errors import ToolDefinitionError
+from aircore.errors import ToolTimeoutError
+from aircore.plugins import Plugin
+from aircore.tool import Tool
+from aircore.validation import SchemaValidator
+
+__all__ = ["PLUGIN_NAME", "apply_definition", "definitions_plugin", "tool_spec"]
+
+PLUGIN_NAME = "air-definitions"
+"""``meta.name`` of the definitions plugin."""
+
+
+def tool_spec(tool: Tool) -> ToolSpec:
+    """Describe what a registered tool brings itself, by where its schemas came from.
+
+    A complete object JSON Schema passed as ``params``/``output_schema`` is explicit (it wins
+    over the definition); params in the shorthand forms and type hints are derived from the
+    handler (the definition wins over them).
+    """
+    explicit_in = tool.input_origin == "explicit"
+    explicit_out = tool.output_origin == "explicit"
+    derived_in = tool.input_origin == "derived"
+    derived_out = tool.output_origin == "derived"
+    return ToolSpec(
+        name=tool.name,
+        input_schema=tool.input_schema if explicit_in else None,
+        derived_input_schema=tool.input_schema if derived_in else None,
+        output_schema=tool.output_schema if explicit_out else None,
+        derived_output_schema=tool.output_schema if derived_out else None,
+    )
+
+
+def apply_definition(tool: Tool, bound: BoundTool) -> Tool:
+    """A copy of ``tool`` carrying its definition's metadata (validators rebuilt if needed).
+
+    Title, description, annotations and ``_meta`` come from the definition; the schemas by the
+    priority explicit → definition → derived; ``layer``/``tags`` from the definition when set.
+    """
+    mcp = bound.tool
+    definition = bound.definition
+    new = dataclasses.replace(
+        tool,
+        title=mcp["title"],
+        description=mcp["description"],
+        input_schema=mcp["inputSchema"],
+        output_schema=mcp.get("outputSchema"),
+        annotations=dict(mcp["annotations"]),
+        meta=dict(mcp["_meta"]),
+        layer=definition.layer.value if definition.layer is not None else tool.layer,
+        tags=definition.tags or tool.tags,
+    )
+    if new.input_schema != tool.input_schema:
+        new.validator = SchemaValidator(new.input_schema, what=f"tool {tool.name!r} inputSchema")
+    if new.output_schema != tool.output_schema:
+        new.output_validator = (
+            None
+            if new.output_schema is None
+            else SchemaValidator(new.output_schema, what=f"tool {tool.name!r} outputSchema")
+        )
+    return new
+
+
+class _Definitions:
+    """The plugin's state: the bindings made at start and the per-tool timeouts."""
+
+    def __init__(self, directory: Path, config: GateConfig | None) -> None:
+        self.directory = directory
+        self.config = config
+        self.bound: dict[str, BoundTool] = {}
+        self.originals: dict[str, Tool] = {}
+        self.timeouts: dict[str, float] = {}
+
+    def on_init(self, server: Any) -> None:
+        for name, tool in server.tools.items():
+            self.originals.setdefault(name, tool)
+        specs = [tool_spec(self.originals[name]) for name in server.tools]
+        self.bound = bind_tools(specs, self.directory, target=server.name, config=self.config)
+        for name, bound in self.bound.items():
+            if not bound.definition.enabled:
+                del server.tools[name]
+            elif bound.definition.timeout_ms is not None:
+                self.timeouts[name] = bound.definition.timeout_ms / 1000
+
+    def on_tool_register(self, tool: Tool, server: Any) -> Tool:
+        original = self.originals.setdefault(tool.name, tool)
+        bound = self.bound.get(tool.name)
+        if bound is None:  # registered after start: bind this one tool alone
+            _, problems, found = check_tools(
+                [tool_spec(original)], self.directory, target=server.name, config=self.config
+            )
+            problems = [p for p in problems if p.rule != "unused-definition"]
+            if problems:
+                raise ToolDefinitionError(problems, summary=f"tool {tool.name!r} cannot register")
+            bound = self.bound[tool.name] = found[tool.name]
+            if not bound.definition.enabled:
+                raise ToolDefinitionError(
+                    [], summary=f"tool {tool.name!r} is disabled by its definition"
+                )
+            if bound.definition.timeout_ms is not None:
+                self.timeouts[tool.name] = bound.definition.timeout_ms / 1000
+        return apply_definition(original, bound)
+
+    async def timeout(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+        seconds = self.timeouts.get(ctx.tool_name)
+        if seconds is None:
+            return await call_next(ctx)
+        try:
+            async with asyncio.timeout(seconds):
+                return await call_next(ctx)
+        except TimeoutError:
+            message = f"tool {ctx.tool_name!r} timed out after {seconds:g}s (timeout_ms)"
+            raise ToolTimeoutError(message) from None
+
+
+def definitions_plugin(directory: str | Path, *, config: GateConfig | None = None) -> Plugin:
+    """The plugin that applies a definitions directory to a server's tools.
+
+    Args:
+        directory: the definitions directory (resolved against the working directory at start).
+        config: the gate configuration (default: the directory's ``air-check.yml``).
+
+    Returns:
+        A :class:`~aircore.Plugin` named ``air-definitions``; put it first in ``use=[...]`` (as
+        ``define_server(definitions=...)`` does) so other plugins see the defined tools.
+    """
+    state = _Definitions(Path(directory), config)
+    return Plugin(
+        meta={"name": PLUGIN_NAME},
+        middleware=(state.timeout,),
+        on_init=state.on_init,
+        on_tool_register=state.on_tool_register,
+        options={"directory": str(directory), "state": state},
+    )
