@@ -111,8 +111,11 @@ TEST = '''\
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 from aircore.cli import main
 
@@ -122,4 +125,17 @@ sys.path.insert(0, str(ROOT))
 
 def test_{name}_definition_passes_the_gate() -> None:
     assert main(["check", str(ROOT / "{server_module}")]) == 0
+
+
+def test_{name}_answers_through_the_server() -> None:
+    server = importlib.import_module("{server_import}").server
+
+    async def call() -> dict[str, Any]:
+        async with server:
+            result: dict[str, Any] = await server.call_tool("{name}", {{"query": "example"}})
+            return result
+
+    result = asyncio.run(call())
+    assert result.get("isError") is not True, result
+    assert "example" in result["content"][0]["text"]
 '''

@@ -66,6 +66,13 @@ def _pick(
     return None, "none"
 
 
+def _closed(schema: JSONObject | None) -> JSONObject | None:
+    """A derived input schema, closed: the standard allows no undeclared arguments."""
+    if schema is None or "additionalProperties" in schema:
+        return schema
+    return {**schema, "additionalProperties": False}
+
+
 def check_tools(
     specs: Sequence[ToolSpec],
     directory: str | Path,
@@ -102,7 +109,7 @@ def check_tools(
             continue
         definition = build_definition(file)
         schema, in_src = _pick(
-            spec.input_schema, definition.parameters_schema, spec.derived_input_schema
+            spec.input_schema, definition.parameters_schema, _closed(spec.derived_input_schema)
         )
         out, out_src = _pick(
             spec.output_schema, definition.output_schema, spec.derived_output_schema

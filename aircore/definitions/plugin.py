@@ -19,7 +19,7 @@ from typing import Any
 
 from aircore.definitions.binding import BoundTool, ToolSpec, bind_tools, check_tools
 from aircore.definitions.config import GateConfig
-from aircore.definitions.errors import ToolDefinitionError
+from aircore.definitions.errors import DefinitionNotFoundError, ToolDefinitionError
 from aircore.errors import ToolTimeoutError
 from aircore.plugins import Plugin
 from aircore.tool import Tool
@@ -111,9 +111,14 @@ class _Definitions:
             )
             problems = [p for p in problems if p.rule != "unused-definition"]
             if problems:
-                raise ToolDefinitionError(problems, summary=f"tool {tool.name!r} cannot register")
+                server.tools.pop(tool.name, None)  # registration is all or nothing
+                summary = f"tool {tool.name!r} cannot register"
+                if all(p.rule == "missing-definition" for p in problems):
+                    raise DefinitionNotFoundError(problems, summary=summary)
+                raise ToolDefinitionError(problems, summary=summary)
             bound = self.bound[tool.name] = found[tool.name]
             if not bound.definition.enabled:
+                server.tools.pop(tool.name, None)
                 raise ToolDefinitionError(
                     [], summary=f"tool {tool.name!r} is disabled by its definition"
                 )
