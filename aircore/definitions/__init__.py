@@ -18,6 +18,7 @@ from aircore.definitions.loader import (
 )
 from aircore.definitions.manifest import build_manifest, dump_manifest, manifest_from_definitions
 from aircore.definitions.model import ToolDefinition, ToolDescription
+from aircore.definitions.plugin import definitions_plugin
 from aircore.definitions.render import render_description, render_meta, render_tool
 from aircore.definitions.rules import check_file, check_files, check_pairing
 from aircore.definitions.types import Problem
@@ -38,6 +39,7 @@ __all__ = [
     "check_file",
     "check_files",
     "check_pairing",
+    "definitions_plugin",
     "dump_manifest",
     "load_definitions",
     "load_gate_config",
