@@ -63,7 +63,7 @@ tags: [{category}]
 PACKAGE = '"""Tool handlers; each module defines one tool (see tool-definitions/)."""\n'
 
 HANDLER = '''\
-"""Handler of the ``{name}`` tool; its metadata is tool-definitions/{category}/{name}.yml."""
+"""Handler of the ``{name}`` tool (metadata: tool-definitions/{category}/)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ from aircore import ToolContext, define_tool
 
 
 async def handle(params: dict[str, Any], ctx: ToolContext) -> str:
-    """Answer one ``{name}`` call. Generated stub: replace the body with the real work."""
+    """Answer one ``{name}`` call (generated stub: put the real work here)."""
     return f"{name} received {{params['query']!r}}"
 
 
@@ -132,7 +132,9 @@ def test_{name}_answers_through_the_server() -> None:
 
     async def call() -> dict[str, Any]:
         async with server:
-            result: dict[str, Any] = await server.call_tool("{name}", {{"query": "example"}})
+            result: dict[str, Any] = await server.call_tool(
+                "{name}", {{"query": "example"}}
+            )
             return result
 
     result = asyncio.run(call())

@@ -129,27 +129,29 @@ def _write(path: Path, text: str, created: list[Path]) -> None:
 
 
 def _wire(server: Path, name: str) -> str:
-    """The server module's text with the tool's import and registration added at the markers."""
+    """The server module's text with the tool's import and registration added at the markers.
+
+    Imports go in the sorted block right after ``# air scaffold: imports``; the tool goes into
+    the ``tools=[...]`` list just before ``# air scaffold: tools``.
+    """
     lines = server.read_text(encoding="utf-8").splitlines(keepends=True)
-    out: list[str] = []
-    seen = set()
-    for line in lines:
-        stripped = line.strip()
-        indent = line[: len(line) - len(line.lstrip())]
-        if stripped == IMPORTS_MARKER:
-            out.append(f"{indent}from tools.{name} import {name}\n")
-            seen.add(IMPORTS_MARKER)
-        elif stripped == TOOLS_MARKER:
-            out.append(f"{indent}{name},\n")
-            seen.add(TOOLS_MARKER)
-        out.append(line)
-    missing = {IMPORTS_MARKER, TOOLS_MARKER} - seen
+    stripped = [line.strip() for line in lines]
+    missing = [m for m in (IMPORTS_MARKER, TOOLS_MARKER) if m not in stripped]
     if missing:
         raise ScaffoldError(
-            f"{server} lacks the line(s) {sorted(missing)}: add them where imports and the "
+            f"{server} lacks the line(s) {missing}: add them where imports and the "
             "tools=[...] list go, or pass --server for another module"
         )
-    return "".join(out)
+    at = stripped.index(TOOLS_MARKER)
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    lines.insert(at, f"{indent}{name},\n")
+    start = stripped.index(IMPORTS_MARKER) + 1
+    end = start
+    while end < len(lines) and lines[end].startswith(("from ", "import ")):
+        end += 1
+    block = sorted({*lines[start:end], f"from tools.{name} import {name}\n"})
+    lines[start:end] = block
+    return "".join(lines)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -81,3 +81,17 @@ def test_scaffold_needs_markers_in_an_existing_server_module(
     assert main(["scaffold", "tool", "search_notes", "--dir", str(tmp_path)]) == 2
     assert "# air scaffold: imports" in capsys.readouterr().err
     assert not (tmp_path / "tool-definitions").exists()
+
+
+def test_scaffold_output_is_lint_clean_and_formatted(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    scaffold_tool("search_notes", project=tmp_path, read_only=True)
+    scaffold_tool("delete_note", project=tmp_path, destructive=True, category="notes")
+    ruff = [sys.executable, "-m", "ruff"]
+    lint = [*ruff, "check", "--isolated", "--select", "E,F,W,I,B,UP,SIM,RUF", "."]
+    fmt = [*ruff, "format", "--isolated", "--check", "."]
+    for cmd in (lint, fmt):  # run in the project, as its owner would
+        run = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=tmp_path)
+        assert run.returncode == 0, run.stdout + run.stderr
