@@ -32,6 +32,8 @@ DEFAULT_DEFINITIONS_DIR = "tool-definitions"
 """Where definitions live when no directory is named (relative to the working directory)."""
 
 _SUFFIXES = (".yml", ".yaml")
+# libyaml's loader parses ~10x faster than the pure-Python one; same safe subset of YAML.
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,7 +94,7 @@ def read_definition_files(directory: str | Path) -> list[DefinitionFile]:
 
 def _read_one(path: Path) -> DefinitionFile:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
     except OSError as exc:
         return DefinitionFile(path=path, data=None, error=f"cannot read file: {exc.strerror}")
     except UnicodeDecodeError:

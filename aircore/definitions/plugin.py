@@ -5,7 +5,7 @@ its definition file; any problem (a missing or unused definition, a handler/defi
 mismatch, a rule broken) fails the start with one :class:`ToolDefinitionError` listing all of
 them. Then ``on_tool_register`` replaces each tool with a copy carrying the definition's
 metadata, so ``tools/list``, the manifest and the meter (``ctx.tool_meta``) see the same thing.
-A definition's ``timeout_ms`` is enforced by the plugin's middleware; ``enabled: false`` keeps
+A definition's ``timeout_ms`` wraps the tool's handler in a timeout; ``enabled: false`` keeps
 the tool out of the server.
 """
 
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,9 @@ def apply_definition(tool: Tool, bound: BoundTool) -> Tool:
         layer=definition.layer.value if definition.layer is not None else tool.layer,
         tags=definition.tags or tool.tags,
     )
+    if definition.timeout_ms is not None:
+        new.handler = _with_timeout(tool.name, tool.handler, definition.timeout_ms / 1000)
+        new.is_async = True
     if new.input_schema != tool.input_schema:
         new.validator = SchemaValidator(new.input_schema, what=f"tool {tool.name!r} inputSchema")
     if new.output_schema != tool.output_schema:
@@ -81,6 +85,23 @@ def apply_definition(tool: Tool, bound: BoundTool) -> Tool:
     return new
 
 
+def _with_timeout(name: str, handler: Callable[..., Any], seconds: float) -> Callable[..., Any]:
+    """The handler, cancelled after ``seconds`` (only tools whose definition sets a timeout pay)."""
+
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        try:
+            async with asyncio.timeout(seconds):
+                value = handler(*args, **kwargs)
+                if inspect.isawaitable(value):
+                    value = await value
+                return value
+        except TimeoutError:
+            message = f"tool {name!r} timed out after {seconds:g}s (timeout_ms)"
+            raise ToolTimeoutError(message) from None
+
+    return timed
+
+
 class _Definitions:
     """The plugin's state: the bindings made at start and the per-tool timeouts."""
 
@@ -89,7 +110,6 @@ class _Definitions:
         self.config = config
         self.bound: dict[str, BoundTool] = {}
         self.originals: dict[str, Tool] = {}
-        self.timeouts: dict[str, float] = {}
 
     def on_init(self, server: Any) -> None:
         for name, tool in server.tools.items():
@@ -99,8 +119,6 @@ class _Definitions:
         for name, bound in self.bound.items():
             if not bound.definition.enabled:
                 del server.tools[name]
-            elif bound.definition.timeout_ms is not None:
-                self.timeouts[name] = bound.definition.timeout_ms / 1000
 
     def on_tool_register(self, tool: Tool, server: Any) -> Tool:
         original = self.originals.setdefault(tool.name, tool)
@@ -122,20 +140,7 @@ class _Definitions:
                 raise ToolDefinitionError(
                     [], summary=f"tool {tool.name!r} is disabled by its definition"
                 )
-            if bound.definition.timeout_ms is not None:
-                self.timeouts[tool.name] = bound.definition.timeout_ms / 1000
         return apply_definition(original, bound)
-
-    async def timeout(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
-        seconds = self.timeouts.get(ctx.tool_name)
-        if seconds is None:
-            return await call_next(ctx)
-        try:
-            async with asyncio.timeout(seconds):
-                return await call_next(ctx)
-        except TimeoutError:
-            message = f"tool {ctx.tool_name!r} timed out after {seconds:g}s (timeout_ms)"
-            raise ToolTimeoutError(message) from None
 
 
 def definitions_plugin(directory: str | Path, *, config: GateConfig | None = None) -> Plugin:
@@ -152,7 +157,6 @@ def definitions_plugin(directory: str | Path, *, config: GateConfig | None = Non
     state = _Definitions(Path(directory), config)
     return Plugin(
         meta={"name": PLUGIN_NAME},
-        middleware=(state.timeout,),
         on_init=state.on_init,
         on_tool_register=state.on_tool_register,
         options={"directory": str(directory), "state": state},

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import fastjsonschema
-
 from aircore.definitions.config import GateConfig, normalize_field_name
+from aircore.definitions.metaschema import meta_schema_errors
 from aircore.definitions.types import Problem
 
 __all__ = ["check_input_schema", "check_output_schema", "schema_error"]
@@ -19,12 +18,9 @@ def schema_error(schema: object) -> str | None:
         return f"must be a JSON Schema object (a mapping), found {type(schema).__name__}"
     if schema.get("type") != "object":
         return 'the root must declare "type": "object"'
-    try:
-        fastjsonschema.compile(dict(schema))
-    except fastjsonschema.JsonSchemaDefinitionException as exc:
-        return f"not a valid JSON Schema: {exc}"
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        return f"not a valid JSON Schema: {type(exc).__name__}: {exc}"
+    error = meta_schema_errors(schema)
+    if error is not None:
+        return f"not a valid JSON Schema: {error}"
     return None
 
 
