@@ -237,3 +237,46 @@ def test_pairing_reports_missing_unused_and_mismatched_definitions(tmp_path: Pat
     assert "'archive_old'" in mismatch.message
     paired = check_files(files, config=GateConfig(), paired=True)
     assert "file-name" not in {p.rule for p in paired}
+
+
+@pytest.mark.parametrize(
+    ("schema", "fragment"),
+    [
+        ({"type": "object", "properties": {"q": {"type": "string", "pattern": "(["}}}, "regex"),
+        ({"type": "object", "properties": {"q": {"type": "string", "minLength": -1}}},
+         "minLength"),
+        ({"type": "object", "properties": {"q": {"anyOf": []}}}, "anyOf"),
+        ({"type": "object", "properties": {"q": {"type": ["string", "string"]}}}, "type"),
+        ({"type": "object", "properties": {"q": {"items": 3}}}, "items"),
+    ],
+)  # fmt: skip
+def test_output_schema_is_checked_against_the_meta_schema(
+    tmp_path: Path, schema: dict[str, Any], fragment: str
+) -> None:
+    data = clean_definition()
+    data["output_schema"] = schema
+    write_definition(tmp_path, data)
+    (problem,) = _problems(tmp_path)
+    assert problem.rule == "output-schema"
+    assert fragment in problem.message
+
+
+def test_rich_valid_schemas_pass(tmp_path: Path) -> None:
+    data = clean_definition()
+    data["output_schema"] = {
+        "type": "object",
+        "$defs": {"hit": {"type": "object", "properties": {"id": {"type": "integer"}}}},
+        "properties": {
+            "hits": {"type": "array", "items": {"$ref": "#/$defs/hit"}, "maxItems": 50},
+            "next": {"anyOf": [{"type": "string", "pattern": "^c[0-9]+$"}, {"type": "null"}]},
+            "kind": {"enum": ["a", "b"], "default": "a"},
+        },
+        "required": ["hits"],
+    }
+    data["parameters_schema"]["properties"]["mode"] = {
+        "type": ["string", "null"],
+        "description": "Search mode.",
+        "enum": ["fast", "exact", None],
+    }
+    write_definition(tmp_path, data)
+    assert _problems(tmp_path) == []
