@@ -103,7 +103,7 @@ def _with_timeout(name: str, handler: Callable[..., Any], seconds: float) -> Cal
 
 
 class _Definitions:
-    """The plugin's state: the bindings made at start and the per-tool timeouts."""
+    """The plugin's state: the tools as registered, and their bindings made at start."""
 
     def __init__(self, directory: Path, config: GateConfig | None) -> None:
         self.directory = directory
@@ -114,11 +114,12 @@ class _Definitions:
     def on_init(self, server: Any) -> None:
         for name, tool in server.tools.items():
             self.originals.setdefault(name, tool)
-        specs = [tool_spec(self.originals[name]) for name in server.tools]
+        # every tool as registered, disabled ones too (a restart must pair them again)
+        specs = [tool_spec(tool) for tool in self.originals.values()]
         self.bound = bind_tools(specs, self.directory, target=server.name, config=self.config)
         for name, bound in self.bound.items():
             if not bound.definition.enabled:
-                del server.tools[name]
+                server.tools.pop(name, None)
 
     def on_tool_register(self, tool: Tool, server: Any) -> Tool:
         original = self.originals.setdefault(tool.name, tool)

@@ -187,8 +187,10 @@ async def test_disabled_definition_keeps_the_tool_out(tmp_path: Path) -> None:
         define_tool("search_documents", handler=_search),
         define_tool("archive_documents", handler=_search),
     )
-    async with server:
-        assert [t["name"] for t in server.tool_listing()] == ["search_documents"]
+    for _ in range(2):  # a restart pairs the disabled tool with its definition again
+        async with server:
+            assert [t["name"] for t in server.tool_listing()] == ["search_documents"]
+            assert "archive_documents" not in server.tools
 
 
 async def test_tool_added_after_start_gets_its_definition(tmp_path: Path) -> None:
@@ -204,3 +206,16 @@ async def test_tool_added_after_start_gets_its_definition(tmp_path: Path) -> Non
         with pytest.raises(DefinitionNotFoundError):
             server.add_tool(define_tool("no_such_def", handler=_search))
         assert "no_such_def" not in server.tools
+
+
+async def test_restart_binds_again_from_the_registered_tools(tmp_path: Path) -> None:
+    data = clean_definition()
+    data["timeout_ms"] = 60_000
+    write_definition(tmp_path, data)
+    server = _server(tmp_path, define_tool("search_documents", handler=_search))
+    for _ in range(2):
+        async with server:
+            (listed,) = server.tool_listing()
+            result = await server.call_tool("search_documents", {"query": "q"})
+        assert listed == render_tool(load_definitions(tmp_path)["search_documents"])
+        assert result["structuredContent"] == {"hits": ["q"]}
