@@ -13,6 +13,7 @@ import inspect
 import logging
 import os
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -114,9 +115,12 @@ class AirServer:
             self.server_info["title"] = title
         self.capabilities: dict[str, Any] = {
             "tools": {"listChanged": False},
-            "resources": {"subscribe": False, "listChanged": False},
+            "resources": {"subscribe": True, "listChanged": False},
             "prompts": {"listChanged": False},
+            "logging": {},
+            "completions": {},
         }
+        self.subscribers: weakref.WeakSet[Any] = weakref.WeakSet()
         self.state: dict[str, Any] = {}
         self.tools: dict[str, Tool] = {}
         self.resources: list[Resource] = []
@@ -252,6 +256,19 @@ class AirServer:
         if func is not None:
             return register(func)
         return register
+
+    async def resource_updated(self, uri: str) -> int:
+        """Send ``notifications/resources/updated`` to every connection subscribed to ``uri``.
+
+        Returns:
+            How many connections were notified.
+        """
+        sent = 0
+        for conn in list(self.subscribers):
+            if uri in conn.subscriptions:
+                await conn.notify("notifications/resources/updated", {"uri": uri})
+                sent += 1
+        return sent
 
     def tool_listing(self) -> list[dict[str, Any]]:
         """The ``tools/list`` entries in registration order (cached)."""
