@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -328,6 +329,7 @@ server = define_server(
     meter=True,
     middleware=[simulated_latency],
     instructions="A demo of air: try ping, get_user, convert_units and plan_trip.",
+    definitions=Path(__file__).resolve().parent / "tool-definitions",
 )
 
 
