@@ -88,6 +88,11 @@ def _air(*args: str) -> list[str]:
     return [sys.executable, "-m", "aircore.cli", *args]
 
 
+def test_air_help_lists_the_dashboard_command() -> None:
+    out = subprocess.run(_air("--help"), capture_output=True, text=True, check=True, timeout=60)
+    assert "dashboard" in out.stdout
+
+
 def test_air_dashboard_prints_its_url_serves_and_stops_on_ctrl_c(store_url: str) -> None:
     proc = subprocess.Popen(
         _air("dashboard", "--store", store_url, "--port", "0"),
