@@ -136,7 +136,7 @@ def live_refreshes(path: Path, seconds: float, rate: int) -> list[float]:
     assert writer.stdout is not None
     try:
         assert writer.stdout.readline().strip() == "ready"
-        reader = SyncReader.open(f"file://{path}")
+        reader = SyncReader.open(f"file://{path}", freeze_gc=True)
         runs = []
         try:
             deadline = time.monotonic() + seconds
@@ -173,7 +173,7 @@ def main() -> None:
         url = f"file://{path}"
 
         t0 = time.perf_counter()
-        reader = SyncReader.open(url)
+        reader = SyncReader.open(url, freeze_gc=True)
         first = reader.view("1h")
         first_ms = (time.perf_counter() - t0) * 1000
         rows: list[tuple[str, float, float, float]] = []

@@ -33,6 +33,8 @@ class SyncReader:
     Args:
         opener: builds the data object on the loop (e.g. ``lambda: DashboardData.open(url)``).
         timeout: seconds to wait for each call.
+        freeze_gc: after each view, move long-lived objects out of the cyclic GC's way
+            (process-wide: meant for a process that serves the dashboard, see ``_after_view``).
 
     Raises:
         DashboardError: whatever ``opener`` raises (the loop is stopped first).
@@ -43,8 +45,10 @@ class SyncReader:
         opener: Callable[[], Awaitable[DashboardData]],
         *,
         timeout: float = DEFAULT_TIMEOUT,
+        freeze_gc: bool = False,
     ) -> None:
         self._timeout = timeout
+        self._freeze_gc = freeze_gc
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="air-dashboard-data", daemon=True
@@ -63,13 +67,15 @@ class SyncReader:
             raise
 
     @classmethod
-    def open(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> SyncReader:
-        """Open the store at ``url`` read-only.
+    def open(
+        cls, url: str, *, timeout: float = DEFAULT_TIMEOUT, freeze_gc: bool = False
+    ) -> SyncReader:
+        """Open the store at ``url`` read-only (``freeze_gc``: see the class).
 
         Raises:
             StoreUnavailableError: the store cannot be opened or read.
         """
-        return cls(lambda: DashboardData.open(url), timeout=timeout)
+        return cls(lambda: DashboardData.open(url), timeout=timeout, freeze_gc=freeze_gc)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the reader's loop and return its result (or raise its error)."""
@@ -101,6 +107,8 @@ class SyncReader:
         refreshes only pay for young objects; a full collection every ``FULL_GC_EVERY`` views
         reclaims any cyclic garbage that was frozen along the way.
         """
+        if not self._freeze_gc:
+            return
         self._views += 1
         if self._views % FULL_GC_EVERY == 0:
             gc.unfreeze()

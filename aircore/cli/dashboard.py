@@ -57,7 +57,7 @@ def serve_dashboard(
     from dashboard.server import DashboardServer
 
     try:
-        reader = SyncReader.open(store_url)
+        reader = SyncReader.open(store_url, freeze_gc=True)
     except StoreUnavailableError as exc:
         print(f"air dashboard: {exc.message}", file=sys.stderr)
         if exc.hint:

@@ -186,7 +186,7 @@ def _start_dashboard(args: argparse.Namespace) -> Any:
     from dashboard.server import DashboardServer
 
     try:
-        reader = SyncReader.open(args.store)
+        reader = SyncReader.open(args.store, freeze_gc=True)
     except DashboardError as exc:
         _say(f"air demo: cannot open the dashboard: {exc.message}")
         return None

@@ -165,3 +165,26 @@ def test_a_busy_port_is_a_clear_error(store_url: str) -> None:
             assert "in use" in info.value.message
         finally:
             reader.close()
+
+
+def test_only_a_serving_reader_freezes_long_lived_objects() -> None:
+    # In a child process: gc.freeze() is process-wide and must not leak into the test run.
+    script = """
+import gc
+from dashboard.reader import SyncReader
+plain = SyncReader.open("memory://")
+plain.view("1h")
+assert gc.get_freeze_count() == 0
+plain.close()
+reader = SyncReader.open("memory://", freeze_gc=True)
+reader.view("1h")
+frozen = gc.get_freeze_count()
+assert frozen > 0, frozen
+reader.close()
+print("ok")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
