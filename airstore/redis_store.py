@@ -17,6 +17,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from airstore._batch import Batcher
+from airstore._entry import stamp
+from airstore._redis_batch import plan, queue
 from airstore._redis_codec import (
     decode_value,
     encode_value_payload,
@@ -29,7 +31,6 @@ from airstore._validate import (
     check_limits,
     check_namespace,
     check_ttl,
-    encode_entry,
     encode_value,
     matches,
     to_epoch_ms,
@@ -38,6 +39,7 @@ from airstore.errors import (
     CorruptDataError,
     InvalidArgumentError,
     ReadOnlyStoreError,
+    StorageIOError,
     StoreClosedError,
 )
 from airstore.types import Clock, Entry, JSONValue, TimeBound
@@ -54,6 +56,7 @@ DEFAULT_SOCKET_TIMEOUT = 5.0
 DEFAULT_CONNECT_TIMEOUT = 2.0
 DEFAULT_MAX_CONNECTIONS = 32
 DEFAULT_MAX_BATCH = 10_000
+MIN_REDIS_MAJOR = 7
 
 _SCAN_COUNT = 1000
 _PAGE = 1000
@@ -67,8 +70,9 @@ _Op = tuple[Any, ...]
 class RedisStore:
     """Key-value with TTL plus a log per namespace (a Redis Stream), shared by many processes.
 
-    Commands issued during one event-loop turn go to Redis in one pipeline, so concurrent
-    callers share round trips; every awaited call returns after Redis answered it. TTL is
+    Commands issued during one event-loop turn go to Redis in one pipeline, folded into a few
+    commands (``MGET``, one Lua ``EVAL`` for the sets, one per stream for the appends), so
+    concurrent callers share round trips; every awaited call returns after Redis answered it. TTL is
     decided by the store's ``clock`` (the expiry travels with the value) and also bounded in
     real time by Redis (``SET … PX``), so expired keys both read as missing and get reaped.
     Log entries get stream ids ``<_ts>-<seq>``; ``since``/``until`` map onto those ids. An entry
@@ -129,7 +133,6 @@ class RedisStore:
             f"/{kwargs.get('db', 0)}"
         )
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
-        self._explicit_ids = True
         self._opened = False
         self._closed = False
 
@@ -147,9 +150,14 @@ class RedisStore:
             info = await self._client.info("server")
         except rex.RedisError as exc:
             raise translate(exc, self.where, "connect") from exc
-        # Stream ids "<ms>-*" need Redis 7; older servers get automatic ids.
-        major = str(info.get("redis_version", "7")).split(".", 1)[0]
-        self._explicit_ids = not major.isdigit() or int(major) >= 7
+        version = str(info.get("redis_version", "0"))
+        major = version.split(".", 1)[0]
+        if not major.isdigit() or int(major) < MIN_REDIS_MAJOR:
+            raise StorageIOError(
+                f"redis at {self.where} is version {version}; RedisStore needs Redis "
+                f">= {MIN_REDIS_MAJOR} (stream ids '<ms>-*', '#!lua' scripts)",
+                path=self.where,
+            )
         self._opened = True
 
     async def close(self) -> None:
@@ -197,56 +205,39 @@ class RedisStore:
 
     # -- the pipeline ------------------------------------------------------------------------
     async def _run_batch(self, ops: Sequence[_Op]) -> list[Any]:
+        groups = plan(ops)
         try:
             async with self._client.pipeline(transaction=False) as pipe:
-                for op in ops:
-                    self._queue(pipe, op, explicit_id=self._explicit_ids)
+                for kind, members in groups:
+                    queue(pipe, kind, [ops[i] for i in members], self._max_log)
                 replies: list[Any] = await pipe.execute(raise_on_error=False)
-            retry = [
-                i
-                for i, (op, reply) in enumerate(zip(ops, replies, strict=True))
-                if op[0] == "app" and isinstance(reply, rex.ResponseError) and _id_rejected(reply)
-            ]
-            if retry:  # back-dated or odd _ts: let Redis pick the next id
-                async with self._client.pipeline(transaction=False) as pipe:
-                    for i in retry:
-                        self._queue(pipe, ops[i], explicit_id=False)
-                    again = await pipe.execute(raise_on_error=False)
-                for i, reply in zip(retry, again, strict=True):
-                    replies[i] = reply
         except rex.RedisError as exc:
             raise translate(exc, self.where, "pipeline") from exc
         now = self._clock()
-        return [self._result(op, reply, now) for op, reply in zip(ops, replies, strict=True)]
+        results: list[Any] = [None] * len(ops)
+        for (kind, members), reply in zip(groups, replies, strict=True):
+            if isinstance(reply, rex.RedisError):
+                error = translate(reply, self.where, kind.upper())
+                for i in members:
+                    results[i] = error
+            elif kind == "get":
+                for i, payload in zip(members, reply, strict=True):
+                    results[i] = self._decoded(ops[i][1], payload, now, want_live=False)
+            elif kind == "del":
+                results[members[0]] = self._decoded(ops[members[0]][1], reply, now, want_live=True)
+            elif kind == "app":
+                for i in members:
+                    results[i] = ops[i][4]
+        return results
 
-    def _queue(self, pipe: Any, op: _Op, *, explicit_id: bool) -> None:
-        kind = op[0]
-        if kind == "get":
-            pipe.execute_command("GET", op[1])
-        elif kind == "set":
-            if op[3] is None:
-                pipe.execute_command("SET", op[1], op[2])
-            else:
-                pipe.execute_command("SET", op[1], op[2], "PX", op[3])
-        elif kind == "del":
-            pipe.execute_command("GETDEL", op[1])
-        else:
-            trim = () if self._max_log is None else ("MAXLEN", "~", self._max_log)
-            stream_id = f"{op[2]}-*" if explicit_id else "*"
-            pipe.execute_command("XADD", op[1], *trim, stream_id, _BODY, op[3])
-
-    def _result(self, op: _Op, reply: Any, now: float) -> Any:
-        if isinstance(reply, rex.RedisError):
-            return translate(reply, self.where, op[0].upper())
-        kind = op[0]
-        if kind == "get" or kind == "del":
-            if reply is None:
-                return False if kind == "del" else None
-            live, value = decode_value(reply, now, f"{self.where} {op[1]!r}")
-            return live if kind == "del" else value
-        if kind == "app":
-            return op[4]
-        return None
+    def _decoded(self, key: str, payload: bytes | None, now: float, *, want_live: bool) -> Any:
+        if payload is None:
+            return False if want_live else None
+        try:
+            live, value = decode_value(payload, now, f"{self.where} {key!r}")
+        except CorruptDataError as exc:
+            return exc
+        return live if want_live else value
 
     # -- key-value ---------------------------------------------------------------------------
     async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
@@ -313,13 +304,8 @@ class RedisStore:
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry`` to the namespace stream (``XADD``); returns it with ``_ts``."""
         check_namespace(ns)
-        encode_entry(ns, entry)  # rejects non-dicts and non-JSON before copying
-        stored = dict(entry)
-        ts = stored.get("_ts")
-        if type(ts) is not int:
-            ts = stored["_ts"] = int(self._clock() * 1000)
-        op = ("app", self._log_key(ns), ts, orjson.dumps(stored), stored)
-        result: Entry = await self._submit(op, write=True)
+        stored, ts, body = stamp(ns, entry, self._clock)
+        result: Entry = await self._submit(("app", self._log_key(ns), ts, body, stored), write=True)
         return result
 
     async def query(
@@ -380,8 +366,3 @@ class RedisStore:
                 namespace=ns,
             ) from exc
         return out
-
-
-def _id_rejected(reply: rex.ResponseError) -> bool:
-    text = str(reply)
-    return "equal or smaller" in text or "Invalid stream ID" in text or "greater than 0-0" in text

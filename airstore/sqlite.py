@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import os
@@ -14,9 +15,9 @@ from typing import Any, Self
 from urllib.request import pathname2url
 
 import aiosqlite
-import orjson
 
 from airstore._batch import Batcher
+from airstore._entry import stamp
 from airstore._sqlite_sql import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -31,7 +32,6 @@ from airstore._validate import (
     check_limits,
     check_namespace,
     check_ttl,
-    encode_entry,
     encode_value,
     matches,
     to_epoch_ms,
@@ -147,14 +147,17 @@ class SqliteStore:
         self._opened = True
 
     async def _connect(self, *, read_only: bool) -> aiosqlite.Connection:
-        if read_only:
-            db = await aiosqlite.connect(
-                self._ro_uri, uri=True, isolation_level=None, timeout=self._busy_timeout
-            )
-        else:
-            db = await aiosqlite.connect(
-                self.path, isolation_level=None, timeout=self._busy_timeout
-            )
+        target = self._ro_uri if read_only else self.path
+        pending = aiosqlite.connect(
+            target, uri=read_only, isolation_level=None, timeout=self._busy_timeout
+        )
+        try:
+            db = await pending
+        except BaseException:
+            # A failed connect stops aiosqlite's worker thread without waiting for it; wait
+            # here, or the thread may call back into an event loop that has closed since.
+            await asyncio.to_thread(pending._thread.join, 10)
+            raise
         try:
             await db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
             # Reading the header here turns "not a database" into an error at open time.
@@ -315,13 +318,8 @@ class SqliteStore:
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry``; returns the stored copy with ``_ts`` once committed."""
         check_namespace(ns)
-        encode_entry(ns, entry)  # rejects non-dicts and non-JSON before copying
-        stored = dict(entry)
-        ts = stored.get("_ts")
-        if type(ts) is not int:
-            ts = stored["_ts"] = int(self._clock() * 1000)
-        body = orjson.dumps(stored).decode()
-        result: Entry = await self._submit(("app", ns, ts, body, stored))
+        stored, ts, body = stamp(ns, entry, self._clock)
+        result: Entry = await self._submit(("app", ns, ts, body.decode(), stored))
         return result
 
     async def query(
