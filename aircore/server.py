@@ -15,6 +15,7 @@ import os
 import sys
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -87,6 +88,7 @@ class AirServer(Registry):
         use: Sequence[Any] = (),
         middleware: Sequence[Any] = (),
         page_size: int = 100,
+        definitions: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise DefinitionError("server name must be a non-empty string")
@@ -109,6 +111,11 @@ class AirServer(Registry):
         self.state: dict[str, Any] = {}
         Registry.__init__(self)
         self.plugins = list(use)
+        self.definitions = None if definitions is None else Path(definitions)
+        if self.definitions is not None:  # first, so every other plugin sees the defined tools
+            from aircore.definitions.plugin import definitions_plugin
+
+            self.plugins.insert(0, definitions_plugin(self.definitions))
         self.plugin_names = validate_plugins(self.plugins)
         self.meter = _load_meter(meter)
         self._user_middleware = [as_middleware(m) for m in middleware]
@@ -345,6 +352,7 @@ def define_server(
     title: str | None = None,
     instructions: str | None = None,
     page_size: int = 100,
+    definitions: str | os.PathLike[str] | None = None,
 ) -> AirServer:
     """Define a server.
 
@@ -363,6 +371,9 @@ def define_server(
         title: ``serverInfo.title``.
         instructions: sent to clients in ``initialize`` / ``server/discover``.
         page_size: list page size for cursor pagination.
+        definitions: a tool-definitions directory (``"tool-definitions"``); each tool's
+            metadata then comes from its definition file, checked at start (see
+            ``docs/tool-definitions.md``).
 
     Returns:
         The :class:`AirServer`.
@@ -383,4 +394,5 @@ def define_server(
         use=use,
         middleware=middleware,
         page_size=page_size,
+        definitions=definitions,
     )
