@@ -49,6 +49,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3510
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+MAX_SESSIONS = 1024
+"""Legacy sessions kept at once; the least recently used one is closed beyond this."""
 SESSION_HEADER = "mcp-session-id"
 
 STATUS = {
@@ -218,7 +220,9 @@ class McpEndpoint:
             await self._json(send, error)
             return
         sid = headers.get(SESSION_HEADER)
-        session = self.sessions.get(sid) if sid else None
+        session = self.sessions.pop(sid, None) if sid else None
+        if session is not None and sid is not None:
+            self.sessions[sid] = session  # most recently used last
         if kind in (KIND_RESPONSE, KIND_NOTIFICATION):
             if session is not None:
                 if kind == KIND_RESPONSE:
@@ -253,6 +257,9 @@ class McpEndpoint:
             new_sid = uuid.uuid4().hex
             conn = Connection(transport="tcp", session_id=new_sid)
             self.sessions[new_sid] = conn
+            while len(self.sessions) > MAX_SESSIONS:
+                oldest = next(iter(self.sessions))
+                self.sessions.pop(oldest).cancel_all()
             extra.append((b"mcp-session-id", new_sid.encode()))
             route_headers = None
         else:
