@@ -73,6 +73,21 @@ def _status_of(response: Mapping[str, Any]) -> int:
     return STATUS.get(code, 200) if isinstance(code, int) else 200
 
 
+def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> bool:
+    """Whether the answer to this request may be preceded by messages (so it needs SSE).
+
+    Legacy ``tools/call`` may send progress, log messages and elicitation/sampling requests;
+    2026-07-28 calls send progress or logs only when asked (``progressToken`` / ``logLevel``)
+    and turn server→client requests into ``input_required`` results.
+    """
+    if method not in ("tools/call", "prompts/get", "resources/read"):
+        return False
+    if not is_modern:
+        return method == "tools/call"
+    meta = params.get("_meta")
+    return isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta)
+
+
 class McpEndpoint:
     """The ASGI endpoint serving ``/mcp`` for one :class:`~aircore.server.AirServer`."""
 
@@ -294,17 +309,7 @@ class McpEndpoint:
                 return
             conn = session
         wants_stream = accepts_sse and (
-            not accepts_json
-            or (
-                method == "tools/call"
-                and (
-                    (
-                        isinstance(params.get("_meta"), Mapping)
-                        and "progressToken" in params["_meta"]
-                    )
-                    or (not is_modern and "elicitation" in (conn.client_capabilities or {}))
-                )
-            )
+            not accepts_json or _may_talk_first(method, params, is_modern)
         )
         if wants_stream:
             await self._stream(message, conn, route_headers, extra, receive, send)

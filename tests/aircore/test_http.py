@@ -56,6 +56,14 @@ async def _post(http: httpx.AsyncClient, body: Any, **headers: str) -> httpx.Res
     return await http.post("/mcp", content=data, headers=hdrs)
 
 
+def _body(r: httpx.Response) -> Any:
+    """The JSON-RPC answer, from a JSON body or the last event of an SSE body."""
+    if r.headers["content-type"].startswith("text/event-stream"):
+        data = [line[5:] for line in r.text.splitlines() if line.startswith("data:")]
+        return json.loads(data[-1])
+    return r.json()
+
+
 async def _session(http: httpx.AsyncClient) -> str:
     r = await _post(
         http,
@@ -140,7 +148,10 @@ async def test_legacy_session_rules(http: httpx.AsyncClient) -> None:
         "params": {"name": "echo", "arguments": {"text": "hi"}},
     }
     ok = await _post(http, call, mcp_session_id=sid)
-    assert ok.json()["result"]["content"][0]["text"] == "hi"
+    assert ok.headers["content-type"].startswith("text/event-stream")  # legacy calls may talk
+    assert _body(ok)["result"]["content"][0]["text"] == "hi"
+    as_json = await _post(http, call, mcp_session_id=sid, accept="application/json")
+    assert as_json.json()["result"]["content"][0]["text"] == "hi"
     missing = await _post(http, call)
     assert missing.status_code == 400
     assert missing.json()["error"]["code"] == -32600
@@ -149,7 +160,7 @@ async def test_legacy_session_rules(http: httpx.AsyncClient) -> None:
     bad_args = await _post(
         http, {**call, "params": {"name": "echo", "arguments": "x"}}, mcp_session_id=sid
     )
-    assert bad_args.json()["error"]["code"] == -32602
+    assert _body(bad_args)["error"]["code"] == -32602
     unknown_method = await _post(
         http, {"jsonrpc": "2.0", "id": 10, "method": "nope/x"}, mcp_session_id=sid
     )
