@@ -99,7 +99,7 @@ class Dispatcher:
             conn.resolve(message)
             return None
         if kind == KIND_NOTIFICATION:
-            self._notification(message, conn)
+            self.notification(message, conn)
             return None
         return await self.request(message, conn, headers=headers)
 
@@ -141,7 +141,8 @@ class Dispatcher:
             return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {exc}")
         return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
-    def _notification(self, message: dict[str, Any], conn: Connection) -> None:
+    def notification(self, message: dict[str, Any], conn: Connection) -> None:
+        """Handle a client notification (``initialized``, ``cancelled``; others ignored)."""
         method = message["method"]
         params = message.get("params") or {}
         if method == "notifications/initialized":

@@ -243,7 +243,7 @@ class McpEndpoint:
                 if kind == KIND_RESPONSE:
                     session.resolve(message)
                 else:
-                    self.server.dispatcher._notification(message, session)
+                    self.server.dispatcher.notification(message, session)
             await self._reply(send, 202)
             return
         await self._request(

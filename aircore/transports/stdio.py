@@ -145,7 +145,7 @@ class StdioSession:
             self.conn.inflight[msg_id] = task
             task.add_done_callback(functools.partial(self._done, msg_id))
         elif kind == KIND_NOTIFICATION:
-            self.dispatcher._notification(message, self.conn)
+            self.dispatcher.notification(message, self.conn)
         elif kind == KIND_RESPONSE:
             self.conn.resolve(message)
 
