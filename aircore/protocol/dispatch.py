@@ -23,7 +23,7 @@ from aircore.protocol.framing import (
     check,
     error_response,
 )
-from aircore.protocol.session import Connection
+from aircore.protocol.session import Connection, peer_for
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -306,7 +306,7 @@ class Dispatcher:
             transport=conn.transport,
             client_name=conn.client_name,
             client_capabilities=conn.client_capabilities,
-            peer=conn,
+            peer=peer_for(conn),
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
             input_responses=responses if isinstance(responses, dict) else None,
             log_level=(meta.get(modern.LOG_LEVEL_KEY) if isinstance(meta, dict) else None)

@@ -3,6 +3,7 @@ the 2026-07-28 header rules, and an error for every malformed frame."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -237,3 +238,52 @@ async def test_a_non_localhost_host_header_is_rejected(http: httpx.AsyncClient) 
     assert rebound.status_code == 421
     local = await _post(http, body, host="localhost:1234", **hdrs)
     assert local.status_code == 200
+
+
+async def test_overlapping_calls_of_one_session_each_get_their_own_progress(
+    demo_http: HttpServer,
+) -> None:
+    headers = {k: v for k, v in BASE_HEADERS.items() if k != "authorization"}
+    async with httpx.AsyncClient(base_url=demo_http.base, timeout=20.0) as client:
+        init = await client.post(
+            "/mcp",
+            headers=headers,
+            json={
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            },
+        )
+        sid = init.headers["mcp-session-id"]
+
+        def call(token: str, msg_id: int) -> Any:
+            return client.post(
+                "/mcp",
+                headers={**headers, "mcp-session-id": sid},
+                json={
+                    "jsonrpc": "2.0",
+                    "id": msg_id,
+                    "method": "tools/call",
+                    "params": {
+                        "_meta": {"progressToken": token},
+                        "name": "slow_task",
+                        "arguments": {"seconds": 0.3},
+                    },
+                },
+            )
+
+        first, second = await asyncio.gather(call("A", 1), call("B", 2))
+    for response, token, msg_id in ((first, "A", 1), (second, "B", 2)):
+        events = [
+            json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")
+        ]
+        progress = [e for e in events if e.get("method") == "notifications/progress"]
+        assert progress, response.text
+        assert {e["params"]["progressToken"] for e in progress} == {token}
+        assert events[-1]["id"] == msg_id
+        assert events[-1]["result"]["content"][0]["text"] == "slept 0.3s"
