@@ -89,16 +89,24 @@ async def test_chain_runs_meter_then_plugins_in_use_order_then_user_middleware()
     ]
 
 
-async def test_invalid_arguments_never_reach_the_meter_or_handler() -> None:
+async def test_invalid_arguments_reach_the_meter_as_a_refusal_but_never_the_handler() -> None:
     seen: list[str] = []
 
     async def meter(ctx: Any, call_next: Next) -> Any:
         seen.append("meter")
-        return await call_next(ctx)
+        try:
+            return await call_next(ctx)
+        except AirError as exc:
+            seen.append(f"refused {exc.code}")
+            raise
+
+    def handler(params: dict[str, Any]) -> str:
+        seen.append("handler")
+        return "x"
 
     server = define_server(
         name="s",
-        tools=[define_tool("t", params={"a": "string", "b": "number"}, handler=lambda p: "x")],
+        tools=[define_tool("t", params={"a": "string", "b": "number"}, handler=handler)],
         meter=meter,
     )
     async with server:
@@ -107,7 +115,7 @@ async def test_invalid_arguments_never_reach_the_meter_or_handler() -> None:
     assert _text(result).startswith("[-32602]")
     assert "a: must be string" in _text(result)
     assert "b: must be number" in _text(result)
-    assert seen == []
+    assert seen == ["meter", "refused -32602"]
 
 
 async def test_before_can_replace_params() -> None:
