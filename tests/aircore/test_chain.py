@@ -485,3 +485,33 @@ async def test_cancelling_the_call_task_cancels_the_handler_and_sets_cancelled()
         with pytest.raises(asyncio.CancelledError):
             await task
     assert observed == [True]
+
+
+async def test_output_breaking_its_schema_is_metered_as_a_failure() -> None:
+    seen: list[str] = []
+
+    async def meter(ctx: Any, call_next: Next) -> Any:
+        try:
+            value = await call_next(ctx)
+        except AirError as exc:
+            seen.append(f"failed {exc.code}")
+            raise
+        seen.append("ok")
+        return value
+
+    server = define_server(
+        name="s",
+        tools=[
+            define_tool("good", output_schema={"n": "number"}, handler=lambda p: {"n": 1}),
+            define_tool("bad", output_schema={"n": "number"}, handler=lambda p: {"n": "one"}),
+        ],
+        meter=meter,
+    )
+    async with server:
+        good = await server.call_tool("good", {})
+        bad = await server.call_tool("bad", {})
+    assert good["structuredContent"] == {"n": 1}
+    assert bad["isError"] is True
+    assert _text(bad).startswith("[-32603]")
+    assert "outputSchema" in _text(bad)
+    assert seen == ["ok", "failed -32603"]
