@@ -27,8 +27,11 @@ _KPIS = (
     ("p50", "p50 latency"),
     ("p95", "p95 latency"),
     ("p99", "p99 latency"),
-    ("cost", "Est. cost (units)"),
+    ("cost", "Cost (units)"),
 )
+
+COST_NOTE = "reported by the tool, else layer weight × unit price"
+"""What the cost figures mean (the meter's definition); shown under the cost card and in hovers."""
 
 _TABLE_STYLE: dict[str, Any] = {
     "style_as_list_view": True,
@@ -247,7 +250,7 @@ def _tables() -> tuple[html.Div, html.Div]:
         {"name": "p50 ms", "id": "p50", "type": "numeric"},
         {"name": "p95 ms", "id": "p95", "type": "numeric"},
         {"name": "p99 ms", "id": "p99", "type": "numeric"},
-        {"name": "cost", "id": "cost", "type": "numeric"},
+        {"name": "cost (units)", "id": "cost", "type": "numeric"},
     ]
     error_cols: list[Any] = [
         {"name": n, "id": i}
@@ -305,9 +308,11 @@ def _content() -> html.Div:
                 children=[
                     html.Div(
                         className="kpi",
+                        title=COST_NOTE if key == "cost" else None,
                         children=[
                             html.Div(label, className="kpi-label"),
                             html.Div("—", id=f"kpi-{key}", className="kpi-value"),
+                            *([html.Div(COST_NOTE, className="kpi-note")] if key == "cost" else []),
                         ],
                     )
                     for key, label in _KPIS
@@ -324,7 +329,7 @@ def _content() -> html.Div:
             html.Div(
                 className="grid one-two",
                 children=[
-                    _card("Layers: calls and weighted cost", _graph("graph-layers")),
+                    _card("Layers: calls and cost", _graph("graph-layers")),
                     tools,
                 ],
             ),

@@ -254,7 +254,10 @@ class DashboardData:
             series=tuple(_bucket(p) for p in snap.series),
             layers=tuple(
                 LayerSlice(
-                    layer=parse_layer(code), calls=st.calls, weighted_cost=int(st.weighted_cost)
+                    layer=parse_layer(code),
+                    calls=st.calls,
+                    cost=st.cost,
+                    weighted_cost=int(st.weighted_cost),
                 )
                 for code, st in sorted(snap.layers.items())
             ),

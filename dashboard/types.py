@@ -82,10 +82,16 @@ class TimeBucket:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LayerSlice:
-    """Calls in one layer, and their weighted cost (calls x the layer's weight)."""
+    """Calls in one layer and what they cost.
+
+    ``cost`` is the same measure as the headline and the per-tool table: what each call reported
+    (or its budget priced), else the layer's weight. ``weighted_cost`` is calls x the layer's
+    weight, what the layer would cost had no call reported anything.
+    """
 
     layer: Layer
     calls: int
+    cost: float
     weighted_cost: int
 
 

@@ -97,6 +97,10 @@ async def test_headline_layers_and_tools_match_the_raw_log(
     for sl in view.layers:
         assert sl.calls == by_layer.get(sl.layer.code, 0)
         assert sl.weighted_cost == sl.calls * sl.layer.weight
+        assert sl.cost == pytest.approx(sum(_cost(r) for r in want if r["layer"] == sl.layer.code))
+    # One cost measure everywhere: the layers and the tools add up to the headline.
+    assert sum(sl.cost for sl in view.layers) == pytest.approx(view.headline.cost)
+    assert sum(row.cost for row in view.tools) == pytest.approx(view.headline.cost)
     assert {row.tool for row in view.tools} == {r["tool"] for r in want}
     for row in view.tools:
         mine = [r for r in want if r["tool"] == row.tool]
