@@ -28,7 +28,12 @@ LAYER_COLOURS: dict[Layer, str] = {
     Layer.L6: "#f43f5e",  # rose: LLM
     Layer.L7: "#a855f7",  # violet: agent
 }
-_PCT_COLOURS = {"p50": "#0ea5e9", "p95": "#f59e0b", "p99": "#ef4444"}
+# Percentiles in slate shades and dashes: no layer colour means anything else on the page.
+_PCT_STYLE = {
+    "p50": {"color": "#94a3b8", "width": 2},
+    "p95": {"color": "#475569", "width": 2, "dash": "dash"},
+    "p99": {"color": "#0f172a", "width": 2.5},
+}
 _FONT = "Inter, ui-sans-serif, system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 
 
@@ -60,8 +65,19 @@ def empty_figure(message: str = "no calls in this range") -> go.Figure:
     return _layout(fig)
 
 
-def _times(view: DashboardView) -> list[datetime]:
-    return [datetime.fromtimestamp(b.start_ms / 1000) for b in view.series]
+def _dt(ms: float) -> datetime:
+    return datetime.fromtimestamp(ms / 1000)
+
+
+def _times(view: DashboardView, *, centre: bool = False) -> list[datetime]:
+    half = view.range.bucket_ms / 2 if centre else 0
+    return [_dt(b.start_ms + half) for b in view.series]
+
+
+def _x_range(view: DashboardView) -> list[datetime]:
+    """The same x span on both time charts: the chosen range (from its first bucket's start)."""
+    first = view.series[0].start_ms if view.series else view.range.since_ms
+    return [_dt(min(first, view.range.since_ms)), _dt(view.range.until_ms)]
 
 
 def calls_figure(view: DashboardView) -> go.Figure:
@@ -80,10 +96,14 @@ def calls_figure(view: DashboardView) -> go.Figure:
                 y=ys,
                 name=f"{layer.code} {layer.info.name}",
                 marker={"color": LAYER_COLOURS[layer], "line": {"width": 0}},
-                hovertemplate=f"{layer.code}: %{{y}} calls<extra></extra>",
+                offset=0,
+                width=view.range.bucket_ms * 0.88,
+                hovertemplate=f"{layer.code}: %{{y:,}} calls<extra></extra>",
             )
         )
-    return _layout(fig, barmode="stack", bargap=0.12, hovermode="x unified", showlegend=False)
+    fig = _layout(fig, barmode="stack", hovermode="x unified", showlegend=False)
+    fig.update_xaxes(range=_x_range(view), type="date")
+    return fig
 
 
 def latency_figure(view: DashboardView) -> go.Figure:
@@ -91,7 +111,7 @@ def latency_figure(view: DashboardView) -> go.Figure:
     if view.headline.calls == 0:
         return empty_figure()
     fig = go.Figure()
-    x = _times(view)
+    x = _times(view, centre=True)
     for name in ("p50", "p95", "p99"):
         ys = [getattr(b, f"{name}_ms") for b in view.series]
         fig.add_trace(
@@ -100,19 +120,24 @@ def latency_figure(view: DashboardView) -> go.Figure:
                 y=ys,
                 name=name,
                 mode="lines+markers",
-                marker={"size": 4},
+                marker={"size": 5},
                 connectgaps=False,
-                line={"color": _PCT_COLOURS[name], "width": 2},
+                line=_PCT_STYLE[name],
                 hovertemplate=f"{name}: %{{y:.1f}} ms<extra></extra>",
             )
         )
     fig = _layout(fig, hovermode="x unified")
+    fig.update_xaxes(range=_x_range(view), type="date")
     fig.update_yaxes(type="log", dtick=1, title_text="ms", rangemode="normal")
     return fig
 
 
 def layers_figure(view: DashboardView) -> go.Figure:
-    """Calls and weighted cost per layer, side by side."""
+    """Calls and cost per layer, side by side.
+
+    The cost bars use the headline's measure (what calls reported, else their layer's weight), so
+    they add up to the headline cost; the hover also shows calls x weight for comparison.
+    """
     if view.headline.calls == 0:
         return empty_figure()
     codes = [s.layer.code for s in view.layers]
@@ -125,18 +150,22 @@ def layers_figure(view: DashboardView) -> go.Figure:
             name="calls",
             offsetgroup="calls",
             marker={"color": colours},
-            hovertemplate="%{x}: %{y} calls<extra></extra>",
+            hovertemplate="%{x}: %{y:,} calls<extra></extra>",
         )
     )
     fig.add_trace(
         go.Bar(
             x=codes,
-            y=[s.weighted_cost for s in view.layers],
-            name="weighted cost",
+            y=[s.cost for s in view.layers],
+            customdata=[[s.weighted_cost, s.layer.weight] for s in view.layers],
+            name="cost (units)",
             offsetgroup="cost",
             marker={"color": colours, "opacity": 0.45, "pattern": {"shape": "/"}},
             yaxis="y2",
-            hovertemplate="%{x}: %{y} cost units<extra></extra>",
+            hovertemplate=(
+                "%{x}: cost %{y:,.2f} units<br>"
+                "(calls × weight %{customdata[1]} = %{customdata[0]:,})<extra></extra>"
+            ),
         )
     )
     return _layout(
@@ -144,7 +173,13 @@ def layers_figure(view: DashboardView) -> go.Figure:
         barmode="group",
         bargap=0.25,
         yaxis={"title": {"text": "calls"}},
-        yaxis2={"title": {"text": "weighted cost"}, "overlaying": "y", "side": "right"},
+        yaxis2={
+            "title": {"text": "cost (units)"},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+        },
         showlegend=True,
     )
 
