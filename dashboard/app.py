@@ -9,6 +9,7 @@ from dash import Dash, dcc, html
 from dash.dash_table.DataTable import DataTable
 
 from airmeter import Layer
+from dashboard.data import RECENT_ERRORS
 from dashboard.figures import LAYER_COLOURS
 from dashboard.ranges import CUSTOM, DEFAULT_RANGE, RANGES
 from dashboard.reader import SyncReader
@@ -62,7 +63,12 @@ _TABLE_STYLE: dict[str, Any] = {
 
 
 def _layer_cells() -> list[dict[str, Any]]:
-    return [
+    """Layer codes in their layer's colour; a clicked cell gets a quiet highlight."""
+    highlight = [
+        {"if": {"state": state}, "backgroundColor": "#eef2ff", "border": "none"}
+        for state in ("active", "selected")
+    ]
+    return highlight + [
         {
             "if": {"filter_query": f'{{layer}} = "{layer.code}"', "column_id": "layer"},
             "color": LAYER_COLOURS[layer],
@@ -241,16 +247,18 @@ def _detail() -> html.Div:
 
 
 def _tables() -> tuple[html.Div, html.Div]:
+    count = {"specifier": ","}  # d3-format: 12,345
+    fixed = {"specifier": ",.2f"}  # 1,234.50
     tool_cols: list[Any] = [
         {"name": "tool", "id": "tool"},
         {"name": "layer", "id": "layer"},
-        {"name": "calls", "id": "calls", "type": "numeric"},
-        {"name": "errors", "id": "errors", "type": "numeric"},
-        {"name": "error %", "id": "error_pct", "type": "numeric"},
-        {"name": "p50 ms", "id": "p50", "type": "numeric"},
-        {"name": "p95 ms", "id": "p95", "type": "numeric"},
-        {"name": "p99 ms", "id": "p99", "type": "numeric"},
-        {"name": "cost (units)", "id": "cost", "type": "numeric"},
+        {"name": "calls", "id": "calls", "type": "numeric", "format": count},
+        {"name": "errors", "id": "errors", "type": "numeric", "format": count},
+        {"name": "error %", "id": "error_pct", "type": "numeric", "format": fixed},
+        {"name": "p50 ms", "id": "p50", "type": "numeric", "format": fixed},
+        {"name": "p95 ms", "id": "p95", "type": "numeric", "format": fixed},
+        {"name": "p99 ms", "id": "p99", "type": "numeric", "format": fixed},
+        {"name": "cost (units)", "id": "cost", "type": "numeric", "format": fixed},
     ]
     error_cols: list[Any] = [
         {"name": n, "id": i}
@@ -281,20 +289,30 @@ def _tables() -> tuple[html.Div, html.Div]:
             ),
         ),
         _card(
-            "Recent errors",
-            DataTable(
-                id="errors-table",
-                columns=error_cols,
-                data=[],
-                page_size=10,
-                tooltip_duration=None,
-                style_data_conditional=[
-                    *_layer_cells(),
-                    {"if": {"column_id": "error_type"}, "color": "#e11d48"},
-                ],
-                **_TABLE_STYLE,
+            f"Recent errors — the newest {RECENT_ERRORS} in the range; click a row for its tool",
+            html.Div(
+                [
+                    html.Div(id="error-summary", className="error-summary"),
+                    _errors_table(error_cols),
+                ]
             ),
         ),
+    )
+
+
+def _errors_table(error_cols: list[Any]) -> DataTable:
+    return DataTable(
+        id="errors-table",
+        columns=error_cols,
+        data=[],
+        page_size=10,
+        tooltip_data=[],
+        tooltip_duration=None,
+        style_data_conditional=[
+            *_layer_cells(),
+            {"if": {"column_id": "error_type"}, "color": "#e11d48"},
+        ],
+        **_TABLE_STYLE,
     )
 
 

@@ -58,6 +58,8 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
             Output("graph-layers", "figure"),
             Output("tools-table", "data"),
             Output("errors-table", "data"),
+            Output("errors-table", "tooltip_data"),
+            Output("error-summary", "children"),
             Output("filter-tool", "options"),
             Output("filter-server", "options"),
             Output("empty-state", "style"),
@@ -71,7 +73,7 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
     def refresh(
         _n: int, range_key: str, start: str | None, end: str | None, *filters: Any
     ) -> list[Any]:
-        n_out = len(_KPI_KEYS) + 12
+        n_out = len(_KPI_KEYS) + 14
         try:
             kwargs, flt = _query_args(range_key, start, end, *filters)
             view = reader.view(range_key, flt, **kwargs)
@@ -84,6 +86,7 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
             out[-2] = _SHOW
             return out
         texts = present.kpis(view.headline)
+        errors = present.error_rows(view)
         empty = view.store_empty
         return [
             *(texts[k] for k in _KPI_KEYS),
@@ -91,7 +94,9 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
             figures.latency_figure(view),
             figures.layers_figure(view),
             present.tool_rows(view),
-            present.error_rows(view),
+            errors,
+            [{"message": {"value": row["message"], "type": "text"}} for row in errors],
+            present.error_summary(view),
             [{"label": t, "value": t} for t in view.tool_names],
             [{"label": s, "value": s} for s in view.server_names],
             _SHOW if empty else _HIDE,

@@ -266,6 +266,9 @@ class DashboardData:
             tool_names=tuple(sorted(known)),
             server_names=tuple(sorted(s for s in self._known_servers if s)),
             store_empty=store_empty,
+            errors_by_type=tuple(
+                sorted(snap.errors_by_type.items(), key=lambda kv: (-kv[1], kv[0]))
+            ),
             generated_at_ms=self.now_ms(),
         )
 

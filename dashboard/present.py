@@ -9,7 +9,9 @@ from dashboard.types import DashboardView, Headline, ToolDetail
 
 __all__ = [
     "call_rows",
+    "error_label",
     "error_rows",
+    "error_summary",
     "fmt_cost",
     "fmt_count",
     "fmt_ms",
@@ -57,6 +59,35 @@ def fmt_time(ts_ms: int) -> str:
     return datetime.fromtimestamp(ts_ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
+_JSONRPC_ERRORS = {
+    "-32700": "parse error",
+    "-32600": "invalid request",
+    "-32601": "method not found",
+    "-32602": "invalid params",
+    "-32603": "internal error",
+}
+
+
+def error_label(error_type: str) -> str:
+    """A recorded error type as people read it: ``invalid params (-32602)``, ``RuntimeError``.
+
+    The meter records a JSON-RPC error's code (``"-32602"``: refused arguments, or a handler's
+    ``AirError(-32602, ...)``), an exception's class name otherwise.
+    """
+    name = _JSONRPC_ERRORS.get(error_type)
+    return f"{name} ({error_type})" if name else error_type
+
+
+def error_summary(view: DashboardView) -> str:
+    """``97 failed calls in this range: invalid params (-32602) 80 · RuntimeError 15``."""
+    total = sum(n for _, n in view.errors_by_type)
+    if not total:
+        return "no failed calls in this range"
+    parts = " · ".join(f"{error_label(t)} {fmt_count(n)}" for t, n in view.errors_by_type)
+    noun = "failed call" if total == 1 else "failed calls"
+    return f"{fmt_count(total)} {noun} in this range: {parts}"
+
+
 def kpis(h: Headline) -> dict[str, str]:
     """The headline cards' texts, keyed by card id."""
     return {
@@ -101,7 +132,7 @@ def error_rows(view: DashboardView) -> list[dict[str, Any]]:
             "time": fmt_time(e.ts_ms),
             "tool": e.tool,
             "layer": e.layer.code,
-            "error_type": e.error_type,
+            "error_type": error_label(e.error_type),
             "message": e.message,
             "request_id": e.request_id,
         }
@@ -117,7 +148,7 @@ def call_rows(detail: ToolDetail) -> list[dict[str, Any]]:
             "time": fmt_time(c.ts_ms),
             "latency": fmt_ms(c.latency_ms),
             "status": "ok" if c.ok else "error",
-            "error_type": c.error_type,
+            "error_type": error_label(c.error_type) if c.error_type else "",
             "request_id": c.request_id,
         }
         for i, c in enumerate(detail.latest)

@@ -150,7 +150,8 @@ class DashboardView:
     """Everything the main page shows for one range and set of filters.
 
     ``store_empty`` is True when the store holds no call at all (the page then explains how to
-    produce some); ``tools``/``servers`` list the choices for the filter dropdowns.
+    produce some); ``tools``/``servers`` list the choices for the filter dropdowns;
+    ``errors_by_type`` counts every failed call in the range by error type, most frequent first.
     """
 
     range: TimeRange
@@ -163,6 +164,7 @@ class DashboardView:
     tool_names: tuple[str, ...]
     server_names: tuple[str, ...]
     store_empty: bool
+    errors_by_type: tuple[tuple[str, int], ...] = ()
     generated_at_ms: int = field(default=0)
 
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -81,6 +82,15 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
     assert _text(browser, "kpi-errors") == f"{errors / len(hour) * 100:.2f}%"
     assert _text(browser, "kpi-rate") == f"{len(hour) / 60:,.1f}"
     assert "All tools" in _text(browser, "filter-tool")
+    by_type = Counter(r["error_type"] for r in hour if not r["ok"])
+    summary = _text(browser, "error-summary")
+    assert summary.startswith(f"{errors:,} failed calls in this range: ")
+    named = {"-32602": "invalid params (-32602)"}
+    for error_type, n in by_type.items():
+        assert f"{named.get(error_type, error_type)} {n:,}" in summary
+    newest = max((r for r in hour if not r["ok"]), key=lambda r: r["_ts"])
+    first = browser.find_element(By.CSS_SELECTOR, "#errors-table td[data-dash-column='error_type']")
+    assert first.text == named.get(newest["error_type"], newest["error_type"])
 
     browser.find_element(By.XPATH, "//*[@id='range']//label[contains(., '24 hours')]").click()
     day = _count(records, "24h")

@@ -173,6 +173,11 @@ async def test_recent_errors_are_the_newest_failures_with_their_details(
         failed[0]["error_type"],
         failed[0]["error_message"],
     )
+    # Every failure in the range, by type (refused arguments are "-32602"), most frequent first.
+    by_type = Counter(r["error_type"] for r in failed)
+    assert dict(view.errors_by_type) == by_type
+    assert [n for _, n in view.errors_by_type] == sorted(by_type.values(), reverse=True)
+    assert by_type["-32602"] > 0
 
 
 async def test_tool_detail_histogram_holds_every_sampled_call(
