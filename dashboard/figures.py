@@ -12,6 +12,7 @@ from dashboard.types import DashboardView, ToolDetail
 
 __all__ = [
     "LAYER_COLOURS",
+    "bin_label",
     "calls_figure",
     "empty_figure",
     "histogram_figure",
@@ -189,21 +190,27 @@ def histogram_figure(detail: ToolDetail, layer: Layer | None) -> go.Figure:
     if not detail.histogram:
         return empty_figure("no calls of this tool in the range")
     colour = LAYER_COLOURS[layer] if layer is not None else "#64748b"
-    labels = [f"{_ms(b.lo_ms)}–{_ms(b.hi_ms)}" for b in detail.histogram]
+    labels = [bin_label(b.lo_ms, b.hi_ms) for b in detail.histogram]
     fig = go.Figure(
         go.Bar(
             x=labels,
             y=[b.count for b in detail.histogram],
             marker={"color": colour},
-            hovertemplate="%{x}: %{y} calls<extra></extra>",
+            hovertemplate="%{x} ms: %{y:,} calls<extra></extra>",
         )
     )
-    fig = _layout(fig, height=240, bargap=0.08, showlegend=False)
-    fig.update_xaxes(title_text="latency", type="category", tickangle=0)
+    fig = _layout(fig, height=260, bargap=0.08, showlegend=False)
+    tilt = -35 if len(labels) > 7 else 0
+    fig.update_xaxes(title_text="latency (ms)", type="category", tickangle=tilt)
     return fig
 
 
-def _ms(value: float) -> str:
+def bin_label(lo_ms: float, hi_ms: float) -> str:
+    """A histogram bin's short label in ms (an en dash between the edges): 1k for 1000."""
+    return f"{_short(lo_ms)}–{_short(hi_ms)}"
+
+
+def _short(value: float) -> str:
     if value >= 1000:
-        return f"{value / 1000:g}s"
-    return f"{value:g}ms"
+        return f"{value / 1000:g}k"
+    return f"{value:g}"

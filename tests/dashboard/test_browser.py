@@ -88,9 +88,9 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
     named = {"-32602": "invalid params (-32602)"}
     for error_type, n in by_type.items():
         assert f"{named.get(error_type, error_type)} {n:,}" in summary
-    newest = max((r for r in hour if not r["ok"]), key=lambda r: r["_ts"])
+    last_error = max((r for r in hour if not r["ok"]), key=lambda r: r["_ts"])
     first = browser.find_element(By.CSS_SELECTOR, "#errors-table td[data-dash-column='error_type']")
-    assert first.text == named.get(newest["error_type"], newest["error_type"])
+    assert first.text == named.get(last_error["error_type"], last_error["error_type"])
 
     browser.find_element(By.XPATH, "//*[@id='range']//label[contains(., '24 hours')]").click()
     day = _count(records, "24h")

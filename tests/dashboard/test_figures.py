@@ -69,3 +69,19 @@ def test_time_charts_share_the_range_and_percentiles_avoid_layer_colours(
 def _chroma(hex_colour: str) -> int:
     rgb = [int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)]
     return max(rgb) - min(rgb)
+
+
+def test_histogram_labels_are_short_and_cover_the_bins() -> None:
+    from dashboard.data import latency_histogram
+    from dashboard.figures import bin_label, histogram_figure
+    from dashboard.types import ToolDetail
+
+    bins = latency_histogram([0.005, 0.3, 1.5, 3.0, 4.0, 1200.0, 4500.0])
+    detail = ToolDetail(tool="t", calls=7, histogram=bins, latest=())
+    (trace,) = _traces(histogram_figure(detail, Layer.L2))
+    assert list(trace["x"]) == [bin_label(b.lo_ms, b.hi_ms) for b in bins]
+    assert sum(trace["y"]) == 7
+    assert trace["marker"]["color"] == LAYER_COLOURS[Layer.L2]
+    assert bin_label(0.0, 0.01) == "0–0.01"
+    assert bin_label(1000.0, 2000.0) == "1k–2k"
+    assert max(len(label) for label in trace["x"]) <= 9  # legible side by side on the axis
