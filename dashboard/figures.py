@@ -76,9 +76,11 @@ def _times(view: DashboardView, *, centre: bool = False) -> list[datetime]:
 
 
 def _x_range(view: DashboardView) -> list[datetime]:
-    """The same x span on both time charts: the chosen range (from its first bucket's start)."""
-    first = view.series[0].start_ms if view.series else view.range.since_ms
-    return [_dt(min(first, view.range.since_ms)), _dt(view.range.until_ms)]
+    """The same x span on both time charts: the range's buckets, first start to last end."""
+    if not view.series:
+        return [_dt(view.range.since_ms), _dt(view.range.until_ms)]
+    first, last = view.series[0].start_ms, view.series[-1].start_ms
+    return [_dt(min(first, view.range.since_ms)), _dt(last + view.range.bucket_ms)]
 
 
 def calls_figure(view: DashboardView) -> go.Figure:

@@ -60,6 +60,12 @@ def test_time_charts_share_the_range_and_percentiles_avoid_layer_colours(
         for fig in (calls_figure(view), latency_figure(view))
     ]
     assert ranges[0] == ranges[1]
+    lo, hi = (d.timestamp() * 1000 for d in ranges[0])
+    assert lo <= min(view.series[0].start_ms, view.range.since_ms)
+    assert hi == view.series[-1].start_ms + view.range.bucket_ms >= view.range.until_ms
+    # Every latency point (drawn at its bucket's centre) lies inside the shown span.
+    for trace in _traces(latency_figure(view)):
+        assert all(lo < x.timestamp() * 1000 < hi for x in trace["x"])
     # Layer colours are vivid; percentile lines stay neutral so no one reads them as layers.
     assert all(_chroma(c) > 100 for c in LAYER_COLOURS.values())
     for trace in _traces(latency_figure(view)):
