@@ -180,21 +180,28 @@ def _controls(initial_range: str) -> html.Div:
     )
 
 
-def _empty_state() -> html.Div:
+def _empty_state(store_url: str) -> html.Div:
+    """How to fill *this* store: both suggestions name the URL the dashboard reads."""
     return html.Div(
         id="empty-state",
         className="empty",
         style={"display": "none"},
         children=[
             html.Div("No calls recorded yet", className="empty-title"),
-            html.P("This store has no metered tool calls. To see the dashboard in action:"),
-            html.Ol(
+            html.P(["This store (", html.Code(store_url), ") has no metered tool calls yet."]),
+            html.Ul(
                 [
-                    html.Li([html.Code("air demo"), " — runs a demo server with sample traffic"]),
                     html.Li(
                         [
-                            "or add the meter to your server: ",
-                            html.Code('define_server(..., meter=True, storage="file://.air/data")'),
+                            "See the dashboard in action: ",
+                            html.Code(f"air demo --store {store_url}"),
+                            " runs a demo server with sample traffic;",
+                        ]
+                    ),
+                    html.Li(
+                        [
+                            "or meter your own server into the same store: ",
+                            html.Code(f'define_server(..., meter=True, storage="{store_url}")'),
                         ]
                     ),
                 ]
@@ -392,7 +399,7 @@ def create_app(
             _controls(initial_range),
             _legend(),
             html.Div(id="banner", className="banner", style={"display": "none"}),
-            _empty_state(),
+            _empty_state(store_url),
             _content(),
         ],
     )

@@ -234,7 +234,9 @@ def test_empty_store_shows_how_to_produce_data(browser: WebDriver, tmp_path: Pat
         )
         text = _text(browser, "empty-state")
         assert "No calls recorded yet" in text
-        assert "air demo" in text
+        # Both ways to fill it name the store this dashboard reads, not some default.
+        assert f"air demo --store {url}" in text
+        assert f'meter=True, storage="{url}"' in text
         assert not browser.find_element(By.ID, "content").is_displayed()
 
 
