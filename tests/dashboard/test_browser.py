@@ -92,6 +92,8 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
     first = browser.find_element(By.CSS_SELECTOR, "#errors-table td[data-dash-column='error_type']")
     assert first.text == named.get(last_error["error_type"], last_error["error_type"])
 
+    _check_sorting(browser)
+
     browser.find_element(By.XPATH, "//*[@id='range']//label[contains(., '24 hours')]").click()
     day = _count(records, "24h")
     _wait_text(browser, "kpi-calls", f"{len(day):,}")
@@ -141,6 +143,31 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
     start_ms = int(start.timestamp() * 1000)
     custom = [r for r in records if r["_ts"] >= start_ms and r["tool"] == "fetch_url"]
     _wait_text(browser, "kpi-calls", f"{len(custom):,}")
+
+
+def _column(driver: WebDriver, column: str) -> list[str]:
+    cells = driver.find_elements(By.CSS_SELECTOR, f"#tools-table td[data-dash-column='{column}']")
+    return [c.text for c in cells]
+
+
+def _check_sorting(driver: WebDriver) -> None:
+    """The tool table opens sorted by calls (most first) and re-sorts numerically on a click."""
+    calls = [int(v.replace(",", "")) for v in _column(driver, "calls")]
+    assert len(calls) > 2
+    assert calls == sorted(calls, reverse=True)
+    tools = set(_column(driver, "tool"))
+    driver.find_element(
+        By.CSS_SELECTOR, "#tools-table th[data-dash-column='p99'] .column-header--sort"
+    ).click()
+
+    def p99_sorted(d: WebDriver) -> bool:
+        values = [float(v.replace(",", "")) for v in _column(d, "p99")]
+        return values != [] and values in (sorted(values), sorted(values, reverse=True))
+
+    WebDriverWait(driver, WAIT_S).until(p99_sorted)
+    assert set(_column(driver, "tool")) == tools
+    assert [float(v) for v in _column(driver, "error_pct")]  # fixed two-decimal percentages
+    assert all(v.count(".") == 1 and len(v.split(".")[1]) == 2 for v in _column(driver, "p50"))
 
 
 def _wait_detail(driver: WebDriver, tool: str) -> None:
