@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Group", "plan", "queue"]
+__all__ = ["Group", "command", "plan"]
 
 Group = tuple[str, list[int]]
 """(kind, indices of the batch's operations it carries)."""
@@ -30,15 +30,17 @@ end
 return #KEYS
 """
 
-# ARGV: maxlen ('' keeps all), then (ts, body) pairs. An id "<ts>-*" that is not above the
-# stream's newest id (a back-dated or odd _ts) falls back to "*", the next free id.
+# ARGV[1]: maxlen ('' keeps all); ARGV[2]: the entries as "<ts> <json>" lines (orjson never
+# writes a raw newline), so the client packs two arguments instead of two per entry. An id
+# "<ts>-*" that is not above the stream's newest id (a back-dated or odd _ts) falls back to
+# "*", the next free id.
 XADD_SCRIPT = """#!lua
 local key = KEYS[1]
 local n = 0
-for i = 2, #ARGV, 2 do
-  local ok = redis.pcall('XADD', key, ARGV[i] .. '-*', 'd', ARGV[i + 1])
+for ts, body in string.gmatch(ARGV[2], '([^ \\n]+) ([^\\n]+)') do
+  local ok = redis.pcall('XADD', key, ts .. '-*', 'd', body)
   if type(ok) == 'table' and ok.err then
-    redis.call('XADD', key, '*', 'd', ARGV[i + 1])
+    redis.call('XADD', key, '*', 'd', body)
   end
   n = n + 1
 end
@@ -70,19 +72,17 @@ def plan(ops: Sequence[tuple[Any, ...]]) -> list[Group]:
     return groups
 
 
-def queue(pipe: Any, kind: str, ops: list[tuple[Any, ...]], max_log: int | None) -> None:
-    """Add the one command that carries ``ops`` (all of ``kind``) to ``pipe``."""
+def command(kind: str, ops: list[tuple[Any, ...]], max_log: int | None) -> tuple[Any, ...]:
+    """The one command that carries ``ops`` (all of ``kind``)."""
     if kind == "get":
-        pipe.execute_command("MGET", *(op[1] for op in ops))
-    elif kind == "del":
-        pipe.execute_command("GETDEL", ops[0][1])
-    elif kind == "set":
+        return ("MGET", *(op[1] for op in ops))
+    if kind == "del":
+        return ("GETDEL", ops[0][1])
+    if kind == "set":
         args: list[Any] = []
         for op in ops:
             args += (op[2], b"" if op[3] is None else op[3])
-        pipe.execute_command("EVAL", SET_SCRIPT, len(ops), *(op[1] for op in ops), *args)
-    else:
-        args = [b"" if max_log is None else max_log]
-        for op in ops:
-            args += (op[2], op[3])
-        pipe.execute_command("EVAL", XADD_SCRIPT, 1, ops[0][1], *args)
+        return ("EVAL", SET_SCRIPT, len(ops), *(op[1] for op in ops), *args)
+    lines = b"\n".join(b"%d %s" % (op[2], op[3]) for op in ops)
+    trim = b"" if max_log is None else max_log
+    return ("EVAL", XADD_SCRIPT, 1, ops[0][1], trim, lines)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 from typing import Any
 
+import aiosqlite
 import orjson
 
 from airstore.errors import AirstoreError, CorruptDataError, ReadOnlyStoreError, StorageIOError
@@ -13,8 +15,10 @@ from airstore.errors import AirstoreError, CorruptDataError, ReadOnlyStoreError,
 __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
+    "connect",
     "decode_json",
     "filter_sql",
+    "log_query",
     "no_schema",
     "prefix_bounds",
     "translate",
@@ -76,6 +80,27 @@ def filter_sql(flt: dict[str, Any] | None) -> tuple[list[str], list[Any], bool]:
     return conds, params, exact
 
 
+def log_query(
+    ns: str, lo: int | None, hi: int | None, flt: dict[str, Any] | None
+) -> tuple[str, list[Any], bool]:
+    """The newest-first ``SELECT body`` of a log query, without LIMIT/OFFSET.
+
+    Returns:
+        ``(sql, parameters, exact)``; see :func:`filter_sql` for ``exact``.
+    """
+    conds, params, exact = filter_sql(flt)
+    where = ["ns = ?"]
+    args: list[Any] = [ns]
+    if lo is not None:
+        where.append("ts >= ?")
+        args.append(lo)
+    if hi is not None:
+        where.append("ts < ?")
+        args.append(hi)
+    sql = f"SELECT body FROM log WHERE {' AND '.join(where + conds)} ORDER BY ts DESC, id DESC"
+    return sql, args + params, exact
+
+
 def prefix_bounds(prefix: str) -> tuple[str, str | None]:
     """Return ``(lo, hi)`` so that ``lo <= key < hi`` selects exactly the keys with ``prefix``."""
     stripped = prefix.rstrip("\U0010ffff")
@@ -111,3 +136,27 @@ def decode_json(text: str, path: str, ns: str) -> Any:
             path=path,
             namespace=ns,
         ) from exc
+
+
+async def connect(target: str, *, uri: bool, busy_timeout: float) -> aiosqlite.Connection:
+    """Open an autocommit aiosqlite connection and read the header (so a file that is not a
+    database fails here, not at the first query).
+
+    Raises:
+        sqlite3.Error: the caller translates it with :func:`translate`.
+    """
+    pending = aiosqlite.connect(target, uri=uri, isolation_level=None, timeout=busy_timeout)
+    try:
+        db = await pending
+    except BaseException:
+        # A failed connect stops aiosqlite's worker thread without waiting for it; wait here,
+        # or the thread may call back into an event loop that has closed since.
+        await asyncio.to_thread(pending._thread.join, 10)
+        raise
+    try:
+        await db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        await db.execute_fetchall("PRAGMA schema_version")
+    except BaseException:
+        await db.close()
+        raise
+    return db

@@ -18,7 +18,7 @@ from redis.backoff import ExponentialBackoff
 
 from airstore._batch import Batcher
 from airstore._entry import stamp
-from airstore._redis_batch import plan, queue
+from airstore._redis_batch import command, plan
 from airstore._redis_codec import (
     decode_value,
     encode_value_payload,
@@ -206,11 +206,21 @@ class RedisStore:
     # -- the pipeline ------------------------------------------------------------------------
     async def _run_batch(self, ops: Sequence[_Op]) -> list[Any]:
         groups = plan(ops)
+        commands = [
+            command(kind, [ops[i] for i in members], self._max_log) for kind, members in groups
+        ]
+        replies: list[Any]
         try:
-            async with self._client.pipeline(transaction=False) as pipe:
-                for kind, members in groups:
-                    queue(pipe, kind, [ops[i] for i in members], self._max_log)
-                replies: list[Any] = await pipe.execute(raise_on_error=False)
+            if len(commands) == 1:  # a lone command needs no pipeline
+                try:
+                    replies = [await self._client.execute_command(*commands[0])]
+                except rex.ResponseError as exc:
+                    replies = [exc]
+            else:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for cmd in commands:
+                        pipe.execute_command(*cmd)
+                    replies = await pipe.execute(raise_on_error=False)
         except rex.RedisError as exc:
             raise translate(exc, self.where, "pipeline") from exc
         now = self._clock()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import logging
 import os
@@ -21,8 +20,9 @@ from airstore._entry import stamp
 from airstore._sqlite_sql import (
     SCHEMA,
     SCHEMA_VERSION,
+    connect,
     decode_json,
-    filter_sql,
+    log_query,
     no_schema,
     prefix_bounds,
     translate,
@@ -37,6 +37,7 @@ from airstore._validate import (
     to_epoch_ms,
 )
 from airstore.errors import (
+    CorruptDataError,
     InvalidArgumentError,
     ReadOnlyStoreError,
     StorageIOError,
@@ -58,6 +59,7 @@ PURGE_INTERVAL = 1.0
 """Store-clock seconds between two deletions of expired keys (done inside a write batch)."""
 
 _PAGE = 1000
+_IN_CHUNK = 900  # bound parameters per SELECT … IN (…), under SQLite's old 999 limit
 
 # One queued write: ("set", ns, key, json, expires_at) | ("del", ns, key)
 #                 | ("app", ns, ts, json, entry)
@@ -112,6 +114,7 @@ class SqliteStore:
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
+        self._gets: Batcher[tuple[str, str]] = Batcher(self._run_gets, max_batch=max_batch)
         self._last_purge = float("-inf")
         self._opened = False
         self._closed = False
@@ -148,24 +151,7 @@ class SqliteStore:
 
     async def _connect(self, *, read_only: bool) -> aiosqlite.Connection:
         target = self._ro_uri if read_only else self.path
-        pending = aiosqlite.connect(
-            target, uri=read_only, isolation_level=None, timeout=self._busy_timeout
-        )
-        try:
-            db = await pending
-        except BaseException:
-            # A failed connect stops aiosqlite's worker thread without waiting for it; wait
-            # here, or the thread may call back into an event loop that has closed since.
-            await asyncio.to_thread(pending._thread.join, 10)
-            raise
-        try:
-            await db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-            # Reading the header here turns "not a database" into an error at open time.
-            await db.execute_fetchall("PRAGMA schema_version")
-        except BaseException:
-            await db.close()
-            raise
-        return db
+        return await connect(target, uri=read_only, busy_timeout=self._busy_timeout)
 
     async def _disconnect(self) -> None:
         for db in (self._writer, self._reader):
@@ -182,6 +168,7 @@ class SqliteStore:
             return
         try:
             await self._batcher.drain()
+            await self._gets.drain()
         finally:
             self._closed = True
             await self._disconnect()
@@ -282,12 +269,33 @@ class SqliteStore:
         await self._submit(("set", ns, key, text, expires_at))
 
     async def get(self, ns: str, key: str) -> JSONValue:
-        """Return the live value or ``None``."""
+        """Return the live value or ``None``; concurrent gets share one ``SELECT``."""
         check_key(check_namespace(ns), key)
-        rows = await self._read(
-            f"SELECT value FROM kv WHERE ns = ? AND key = ? AND {_LIVE}", (ns, key, self._clock())
-        )
-        return self._decode(rows[0][0], ns) if rows else None
+        self._read_db()
+        return await self._gets.submit((ns, key))
+
+    async def _run_gets(self, ops: Sequence[tuple[str, str]]) -> builtins.list[Any]:
+        now = self._clock()
+        found: dict[tuple[str, str], str] = {}
+        by_ns: dict[str, dict[str, None]] = {}
+        for ns, key in ops:
+            by_ns.setdefault(ns, {})[key] = None
+        for ns, keys in by_ns.items():
+            unique = builtins.list(keys)
+            for start in range(0, len(unique), _IN_CHUNK):
+                chunk = unique[start : start + _IN_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT key, value FROM kv WHERE ns = ? AND key IN ({marks}) AND {_LIVE}"
+                for key, text in await self._read(sql, (ns, *chunk, now)):
+                    found[ns, key] = text
+        out: builtins.list[Any] = []
+        for op in ops:
+            text = found.get(op)
+            try:
+                out.append(None if text is None else self._decode(text, op[0]))
+            except CorruptDataError as exc:
+                out.append(exc)
+        return out
 
     async def delete(self, ns: str, key: str) -> bool:
         """Remove ``key``; True if it was present and live."""
@@ -342,18 +350,7 @@ class SqliteStore:
             raise InvalidArgumentError(f"filter must be a dict or None, got {filter!r}")
         if limit == 0:
             return []
-        conds, params, exact = filter_sql(filter)
-        where = ["ns = ?"]
-        args: list[Any] = [ns]
-        if lo is not None:
-            where.append("ts >= ?")
-            args.append(lo)
-        if hi is not None:
-            where.append("ts < ?")
-            args.append(hi)
-        where += conds
-        args += params
-        sql = f"SELECT body FROM log WHERE {' AND '.join(where)} ORDER BY ts DESC, id DESC"
+        sql, args, exact = log_query(ns, lo, hi, filter)
         if exact:
             rows = await self._read(sql + " LIMIT ? OFFSET ?", (*args, limit, offset))
             return [self._decode(row[0], ns) for row in rows]

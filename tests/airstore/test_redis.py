@@ -242,3 +242,23 @@ async def test_out_of_memory_gives_clear_errors_and_keeps_data(own_server: Redis
             assert await store.entries("ns") == [("k", "kept"), ("new", "x")]
     finally:
         await admin.aclose()
+
+
+async def test_mixed_commands_of_one_turn_keep_their_order(rs: RedisStore) -> None:
+    results = await asyncio.gather(
+        rs.set("ns", "k", 1),
+        rs.get("ns", "k"),
+        rs.append("a", {"n": 1}),
+        rs.append("b", {"n": 1}),
+        rs.set("ns", "k", 2, ttl=30),
+        rs.append("a", {"n": 2}),
+        rs.get("ns", "k"),
+        rs.delete("ns", "k"),
+        rs.get("ns", "k"),
+        rs.delete("ns", "k"),
+    )
+    assert results[1] == 1
+    assert results[6] == 2
+    assert results[7:] == [True, None, False]
+    assert [e["n"] for e in await rs.query("a")] == [2, 1]
+    assert [e["n"] for e in await rs.query("b")] == [1]
