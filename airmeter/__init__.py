@@ -1,16 +1,91 @@
 """airmeter: classify, record, aggregate and export every MCP tool call."""
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from airmeter.budget import Budget, BudgetStatus
+from airmeter.classify import Classification, Classifier, Rule, classify, split_words
+from airmeter.errors import (
+    AirmeterError,
+    BudgetExceededError,
+    MeterClosedError,
+    MeterConfigError,
+)
 from airmeter.layers import LAYERS, Layer, LayerInfo, parse_layer
+from airmeter.meter import Meter, MeterStats
+from airmeter.metrics_app import metrics_app
+from airmeter.middleware import MeterMiddleware, create_meter_hook
+from airmeter.otel_settings import OtelSettings, otel_enabled, otel_settings
+from airmeter.prometheus import PrometheusSink
+from airmeter.prometheus_snapshot import render_snapshot
 from airmeter.record import CALLS_NAMESPACE, CallRecord
+from airmeter.redact import Redactor, redact
+from airmeter.rollups import ROLLUPS_NAMESPACE
+from airmeter.snapshot import snapshot
+from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
+from airmeter.store_sink import StoreSink
+from airmeter.testing import MemorySink
 from airmeter.types import Recorder, Sink
+from airmeter.usage import CallUsage, current_usage, report_usage
+
+if TYPE_CHECKING:
+    from airmeter.otel import OtelSink
+    from airmeter.otel_span import annotate_current_span
 
 __all__ = [
     "CALLS_NAMESPACE",
     "LAYERS",
+    "ROLLUPS_NAMESPACE",
+    "AirmeterError",
+    "Budget",
+    "BudgetExceededError",
+    "BudgetStatus",
     "CallRecord",
+    "CallUsage",
+    "Classification",
+    "Classifier",
     "Layer",
     "LayerInfo",
+    "LayerStats",
+    "MemorySink",
+    "Meter",
+    "MeterClosedError",
+    "MeterConfigError",
+    "MeterMiddleware",
+    "MeterStats",
+    "OtelSettings",
+    "OtelSink",
+    "PrometheusSink",
     "Recorder",
+    "Redactor",
+    "Rule",
+    "SeriesPoint",
+    "ServerStats",
     "Sink",
+    "Snapshot",
+    "StoreSink",
+    "ToolStats",
+    "annotate_current_span",
+    "classify",
+    "create_meter_hook",
+    "current_usage",
+    "metrics_app",
+    "otel_enabled",
+    "otel_settings",
     "parse_layer",
+    "redact",
+    "render_snapshot",
+    "report_usage",
+    "snapshot",
+    "split_words",
 ]
+
+# The OpenTelemetry SDK costs ~0.2 s to import: loaded on first use, not with `import airmeter`.
+_LAZY = {"OtelSink": "airmeter.otel", "annotate_current_span": "airmeter.otel_span"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

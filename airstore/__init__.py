@@ -1,9 +1,10 @@
 """airstore: async key-value + append-log storage for MCP servers.
 
-Backends: :class:`MemoryStore`, ``FileStore``, ``SqliteStore``, ``RedisStore``; open one with
+Backends: :class:`MemoryStore`, :class:`FileStore`, ``SqliteStore``, ``RedisStore``; open one with
 :func:`create_storage`. Every failure is an :class:`AirstoreError`.
 """
 
+from airstore._recovery import CheckReport, Finding, NamespaceCheck, NamespaceStats
 from airstore.errors import (
     AirstoreError,
     CorruptDataError,
@@ -17,6 +18,7 @@ from airstore.errors import (
     StoreLockedError,
 )
 from airstore.factory import create_storage, parse_store_url
+from airstore.file import FileStore
 from airstore.memory import MemoryStore
 from airstore.redis_store import RedisStore
 from airstore.sqlite import SqliteStore
@@ -24,14 +26,19 @@ from airstore.types import Entry, JSONValue, Store, TimeBound
 
 __all__ = [
     "AirstoreError",
+    "CheckReport",
     "CorruptDataError",
     "Entry",
+    "FileStore",
+    "Finding",
     "InvalidArgumentError",
     "InvalidKeyError",
     "InvalidNamespaceError",
     "InvalidValueError",
     "JSONValue",
     "MemoryStore",
+    "NamespaceCheck",
+    "NamespaceStats",
     "ReadOnlyStoreError",
     "RedisStore",
     "SqliteStore",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from airstore import MemoryStore, RedisStore, SqliteStore, Store
+from airstore import FileStore, MemoryStore, RedisStore, SqliteStore, Store
 from tests.redis_server import shared_redis_server, unique_prefix
 
 
@@ -42,6 +42,15 @@ async def _open_memory(tmp: Path, clock: FakeClock) -> Store:
     return store
 
 
+def _file_opener(durability: str) -> Callable[[Path, FakeClock], Awaitable[Store]]:
+    async def _open(tmp: Path, clock: FakeClock) -> Store:
+        store = FileStore(tmp / "data", durability=durability, clock=clock)  # type: ignore[arg-type]
+        await store.init()
+        return store
+
+    return _open
+
+
 async def _open_sqlite(tmp: Path, clock: FakeClock) -> Store:
     store = SqliteStore(tmp / "air.db", clock=clock)
     await store.init()
@@ -57,6 +66,9 @@ async def _open_redis(tmp: Path, clock: FakeClock) -> Store:
 
 BACKENDS: list[Backend] = [
     Backend("memory", _open_memory, persistent=False),
+    Backend("file-journal", _file_opener("journal"), persistent=True),
+    Backend("file-snapshot", _file_opener("snapshot"), persistent=True),
+    Backend("file-sync", _file_opener("sync"), persistent=True),
     Backend("sqlite", _open_sqlite, persistent=True),
     Backend("redis", _open_redis, persistent=True, marks=(pytest.mark.redis,)),
 ]

@@ -1,0 +1,189 @@
+"""Meter the official SDK's ``MCPServer`` (``mcp`` 2.x) with a context-tier server middleware.
+
+The SDK composes ``server.middleware`` as ``(ctx, call_next)``, outermost first, with its own
+``OpenTelemetryMiddleware`` first: so when an OpenTelemetry SDK is installed, our middleware
+runs inside the SDK's SERVER span and annotates it (``air.layer`` …) instead of causing a
+second span. Usage::
+
+    from airmeter.integrations import instrument_mcp_server
+
+    mcp = MCPServer("notes")
+    instrument_mcp_server(mcp, meter)  # meter: anything with .record(CallRecord)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+from pydantic import BaseModel, ValidationError
+
+from airmeter.classify import Classifier
+from airmeter.integrations._common import (
+    TOOL_ERROR,
+    LayerOf,
+    elapsed_ms,
+    json_size,
+    make_call_meter,
+    start_clock,
+)
+from airmeter.types import Recorder
+
+__all__ = ["SdkMeterMiddleware", "instrument_mcp_server"]
+
+_TOOLS_CALL = "tools/call"
+
+
+def _is_error(result: HandlerResult) -> bool:
+    if isinstance(result, Mapping):
+        return result.get("isError") is True
+    return getattr(result, "is_error", False) is True
+
+
+def _error_type(exc: BaseException) -> str:
+    if isinstance(exc, MCPError):
+        return str(exc.error.code)
+    if isinstance(exc, ValidationError):
+        return str(INVALID_PARAMS)
+    return type(exc).__name__
+
+
+def _output_size(result: HandlerResult) -> int | None:
+    if isinstance(result, BaseModel):
+        return len(result.model_dump_json(by_alias=True, exclude_none=True))
+    return json_size(result)
+
+
+class SdkMeterMiddleware:
+    """A ``ServerMiddleware`` that records every ``tools/call`` as a :class:`CallRecord`.
+
+    Success, ``isError`` results (``error_type="tool_error"``; the SDK turns exceptions in a
+    tool into such results) and errors raised through the chain (``MCPError`` → its code,
+    invalid params → ``"-32602"``, anything else → the exception type) are all recorded;
+    exceptions are re-raised unchanged.
+    """
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        *,
+        server_name: str | None = None,
+        layer_of: LayerOf | None = None,
+        classifier: Classifier | None = None,
+        transport: str | None = None,
+        measure_sizes: bool = True,
+    ) -> None:
+        """Create the middleware.
+
+        Args:
+            recorder: Receives each record (a :class:`~airmeter.Meter`, or a test double).
+            server_name: ``server`` field of the records; by default the recorder's
+                ``server`` (a :class:`~airmeter.Meter` has one), else ``""``.
+            layer_of: Maps a tool name to its layer; overrides ``classifier``.
+            classifier: The classifier; by default the recorder's (a
+                :class:`~airmeter.Meter` has one), else a fresh :class:`~airmeter.Classifier`.
+            transport: ``transport`` field; by default ``"http"`` when the request came over
+                HTTP, else ``"stdio"``.
+            measure_sizes: Record ``input_bytes``/``output_bytes`` (serializes the result
+                once more; turn off for the last microseconds).
+        """
+        self._meter = make_call_meter(
+            recorder,
+            server_name=server_name,
+            layer_of=layer_of,
+            classifier=classifier,
+            measure_sizes=measure_sizes,
+        )
+        self._transport = transport
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        params = ctx.params
+        name = params.get("name") if params is not None else None
+        if ctx.method != _TOOLS_CALL or not isinstance(name, str):
+            return await call_next(ctx)
+        ts_ms, perf_ns = start_clock()
+        arguments = params.get("arguments") if params is not None else None
+        meter = self._meter
+        common = self._fields(ctx, name, arguments, ts_ms)
+        try:
+            result = await call_next(ctx)
+        except BaseException as exc:
+            meter.emit(
+                latency_ms=elapsed_ms(perf_ns),
+                ok=False,
+                error_type=_error_type(exc),
+                **common,
+            )
+            raise
+        latency = elapsed_ms(perf_ns)
+        is_error = _is_error(result)
+        meter.emit(
+            latency_ms=latency,
+            ok=not is_error,
+            error_type=TOOL_ERROR if is_error else None,
+            output_bytes=_output_size(result) if meter.measure_sizes else None,
+            **common,
+        )
+        return result
+
+    def _fields(
+        self, ctx: ServerRequestContext[Any, Any], tool: str, arguments: Any, ts_ms: int
+    ) -> dict[str, Any]:
+        request = ctx.request
+        headers = getattr(request, "headers", None)
+        session_id = headers.get("mcp-session-id") if headers is not None else None
+        client = ctx.session.client_params
+        transport = self._transport or ("http" if request is not None else "stdio")
+        meter = self._meter
+        return {
+            "ts_ms": ts_ms,
+            "tool": tool,
+            "layer": meter.layer(tool, arguments if isinstance(arguments, Mapping) else None),
+            "request_id": None if ctx.request_id is None else str(ctx.request_id),
+            "session_id": session_id,
+            "protocol_version": ctx.protocol_version,
+            "transport": transport,
+            "client_name": client.client_info.name if client is not None else None,
+            "input_bytes": meter.input_bytes(arguments),
+        }
+
+
+def instrument_mcp_server(
+    server: MCPServer[Any],
+    recorder: Recorder,
+    *,
+    layer_of: LayerOf | None = None,
+    classifier: Classifier | None = None,
+    transport: str | None = None,
+    measure_sizes: bool = True,
+) -> SdkMeterMiddleware:
+    """Append a :class:`SdkMeterMiddleware` to ``server.middleware`` (inside the SDK's
+    OpenTelemetry span) and return it. ``server_name`` is the server's name.
+
+    Args:
+        server: The ``MCPServer``.
+        recorder: Receives each record.
+        layer_of: Maps a tool name to its layer; overrides ``classifier``.
+        classifier: The classifier; by default the recorder's, else a fresh one.
+        transport: ``transport`` field; inferred by default.
+        measure_sizes: Record input/output sizes in bytes.
+
+    Returns:
+        The installed middleware.
+    """
+    middleware = SdkMeterMiddleware(
+        recorder,
+        server_name=server.name,
+        layer_of=layer_of,
+        classifier=classifier,
+        transport=transport,
+        measure_sizes=measure_sizes,
+    )
+    server.middleware.append(middleware)
+    return middleware

@@ -1,0 +1,234 @@
+"""Per-minute rollups of call records: what snapshots read instead of the raw log.
+
+A rollup row sums the calls of one minute for one ``(server, instance, tool, layer)``: counts,
+errors by type, latency sum/max and a log-bucketed histogram, cost and tokens. A minute's rows
+from one writer are stored as one JSON document under the key ``"{minute_ms:013d}:{writer}"`` in
+the :data:`ROLLUPS_NAMESPACE` of the store, so several processes writing one store never
+overwrite each other's rollups. A snapshot's cost grows with minutes x tools, never with calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from airmeter.histogram import bucket_of, from_json, merge_into, to_json
+from airmeter.layers import LAYERS
+from airmeter.record import CallRecord
+
+__all__ = [
+    "MINUTE_MS",
+    "ROLLUPS_NAMESPACE",
+    "RollupBook",
+    "RollupRow",
+    "minute_key",
+    "parse_minute_doc",
+]
+
+ROLLUPS_NAMESPACE = "meter.rollups"
+"""The store namespace (key-value) holding one document per minute and writer."""
+
+MINUTE_MS = 60_000
+ROLLUP_FORMAT = 1
+_WEIGHTS = tuple(info.weight for info in LAYERS)
+
+_RowKey = tuple[str, str, str, int]  # server, instance, tool, layer
+
+
+def minute_key(minute_ms: int, writer: str) -> str:
+    """The store key of one minute's document from one writer (sorts by time)."""
+    return f"{minute_ms:013d}:{writer}"
+
+
+class RollupRow:
+    """The running sums of one minute for one server instance, tool and layer."""
+
+    __slots__ = (
+        "calls",
+        "cost",
+        "errors",
+        "errors_by_type",
+        "hist",
+        "instance",
+        "latency_max",
+        "latency_sum",
+        "layer",
+        "minute",
+        "server",
+        "tokens_in",
+        "tokens_out",
+        "tool",
+    )
+
+    def __init__(self, minute: int, server: str, instance: str, tool: str, layer: int) -> None:
+        self.minute = minute
+        self.server = server
+        self.instance = instance
+        self.tool = tool
+        self.layer = layer
+        self.calls = 0
+        self.errors = 0
+        self.errors_by_type: dict[str, int] = {}
+        self.latency_sum = 0.0
+        self.latency_max = 0.0
+        self.cost = 0.0
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.hist: dict[int, int] = {}
+
+    def add(self, rec: CallRecord) -> None:
+        """Count one record (its minute and key must match this row)."""
+        self.calls += 1
+        if not rec.ok:
+            self.errors += 1
+            etype = rec.error_type or "error"
+            self.errors_by_type[etype] = self.errors_by_type.get(etype, 0) + 1
+        latency = rec.latency_ms
+        self.latency_sum += latency
+        if latency > self.latency_max:
+            self.latency_max = latency
+        index = bucket_of(latency)
+        hist = self.hist
+        hist[index] = hist.get(index, 0) + 1
+        cost = rec.cost
+        self.cost += _WEIGHTS[self.layer - 1] if cost is None else cost
+        if rec.tokens_in:
+            self.tokens_in += rec.tokens_in
+        if rec.tokens_out:
+            self.tokens_out += rec.tokens_out
+
+    def merge(self, other: RollupRow) -> None:
+        """Add another row's sums into this one."""
+        self.calls += other.calls
+        self.errors += other.errors
+        for etype, count in other.errors_by_type.items():
+            self.errors_by_type[etype] = self.errors_by_type.get(etype, 0) + count
+        self.latency_sum += other.latency_sum
+        self.latency_max = max(self.latency_max, other.latency_max)
+        self.cost += other.cost
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+        merge_into(self.hist, other.hist)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row's JSON form (without the minute, which its document carries)."""
+        return {
+            "server": self.server,
+            "instance": self.instance,
+            "tool": self.tool,
+            "layer": self.layer,
+            "calls": self.calls,
+            "errors": self.errors,
+            "errors_by_type": dict(self.errors_by_type),
+            "latency_sum": self.latency_sum,
+            "latency_max": self.latency_max,
+            "cost": self.cost,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "hist": to_json(self.hist),
+        }
+
+    @classmethod
+    def from_json(cls, minute: int, data: Mapping[str, Any]) -> RollupRow:
+        """Rebuild a row from its JSON form."""
+        row = cls(minute, str(data["server"]), str(data["instance"]), str(data["tool"]),
+                  int(data["layer"]))  # fmt: skip
+        row.calls = int(data["calls"])
+        row.errors = int(data["errors"])
+        row.errors_by_type = {str(k): int(v) for k, v in data["errors_by_type"].items()}
+        row.latency_sum = float(data["latency_sum"])
+        row.latency_max = float(data["latency_max"])
+        row.cost = float(data["cost"])
+        row.tokens_in = int(data["tokens_in"])
+        row.tokens_out = int(data["tokens_out"])
+        row.hist = from_json(data["hist"])
+        return row
+
+
+def parse_minute_doc(doc: Mapping[str, Any]) -> list[RollupRow]:
+    """Rows of one stored minute document; an unknown format gives no rows."""
+    if not isinstance(doc, Mapping) or doc.get("format") != ROLLUP_FORMAT:
+        return []
+    minute = int(doc["minute"])
+    return [RollupRow.from_json(minute, row) for row in doc["rows"]]
+
+
+class RollupBook:
+    """Rollup rows by minute, built from records; tracks which minutes changed.
+
+    Args:
+        retention_minutes: keep at most this many newest minutes (``None``: keep all).
+    """
+
+    def __init__(self, *, retention_minutes: int | None = None) -> None:
+        self._minutes: dict[int, dict[_RowKey, RollupRow]] = {}
+        self._dirty: set[int] = set()
+        self._retention = retention_minutes
+        self._newest = 0
+
+    def add(self, rec: CallRecord) -> None:
+        """Count one record in its minute."""
+        minute = rec.ts_ms - rec.ts_ms % MINUTE_MS
+        rows = self._minutes.get(minute)
+        if rows is None:
+            rows = self._minutes[minute] = {}
+            if minute > self._newest:
+                self._newest = minute
+                self._expire()
+        key = (rec.server, rec.instance_id or "", rec.tool, int(rec.layer))
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = RollupRow(minute, key[0], key[1], key[2], key[3])
+        row.add(rec)
+        self._dirty.add(minute)
+
+    def merge_rows(self, rows: Iterable[RollupRow]) -> None:
+        """Add stored rows into the book (their minutes are not marked dirty)."""
+        for row in rows:
+            bucket = self._minutes.setdefault(row.minute, {})
+            key = (row.server, row.instance, row.tool, row.layer)
+            mine = bucket.get(key)
+            if mine is None:
+                mine = bucket[key] = RollupRow(row.minute, *key)
+            mine.merge(row)
+
+    def _expire(self) -> None:
+        if self._retention is None:
+            return
+        oldest = self._newest - self._retention * MINUTE_MS
+        for minute in [m for m in self._minutes if m <= oldest]:
+            del self._minutes[minute]
+            self._dirty.discard(minute)
+
+    def take_dirty(self) -> list[int]:
+        """The minutes changed since the last call, oldest first; clears the set."""
+        dirty = sorted(self._dirty)
+        self._dirty.clear()
+        return dirty
+
+    def minute_doc(self, minute: int) -> dict[str, Any]:
+        """One minute's JSON document, as stored."""
+        rows = self._minutes.get(minute, {})
+        return {
+            "format": ROLLUP_FORMAT,
+            "minute": minute,
+            "rows": [row.to_json() for row in rows.values()],
+        }
+
+    def has_minute(self, minute: int) -> bool:
+        """Whether the book holds rows for ``minute``."""
+        return minute in self._minutes
+
+    def drop_before(self, minute: int) -> None:
+        """Forget minutes older than ``minute`` (they are already stored)."""
+        for m in [m for m in self._minutes if m < minute and m not in self._dirty]:
+            del self._minutes[m]
+
+    def rows(self, since_ms: int | None = None, until_ms: int | None = None) -> Iterator[RollupRow]:
+        """Rows whose minute starts in ``[since_ms, until_ms)``."""
+        for minute, rows in self._minutes.items():
+            if since_ms is not None and minute < since_ms:
+                continue
+            if until_ms is not None and minute >= until_ms:
+                continue
+            yield from rows.values()

@@ -1,0 +1,278 @@
+"""Snapshots: totals, percentiles, layers, tools, servers and a time series from rollups.
+
+``await snapshot(store, since=..., ...)`` reads the per-minute rollups of any store, including a
+read-only one opened by another process (the dashboard). Windows are minute-granular: a minute
+counts when it overlaps ``[since, until)``. Latency percentiles come from log-bucketed
+histograms (within about 1 %); counts, errors and costs are exact.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from airmeter.errors import MeterConfigError
+from airmeter.layers import LAYERS, Layer, parse_layer
+from airmeter.rollups import MINUTE_MS, ROLLUPS_NAMESPACE, RollupRow, parse_minute_doc
+from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
+from airmeter.stats import Acc
+from airstore.types import Store
+
+__all__ = ["DEFAULT_MAX_BUCKETS", "Bound", "aggregate", "snapshot", "to_ms"]
+
+DEFAULT_MAX_BUCKETS = 60
+
+Bound = datetime | timedelta | int | float | None
+"""A time bound: a ``datetime``, epoch milliseconds, or a ``timedelta`` meaning "that long ago"."""
+
+
+def to_ms(bound: Bound, now_ms: int) -> int | None:
+    """Epoch milliseconds of a bound (``timedelta`` counts back from ``now_ms``).
+
+    Raises:
+        MeterConfigError: the bound is of another type.
+    """
+    if bound is None:
+        return None
+    if isinstance(bound, timedelta):
+        return now_ms - int(bound.total_seconds() * 1000)
+    if isinstance(bound, datetime):
+        return int(bound.timestamp() * 1000)
+    if isinstance(bound, int | float) and not isinstance(bound, bool):
+        return int(bound)
+    raise MeterConfigError(f"time bound must be a datetime, timedelta or epoch ms: {bound!r}")
+
+
+def _floor(ms: int) -> int:
+    return ms - ms % MINUTE_MS
+
+
+def _ceil(ms: int) -> int:
+    return -(-ms // MINUTE_MS) * MINUTE_MS
+
+
+def aggregate(
+    rows: Iterable[RollupRow],
+    *,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+    tool: str | None = None,
+    layer: Layer | int | str | None = None,
+    server: str | None = None,
+    instance: str | None = None,
+    bucket_ms: int | None = None,
+    max_buckets: int = DEFAULT_MAX_BUCKETS,
+    now_ms: int | None = None,
+) -> Snapshot:
+    """Aggregate rollup rows into a :class:`Snapshot` (the pure core of every snapshot).
+
+    Raises:
+        MeterConfigError: a bad layer, bucket size or bound.
+    """
+    if max_buckets <= 0 or (bucket_ms is not None and bucket_ms <= 0):
+        raise MeterConfigError("bucket_ms and max_buckets must be positive")
+    try:
+        want_layer = None if layer is None else int(parse_layer(layer))
+    except ValueError as exc:
+        raise MeterConfigError(str(exc)) from exc
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    lo = None if since_ms is None else _floor(since_ms)
+    if lo is not None and until_ms is None:
+        until_ms = now  # "since an hour ago" ends now; records stamped later do not count
+    selected = [
+        r
+        for r in rows
+        if (lo is None or r.minute >= lo)
+        and (until_ms is None or r.minute < until_ms)
+        and (tool is None or r.tool == tool)
+        and (want_layer is None or r.layer == want_layer)
+        and (server is None or r.server == server)
+        and (instance is None or r.instance == instance)
+    ]
+    start = lo if lo is not None else min((r.minute for r in selected), default=_floor(now))
+    if until_ms is not None:
+        end = _ceil(until_ms)
+    else:
+        end = max((r.minute + MINUTE_MS for r in selected), default=start + MINUTE_MS)
+    end = max(end, start + MINUTE_MS)
+    span = end - start
+    if bucket_ms is None:
+        minutes = -(-span // MINUTE_MS)
+        bucket_ms = -(-minutes // max_buckets) * MINUTE_MS
+    n_buckets = max(1, -(-span // bucket_ms))
+
+    total = Acc()
+    by_layer = [Acc() for _ in LAYERS]
+    by_tool: dict[str, Acc] = {}
+    tool_layers: dict[str, dict[int, int]] = {}
+    by_server: dict[tuple[str, str], Acc] = {}
+    series = [Acc() for _ in range(n_buckets)]
+    series_layers: list[dict[str, int]] = [{} for _ in range(n_buckets)]
+    for r in selected:
+        total.add_row(r)
+        by_layer[r.layer - 1].add_row(r, histogram=False)
+        acc = by_tool.get(r.tool)
+        if acc is None:
+            acc = by_tool[r.tool] = Acc()
+            tool_layers[r.tool] = {}
+        acc.add_row(r)
+        counts = tool_layers[r.tool]
+        counts[r.layer] = counts.get(r.layer, 0) + r.calls
+        skey = (r.server, r.instance)
+        sacc = by_server.get(skey)
+        if sacc is None:
+            sacc = by_server[skey] = Acc()
+        sacc.add_row(r)
+        index = min(n_buckets - 1, max(0, (r.minute - start) // bucket_ms))
+        series[index].add_row(r)
+        code = f"L{r.layer}"
+        layers_here = series_layers[index]
+        layers_here[code] = layers_here.get(code, 0) + r.calls
+
+    p50, p95, p99 = total.percentiles()
+    layer_rows = {
+        info.code: LayerStats(
+            layer=info.code, name=info.name, weight=info.weight, calls=acc.calls,
+            errors=acc.errors, share=acc.calls / total.calls if total.calls else 0.0,
+            weighted_cost=float(acc.calls * info.weight), cost=acc.cost,
+        )
+        for info, acc in zip(LAYERS, by_layer, strict=True)
+    }  # fmt: skip
+    tool_rows = []
+    for name, acc in by_tool.items():
+        t50, t95, t99 = acc.percentiles()
+        main_layer = max(tool_layers[name].items(), key=lambda kv: (kv[1], -kv[0]))[0]
+        tool_rows.append(
+            ToolStats(
+                tool=name, layer=f"L{main_layer}", calls=acc.calls, errors=acc.errors,
+                error_rate=acc.errors / acc.calls if acc.calls else 0.0,
+                p50_ms=t50, p95_ms=t95, p99_ms=t99, mean_ms=acc.mean(), max_ms=acc.latency_max,
+                cost=acc.cost, tokens_in=acc.tokens_in, tokens_out=acc.tokens_out,
+                errors_by_type=dict(acc.errors_by_type),
+            )
+        )  # fmt: skip
+    tool_rows.sort(key=lambda t: (-t.calls, t.tool))
+    server_rows = []
+    for (srv, inst), acc in by_server.items():
+        s50, s95, s99 = acc.percentiles()
+        server_rows.append(
+            ServerStats(
+                server=srv, instance_id=inst, calls=acc.calls, errors=acc.errors,
+                error_rate=acc.errors / acc.calls if acc.calls else 0.0,
+                p50_ms=s50, p95_ms=s95, p99_ms=s99, cost=acc.cost,
+            )
+        )  # fmt: skip
+    server_rows.sort(key=lambda s: (-s.calls, s.server, s.instance_id))
+    points = []
+    for i, (acc, layer_counts) in enumerate(zip(series, series_layers, strict=True)):
+        b50, b95, b99 = acc.percentiles()
+        points.append(
+            SeriesPoint(
+                start_ms=start + i * bucket_ms, calls=acc.calls, errors=acc.errors,
+                layers=layer_counts, p50_ms=b50, p95_ms=b95, p99_ms=b99,
+            )
+        )  # fmt: skip
+    minutes_covered = span / MINUTE_MS
+    return Snapshot(
+        since_ms=start, until_ms=end, bucket_ms=bucket_ms, total_calls=total.calls,
+        error_count=total.errors,
+        success_rate=(total.calls - total.errors) / total.calls if total.calls else 1.0,
+        calls_per_min=total.calls / minutes_covered if minutes_covered else 0.0,
+        errors_by_type=dict(sorted(total.errors_by_type.items(), key=lambda kv: -kv[1])),
+        p50_ms=p50, p95_ms=p95, p99_ms=p99, mean_ms=total.mean(), max_ms=total.latency_max,
+        total_cost=total.cost, tokens_in=total.tokens_in, tokens_out=total.tokens_out,
+        layers=layer_rows, tools=tuple(tool_rows), servers=tuple(server_rows),
+        series=tuple(points),
+    )  # fmt: skip
+
+
+class _DocCache:
+    """Parsed minute documents of one store, revalidated by identity or equality."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, tuple[Any, list[RollupRow]]] = {}
+
+    def rows(self, key: str, doc: Any) -> list[RollupRow]:
+        cached = self.docs.get(key)
+        if cached is not None and (cached[0] is doc or cached[0] == doc):
+            return cached[1]
+        rows = parse_minute_doc(doc) if isinstance(doc, Mapping) else []
+        self.docs[key] = (doc, rows)
+        return rows
+
+
+_CACHES: weakref.WeakKeyDictionary[Any, _DocCache] = weakref.WeakKeyDictionary()
+
+
+async def load_rows(
+    store: Store, *, since_ms: int | None = None, until_ms: int | None = None
+) -> list[RollupRow]:
+    """The stored rollup rows of minutes overlapping ``[since_ms, until_ms)``.
+
+    Parsed documents are cached per store, so a repeated snapshot parses only what changed.
+    """
+    pairs = await store.entries(ROLLUPS_NAMESPACE)
+    lo = None if since_ms is None else f"{_floor(since_ms):013d}"
+    hi = None if until_ms is None else f"{until_ms:013d}"
+    try:
+        cache = _CACHES.get(store)
+        if cache is None:
+            cache = _CACHES[store] = _DocCache()
+    except TypeError:  # a store that cannot be weakly referenced: no cache
+        cache = _DocCache()
+    live = set()
+    out: list[RollupRow] = []
+    for key, doc in pairs:
+        stamp = key[:13]
+        if (lo is not None and stamp < lo) or (hi is not None and stamp >= hi):
+            continue
+        live.add(key)
+        out.extend(cache.rows(key, doc))
+    if since_ms is None and until_ms is None:
+        for gone in [k for k in cache.docs if k not in live]:
+            del cache.docs[gone]
+    return out
+
+
+async def snapshot(
+    store: Store,
+    *,
+    since: Bound = None,
+    until: Bound = None,
+    tool: str | None = None,
+    layer: Layer | int | str | None = None,
+    server: str | None = None,
+    instance: str | None = None,
+    bucket_ms: int | None = None,
+    max_buckets: int = DEFAULT_MAX_BUCKETS,
+) -> Snapshot:
+    """A :class:`Snapshot` of the calls recorded in ``store`` (read-only stores work).
+
+    Args:
+        store: any opened store holding rollups written by a :class:`~airmeter.StoreSink`.
+        since: inclusive start (``datetime``, epoch ms, or ``timedelta`` ago); ``None``: all.
+        until: exclusive end; ``None``: now when ``since`` is given, else no end.
+        tool: only this tool.
+        layer: only this layer (``2``, ``"L2"``, ``Layer.L2``).
+        server: only this server name.
+        instance: only this server instance id.
+        bucket_ms: width of a time-series bucket; by default chosen for ``max_buckets``.
+        max_buckets: the most buckets the automatic width produces.
+
+    Returns:
+        The frozen :class:`Snapshot`.
+
+    Raises:
+        MeterConfigError: a bad bound, layer or bucket size.
+        airstore.AirstoreError: the store cannot be read.
+    """
+    now_ms = int(time.time() * 1000)
+    since_ms, until_ms = to_ms(since, now_ms), to_ms(until, now_ms)
+    rows = await load_rows(store, since_ms=since_ms, until_ms=until_ms)
+    return aggregate(
+        rows, since_ms=since_ms, until_ms=until_ms, tool=tool, layer=layer, server=server,
+        instance=instance, bucket_ms=bucket_ms, max_buckets=max_buckets, now_ms=now_ms,
+    )  # fmt: skip

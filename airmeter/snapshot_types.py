@@ -1,0 +1,124 @@
+"""The frozen result types of a snapshot and their JSON form."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+
+__all__ = ["LayerStats", "SeriesPoint", "ServerStats", "Snapshot", "ToolStats"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerStats:
+    """Calls of one layer: ``weighted_cost`` is calls x the layer's weight."""
+
+    layer: str
+    name: str
+    weight: int
+    calls: int
+    errors: int
+    share: float
+    weighted_cost: float
+    cost: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolStats:
+    """One tool's row; ``layer`` is the layer most of its calls had."""
+
+    tool: str
+    layer: str
+    calls: int
+    errors: int
+    error_rate: float
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    mean_ms: float | None
+    max_ms: float
+    cost: float
+    tokens_in: int
+    tokens_out: int
+    errors_by_type: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerStats:
+    """One server instance's row (``instance_id`` is ``""`` when records carried none)."""
+
+    server: str
+    instance_id: str
+    calls: int
+    errors: int
+    error_rate: float
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    cost: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeriesPoint:
+    """One time bucket: calls per layer code and latency percentiles."""
+
+    start_ms: int
+    calls: int
+    errors: int
+    layers: Mapping[str, int]
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """Everything a report or a dashboard shows for one window and filter.
+
+    ``success_rate`` is 1.0 for an empty window; latencies are ``None`` then. ``cost`` sums the
+    cost each record carried, or the layer weight for records without one.
+    """
+
+    since_ms: int
+    until_ms: int
+    bucket_ms: int
+    total_calls: int
+    error_count: int
+    success_rate: float
+    calls_per_min: float
+    errors_by_type: Mapping[str, int]
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    mean_ms: float | None
+    max_ms: float
+    total_cost: float
+    tokens_in: int
+    tokens_out: int
+    layers: Mapping[str, LayerStats]
+    tools: tuple[ToolStats, ...]
+    servers: tuple[ServerStats, ...]
+    series: tuple[SeriesPoint, ...]
+
+    @property
+    def error_rate(self) -> float:
+        """``1 - success_rate``."""
+        return 1.0 - self.success_rate
+
+    def tool(self, name: str) -> ToolStats | None:
+        """The row of one tool, or ``None``."""
+        return next((t for t in self.tools if t.tool == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain JSON-ready dict: top-level ``total_calls``, ``error_count``,
+        ``success_rate``, ``p50_ms``/``p95_ms``/``p99_ms``, ``layers`` (keyed ``"L1"``…),
+        ``tools`` (a list, busiest first), ``servers`` and ``series``."""
+        data = asdict(self)
+        data["error_rate"] = self.error_rate
+        return data
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` serialized as a JSON string."""
+        return orjson.dumps(self.to_dict()).decode()

@@ -1,0 +1,350 @@
+"""The key-value side of one FileStore namespace: cache, snapshot load/dump, journal replay.
+
+Every mutation gets a sequence number. The snapshot records the last one it contains, the
+journal holds records after it, so replay skips what the snapshot already has and a reader
+that catches the writer between "snapshot replaced" and "journal compacted" notices the gap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import logging
+import os
+import re
+import time
+from typing import Any
+
+import orjson
+
+from airstore._appendfile import AppendFile
+from airstore._filenames import journal_path, snapshot_path
+from airstore._recovery import Finding
+from airstore.errors import CorruptDataError, InvalidValueError
+from airstore.types import Clock
+
+__all__ = ["Item", "KVSpace", "remove_stale_temp_files", "write_atomic"]
+
+logger = logging.getLogger(__name__)
+
+Item = tuple[Any, float | None]  # (value, expire_at in epoch seconds or None)
+_Sig = tuple[int, int, int] | None  # (inode, size, mtime_ns) of a file, None when missing
+SNAPSHOT_FORMAT = 1
+
+
+def _sig(path: str) -> _Sig:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+_tmp_counter = itertools.count()
+TMP_RE = re.compile(r"\.tmp(-\d+-\d+)?$")
+
+
+def remove_stale_temp_files(root: str) -> None:
+    """Delete temp files a crash left behind mid-snapshot (the writer holds the lock)."""
+    for name in os.listdir(root):
+        if TMP_RE.search(name):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(root, name))
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves either the old or the new file.
+
+    A temp file in the same directory is written and fsynced, renamed over ``path``, and the
+    directory is fsynced so the rename itself is durable.
+    """
+    directory = os.path.dirname(path) or "."
+    tmp = f"{path}.tmp-{os.getpid()}-{next(_tmp_counter)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+class KVSpace:
+    """Keys of one namespace.
+
+    Args:
+        root: the data directory.
+        ns: the namespace.
+        journaled: keep a journal (durability ``journal`` and ``sync``).
+        read_only: never change a file; re-read them when they change.
+        clock: seconds since the epoch.
+        findings: where recovery problems are reported.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        ns: str,
+        *,
+        journaled: bool,
+        read_only: bool,
+        clock: Clock,
+        findings: list[Finding],
+    ) -> None:
+        self.ns = ns
+        self.items: dict[str, Item] = {}
+        # JSON of each value set in this session, as validated at set(): the snapshot writes
+        # these bytes, so it can neither fail nor differ from the journal if a caller later
+        # mutates the object it stored.
+        self.encoded: dict[str, bytes] = {}
+        self.expiry: list[tuple[float, str]] = []
+        self.seq = 0
+        self.dirty = False
+        self.snapshot_path = snapshot_path(root, ns)
+        self.journal: AppendFile | None = (
+            AppendFile(journal_path(root, ns)) if journaled and not read_only else None
+        )
+        self._journal_path = journal_path(root, ns)
+        self._read_only = read_only
+        self._clock = clock
+        self._findings = findings
+        self._snap_sig: _Sig = None
+        self._journal_sig: _Sig = None
+        self._journal_offset = 0
+
+    # -- loading -----------------------------------------------------------------------------
+    def load(self) -> None:
+        """Read snapshot then journal into memory (writer: repairing; reader: only looking)."""
+        for _attempt in range(20):
+            if self._load_once():
+                return
+        raise CorruptDataError(
+            f"journal of {self.ns!r} keeps changing under the reader",
+            namespace=self.ns,
+            path=self._journal_path,
+        )
+
+    def _load_once(self) -> bool:
+        self.items = {}
+        self.encoded = {}
+        self.expiry = []
+        self._snap_sig = _sig(self.snapshot_path)
+        snap_seq = self._read_snapshot()
+        self.seq = max(snap_seq, 0)
+        self._journal_offset = 0
+        self._journal_sig = _sig(self._journal_path)
+        if not self._replay_journal(snap_seq, from_start=True):
+            return False
+        if self.journal is not None and self.journal.fd is None:
+            self.journal.open()  # cuts the torn tail the replay has just reported
+        return True
+
+    def _read_snapshot(self) -> int:
+        """Load the snapshot; returns its seq (-1 when there is none or it was unreadable)."""
+        try:
+            with open(self.snapshot_path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            return -1
+        try:
+            doc = orjson.loads(data)
+            if not isinstance(doc, dict):
+                raise ValueError("snapshot is not a JSON object")
+            if "format" in doc and "items" in doc:
+                seq = int(doc.get("seq", 0))
+                raw: dict[str, Any] = doc["items"]
+                items = {k: (v[0], v[1]) for k, v in raw.items()}
+            else:  # the seed's plain {key: value} file
+                seq, items = 0, {k: (v, None) for k, v in doc.items()}
+        except (orjson.JSONDecodeError, ValueError, TypeError, KeyError, IndexError) as exc:
+            self._snapshot_corrupt(str(exc))
+            return -1
+        now = self._clock()
+        for key, (value, exp) in items.items():
+            if exp is None or exp > now:
+                self.items[key] = (value, exp)
+                if exp is not None:
+                    heapq.heappush(self.expiry, (exp, key))
+        return seq
+
+    def _snapshot_corrupt(self, reason: str) -> None:
+        path = self.snapshot_path
+        if self._read_only:
+            self._report("corrupt_snapshot", path, None, f"unparseable snapshot ({reason})")
+            return
+        aside = f"{path}.corrupt-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        n = 0
+        while os.path.exists(aside):
+            n += 1
+            aside = f"{aside.split('.corrupt-')[0]}.corrupt-{time.strftime('%Y%m%dT%H%M%SZ')}.{n}"
+        os.replace(path, aside)
+        self._report(
+            "corrupt_snapshot", aside, None, f"unparseable snapshot ({reason}); kept as {aside}"
+        )
+
+    def _report(self, kind: Any, path: str, line: int | None, detail: str) -> None:
+        finding = Finding(kind=kind, namespace=self.ns, path=path, line=line, detail=detail)
+        self._findings.append(finding)
+        logger.warning("airstore recovery: %s in %s line %s: %s", kind, path, line, detail)
+
+    def _replay_journal(self, snap_seq: int, *, from_start: bool) -> bool:
+        """Apply journal records after ``snap_seq``; False if a gap says 're-read everything'."""
+        try:
+            with open(self._journal_path, "rb") as fh:
+                fh.seek(self._journal_offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return True
+        end = data.rfind(b"\n") + 1
+        if from_start and end < len(data) and not self._read_only:
+            self._report(
+                "torn_tail",
+                self._journal_path,
+                data.count(b"\n", 0, end) + 1,
+                f"cut {len(data) - end} bytes of an unfinished record",
+            )
+        body = data[:end]
+        first_line = 1 if from_start else None
+        applied_first = True
+        now = self._clock()
+        for number, line in enumerate(body.split(b"\n")[:-1], 1):
+            if not line:
+                continue
+            try:
+                rec = orjson.loads(line)
+                seq, op, key = rec[0], rec[1], rec[2]
+                if type(seq) is not int or type(key) is not str or op not in ("s", "d"):
+                    raise ValueError("not a journal record")
+            except (orjson.JSONDecodeError, ValueError, TypeError, IndexError, KeyError) as exc:
+                if not self._read_only and first_line is not None:
+                    self._report("corrupt_line", self._journal_path, number, str(exc))
+                continue
+            if seq <= snap_seq:
+                continue
+            if applied_first and from_start and snap_seq >= 0 and seq > snap_seq + 1:
+                return False  # compacted after we read the snapshot: start over
+            applied_first = False
+            if op == "s":
+                exp = rec[4]
+                if exp is None or exp > now:
+                    self.items[key] = (rec[3], exp)
+                    if exp is not None:
+                        heapq.heappush(self.expiry, (exp, key))
+                else:
+                    self.items.pop(key, None)
+            else:
+                self.items.pop(key, None)
+            self.seq = max(self.seq, seq)
+        self._journal_offset += end
+        return True
+
+    def refresh(self) -> None:
+        """Reader only: pick up a new snapshot or journal lines written since the last look."""
+        snap = _sig(self.snapshot_path)
+        journal = _sig(self._journal_path)
+        if snap == self._snap_sig and journal == self._journal_sig:
+            return
+        if (
+            snap == self._snap_sig
+            and journal is not None
+            and self._journal_sig is not None
+            and journal[0] == self._journal_sig[0]
+            and journal[1] >= self._journal_offset
+        ):
+            self._journal_sig = journal
+            self._replay_journal(self.seq, from_start=False)
+            return
+        self.load()
+
+    # -- mutations ---------------------------------------------------------------------------
+    def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
+        """Set ``key`` in memory and in the journal buffer; sweep what has expired."""
+        self.items[key] = (value, exp)
+        self.encoded[key] = encoded
+        self.journal_set(key, encoded, exp)
+        if exp is not None:
+            heapq.heappush(self.expiry, (exp, key))
+        if self.expiry and self.expiry[0][0] <= now:
+            self.sweep(now)
+
+    def journal_set(self, key: str, encoded_value: bytes, exp: float | None) -> None:
+        """Record a set in the journal buffer (the caller updates ``items``)."""
+        self.seq += 1
+        self.dirty = True
+        if self.journal is not None:
+            buf = self.journal.pending
+            buf += b'[%d,"s",' % self.seq
+            buf += orjson.dumps(key)
+            buf += b","
+            buf += encoded_value
+            buf += b",null]\n" if exp is None else b",%r]\n" % exp
+        return
+
+    def journal_delete(self, key: str) -> None:
+        """Record a delete in the journal buffer."""
+        self.seq += 1
+        self.dirty = True
+        if self.journal is not None:
+            self.journal.pending += b'[%d,"d",' % self.seq + orjson.dumps(key) + b"]\n"
+
+    def sweep(self, now: float) -> None:
+        """Drop keys whose expiry has passed (the heap keeps this O(expired))."""
+        heap = self.expiry
+        items = self.items
+        while heap and heap[0][0] <= now:
+            exp, key = heapq.heappop(heap)
+            item = items.get(key)
+            if item is not None and item[1] == exp:
+                del items[key]
+                self.encoded.pop(key, None)
+
+    # -- snapshots ---------------------------------------------------------------------------
+    def encode_snapshot(self) -> tuple[bytes, int, int]:
+        """Serialize live items; returns ``(data, seq, journal_end)`` and clears ``dirty``."""
+        now = self._clock()
+        enc = self.encoded
+        items = {
+            k: [orjson.Fragment(e) if (e := enc.get(k)) is not None else v, exp]
+            for k, (v, exp) in self.items.items()
+            if exp is None or exp > now
+        }
+        try:
+            data = orjson.dumps({"format": SNAPSHOT_FORMAT, "seq": self.seq, "items": items})
+        except TypeError as exc:  # a value loaded from disk was mutated through get()
+            raise InvalidValueError(
+                f"a value in namespace {self.ns!r} was mutated after it was stored and is no "
+                f"longer JSON: {exc}",
+                namespace=self.ns,
+            ) from exc
+        self.dirty = False
+        journal_end = self.journal.end if self.journal is not None else 0
+        return data, self.seq, journal_end
+
+    def compact_journal(self, seq: int, journal_end: int) -> None:
+        """After a durable snapshot at ``seq``: drop journal bytes before ``journal_end``."""
+        journal = self.journal
+        if journal is None or journal.fd is None:
+            return
+        journal.write_pending()
+        if journal.size == journal_end:
+            journal.truncate()
+            return
+        tail = os.pread(journal.fd, journal.size - journal_end, journal_end)
+        journal.replace_with(tail)
+
+    def close(self) -> None:
+        """Close the journal fd."""
+        if self.journal is not None:
+            self.journal.close()

@@ -1,0 +1,243 @@
+"""What recovery found in a FileStore data directory, and a read-only full check of it.
+
+A writer repairs as it opens a namespace (cuts a torn tail, skips corrupt lines, sets an
+unparseable snapshot aside); :func:`check_directory` only looks, so ``air store check`` can run
+beside a live writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Literal
+
+import orjson
+
+from airstore._filenames import discover
+
+__all__ = [
+    "CheckReport",
+    "CorruptLineLog",
+    "Finding",
+    "FindingKind",
+    "NamespaceCheck",
+    "NamespaceStats",
+    "check_directory",
+    "stats_directory",
+]
+
+logger = logging.getLogger(__name__)
+
+FindingKind = Literal["torn_tail", "corrupt_line", "corrupt_snapshot", "snapshot_kept_aside"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One problem found in a file.
+
+    Attributes:
+        kind: ``torn_tail`` (an unfinished last line), ``corrupt_line`` (a line that does not
+            parse), ``corrupt_snapshot`` (an unparseable ``ns.json``) or
+            ``snapshot_kept_aside`` (a ``ns.json.corrupt-*`` file from an earlier recovery).
+        namespace: the namespace the file belongs to.
+        path: the file.
+        line: 1-based line number for line problems, else ``None``.
+        detail: a readable explanation.
+    """
+
+    kind: FindingKind
+    namespace: str
+    path: str
+    line: int | None = None
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class NamespaceCheck:
+    """Counts for one namespace."""
+
+    namespace: str
+    files: list[str] = field(default_factory=list)
+    keys: int = 0
+    journal_records: int = 0
+    log_entries: int = 0
+    bytes: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CheckReport:
+    """The result of :func:`check_directory`."""
+
+    root: str
+    namespaces: list[NamespaceCheck] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding of every namespace."""
+        return [f for ns in self.namespaces for f in ns.findings]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong."""
+        return not self.findings
+
+
+def _scan_lines(ns: str, path: str, data: bytes, report: NamespaceCheck, *, tail_ok: bool) -> int:
+    """Count the parseable lines of a JSONL file, recording torn tails and corrupt lines."""
+    lines = data.split(b"\n")
+    last = lines.pop()
+    count = 0
+    for number, line in enumerate(lines, 1):
+        if not line:
+            continue
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            report.findings.append(
+                Finding(kind="corrupt_line", namespace=ns, path=path, line=number, detail=str(exc))
+            )
+            continue
+        count += 1
+    if last and not tail_ok:
+        report.findings.append(
+            Finding(
+                kind="torn_tail",
+                namespace=ns,
+                path=path,
+                line=len(lines) + 1,
+                detail=f"{len(last)} bytes after the last newline",
+            )
+        )
+    return count
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None  # rotated or compacted while we looked
+
+
+def check_directory(root: str) -> CheckReport:
+    """Read every file of a data directory without changing anything.
+
+    Args:
+        root: the data directory.
+
+    Returns:
+        Per-namespace counts and findings.
+
+    Raises:
+        OSError: the directory or a file cannot be read (translated by callers).
+    """
+    report = CheckReport(root=root)
+    for ns, files in discover(root).items():
+        item = NamespaceCheck(namespace=ns, files=files.all())
+        report.namespaces.append(item)
+        for path in item.files:
+            with contextlib.suppress(FileNotFoundError):
+                item.bytes += os.path.getsize(path)
+        if files.snapshot and (data := _read(files.snapshot)) is not None:
+            try:
+                doc = orjson.loads(data)
+                items = doc.get("items", doc) if isinstance(doc, dict) else None
+                if not isinstance(items, dict):
+                    raise ValueError("snapshot is not a JSON object")
+                item.keys = len(items)
+            except (orjson.JSONDecodeError, ValueError) as exc:
+                item.findings.append(
+                    Finding(
+                        kind="corrupt_snapshot",
+                        namespace=ns,
+                        path=files.snapshot,
+                        detail=str(exc),
+                    )
+                )
+        for path in files.corrupt:
+            item.findings.append(
+                Finding(
+                    kind="snapshot_kept_aside",
+                    namespace=ns,
+                    path=path,
+                    detail="an unparseable snapshot set aside by an earlier recovery",
+                )
+            )
+        if files.journal and (data := _read(files.journal)) is not None:
+            item.journal_records = _scan_lines(ns, files.journal, data, item, tail_ok=False)
+        for path in files.segments:
+            if (data := _read(path)) is not None:
+                item.log_entries += _scan_lines(ns, path, data, item, tail_ok=False)
+        if files.log and (data := _read(files.log)) is not None:
+            item.log_entries += _scan_lines(ns, files.log, data, item, tail_ok=False)
+    return report
+
+
+class CorruptLineLog:
+    """Records each corrupt log line a query skips, once, with its line number."""
+
+    def __init__(self, findings: list[Finding]) -> None:
+        self._findings = findings
+        self._seen: set[tuple[str, int]] = set()
+
+    def report(self, path: str, offset: int) -> None:
+        """Note the unparseable line starting at byte ``offset`` of ``path``."""
+        if (path, offset) in self._seen:
+            return
+        self._seen.add((path, offset))
+        line = None
+        with contextlib.suppress(OSError), open(path, "rb") as fh:
+            line = fh.read(offset).count(b"\n") + 1  # rare: counting once is fine
+        self._findings.append(
+            Finding(
+                kind="corrupt_line",
+                namespace=os.path.basename(path).split(".log.")[0],
+                path=path,
+                line=line,
+                detail=f"skipped an unparseable line at byte {offset}",
+            )
+        )
+        logger.warning("airstore: skipped corrupt line %s of %s", line, path)
+
+
+@dataclass(slots=True)
+class NamespaceStats:
+    """Size of one namespace (``air store stats``)."""
+
+    namespace: str
+    keys: int = 0
+    log_entries: int = 0
+    segments: int = 0
+    files: int = 0
+    bytes: int = 0
+    has_kv: bool = False
+
+
+def _count_lines(path: str) -> int:
+    count = 0
+    with contextlib.suppress(FileNotFoundError), open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            count += block.count(b"\n")
+    return count
+
+
+def stats_directory(root: str) -> list[NamespaceStats]:
+    """Count log entries, files and bytes per namespace (keys are counted by the store)."""
+    found = []
+    for ns, files in discover(root).items():
+        item = NamespaceStats(
+            namespace=ns,
+            segments=len(files.segments),
+            files=len(files.all()),
+            has_kv=bool(files.snapshot or files.journal),
+        )
+        for path in files.all():
+            with contextlib.suppress(FileNotFoundError):
+                item.bytes += os.path.getsize(path)
+        for path in [*files.segments, *([files.log] if files.log else [])]:
+            item.log_entries += _count_lines(path)
+        found.append(item)
+    return found

@@ -1,0 +1,108 @@
+"""FastMCPMeterMiddleware end to end: the official client against a real FastMCP server."""
+
+from __future__ import annotations
+
+import orjson
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.tools.base import ToolResult
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from airmeter import Layer
+from airmeter.integrations import FastMCPMeterMiddleware
+from tests.airmeter.integrations.conftest import ListRecorder
+
+
+def _server(recorder: ListRecorder, **options: object) -> FastMCP:
+    mcp = FastMCP("fast-demo")
+
+    @mcp.tool
+    def get_user(user_id: str) -> str:
+        return f"user {user_id}"
+
+    @mcp.tool
+    def summarize(text: str) -> str:
+        raise ZeroDivisionError("no words")
+
+    @mcp.tool
+    def refuse() -> str:
+        raise ToolError("not allowed")
+
+    @mcp.tool
+    def generate_text() -> ToolResult:
+        return ToolResult(content="model unavailable", is_error=True)
+
+    @mcp.tool
+    def upstream() -> str:
+        raise MCPError(code=-32042, message="upstream said no")
+
+    mcp.add_middleware(FastMCPMeterMiddleware(recorder, server_name=mcp.name, **options))  # type: ignore[arg-type]
+    return mcp
+
+
+async def test_success_is_recorded_with_every_field(recorder: ListRecorder) -> None:
+    mcp = _server(recorder)
+    async with Client(mcp._mcp_server) as client:
+        result = await client.call_tool("get_user", {"user_id": "42"})
+    assert not result.is_error
+    (rec,) = recorder.records
+    assert (rec.server, rec.tool, rec.layer) == ("fast-demo", "get_user", Layer.L2)
+    assert (rec.ok, rec.error_type) == (True, None)
+    assert rec.request_id is not None
+    assert rec.request_id.isdigit()
+    assert rec.protocol_version == "2026-07-28"
+    assert rec.client_name == "mcp"
+    assert rec.session_id
+    assert rec.input_bytes == len(orjson.dumps({"user_id": "42"}))
+    assert rec.output_bytes is not None
+    assert rec.output_bytes > len("user 42")
+
+
+async def test_errors_and_is_error_results_carry_their_type(recorder: ListRecorder) -> None:
+    mcp = _server(recorder)
+    async with Client(mcp._mcp_server) as client:
+        crashed = await client.call_tool("summarize", {"text": "abc"})
+        refused = await client.call_tool("refuse", {})
+        model = await client.call_tool("generate_text", {})
+        missing = await client.call_tool("no_such_tool", {})
+        invalid = await client.call_tool("get_user", {"user_id": 5})
+        ok = await client.call_tool("get_user", {"user_id": "7"})
+    assert [crashed.is_error, refused.is_error, model.is_error, missing.is_error] == [True] * 4
+    assert invalid.is_error
+    assert not ok.is_error
+    seen = [(r.tool, r.ok, r.error_type, r.layer) for r in recorder.records]
+    assert seen == [
+        ("summarize", False, "ZeroDivisionError", Layer.L4),
+        ("refuse", False, "tool_error", Layer.L4),
+        ("generate_text", False, "tool_error", Layer.L6),
+        ("no_such_tool", False, "NotFoundError", Layer.L4),
+        ("get_user", False, "ValidationError", Layer.L2),
+        ("get_user", True, None, Layer.L2),
+    ]
+
+
+async def test_an_mcp_error_is_recorded_with_its_code_and_still_raised(
+    recorder: ListRecorder,
+) -> None:
+    mcp = _server(recorder)
+    async with Client(mcp._mcp_server) as client:
+        result = await client.call_tool("upstream", {})
+    # FastMCP masks it into an isError result; the record keeps the JSON-RPC code.
+    assert result.is_error
+    (rec,) = recorder.records
+    assert (rec.ok, rec.error_type) == (False, "-32042")
+
+
+async def test_options_are_honoured(recorder: ListRecorder) -> None:
+    mcp = _server(recorder, layer_of=lambda tool: Layer.L3, transport="stdio", measure_sizes=False)
+    async with Client(mcp._mcp_server) as client:
+        await client.call_tool("get_user", {"user_id": "1"})
+        await client.list_tools()
+    (rec,) = recorder.records
+    assert (rec.layer, rec.transport, rec.input_bytes, rec.output_bytes) == (
+        Layer.L3,
+        "stdio",
+        None,
+        None,
+    )

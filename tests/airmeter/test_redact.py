@@ -1,0 +1,91 @@
+"""Redaction of opt-in arguments and results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from airmeter import Redactor, redact
+from airmeter.redact import REDACTED
+
+
+def test_secret_keys_are_masked_at_every_depth() -> None:
+    args = {
+        "query": "weather",
+        "password": "hunter2",
+        "apiKey": "sk-1",
+        "nested": {"Authorization": "Bearer x", "items": [{"access_token": "t", "id": 3}]},
+        "X-Api-Key": "k",
+        "client_secret": "s",
+        "key": "v",
+        "keyword": "visible",
+        "monkey": "visible",
+        "tuple": ({"token": 1},),
+    }
+    out = redact(args)
+    assert out == {
+        "query": "weather",
+        "password": REDACTED,
+        "apiKey": REDACTED,
+        "nested": {"Authorization": REDACTED, "items": [{"access_token": REDACTED, "id": 3}]},
+        "X-Api-Key": REDACTED,
+        "client_secret": REDACTED,
+        "key": REDACTED,
+        "keyword": "visible",
+        "monkey": "visible",
+        "tuple": [{"token": REDACTED}],
+    }
+    assert args["password"] == "hunter2"  # the input is untouched
+
+
+def test_extra_words_and_placeholder_are_configurable() -> None:
+    r = Redactor(extra=["ssn_number", "email"], placeholder="***")
+    assert r({"email": "a@b", "name": "x", "pwd": "p"}) == {
+        "email": "***",
+        "name": "x",
+        "pwd": "***",
+    }
+
+
+def test_too_deep_structures_are_cut() -> None:
+    deep: Any = "leaf"
+    for _ in range(50):
+        deep = {"a": deep}
+    out = Redactor(max_depth=5)(deep)
+    for _ in range(6):
+        out = out["a"]
+    assert out == REDACTED
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _secret_values(value: Any, r: Redactor) -> list[Any]:
+    found = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if r.is_secret(k):
+                found.append(v)
+            else:
+                found += _secret_values(v, r)
+    elif isinstance(value, list):
+        for v in value:
+            found += _secret_values(v, r)
+    return found
+
+
+@given(json_values)
+def test_no_secret_value_survives_and_shape_is_kept(value: Any) -> None:
+    r = Redactor()
+    out = r({"token": value, "data": value})
+    assert out["token"] == REDACTED
+    assert all(v == REDACTED for v in _secret_values(out, r))
+    assert _secret_values(r(value), r) == [REDACTED] * len(_secret_values(value, r))
