@@ -117,7 +117,7 @@ async def test_redis_restart_mid_run_loses_no_records_the_backlog_holds(
             storage=store,
             meter=MeterMiddleware(meter),
         )
-        async with server:
+        async with meter, server:  # the middleware does not own (or stop) a meter it was given
             for i in range(100):
                 await server.call_tool("echo", {"text": str(i)})
             await meter.flush()
