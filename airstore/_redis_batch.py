@@ -13,7 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Group", "command", "plan"]
+from redis import exceptions as rex
+
+from airstore._redis_codec import decode_value, translate
+from airstore.errors import CorruptDataError
+
+__all__ = ["Group", "command", "outcomes", "plan"]
 
 Group = tuple[str, list[int]]
 """(kind, indices of the batch's operations it carries)."""
@@ -86,3 +91,35 @@ def command(kind: str, ops: list[tuple[Any, ...]], max_log: int | None) -> tuple
     lines = b"\n".join(b"%d %s" % (op[2], op[3]) for op in ops)
     trim = b"" if max_log is None else max_log
     return ("EVAL", XADD_SCRIPT, 1, ops[0][1], trim, lines)
+
+
+def outcomes(
+    ops: Sequence[tuple[Any, ...]], groups: list[Group], replies: list[Any], now: float, where: str
+) -> list[Any]:
+    """One result per operation (an exception instance fails just that operation)."""
+    results: list[Any] = [None] * len(ops)
+    for (kind, members), reply in zip(groups, replies, strict=True):
+        if isinstance(reply, rex.RedisError):
+            error = translate(reply, where, kind.upper())
+            for i in members:
+                results[i] = error
+        elif kind == "get":
+            for i, payload in zip(members, reply, strict=True):
+                results[i] = _decoded(ops[i][1], payload, now, where, want_live=False)
+        elif kind == "del":
+            results[members[0]] = _decoded(ops[members[0]][1], reply, now, where, want_live=True)
+        elif kind == "app":
+            for i in members:
+                results[i] = ops[i][4]
+    return results
+
+
+def _decoded(key: str, payload: bytes | None, now: float, where: str, *, want_live: bool) -> Any:
+    """A get's value, or a delete's "was it live", or the CorruptDataError to raise."""
+    if payload is None:
+        return False if want_live else None
+    try:
+        live, value = decode_value(payload, now, f"{where} {key!r}")
+    except CorruptDataError as exc:
+        return exc
+    return live if want_live else value

@@ -10,14 +10,21 @@ from typing import Any
 import aiosqlite
 import orjson
 
+from airstore._validate import matches
 from airstore.errors import AirstoreError, CorruptDataError, ReadOnlyStoreError, StorageIOError
 
 __all__ = [
+    "DELETE",
+    "INSERT_LOG",
+    "LIVE",
+    "PURGE",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "UPSERT",
     "connect",
     "decode_json",
     "filter_sql",
+    "filtered_rows",
     "log_query",
     "no_schema",
     "prefix_bounds",
@@ -25,6 +32,12 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+UPSERT = "INSERT OR REPLACE INTO kv (ns, key, value, expires_at) VALUES (?, ?, ?, ?)"
+INSERT_LOG = "INSERT INTO log (ns, ts, body) VALUES (?, ?, ?)"
+DELETE = "DELETE FROM kv WHERE ns = ? AND key = ? RETURNING expires_at"
+PURGE = "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?"
+LIVE = "(expires_at IS NULL OR expires_at > ?)"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
@@ -160,3 +173,42 @@ async def connect(target: str, *, uri: bool, busy_timeout: float) -> aiosqlite.C
         await db.close()
         raise
     return db
+
+
+_PAGE = 1000
+
+
+async def filtered_rows(
+    db: aiosqlite.Connection,
+    sql: str,
+    args: list[Any],
+    path: str,
+    ns: str,
+    limit: int,
+    offset: int,
+    flt: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """Stream ``sql``'s rows in pages, keeping entries that ``matches(flt)``, after ``offset``,
+    up to ``limit`` (for filters SQL could not take entirely).
+
+    Raises:
+        sqlite3.Error: the caller translates it.
+    """
+    out: list[dict[str, Any]] = []
+    skipped = 0
+    async with db.execute(sql, args) as cursor:
+        while len(out) < limit:
+            rows = await cursor.fetchmany(_PAGE)
+            if not rows:
+                break
+            for row in rows:
+                entry = decode_json(row[0], path, ns)
+                if not matches(entry, flt):
+                    continue
+                if skipped < offset:
+                    skipped += 1
+                    continue
+                out.append(entry)
+                if len(out) >= limit:
+                    break
+    return out

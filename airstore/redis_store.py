@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -18,12 +19,13 @@ from redis.backoff import ExponentialBackoff
 
 from airstore._batch import Batcher
 from airstore._entry import stamp
-from airstore._redis_batch import command, plan
+from airstore._redis_batch import command, outcomes, plan
 from airstore._redis_codec import (
     decode_value,
     encode_value_payload,
     escape_glob,
     needle,
+    split_prefix,
     translate,
 )
 from airstore._validate import (
@@ -80,7 +82,8 @@ class RedisStore:
     it is ordered and time-windowed by when it arrived (its ``_ts`` is kept unchanged).
 
     Args:
-        url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``).
+        url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``); a
+            ``?prefix=app:`` query parameter sets ``prefix`` (handy with ``create_storage``).
         prefix: prepended to every Redis key; separates applications sharing one database.
         default_ttl: TTL in seconds applied when ``set`` gets ``ttl=None``.
         clock: seconds since the epoch; injectable for tests.
@@ -112,9 +115,10 @@ class RedisStore:
             raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
         if max_log_entries is not None and max_log_entries <= 0:
             raise InvalidArgumentError("max_log_entries must be positive or None")
+        url, url_prefix = split_prefix(url)
         self._default_ttl = check_ttl(default_ttl)
         self._clock = clock
-        self._prefix = prefix
+        self._prefix = url_prefix if url_prefix is not None and prefix == DEFAULT_PREFIX else prefix
         self._max_log = max_log_entries
         self._read_only = read_only
         try:
@@ -223,31 +227,7 @@ class RedisStore:
                     replies = await pipe.execute(raise_on_error=False)
         except rex.RedisError as exc:
             raise translate(exc, self.where, "pipeline") from exc
-        now = self._clock()
-        results: list[Any] = [None] * len(ops)
-        for (kind, members), reply in zip(groups, replies, strict=True):
-            if isinstance(reply, rex.RedisError):
-                error = translate(reply, self.where, kind.upper())
-                for i in members:
-                    results[i] = error
-            elif kind == "get":
-                for i, payload in zip(members, reply, strict=True):
-                    results[i] = self._decoded(ops[i][1], payload, now, want_live=False)
-            elif kind == "del":
-                results[members[0]] = self._decoded(ops[members[0]][1], reply, now, want_live=True)
-            elif kind == "app":
-                for i in members:
-                    results[i] = ops[i][4]
-        return results
-
-    def _decoded(self, key: str, payload: bytes | None, now: float, *, want_live: bool) -> Any:
-        if payload is None:
-            return False if want_live else None
-        try:
-            live, value = decode_value(payload, now, f"{self.where} {key!r}")
-        except CorruptDataError as exc:
-            return exc
-        return live if want_live else value
+        return outcomes(ops, groups, replies, self._clock(), self.where)
 
     # -- key-value ---------------------------------------------------------------------------
     async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
@@ -256,15 +236,35 @@ class RedisStore:
         Raises:
             InvalidValueError: not JSON. StorageIOError: unreachable, read-only replica, OOM.
         """
+        await self._submit(self._set_op(ns, key, value, ttl), write=True)
+
+    async def set_many(
+        self, ns: str, items: Iterable[tuple[str, JSONValue]], ttl: float | None = None
+    ) -> None:
+        """Store many ``(key, value)`` pairs in as few round trips as ``max_batch`` allows.
+        Every pair is validated before anything is sent.
+
+        Raises:
+            InvalidKeyError, InvalidValueError: a bad pair (nothing written).
+            StorageIOError: Redis failed (earlier batches may have been written).
+        """
+        await self._submit_many([self._set_op(ns, k, v, ttl) for k, v in items])
+
+    def _set_op(self, ns: str, key: str, value: JSONValue, ttl: float | None) -> _Op:
         check_key(check_namespace(ns), key)
         json = encode_value(ns, key, value)
         ttl = self._default_ttl if ttl is None else check_ttl(ttl)
         if ttl is None:
-            op: _Op = ("set", self._kv_key(ns, key), encode_value_payload(json, None), None)
-        else:
-            payload = encode_value_payload(json, self._clock() + ttl)
-            op = ("set", self._kv_key(ns, key), payload, max(1, math.ceil(ttl * 1000)))
-        await self._submit(op, write=True)
+            return ("set", self._kv_key(ns, key), encode_value_payload(json, None), None)
+        payload = encode_value_payload(json, self._clock() + ttl)
+        return ("set", self._kv_key(ns, key), payload, max(1, math.ceil(ttl * 1000)))
+
+    async def _submit_many(self, ops: builtins.list[_Op]) -> builtins.list[Any]:
+        if not ops:
+            self._ensure_open()
+            return []
+        futures = [self._submit(op, write=True) for op in ops]
+        return builtins.list(await asyncio.gather(*futures))
 
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the live value or ``None``."""
@@ -313,10 +313,16 @@ class RedisStore:
     # -- append log --------------------------------------------------------------------------
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry`` to the namespace stream (``XADD``); returns it with ``_ts``."""
-        check_namespace(ns)
-        stored, ts, body = stamp(ns, entry, self._clock)
-        result: Entry = await self._submit(("app", self._log_key(ns), ts, body, stored), write=True)
+        result: Entry = await self._submit(self._append_op(ns, entry), write=True)
         return result
+
+    async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
+        """Append many entries (validated first) in as few round trips as possible."""
+        return await self._submit_many([self._append_op(ns, e) for e in entries])
+
+    def _append_op(self, ns: str, entry: Entry) -> _Op:
+        stored, ts, body = stamp(check_namespace(ns), entry, self._clock)
+        return ("app", self._log_key(ns), ts, body, stored)
 
     async def query(
         self,

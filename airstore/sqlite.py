@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -18,10 +19,16 @@ import aiosqlite
 from airstore._batch import Batcher
 from airstore._entry import stamp
 from airstore._sqlite_sql import (
+    DELETE,
+    INSERT_LOG,
+    LIVE,
+    PURGE,
     SCHEMA,
     SCHEMA_VERSION,
+    UPSERT,
     connect,
     decode_json,
+    filtered_rows,
     log_query,
     no_schema,
     prefix_bounds,
@@ -33,7 +40,6 @@ from airstore._validate import (
     check_namespace,
     check_ttl,
     encode_value,
-    matches,
     to_epoch_ms,
 )
 from airstore.errors import (
@@ -51,25 +57,15 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a statement waits for another process's write lock before failing."""
-
 DEFAULT_MAX_BATCH = 10_000
 """The most writes committed in one transaction."""
-
 PURGE_INTERVAL = 1.0
 """Store-clock seconds between two deletions of expired keys (done inside a write batch)."""
-
-_PAGE = 1000
 _IN_CHUNK = 900  # bound parameters per SELECT … IN (…), under SQLite's old 999 limit
 
 # One queued write: ("set", ns, key, json, expires_at) | ("del", ns, key)
 #                 | ("app", ns, ts, json, entry)
 _Op = tuple[Any, ...]
-
-_UPSERT = "INSERT OR REPLACE INTO kv (ns, key, value, expires_at) VALUES (?, ?, ?, ?)"
-_INSERT_LOG = "INSERT INTO log (ns, ts, body) VALUES (?, ?, ?)"
-_DELETE = "DELETE FROM kv WHERE ns = ? AND key = ? RETURNING expires_at"
-_PURGE = "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?"
-_LIVE = "(expires_at IS NULL OR expires_at > ?)"
 
 
 class SqliteStore:
@@ -211,6 +207,13 @@ class SqliteStore:
             self._read_db()  # raises the "not open" error
         return self._batcher.submit(op)
 
+    async def _submit_many(self, ops: builtins.list[_Op]) -> builtins.list[Any]:
+        if not ops:
+            self._ensure_open()
+            return []
+        futures = [self._submit(op) for op in ops]
+        return builtins.list(await asyncio.gather(*futures))
+
     # -- the write batch ---------------------------------------------------------------------
     async def _run_batch(self, ops: Sequence[_Op]) -> list[Any]:
         db = self._writer
@@ -227,10 +230,10 @@ class SqliteStore:
                     while j < len(ops) and ops[j][0] == kind and kind != "del":
                         j += 1
                     if kind == "set":
-                        await db.executemany(_UPSERT, [op[1:] for op in ops[i:j]])
+                        await db.executemany(UPSERT, [op[1:] for op in ops[i:j]])
                         results.extend([None] * (j - i))
                     elif kind == "app":
-                        await db.executemany(_INSERT_LOG, [op[1:4] for op in ops[i:j]])
+                        await db.executemany(INSERT_LOG, [op[1:4] for op in ops[i:j]])
                         results.extend(op[4] for op in ops[i:j])
                     else:
                         j = i + 1
@@ -238,7 +241,7 @@ class SqliteStore:
                     i = j
                 now = self._clock()
                 if now - self._last_purge >= PURGE_INTERVAL:
-                    await db.execute(_PURGE, (now,))
+                    await db.execute(PURGE, (now,))
                     self._last_purge = now
                 await db.commit()
             except BaseException:
@@ -249,7 +252,7 @@ class SqliteStore:
         return results
 
     async def _delete(self, db: aiosqlite.Connection, op: _Op) -> bool:
-        rows = list(await db.execute_fetchall(_DELETE, op[1:3]))
+        rows = list(await db.execute_fetchall(DELETE, op[1:3]))
         if not rows:
             return False
         expires_at = rows[0][0]
@@ -262,11 +265,25 @@ class SqliteStore:
         Raises:
             InvalidValueError: ``value`` is not JSON. StorageIOError: the write failed.
         """
+        await self._submit(self._set_op(ns, key, value, ttl))
+
+    async def set_many(
+        self, ns: str, items: Iterable[tuple[str, JSONValue]], ttl: float | None = None
+    ) -> None:
+        """Store many ``(key, value)`` pairs, committed in as few transactions as ``max_batch``
+        allows. Every pair is validated before anything is queued.
+
+        Raises:
+            InvalidKeyError, InvalidValueError: a bad pair (nothing written).
+            StorageIOError: a transaction failed (earlier ones may have committed).
+        """
+        await self._submit_many([self._set_op(ns, k, v, ttl) for k, v in items])
+
+    def _set_op(self, ns: str, key: str, value: JSONValue, ttl: float | None) -> _Op:
         check_key(check_namespace(ns), key)
         text = encode_value(ns, key, value).decode()
         ttl = self._default_ttl if ttl is None else check_ttl(ttl)
-        expires_at = None if ttl is None else self._clock() + ttl
-        await self._submit(("set", ns, key, text, expires_at))
+        return ("set", ns, key, text, None if ttl is None else self._clock() + ttl)
 
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the live value or ``None``; concurrent gets share one ``SELECT``."""
@@ -285,7 +302,7 @@ class SqliteStore:
             for start in range(0, len(unique), _IN_CHUNK):
                 chunk = unique[start : start + _IN_CHUNK]
                 marks = ",".join("?" * len(chunk))
-                sql = f"SELECT key, value FROM kv WHERE ns = ? AND key IN ({marks}) AND {_LIVE}"
+                sql = f"SELECT key, value FROM kv WHERE ns = ? AND key IN ({marks}) AND {LIVE}"
                 for key, text in await self._read(sql, (ns, *chunk, now)):
                     found[ns, key] = text
         out: builtins.list[Any] = []
@@ -315,7 +332,7 @@ class SqliteStore:
         if not isinstance(prefix, str):
             raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
         lo, hi = prefix_bounds(prefix)
-        sql = f"SELECT {columns} FROM kv WHERE ns = ? AND key >= ? AND {_LIVE}"
+        sql = f"SELECT {columns} FROM kv WHERE ns = ? AND key >= ? AND {LIVE}"
         params: tuple[Any, ...] = (ns, lo, self._clock())
         if hi is not None:
             sql += " AND key < ?"
@@ -325,10 +342,16 @@ class SqliteStore:
     # -- append log --------------------------------------------------------------------------
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry``; returns the stored copy with ``_ts`` once committed."""
-        check_namespace(ns)
-        stored, ts, body = stamp(ns, entry, self._clock)
-        result: Entry = await self._submit(("app", ns, ts, body.decode(), stored))
+        result: Entry = await self._submit(self._append_op(ns, entry))
         return result
+
+    async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
+        """Append many entries (validated first) in as few transactions as possible."""
+        return await self._submit_many([self._append_op(ns, e) for e in entries])
+
+    def _append_op(self, ns: str, entry: Entry) -> _Op:
+        stored, ts, body = stamp(check_namespace(ns), entry, self._clock)
+        return ("app", ns, ts, body.decode(), stored)
 
     async def query(
         self,
@@ -354,41 +377,14 @@ class SqliteStore:
         if exact:
             rows = await self._read(sql + " LIMIT ? OFFSET ?", (*args, limit, offset))
             return [self._decode(row[0], ns) for row in rows]
-        return await self._query_in_python(sql, args, ns, limit, offset, filter)
-
-    async def _query_in_python(
-        self,
-        sql: str,
-        args: builtins.list[Any],
-        ns: str,
-        limit: int,
-        offset: int,
-        flt: dict[str, Any] | None,
-    ) -> builtins.list[Entry]:
-        out: builtins.list[Entry] = []
-        skipped = 0
-        db = self._read_db()
         try:
-            async with db.execute(sql, args) as cursor:
-                while len(out) < limit:
-                    rows = await cursor.fetchmany(_PAGE)
-                    if not rows:
-                        break
-                    for row in rows:
-                        entry = self._decode(row[0], ns)
-                        if not matches(entry, flt):
-                            continue
-                        if skipped < offset:
-                            skipped += 1
-                            continue
-                        out.append(entry)
-                        if len(out) >= limit:
-                            break
+            return await filtered_rows(
+                self._read_db(), sql, args, self.path, ns, limit, offset, filter
+            )
         except sqlite3.Error as exc:
             if no_schema(exc):
                 return []
             raise translate(exc, self.path, "read") from exc
-        return out
 
     # -- reading -----------------------------------------------------------------------------
     async def _read(self, sql: str, params: Sequence[Any]) -> builtins.list[Any]:

@@ -92,6 +92,14 @@ async def bench_sqlite(n: int, c: int, repeat: int, tmp: Path) -> Rows:
         async def ours_append(rep: int) -> None:
             await in_chunks(n, c, lambda i: store.append("log", doc(i)))
 
+        async def ours_set_many(rep: int) -> None:
+            for base in range(0, n, c):
+                await store.set_many("ns", ((f"m{rep}-{i}", doc(i)) for i in range(base, base + c)))
+
+        async def ours_append_many(rep: int) -> None:
+            for base in range(0, n, c):
+                await store.append_many("log", (doc(i) for i in range(base, base + c)))
+
         async def ours_get(rep: int) -> None:
             await in_chunks(n, c, lambda i: store.get("ns", f"k0-{i}"))
 
@@ -128,10 +136,12 @@ async def bench_sqlite(n: int, c: int, repeat: int, tmp: Path) -> Rows:
                 ("async floor", "gather of no-op coroutines", n, floor),
                 ("set", "SqliteStore (group commit)", n, ours_set),
                 ("set", "SqliteStore, 4 writers x 1000 in flight", n, ours_set_writers),
+                ("set", "SqliteStore.set_many, 5000 per call", n, ours_set_many),
                 ("set", "aiosqlite, one await per op (one tx)", small, peer_one_tx),
                 ("set", "aiosqlite, one await + commit per op", few, peer_autocommit),
                 ("set", "raw sqlite3, one transaction (sync)", n, raw_one_tx),
                 ("append", "SqliteStore (group commit)", n, ours_append),
+                ("append", "SqliteStore.append_many, 5000 per call", n, ours_append_many),
                 ("get", "SqliteStore, concurrent", n, ours_get),
                 ("get", "SqliteStore, one await each", small, ours_get_seq),
                 ("newest-100 query", "SqliteStore", 100, ours_query),
@@ -162,6 +172,14 @@ async def bench_redis(n: int, c: int, repeat: int, url: str) -> Rows:
             for i in range(naive_n):
                 await store.get("ns", f"k{i}")
 
+        async def ours_set_many(rep: int) -> None:
+            for base in range(0, n, c):
+                await store.set_many("ns", ((f"k{i}", doc(i)) for i in range(base, base + c)))
+
+        async def ours_append_many(rep: int) -> None:
+            for base in range(0, n, c):
+                await store.append_many("log", (doc(i) for i in range(base, base + c)))
+
         async def ours_query(rep: int) -> None:
             for _ in range(100):
                 await store.query("log", limit=100)
@@ -187,11 +205,13 @@ async def bench_redis(n: int, c: int, repeat: int, url: str) -> Rows:
         rows = await run_all(
             [
                 ("set", "RedisStore (pipelined)", n, ours_set),
+                ("set", "RedisStore.set_many, 5000 per call", n, ours_set_many),
                 ("set", "redis-py, one await per op", naive_n, naive_set),
                 ("get", "RedisStore (pipelined)", n, ours_get),
                 ("get", "RedisStore, one await each", naive_n, ours_get_seq),
                 ("get", "redis-py, one await per op", naive_n, naive_get),
                 ("append", "RedisStore (pipelined)", n, ours_append),
+                ("append", "RedisStore.append_many, 5000 per call", n, ours_append_many),
                 ("append", "redis-py XADD, one await per op", naive_n, naive_xadd),
                 ("append", "redis-py, one pipeline of all XADDs", n, one_pipeline),
                 ("newest-100 query", "RedisStore (XREVRANGE)", 100, ours_query),

@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 
 from airstore import (
     CorruptDataError,
+    InvalidValueError,
     MemoryStore,
     ReadOnlyStoreError,
     RedisStore,
@@ -157,6 +158,16 @@ async def test_create_storage_opens_a_redis_url(redis_server: RedisServer) -> No
         await store.close()
 
 
+async def test_a_prefix_in_the_url_scopes_the_keys(redis_server: RedisServer, raw: Any) -> None:
+    prefix = unique_prefix()
+    store = await create_storage(f"{redis_server.url()}?prefix={prefix}")
+    try:
+        await store.set("ns", "k", 1)
+        assert await raw.exists(f"{prefix}kv:ns:k") == 1
+    finally:
+        await store.close()
+
+
 async def test_an_unreachable_server_fails_init_clearly() -> None:
     with RedisServer() as server:
         url = server.url()
@@ -262,3 +273,18 @@ async def test_mixed_commands_of_one_turn_keep_their_order(rs: RedisStore) -> No
     assert results[7:] == [True, None, False]
     assert [e["n"] for e in await rs.query("a")] == [2, 1]
     assert [e["n"] for e in await rs.query("b")] == [1]
+
+
+async def test_set_many_and_append_many_validate_first_then_write(
+    rs: RedisStore, clock: FakeClock
+) -> None:
+    await rs.set_many("ns", [(f"k{i}", i) for i in range(3000)], ttl=60)
+    assert len(await rs.list("ns")) == 3000
+    with pytest.raises(InvalidValueError):
+        await rs.set_many("ns", [("good", 1), ("bad", {1, 2})])
+    assert await rs.get("ns", "good") is None
+    clock.advance(61)
+    assert await rs.list("ns") == []
+    stored = await rs.append_many("log", [{"i": i} for i in range(2500)])
+    assert [e["i"] for e in stored] == list(range(2500))
+    assert [e["i"] for e in await rs.query("log", limit=2)] == [2499, 2498]
