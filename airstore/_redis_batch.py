@@ -84,11 +84,12 @@ def command(kind: str, ops: list[tuple[Any, ...]], max_log: int | None) -> tuple
     if kind == "del":
         return ("GETDEL", ops[0][1])
     if kind == "set":
+        rows = [row for op in ops for row in op[1]]
         args: list[Any] = []
-        for op in ops:
-            args += (op[2], b"" if op[3] is None else op[3])
-        return ("EVAL", SET_SCRIPT, len(ops), *(op[1] for op in ops), *args)
-    lines = b"\n".join(b"%d %s" % (op[2], op[3]) for op in ops)
+        for _key, payload, px in rows:
+            args += (payload, b"" if px is None else px)
+        return ("EVAL", SET_SCRIPT, len(rows), *(row[0] for row in rows), *args)
+    lines = b"\n".join(b"%d %s" % row for op in ops for row in op[2])
     trim = b"" if max_log is None else max_log
     return ("EVAL", XADD_SCRIPT, 1, ops[0][1], trim, lines)
 
@@ -108,9 +109,6 @@ def outcomes(
                 results[i] = _decoded(ops[i][1], payload, now, where, want_live=False)
         elif kind == "del":
             results[members[0]] = _decoded(ops[members[0]][1], reply, now, where, want_live=True)
-        elif kind == "app":
-            for i in members:
-                results[i] = ops[i][4]
     return results
 
 

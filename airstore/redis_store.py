@@ -64,8 +64,8 @@ _SCAN_COUNT = 1000
 _PAGE = 1000
 _BODY = b"d"
 
-# One queued command: ("get", key) | ("set", key, payload, px) | ("del", key)
-#                   | ("app", stream, ts, body, entry)
+# One queued command: ("get", key) | ("set", [(key, payload, px), …]) | ("del", key)
+#                   | ("app", stream, [(ts, body), …]); the *_many calls queue many rows at once
 _Op = tuple[Any, ...]
 
 
@@ -136,6 +136,7 @@ class RedisStore:
             f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}"
             f"/{kwargs.get('db', 0)}"
         )
+        self._max_batch = max_batch
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
         self._opened = False
         self._closed = False
@@ -236,7 +237,7 @@ class RedisStore:
         Raises:
             InvalidValueError: not JSON. StorageIOError: unreachable, read-only replica, OOM.
         """
-        await self._submit(self._set_op(ns, key, value, ttl), write=True)
+        await self._submit(("set", [self._set_row(ns, key, value, ttl)]), write=True)
 
     async def set_many(
         self, ns: str, items: Iterable[tuple[str, JSONValue]], ttl: float | None = None
@@ -248,23 +249,26 @@ class RedisStore:
             InvalidKeyError, InvalidValueError: a bad pair (nothing written).
             StorageIOError: Redis failed (earlier batches may have been written).
         """
-        await self._submit_many([self._set_op(ns, k, v, ttl) for k, v in items])
+        await self._submit_rows([self._set_row(ns, k, v, ttl) for k, v in items], "set")
 
-    def _set_op(self, ns: str, key: str, value: JSONValue, ttl: float | None) -> _Op:
+    def _set_row(self, ns: str, key: str, value: JSONValue, ttl: float | None) -> _Op:
         check_key(check_namespace(ns), key)
         json = encode_value(ns, key, value)
         ttl = self._default_ttl if ttl is None else check_ttl(ttl)
         if ttl is None:
-            return ("set", self._kv_key(ns, key), encode_value_payload(json, None), None)
+            return (self._kv_key(ns, key), encode_value_payload(json, None), None)
         payload = encode_value_payload(json, self._clock() + ttl)
-        return ("set", self._kv_key(ns, key), payload, max(1, math.ceil(ttl * 1000)))
+        return (self._kv_key(ns, key), payload, max(1, math.ceil(ttl * 1000)))
 
-    async def _submit_many(self, ops: builtins.list[_Op]) -> builtins.list[Any]:
-        if not ops:
-            self._ensure_open()
-            return []
-        futures = [self._submit(op, write=True) for op in ops]
-        return builtins.list(await asyncio.gather(*futures))
+    async def _submit_rows(self, rows: builtins.list[_Op], kind: str, *head: Any) -> None:
+        self._ensure_open()
+        step = self._max_batch
+        await asyncio.gather(
+            *(
+                self._submit((kind, *head, rows[i : i + step]), write=True)
+                for i in range(0, len(rows), step)
+            )
+        )
 
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the live value or ``None``."""
@@ -313,16 +317,17 @@ class RedisStore:
     # -- append log --------------------------------------------------------------------------
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry`` to the namespace stream (``XADD``); returns it with ``_ts``."""
-        result: Entry = await self._submit(self._append_op(ns, entry), write=True)
-        return result
+        stored, ts, body = stamp(check_namespace(ns), entry, self._clock)
+        await self._submit(("app", self._log_key(ns), [(ts, body)]), write=True)
+        return stored
 
     async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
         """Append many entries (validated first) in as few round trips as possible."""
-        return await self._submit_many([self._append_op(ns, e) for e in entries])
-
-    def _append_op(self, ns: str, entry: Entry) -> _Op:
-        stored, ts, body = stamp(check_namespace(ns), entry, self._clock)
-        return ("app", self._log_key(ns), ts, body, stored)
+        check_namespace(ns)
+        stamped = [stamp(ns, entry, self._clock) for entry in entries]
+        rows = [(ts, body) for _, ts, body in stamped]
+        await self._submit_rows(rows, "app", self._log_key(ns))
+        return [stored for stored, _, _ in stamped]
 
     async def query(
         self,

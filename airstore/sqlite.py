@@ -63,8 +63,8 @@ PURGE_INTERVAL = 1.0
 """Store-clock seconds between two deletions of expired keys (done inside a write batch)."""
 _IN_CHUNK = 900  # bound parameters per SELECT … IN (…), under SQLite's old 999 limit
 
-# One queued write: ("set", ns, key, json, expires_at) | ("del", ns, key)
-#                 | ("app", ns, ts, json, entry)
+# One queued write: ("set", [(ns, key, json, expires_at), …]) | ("del", ns, key)
+#                 | ("app", [(ns, ts, json), …]); set_many/append_many queue many rows at once
 _Op = tuple[Any, ...]
 
 
@@ -109,6 +109,7 @@ class SqliteStore:
         self._busy_timeout = busy_timeout
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._max_batch = max_batch
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
         self._gets: Batcher[tuple[str, str]] = Batcher(self._run_gets, max_batch=max_batch)
         self._last_purge = float("-inf")
@@ -207,12 +208,11 @@ class SqliteStore:
             self._read_db()  # raises the "not open" error
         return self._batcher.submit(op)
 
-    async def _submit_many(self, ops: builtins.list[_Op]) -> builtins.list[Any]:
-        if not ops:
-            self._ensure_open()
-            return []
-        futures = [self._submit(op) for op in ops]
-        return builtins.list(await asyncio.gather(*futures))
+    async def _submit_rows(self, kind: str, rows: builtins.list[_Op]) -> None:
+        self._ensure_open()
+        step = self._max_batch
+        chunks = [self._submit((kind, rows[i : i + step])) for i in range(0, len(rows), step)]
+        await asyncio.gather(*chunks)
 
     # -- the write batch ---------------------------------------------------------------------
     async def _run_batch(self, ops: Sequence[_Op]) -> list[Any]:
@@ -229,12 +229,10 @@ class SqliteStore:
                     j = i
                     while j < len(ops) and ops[j][0] == kind and kind != "del":
                         j += 1
-                    if kind == "set":
-                        await db.executemany(UPSERT, [op[1:] for op in ops[i:j]])
+                    if kind != "del":
+                        rows = [row for op in ops[i:j] for row in op[1]]
+                        await db.executemany(UPSERT if kind == "set" else INSERT_LOG, rows)
                         results.extend([None] * (j - i))
-                    elif kind == "app":
-                        await db.executemany(INSERT_LOG, [op[1:4] for op in ops[i:j]])
-                        results.extend(op[4] for op in ops[i:j])
                     else:
                         j = i + 1
                         results.append(await self._delete(db, ops[i]))
@@ -265,7 +263,7 @@ class SqliteStore:
         Raises:
             InvalidValueError: ``value`` is not JSON. StorageIOError: the write failed.
         """
-        await self._submit(self._set_op(ns, key, value, ttl))
+        await self._submit(("set", [self._set_row(ns, key, value, ttl)]))
 
     async def set_many(
         self, ns: str, items: Iterable[tuple[str, JSONValue]], ttl: float | None = None
@@ -277,13 +275,13 @@ class SqliteStore:
             InvalidKeyError, InvalidValueError: a bad pair (nothing written).
             StorageIOError: a transaction failed (earlier ones may have committed).
         """
-        await self._submit_many([self._set_op(ns, k, v, ttl) for k, v in items])
+        await self._submit_rows("set", [self._set_row(ns, k, v, ttl) for k, v in items])
 
-    def _set_op(self, ns: str, key: str, value: JSONValue, ttl: float | None) -> _Op:
+    def _set_row(self, ns: str, key: str, value: JSONValue, ttl: float | None) -> _Op:
         check_key(check_namespace(ns), key)
         text = encode_value(ns, key, value).decode()
         ttl = self._default_ttl if ttl is None else check_ttl(ttl)
-        return ("set", ns, key, text, None if ttl is None else self._clock() + ttl)
+        return (ns, key, text, None if ttl is None else self._clock() + ttl)
 
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the live value or ``None``; concurrent gets share one ``SELECT``."""
@@ -342,16 +340,16 @@ class SqliteStore:
     # -- append log --------------------------------------------------------------------------
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry``; returns the stored copy with ``_ts`` once committed."""
-        result: Entry = await self._submit(self._append_op(ns, entry))
-        return result
+        stored, ts, body = stamp(check_namespace(ns), entry, self._clock)
+        await self._submit(("app", [(ns, ts, body.decode())]))
+        return stored
 
     async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
         """Append many entries (validated first) in as few transactions as possible."""
-        return await self._submit_many([self._append_op(ns, e) for e in entries])
-
-    def _append_op(self, ns: str, entry: Entry) -> _Op:
-        stored, ts, body = stamp(check_namespace(ns), entry, self._clock)
-        return ("app", ns, ts, body.decode(), stored)
+        check_namespace(ns)
+        stamped = [stamp(ns, entry, self._clock) for entry in entries]
+        await self._submit_rows("app", [(ns, ts, body.decode()) for _, ts, body in stamped])
+        return [stored for stored, _, _ in stamped]
 
     async def query(
         self,
