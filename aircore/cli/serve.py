@@ -56,6 +56,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="ORIGIN",
         help="an extra Origin accepted on HTTP besides localhost (repeatable)",
     )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="an extra Host name accepted on HTTP (repeatable)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -127,6 +134,7 @@ def _run(args: argparse.Namespace) -> int:
                 port=args.port,
                 token=args.token,
                 allowed_origins=args.allow_origin,
+                allowed_hosts=args.allow_host,
                 **limit,
             )
         )
