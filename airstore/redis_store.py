@@ -122,13 +122,17 @@ class RedisStore:
         self._max_log = max_log_entries
         self._read_only = read_only
         try:
-            self._client: Any = aioredis.Redis.from_url(
+            # A blocking pool makes callers beyond max_connections wait for a free
+            # connection (up to socket_timeout) instead of failing at once.
+            pool = aioredis.BlockingConnectionPool.from_url(
                 url,
                 socket_timeout=socket_timeout,
                 socket_connect_timeout=connect_timeout,
                 max_connections=max_connections,
+                timeout=socket_timeout,
                 retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), retries=2),
             )
+            self._client: Any = aioredis.Redis.from_pool(pool)
         except ValueError as exc:
             raise InvalidArgumentError(f"bad redis URL {url!r}: {exc}") from exc
         kwargs = self._client.connection_pool.connection_kwargs

@@ -130,6 +130,20 @@ async def test_two_stores_on_one_database_share_everything(
         assert [e["from"] for e in await rs.query("log")] == ["two"]
 
 
+async def test_more_concurrent_readers_than_connections_all_get_answers(
+    redis_server: RedisServer,
+) -> None:
+    async with RedisStore(redis_server.url(), prefix=unique_prefix(), max_connections=2) as store:
+        await store.append_many("log", [{"i": i} for i in range(50)])
+        await store.set("ns", "k", 1)
+        results = await asyncio.gather(
+            *(store.query("log", limit=5) for _ in range(40)),
+            *(store.list("ns") for _ in range(40)),
+        )
+        assert all([e["i"] for e in r] == [49, 48, 47, 46, 45] for r in results[:40])
+        assert all(r == ["k"] for r in results[40:])
+
+
 async def test_a_foreign_value_is_reported_as_corrupt(rs: RedisStore, raw: Any) -> None:
     await raw.set(rs._kv_key("ns", "k"), b"not framed")
     with pytest.raises(CorruptDataError):
