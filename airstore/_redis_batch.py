@@ -37,15 +37,28 @@ return #KEYS
 
 # ARGV[1]: maxlen ('' keeps all); ARGV[2]: the entries as "<ts> <json>" lines (orjson never
 # writes a raw newline), so the client packs two arguments instead of two per entry. An id
-# "<ts>-*" that is not above the stream's newest id (a back-dated or odd _ts) falls back to
-# "*", the next free id.
+# "<ts>-*" below the stream's last generated id (a back-dated or odd _ts) would be refused,
+# so the script tracks that id and uses "*", the next free id, for those.
 XADD_SCRIPT = """#!lua
 local key = KEYS[1]
+local top = -1
+local info = redis.pcall('XINFO', 'STREAM', key)
+if type(info) == 'table' and not info.err then
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then
+      top = tonumber(string.match(info[i + 1], '^(%d+)'))
+    end
+  end
+end
 local n = 0
 for ts, body in string.gmatch(ARGV[2], '([^ \\n]+) ([^\\n]+)') do
-  local ok = redis.pcall('XADD', key, ts .. '-*', 'd', body)
-  if type(ok) == 'table' and ok.err then
-    redis.call('XADD', key, '*', 'd', body)
+  local ms = tonumber(ts)
+  if ms and ms >= top and ms < 9007199254740992 and ms == math.floor(ms) then
+    redis.call('XADD', key, ts .. '-*', 'd', body)
+    top = ms
+  else
+    local id = redis.call('XADD', key, '*', 'd', body)
+    top = tonumber(string.match(id, '^(%d+)'))
   end
   n = n + 1
 end

@@ -302,3 +302,16 @@ async def test_set_many_and_append_many_validate_first_then_write(
     stored = await rs.append_many("log", [{"i": i} for i in range(2500)])
     assert [e["i"] for e in stored] == list(range(2500))
     assert [e["i"] for e in await rs.query("log", limit=2)] == [2499, 2498]
+
+
+async def test_appends_after_the_newest_entry_was_deleted_still_work(
+    rs: RedisStore, raw: Any, clock: FakeClock
+) -> None:
+    await rs.append("log", {"n": 1})
+    clock.advance(5)
+    newest = await rs.append("log", {"n": 2})
+    ids = await raw.xrevrange(rs._log_key("log"), count=1)
+    await raw.xdel(rs._log_key("log"), ids[0][0])  # someone else removed the newest entry
+    await rs.append("log", {"n": 3, "_ts": newest["_ts"] - 1000})
+    await rs.append("log", {"n": 4})
+    assert [e["n"] for e in await rs.query("log")] == [4, 3, 1]
