@@ -172,6 +172,14 @@ async def bench_redis(n: int, c: int, repeat: int, url: str) -> Rows:
             for i in range(naive_n):
                 await store.get("ns", f"k{i}")
 
+        async def ours_append_writers(rep: int) -> None:
+            async def writer(w: int) -> None:
+                for base in range(w * 1000, n, 4000):
+                    batch = range(base, min(n, base + 1000))
+                    await asyncio.gather(*(store.append("log", doc(i)) for i in batch))
+
+            await asyncio.gather(*(writer(w) for w in range(4)))
+
         async def ours_set_many(rep: int) -> None:
             for base in range(0, n, c):
                 await store.set_many("ns", ((f"k{i}", doc(i)) for i in range(base, base + c)))
@@ -211,6 +219,7 @@ async def bench_redis(n: int, c: int, repeat: int, url: str) -> Rows:
                 ("get", "RedisStore, one await each", naive_n, ours_get_seq),
                 ("get", "redis-py, one await per op", naive_n, naive_get),
                 ("append", "RedisStore (pipelined)", n, ours_append),
+                ("append", "RedisStore, 4 writers x 1000 in flight", n, ours_append_writers),
                 ("append", "RedisStore.append_many, 5000 per call", n, ours_append_many),
                 ("append", "redis-py XADD, one await per op", naive_n, naive_xadd),
                 ("append", "redis-py, one pipeline of all XADDs", n, one_pipeline),
