@@ -111,7 +111,8 @@ async def plan_trip(params: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         "reserve lodging",
         "plan activities",
     ]
-    for i, _step in enumerate(steps, 1):
+    for i, step in enumerate(steps, 1):
+        await ctx.log("info", f"planning: {step}", logger="plan_trip")
         await ctx.report_progress(i, len(steps), f"step {i}/{len(steps)}")
     return {"destination": params["destination"], "days": params.get("days", 3), "steps": steps}
 

@@ -15,18 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
-import socket
-import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
-
-import uvicorn
-from starlette.applications import Starlette
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from aircore.errors import HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from aircore.protocol import modern
@@ -40,7 +31,8 @@ from aircore.protocol.framing import (
     parse_error,
 )
 from aircore.protocol.legacy import HANDSHAKE_VERSIONS
-from aircore.protocol.session import Connection
+from aircore.protocol.session import CURRENT_SENDER, Connection
+from aircore.transports.guards import host_ok, origin_ok
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -50,8 +42,6 @@ __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_PORT",
     "McpEndpoint",
-    "build_app",
-    "serve_http",
 ]
 
 logger = logging.getLogger(__name__)
@@ -59,8 +49,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3510
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+MAX_SESSIONS = 1024
+"""Legacy sessions kept at once; the least recently used one is closed beyond this."""
 SESSION_HEADER = "mcp-session-id"
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 STATUS = {
     -32700: 400,
@@ -80,6 +71,21 @@ def _status_of(response: Mapping[str, Any]) -> int:
     error = response.get("error")
     code = error.get("code") if isinstance(error, Mapping) else None
     return STATUS.get(code, 200) if isinstance(code, int) else 200
+
+
+def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> bool:
+    """Whether the answer to this request may be preceded by messages (so it needs SSE).
+
+    Legacy ``tools/call`` may send progress, log messages and elicitation/sampling requests;
+    2026-07-28 calls send progress or logs only when asked (``progressToken`` / ``logLevel``)
+    and turn server→client requests into ``input_required`` results.
+    """
+    if method not in ("tools/call", "prompts/get", "resources/read"):
+        return False
+    if not is_modern:
+        return method == "tools/call"
+    meta = params.get("_meta")
+    return isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta)
 
 
 class McpEndpoint:
@@ -127,33 +133,9 @@ class McpEndpoint:
     ) -> None:
         await self._reply(send, status or _status_of(message), encode(message), headers)
 
-    def _origin_ok(self, origin: str | None) -> bool:
-        if origin is None:
-            return True
-        if origin.rstrip("/") in self.allowed_origins or "*" in self.allowed_origins:
-            return True
-        try:
-            host = urlsplit(origin).hostname
-        except ValueError:
-            return False
-        return host is not None and host in LOCAL_HOSTS
-
-    def _host_ok(self, host: str | None) -> bool:
-        if not self.check_host:
-            return True
-        if host is None:
-            return False
-        if host.lower() in self.allowed_hosts:
-            return True
-        try:
-            name = urlsplit(f"//{host}").hostname
-        except ValueError:
-            return False
-        return name is not None and (name in LOCAL_HOSTS or name in self.allowed_hosts)
-
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if not self._host_ok(headers.get("host")):
+        if self.check_host and not host_ok(headers.get("host"), self.allowed_hosts):
             # DNS rebinding: a loopback server only answers to loopback Host names
             await self._json(
                 send,
@@ -161,7 +143,7 @@ class McpEndpoint:
                 421,
             )
             return
-        if not self._origin_ok(headers.get("origin")):
+        if not origin_ok(headers.get("origin"), self.allowed_origins):
             await self._json(
                 send, error_response(None, INVALID_REQUEST, "Forbidden: invalid Origin"), 403
             )
@@ -253,13 +235,15 @@ class McpEndpoint:
             await self._json(send, error)
             return
         sid = headers.get(SESSION_HEADER)
-        session = self.sessions.get(sid) if sid else None
+        session = self.sessions.pop(sid, None) if sid else None
+        if session is not None and sid is not None:
+            self.sessions[sid] = session  # most recently used last
         if kind in (KIND_RESPONSE, KIND_NOTIFICATION):
             if session is not None:
                 if kind == KIND_RESPONSE:
                     session.resolve(message)
                 else:
-                    self.server.dispatcher._notification(message, session)
+                    self.server.dispatcher.notification(message, session)
             await self._reply(send, 202)
             return
         await self._request(
@@ -288,6 +272,9 @@ class McpEndpoint:
             new_sid = uuid.uuid4().hex
             conn = Connection(transport="tcp", session_id=new_sid)
             self.sessions[new_sid] = conn
+            while len(self.sessions) > MAX_SESSIONS:
+                oldest = next(iter(self.sessions))
+                self.sessions.pop(oldest).cancel_all()
             extra.append((b"mcp-session-id", new_sid.encode()))
             route_headers = None
         else:
@@ -322,17 +309,7 @@ class McpEndpoint:
                 return
             conn = session
         wants_stream = accepts_sse and (
-            not accepts_json
-            or (
-                method == "tools/call"
-                and (
-                    (
-                        isinstance(params.get("_meta"), Mapping)
-                        and "progressToken" in params["_meta"]
-                    )
-                    or (not is_modern and "elicitation" in (conn.client_capabilities or {}))
-                )
-            )
+            not accepts_json or _may_talk_first(method, params, is_modern)
         )
         if wants_stream:
             await self._stream(message, conn, route_headers, extra, receive, send)
@@ -340,13 +317,25 @@ class McpEndpoint:
             await self._answer_json(message, conn, route_headers, extra, receive, send)
 
     async def _run_watched(
-        self, coro: Awaitable[dict[str, Any]], conn: Connection, msg_id: Any, receive: Receive
+        self,
+        coro: Awaitable[dict[str, Any]],
+        conn: Connection,
+        msg_id: Any,
+        receive: Receive,
+        *,
+        cancel_on_disconnect: bool,
     ) -> dict[str, Any] | None:
-        """Run the call; a client disconnect cancels it (the 2026-07-28 cancel signal)."""
+        """Run the call as a task (``notifications/cancelled`` finds it in ``conn.inflight``).
+
+        2026-07-28: closing the POST is the cancel signal, so a disconnect cancels the call.
+        Legacy: a disconnect is not a cancellation; the call runs to its end.
+        """
         task: asyncio.Task[dict[str, Any]] = asyncio.ensure_future(coro)
         conn.inflight[msg_id] = task
-        watcher = asyncio.ensure_future(receive())
+        watcher = asyncio.ensure_future(receive()) if cancel_on_disconnect else None
         try:
+            if watcher is None:
+                return await task
             done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
             if task in done:
                 return task.result()
@@ -355,10 +344,14 @@ class McpEndpoint:
                 await task
             return None
         except asyncio.CancelledError:
-            task.cancel()
-            raise
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                task.cancel()  # we are being cancelled (shutdown): take the call with us
+                raise
+            return None  # the call was cancelled (notifications/cancelled): no answer
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()
             if conn.inflight.get(msg_id) is task:
                 del conn.inflight[msg_id]
 
@@ -372,10 +365,9 @@ class McpEndpoint:
         send: Send,
     ) -> None:
         coro = self.server.dispatcher.request(message, conn, headers=headers)
-        try:
-            response = await self._run_watched(coro, conn, message["id"], receive)
-        except asyncio.CancelledError:
-            raise
+        response = await self._run_watched(
+            coro, conn, message["id"], receive, cancel_on_disconnect=headers is not None
+        )
         if response is None:
             return  # cancelled: the spec says no answer
         await self._json(send, response, None, extra)
@@ -407,12 +399,15 @@ class McpEndpoint:
             data = b"event: message\ndata: " + encode(msg) + b"\n\n"
             await send({"type": "http.response.body", "body": data, "more_body": True})
 
-        conn.bind(event)
+        # this request's messages go to its own stream, even when calls of one session overlap
+        token = CURRENT_SENDER.set(event)
         try:
             coro = self.server.dispatcher.request(message, conn, headers=headers)
-            response = await self._run_watched(coro, conn, message["id"], receive)
+            response = await self._run_watched(
+                coro, conn, message["id"], receive, cancel_on_disconnect=headers is not None
+            )
         finally:
-            conn.bind(None)
+            CURRENT_SENDER.reset(token)
         if response is None:
             if started:
                 await send({"type": "http.response.body", "body": b""})
@@ -422,144 +417,3 @@ class McpEndpoint:
             return
         await event(response)
         await send({"type": "http.response.body", "body": b""})
-
-
-def build_app(
-    server: AirServer,
-    *,
-    path: str = "/mcp",
-    token: str | None = None,
-    allowed_origins: Sequence[str] = (),
-    max_body: int = DEFAULT_MAX_BODY,
-    check_host: bool = True,
-    allowed_hosts: Sequence[str] = (),
-) -> Starlette:
-    """The Starlette app: ``path`` (MCP) and ``/`` (a small status JSON).
-
-    With ``check_host`` (the default, and always when bound to a loopback address) a request
-    whose ``Host`` is not localhost / 127.0.0.1 / [::1] (or in ``allowed_hosts``) gets 421.
-
-    The server must be started (``await server.start()``) before requests arrive; ``serve_http``
-    does it.
-    """
-    endpoint = McpEndpoint(
-        server,
-        token=token,
-        allowed_origins=allowed_origins,
-        max_body=max_body,
-        check_host=check_host,
-        allowed_hosts=allowed_hosts,
-    )
-
-    async def status(_request: Any) -> JSONResponse:
-        return JSONResponse(
-            {
-                "name": server.name,
-                "version": server.version,
-                "transport": "streamable-http",
-                "endpoint": path,
-                "tools": len(server.tools),
-            }
-        )
-
-    app = Starlette(
-        routes=[
-            Route(path, endpoint, methods=["GET", "POST", "DELETE"]),
-            Route("/", status, methods=["GET"]),
-        ]
-    )
-    app.state.mcp = endpoint
-    return app
-
-
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:  # we own SIGTERM/SIGINT (on_stop must run)
-        yield
-
-
-async def serve_http(
-    server: AirServer,
-    *,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    path: str = "/mcp",
-    token: str | None = None,
-    allowed_origins: Sequence[str] = (),
-    max_body: int = DEFAULT_MAX_BODY,
-    allowed_hosts: Sequence[str] = (),
-    ready: Callable[[str], None] | None = None,
-) -> None:
-    """Serve Streamable HTTP until SIGTERM/SIGINT (or cancellation), then stop the server.
-
-    Args:
-        server: the server; started here, stopped on the way out.
-        host: the bind address (127.0.0.1 by default; anything else exposes the server).
-        port: the port; 0 picks a free one.
-        path: the MCP endpoint path.
-        token: require ``Authorization: Bearer <token>``.
-        allowed_origins: extra ``Origin`` values to accept besides localhost.
-        max_body: the request body limit in bytes.
-        allowed_hosts: extra ``Host`` names to accept; bound to a loopback address, any other
-            Host gets 421 (DNS-rebinding protection).
-        ready: called with the endpoint URL once listening (default: log it to stderr).
-    """
-    await server.start()
-    loopback = host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
-    app = build_app(
-        server,
-        path=path,
-        token=token,
-        allowed_origins=allowed_origins,
-        max_body=max_body,
-        check_host=loopback or bool(allowed_hosts),
-        allowed_hosts=allowed_hosts,
-    )
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no Nagle delay)
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    bound = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=5
-    )
-    userver = _Server(config)
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
-
-    def _exit() -> None:
-        userver.should_exit = True
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, _exit)
-            installed.append(sig)
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{bound}{path}"
-    try:
-        serving = asyncio.ensure_future(userver.serve(sockets=[sock]))
-        ready_wait = asyncio.ensure_future(userver.ready.wait())
-        await asyncio.wait({serving, ready_wait}, return_when=asyncio.FIRST_COMPLETED)
-        ready_wait.cancel()
-        if userver.started:
-            if ready is not None:
-                ready(url)
-            else:
-                print(f"air: {server.name} serving MCP on {url}", file=sys.stderr, flush=True)
-        await serving
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
-        for conn in app.state.mcp.sessions.values():
-            conn.cancel_all()
-        sock.close()
-        await server.stop()
