@@ -3,6 +3,7 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from airmeter.budget import Budget, BudgetStatus
 from airmeter.classify import Classification, Classifier, Rule, classify, split_words
 from airmeter.errors import (
     AirmeterError,
@@ -13,6 +14,7 @@ from airmeter.errors import (
 from airmeter.layers import LAYERS, Layer, LayerInfo, parse_layer
 from airmeter.meter import Meter, MeterStats
 from airmeter.metrics_app import metrics_app
+from airmeter.middleware import MeterMiddleware, create_meter_hook
 from airmeter.otel_settings import OtelSettings, otel_enabled, otel_settings
 from airmeter.prometheus import PrometheusSink
 from airmeter.prometheus_snapshot import render_snapshot
@@ -35,7 +37,9 @@ __all__ = [
     "LAYERS",
     "ROLLUPS_NAMESPACE",
     "AirmeterError",
+    "Budget",
     "BudgetExceededError",
+    "BudgetStatus",
     "CallRecord",
     "CallUsage",
     "Classification",
@@ -47,6 +51,7 @@ __all__ = [
     "Meter",
     "MeterClosedError",
     "MeterConfigError",
+    "MeterMiddleware",
     "MeterStats",
     "OtelSettings",
     "OtelSink",
@@ -62,6 +67,7 @@ __all__ = [
     "ToolStats",
     "annotate_current_span",
     "classify",
+    "create_meter_hook",
     "current_usage",
     "metrics_app",
     "otel_enabled",

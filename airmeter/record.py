@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from airmeter.layers import Layer, parse_layer
 
-__all__ = ["CALLS_NAMESPACE", "CallRecord"]
+__all__ = ["CALLS_NAMESPACE", "RECORD_FIELDS", "CallRecord", "record_from_fields"]
 
 CALLS_NAMESPACE = "meter.calls"
 """The store namespace whose append log holds one entry per call."""
@@ -100,3 +100,22 @@ class CallRecord:
             request_id=None if request_id is None else str(request_id),
             **kwargs,
         )
+
+
+RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CallRecord))
+"""The field names of :class:`CallRecord` in declaration order (for :func:`record_from_fields`)."""
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def record_from_fields(values: tuple[Any, ...]) -> CallRecord:
+    """Build a record from values in :data:`RECORD_FIELDS` order, without validation.
+
+    The meter middleware keeps a plain tuple on the hot path and lets the background task
+    build the frozen record (a frozen dataclass with 23 fields costs microseconds to create).
+    """
+    rec = _new(CallRecord)
+    for name, value in zip(RECORD_FIELDS, values, strict=True):
+        _set(rec, name, value)
+    return rec

@@ -78,7 +78,10 @@ def aggregate(
         want_layer = None if layer is None else int(parse_layer(layer))
     except ValueError as exc:
         raise MeterConfigError(str(exc)) from exc
+    now = int(time.time() * 1000) if now_ms is None else now_ms
     lo = None if since_ms is None else _floor(since_ms)
+    if lo is not None and until_ms is None:
+        until_ms = now  # "since an hour ago" ends now; records stamped later do not count
     selected = [
         r
         for r in rows
@@ -89,12 +92,9 @@ def aggregate(
         and (server is None or r.server == server)
         and (instance is None or r.instance == instance)
     ]
-    now = int(time.time() * 1000) if now_ms is None else now_ms
     start = lo if lo is not None else min((r.minute for r in selected), default=_floor(now))
     if until_ms is not None:
         end = _ceil(until_ms)
-    elif lo is not None:
-        end = max(_ceil(now), max((r.minute + MINUTE_MS for r in selected), default=0))
     else:
         end = max((r.minute + MINUTE_MS for r in selected), default=start + MINUTE_MS)
     end = max(end, start + MINUTE_MS)
@@ -254,7 +254,7 @@ async def snapshot(
     Args:
         store: any opened store holding rollups written by a :class:`~airmeter.StoreSink`.
         since: inclusive start (``datetime``, epoch ms, or ``timedelta`` ago); ``None``: all.
-        until: exclusive end; ``None``: now.
+        until: exclusive end; ``None``: now when ``since`` is given, else no end.
         tool: only this tool.
         layer: only this layer (``2``, ``"L2"``, ``Layer.L2``).
         server: only this server name.

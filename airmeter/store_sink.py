@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from airmeter.errors import MeterConfigError
 from airmeter.record import CALLS_NAMESPACE, CallRecord
 from airmeter.rollups import MINUTE_MS, ROLLUPS_NAMESPACE, RollupBook, minute_key, parse_minute_doc
+from airstore.errors import InvalidValueError
 from airstore.types import Store
 
 __all__ = ["DEFAULT_ROLLUP_TTL", "StoreSink"]
@@ -18,7 +20,12 @@ logger = logging.getLogger(__name__)
 DEFAULT_ROLLUP_TTL = 40 * 24 * 3600.0
 """Rollups live 40 days by default: long enough for a monthly budget."""
 DEFAULT_PERSIST_INTERVAL = 1.0
+DEFAULT_MAX_BACKLOG = 100_000
 _KEEP_MINUTES = 5
+
+
+def _stripped(rec: CallRecord) -> CallRecord:
+    return replace(rec, arguments=None, result=None)
 
 
 class StoreSink:
@@ -33,6 +40,7 @@ class StoreSink:
         writer: this writer's id in rollup keys (one per process; default ``host-pid``).
         rollup_ttl: seconds a minute's rollup lives (``None``: forever).
         persist_interval: seconds between rollup writes.
+        max_backlog: most records kept for retry after a store failure.
 
     Raises:
         MeterConfigError: a bad TTL or interval.
@@ -45,9 +53,12 @@ class StoreSink:
         writer: str | None = None,
         rollup_ttl: float | None = DEFAULT_ROLLUP_TTL,
         persist_interval: float = DEFAULT_PERSIST_INTERVAL,
+        max_backlog: int = DEFAULT_MAX_BACKLOG,
     ) -> None:
         if rollup_ttl is not None and rollup_ttl <= 0:
             raise MeterConfigError("rollup_ttl must be positive or None")
+        if max_backlog < 0:
+            raise MeterConfigError("max_backlog must be >= 0")
         if persist_interval < 0:
             raise MeterConfigError("persist_interval must be >= 0")
         if writer is None:
@@ -64,22 +75,68 @@ class StoreSink:
         self._loaded: set[int] = set()
         self._last_persist = time.monotonic()
         self._closed = False
+        self._backlog: list[CallRecord] = []
+        self._max_backlog = max_backlog
         self.written = 0
+        self.rejected = 0
+        self.dropped = 0
 
     async def write(self, records: Sequence[CallRecord]) -> None:
         """Append each record to the call log and count it in its minute's rollup.
 
+        A record the store refuses as invalid is written without its captured ``arguments``
+        and ``result``, or skipped and counted in :attr:`rejected`. When the store fails, the
+        unwritten records are kept (up to ``max_backlog``, oldest dropped and counted in
+        :attr:`dropped`) and retried first on the next write.
+
         Raises:
-            airstore.AirstoreError: the store refused the write (the meter counts it).
+            airstore.AirstoreError: the store failed (the meter counts it as a sink error).
         """
+        if self._backlog:
+            records = [*self._backlog, *records]
+            self._backlog = []
         append = self.store.append
         add = self._book.add
-        for rec in records:
-            await append(CALLS_NAMESPACE, rec.to_log())
-            add(rec)
-            self.written += 1
+        done = 0
+        try:
+            for rec in records:
+                try:
+                    await append(CALLS_NAMESPACE, rec.to_log())
+                except InvalidValueError:
+                    if not await self._append_stripped(rec):
+                        done += 1
+                        continue
+                add(rec)
+                done += 1
+        except Exception:
+            rest = list(records[done:])
+            if len(rest) > self._max_backlog:
+                self.dropped += len(rest) - self._max_backlog
+                rest = rest[-self._max_backlog :]
+            self._backlog = rest
+            raise
+        finally:
+            self.written += done
         if time.monotonic() - self._last_persist >= self._interval:
             await self.persist()
+
+    async def _append_stripped(self, rec: CallRecord) -> bool:
+        """Retry without captured arguments/result; False (counted) when still refused."""
+        if rec.arguments is not None or rec.result is not None:
+            try:
+                await self.store.append(CALLS_NAMESPACE, _stripped(rec).to_log())
+            except InvalidValueError:
+                pass
+            else:
+                return True
+        self.rejected += 1
+        logger.warning("airmeter: the store refused a record of %r; skipped", rec.tool)
+        return False
+
+    @property
+    def backlog(self) -> int:
+        """Records kept after a store failure, waiting for the next write."""
+        return len(self._backlog)
 
     async def persist(self) -> None:
         """Write the rollups of every minute that changed since the last time."""
@@ -101,9 +158,12 @@ class StoreSink:
             self._loaded = {m for m in self._loaded if m >= keep_from}
 
     async def close(self) -> None:
-        """Write pending rollups and flush the store (it is not closed). Idempotent."""
+        """Retry the backlog, write pending rollups and flush the store (it is not closed).
+        Idempotent."""
         if self._closed:
             return
         self._closed = True
+        if self._backlog:
+            await self.write([])
         await self.persist()
         await self.store.flush()

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # Subcommand modules under aircore.cli, in the order `air --help` lists them.
-COMMANDS: tuple[str, ...] = ("demo",)
+COMMANDS: tuple[str, ...] = ("demo", "serve", "meter")
 
 
 def build_parser() -> argparse.ArgumentParser:

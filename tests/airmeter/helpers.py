@@ -93,3 +93,16 @@ def independent(entries: list[dict[str, Any]]) -> dict[str, Any]:
         "by_layer": by_layer,
         "cost": cost,
     }
+
+
+class Clock:
+    """Seconds since the epoch, advanced by hand."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -25,9 +25,16 @@ def test_parse_layer_rejects_nonsense(raw: object) -> None:
 
 def test_call_record_log_form_round_trips() -> None:
     rec = CallRecord(
-        ts_ms=1_700_000_000_000, server="demo", tool="get_user", layer=Layer.L2,
-        latency_ms=1.5, ok=False, error_type="tool_error", request_id="7", tokens_in=3,
-    )  # fmt: skip
+        ts_ms=1_700_000_000_000,
+        server="demo",
+        tool="get_user",
+        layer=Layer.L2,
+        latency_ms=1.5,
+        ok=False,
+        error_type="tool_error",
+        request_id="7",
+        tokens_in=3,
+    )
     log = rec.to_log()
     assert log["_ts"] == 1_700_000_000_000
     assert log["layer"] == "L2"

@@ -13,8 +13,15 @@ from tests.airmeter.helpers import T0, make_records
 
 
 def rec(i: int, tool: str = "get_user") -> CallRecord:
-    return CallRecord(ts_ms=T0 + i, server="s", tool=tool, layer=Layer.L2, latency_ms=1.0,
-                      ok=True, request_id=str(i))  # fmt: skip
+    return CallRecord(
+        ts_ms=T0 + i,
+        server="s",
+        tool=tool,
+        layer=Layer.L2,
+        latency_ms=1.0,
+        ok=True,
+        request_id=str(i),
+    )
 
 
 async def test_records_reach_every_sink_in_order() -> None:
@@ -113,17 +120,37 @@ def test_bad_options_are_config_errors() -> None:
 async def test_store_sink_writes_one_log_entry_per_call_with_the_log_form() -> None:
     store = MemoryStore()
     sink = StoreSink(store, writer="w1")
-    r = CallRecord(ts_ms=T0, server="demo", tool="fetch_url", layer=Layer.L5, latency_ms=12.5,
-                   ok=False, error_type="tool_error", request_id="42", session_id="s1",
-                   transport="pipe", input_bytes=10, output_bytes=20)  # fmt: skip
+    r = CallRecord(
+        ts_ms=T0,
+        server="demo",
+        tool="fetch_url",
+        layer=Layer.L5,
+        latency_ms=12.5,
+        ok=False,
+        error_type="tool_error",
+        request_id="42",
+        session_id="s1",
+        transport="pipe",
+        input_bytes=10,
+        output_bytes=20,
+    )
     await sink.write([r])
     await sink.close()
     (entry,) = await store.query(CALLS_NAMESPACE)
     assert entry == {
-        "_ts": T0, "server": "demo", "tool": "fetch_url", "layer": "L5", "latency_ms": 12.5,
-        "ok": False, "error_type": "tool_error", "request_id": "42", "session_id": "s1",
-        "transport": "pipe", "input_bytes": 10, "output_bytes": 20,
-    }  # fmt: skip
+        "_ts": T0,
+        "server": "demo",
+        "tool": "fetch_url",
+        "layer": "L5",
+        "latency_ms": 12.5,
+        "ok": False,
+        "error_type": "tool_error",
+        "request_id": "42",
+        "session_id": "s1",
+        "transport": "pipe",
+        "input_bytes": 10,
+        "output_bytes": 20,
+    }
     assert CallRecord.from_log(entry) == r
     assert await store.list("meter.rollups") == [f"{T0:013d}:w1"]
 

@@ -63,9 +63,11 @@ async def test_filters_by_tool_layer_server_and_instance() -> None:
         ({"layer": 6}, lambda e: e["layer"] == "L6"),
         ({"server": "a"}, lambda e: e["server"] == "a"),
         ({"instance": "i-2"}, lambda e: e["instance_id"] == "i-2"),
-        ({"server": "b", "tool": "run_agent"}, lambda e: e["server"] == "b"
-         and e["tool"] == "run_agent"),
-    ]:  # fmt: skip
+        (
+            {"server": "b", "tool": "run_agent"},
+            lambda e: e["server"] == "b" and e["tool"] == "run_agent",
+        ),
+    ]:
         part = [e for e in raw if pred(e)]
         snap = await snapshot(store, **kwargs)  # type: ignore[arg-type]
         exp = independent(part)

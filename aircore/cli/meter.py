@@ -1,0 +1,213 @@
+"""``air meter report``: print a metering snapshot of a store as a table, JSON or Prometheus."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import re
+import sys
+from datetime import datetime, timedelta
+from typing import Any
+
+from airmeter import Snapshot, snapshot
+from airmeter.errors import AirmeterError
+from airstore import AirstoreError, create_storage, parse_store_url
+
+__all__ = ["format_table", "parse_since", "register"]
+
+DEFAULT_STORE = "file://.air/data"
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
+
+
+def parse_since(text: str) -> timedelta | datetime | None:
+    """``"15m"``, ``"1h"``, ``"7d"`` → how long ago; an ISO date/time; ``"all"`` → ``None``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    if text.strip().lower() in ("all", ""):
+        return None
+    match = _DURATION.match(text)
+    if match:
+        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--since {text!r}: use a duration like 15m, 1h, 7d, an ISO time, or 'all'"
+        ) from None
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``meter`` subcommand (``air meter report``)."""
+    parser = sub.add_parser("meter", help="metering reports")
+    actions = parser.add_subparsers(dest="meter_command", metavar="ACTION", required=True)
+    report = actions.add_parser("report", help="print calls, errors, latency, layers and tools")
+    report.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        help=f"store URL, opened read-only (default: {DEFAULT_STORE})",
+    )
+    report.add_argument(
+        "--since",
+        type=parse_since,
+        default=timedelta(hours=1),
+        help="window start: 15m, 1h, 24h, 7d, an ISO time, or all (default 1h)",
+    )
+    report.add_argument("--tool", help="only this tool")
+    report.add_argument("--layer", help="only this layer (L1-L7)")
+    report.add_argument("--server", help="only this server name")
+    report.add_argument("--instance", help="only this server instance id")
+    report.add_argument("--format", choices=("table", "json", "prometheus"), default="table")
+    report.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        kind, location = parse_store_url(args.store)
+        if kind == "file" and location is not None and not os.path.isdir(location):
+            raise _NotFoundError(f"store directory {location!r} does not exist ({args.store})")
+        text = asyncio.run(_report(args))
+    except (AirstoreError, AirmeterError, OSError, _NotFoundError) as exc:
+        print(f"air meter report: {exc}", file=sys.stderr)
+        return 1
+    except _NotAvailableError as exc:
+        print(f"air meter report: {exc}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
+class _NotAvailableError(Exception):
+    pass
+
+
+# Where the Prometheus text renderer of a Snapshot may live (the export work provides it).
+_RENDERERS = (
+    ("airmeter.prometheus_snapshot", "render_snapshot"),
+    ("airmeter.prometheus", "render"),
+)
+
+
+def _prometheus_renderer() -> Any:
+    for module_name, attr in _RENDERERS:
+        try:
+            return getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError):
+            continue
+    raise _NotAvailableError(
+        "--format prometheus is not available yet (no Prometheus renderer in airmeter)"
+    )
+
+
+class _NotFoundError(Exception):
+    pass
+
+
+async def _report(args: argparse.Namespace) -> str:
+    render: Any = None
+    if args.format == "prometheus":
+        render = _prometheus_renderer()
+    kind, _ = parse_store_url(args.store)
+    options: dict[str, Any] = {"read_only": True} if kind == "file" else {}
+    store = await create_storage(args.store, **options)
+    try:
+        snap = await snapshot(
+            store,
+            since=args.since,
+            tool=args.tool,
+            layer=args.layer,
+            server=args.server,
+            instance=args.instance,
+        )
+    finally:
+        await store.close()
+    if args.format == "json":
+        return snap.to_json()
+    if render is not None:
+        return str(render(snap))
+    return format_table(snap)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    line = "  ".join(
+        h.ljust(w) if i == 0 else h.rjust(w)
+        for i, (h, w) in enumerate(zip(headers, widths, strict=True))
+    )
+    out = [line, "  ".join("-" * w for w in widths)]
+    for row in rows:
+        out.append(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+    return out
+
+
+def format_table(snap: Snapshot) -> str:
+    """The human-readable report: headline, errors by type, layers, tools."""
+    start = datetime.fromtimestamp(snap.since_ms / 1000).strftime("%Y-%m-%d %H:%M")
+    end = datetime.fromtimestamp(snap.until_ms / 1000).strftime("%Y-%m-%d %H:%M")
+    lines = [
+        f"window     {start} .. {end}",
+        f"calls      {snap.total_calls}  ({snap.calls_per_min:.1f}/min)",
+        f"errors     {snap.error_count}  (success {snap.success_rate * 100:.1f}%)",
+        f"latency    p50 {_ms(snap.p50_ms)} ms  p95 {_ms(snap.p95_ms)} ms  "
+        f"p99 {_ms(snap.p99_ms)} ms",
+        f"cost       {snap.total_cost:.2f}",
+    ]
+    if snap.total_calls == 0:
+        lines.append("")
+        lines.append(
+            "No calls recorded in this window. Run `air demo`, or add the meter to a "
+            "server (define_server(..., meter=True))."
+        )
+        return "\n".join(lines)
+    if snap.errors_by_type:
+        lines += ["", "errors by type"]
+        lines += [f"  {etype}  {count}" for etype, count in snap.errors_by_type.items()]
+    lines.append("")
+    layer_rows = [
+        [
+            code,
+            row.name,
+            str(row.calls),
+            f"{row.share * 100:.1f}%",
+            f"{row.weighted_cost:g}",
+            str(row.errors),
+        ]
+        for code, row in snap.layers.items()
+        if row.calls
+    ]
+    lines += _table(["layer", "name", "calls", "share", "weighted", "errors"], layer_rows)
+    lines.append("")
+    tool_rows = [
+        [
+            t.tool,
+            t.layer,
+            str(t.calls),
+            str(t.errors),
+            f"{t.error_rate * 100:.1f}%",
+            _ms(t.p50_ms),
+            _ms(t.p95_ms),
+            _ms(t.p99_ms),
+            f"{t.cost:.2f}",
+        ]
+        for t in snap.tools
+    ]
+    lines += _table(
+        ["tool", "layer", "calls", "errors", "err%", "p50 ms", "p95 ms", "p99 ms", "cost"],
+        tool_rows,
+    )
+    return "\n".join(lines)

@@ -1,0 +1,106 @@
+"""``air serve TARGET``: serve an aircore server from a file or a module.
+
+TARGET is ``path/to/file.py[:name]`` or ``package.module[:name]``; ``name`` defaults to
+``server``, else the module's only :class:`~aircore.AirServer`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from aircore.errors import DefinitionError
+from aircore.server import AirServer
+from aircore.transports.detect import detect_transport
+from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT
+
+__all__ = ["load_server", "register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``serve`` subcommand."""
+    parser = sub.add_parser("serve", help="serve an aircore MCP server (stdio or HTTP)")
+    parser.add_argument("target", help="path/to/file.py[:server] or package.module[:server]")
+    parser.add_argument(
+        "--transport",
+        choices=("auto", "stdio", "http"),
+        default="auto",
+        help="default: MCP_TRANSPORT, else stdio when stdin is a pipe",
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP bind address")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP port (0: any free)")
+    parser.add_argument("--store", default=None, help="store URL, e.g. memory:// or file://DIR")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("AIR_HTTP_TOKEN"),
+        help="require this bearer token on HTTP (env AIR_HTTP_TOKEN)",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _import_target(spec: str) -> ModuleType:
+    if spec.endswith(".py") or os.sep in spec or "/" in spec:
+        path = Path(spec).resolve()
+        if not path.is_file():
+            raise DefinitionError(f"no such file: {spec}")
+        name = f"_air_target_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise DefinitionError(f"cannot import {spec}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        sys.path.insert(0, str(path.parent))
+        module_spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(spec)
+
+
+def load_server(target: str) -> AirServer:
+    """Import TARGET and return its server.
+
+    Raises:
+        DefinitionError: the file/module or the server cannot be found.
+    """
+    spec, sep, attr = target.rpartition(":")
+    if not sep or not attr.isidentifier():
+        spec, attr = target, ""
+    module = _import_target(spec)
+    if attr:
+        found: Any = getattr(module, attr, None)
+        if not isinstance(found, AirServer):
+            raise DefinitionError(f"{spec} has no AirServer named {attr!r}")
+        return found
+    default = getattr(module, "server", None)
+    if isinstance(default, AirServer):
+        return default
+    servers = [v for v in vars(module).values() if isinstance(v, AirServer)]
+    if len(servers) != 1:
+        raise DefinitionError(
+            f"{spec}: name the server, e.g. {spec}:server (found {len(servers)} AirServer objects)"
+        )
+    return servers[0]
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        server = load_server(args.target)
+    except DefinitionError as exc:
+        print(f"air serve: {exc}", file=sys.stderr)
+        return 2
+    if args.store:
+        server.use_storage(args.store)
+    kind = args.transport
+    if kind == "auto":
+        kind = detect_transport(os.environ, sys.stdin)
+    if kind == "stdio":
+        asyncio.run(server.serve_stdio())
+    else:
+        asyncio.run(server.serve_http(host=args.host, port=args.port, token=args.token))
+    return 0

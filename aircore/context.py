@@ -1,0 +1,236 @@
+"""``ToolContext``: what a handler and every middleware of one call see."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from aircore.errors import (
+    INTERNAL_ERROR,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    ElicitationError,
+)
+from aircore.params import params_to_json_schema
+
+if TYPE_CHECKING:
+    from aircore.protocol.session import Peer
+    from aircore.tool import Tool
+    from airstore import Store
+
+__all__ = ["ElicitResult", "InputRequired", "ToolContext"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElicitResult:
+    """The user's answer to :meth:`ToolContext.elicit`."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+class InputRequired(BaseException):
+    """Raised by ``elicit`` in the 2026-07-28 era: the call answers ``input_required``.
+
+    A ``BaseException`` so that middleware catching ``Exception`` lets it through.
+    """
+
+    def __init__(self, key: str, request: dict[str, Any]) -> None:
+        super().__init__(key)
+        self.key = key
+        self.request = request
+
+
+def elicit_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The seed's elicitation schema ``{field: {type, description, required}}`` → JSON Schema."""
+    if schema.get("type") == "object" and "properties" in schema:
+        return dict(schema)
+    fields: dict[str, Any] = {}
+    for name, spec in schema.items():
+        if isinstance(spec, Mapping) and "required" not in spec and "optional" not in spec:
+            spec = {**spec, "optional": True}  # seed: fields are optional unless required
+        fields[name] = spec
+    return params_to_json_schema(fields)
+
+
+class ToolContext:
+    """Context of one tool call, shared by every middleware and the handler.
+
+    Attributes:
+        tool_name: the called tool.
+        arguments: the (validated) arguments; ``before`` hooks may replace them.
+        request_id: the JSON-RPC id as a string (``None`` in-process without an id).
+        session_id: the HTTP ``Mcp-Session-Id`` (legacy era), else ``None``.
+        protocol_version: the negotiated or per-request protocol version.
+        transport: ``"pipe"`` (stdio), ``"tcp"`` (HTTP) or ``"inproc"``.
+        client_name: ``clientInfo.name`` when the client sent it.
+        server_name: the server's name.
+        started_at: ``time.time()`` when the call entered the chain.
+        state: the server-wide state dict.
+        store: the server's store (``None`` without storage).
+        layer, tags, annotations, tool_meta: the tool's metadata (after plugins changed it).
+        meta: extra meta added by ``before`` hooks (``{"meta": {...}}``) and middleware.
+        usage: a handler may set ``tokens_in``, ``tokens_out``, ``cost`` here for the meter.
+    """
+
+    __slots__ = (
+        "_elicit_count",
+        "_input_responses",
+        "_peer",
+        "_progress_token",
+        "arguments",
+        "cancelled",
+        "client_capabilities",
+        "client_name",
+        "meta",
+        "protocol_version",
+        "request_id",
+        "server_name",
+        "session_id",
+        "started_at",
+        "state",
+        "store",
+        "tool",
+        "transport",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        *,
+        tool: Tool,
+        arguments: dict[str, Any],
+        server_name: str,
+        state: dict[str, Any],
+        store: Store | None,
+        request_id: str | None = None,
+        session_id: str | None = None,
+        protocol_version: str | None = None,
+        transport: str = "inproc",
+        client_name: str | None = None,
+        client_capabilities: Mapping[str, Any] | None = None,
+        peer: Peer | None = None,
+        progress_token: Any = None,
+        input_responses: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.tool = tool
+        self.arguments = arguments
+        self.server_name = server_name
+        self.state = state
+        self.store = store
+        self.request_id = request_id
+        self.session_id = session_id
+        self.protocol_version = protocol_version
+        self.transport = transport
+        self.client_name = client_name
+        self.client_capabilities = client_capabilities
+        self.started_at = time.time()
+        self.meta: dict[str, Any] = {}
+        self.usage: dict[str, Any] = {}
+        self.cancelled = False
+        self._peer = peer
+        self._progress_token = progress_token
+        self._input_responses = input_responses
+        self._elicit_count = 0
+
+    # tool metadata, read through so plugins' on_tool_register changes show
+    @property
+    def tool_name(self) -> str:
+        """The tool's name."""
+        return self.tool.name
+
+    @property
+    def layer(self) -> int | None:
+        """The tool's L1-L7 hint, or ``None``."""
+        return self.tool.layer
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The tool's tags."""
+        return self.tool.tags
+
+    @property
+    def annotations(self) -> Mapping[str, Any] | None:
+        """The tool's annotations."""
+        return self.tool.annotations
+
+    @property
+    def tool_meta(self) -> Mapping[str, Any] | None:
+        """The tool's ``_meta``."""
+        return self.tool.meta
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` when the client asked for it (a ``progressToken``).
+
+        Args:
+            progress: the amount done so far (must increase between calls).
+            total: the total amount, when known.
+            message: a short human-readable status.
+        """
+        if self._progress_token is None or self._peer is None:
+            return
+        params: dict[str, Any] = {"progressToken": self._progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._peer.notify("notifications/progress", params)
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> ElicitResult:
+        """Ask the user for input through the client.
+
+        Legacy era: an ``elicitation/create`` request to the client. 2026-07-28: the call answers
+        ``resultType: "input_required"`` and the client retries it with the answer; the handler
+        runs again and this call returns that answer.
+
+        Args:
+            message: what to ask.
+            schema: ``{field: {"type", "description", "required"}}`` or a flat object schema.
+
+        Returns:
+            ``ElicitResult(action, content)``.
+
+        Raises:
+            ElicitationError: the client did not declare the elicitation capability or the
+                transport cannot carry the request.
+        """
+        caps = self.client_capabilities or {}
+        modern = _is_modern(self.protocol_version) or self._input_responses is not None
+        if "elicitation" not in caps:
+            raise ElicitationError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY if modern else INTERNAL_ERROR,
+                "the client does not support elicitation",
+                data={"requiredCapabilities": {"elicitation": {}}} if modern else None,
+            )
+        params: dict[str, Any] = {"message": message, "requestedSchema": elicit_schema(schema)}
+        if modern or (self.protocol_version or "") >= "2025-11-25":
+            params = {"mode": "form", **params}
+        key = f"elicit-{self._elicit_count}"
+        self._elicit_count += 1
+        if modern:
+            answer = (self._input_responses or {}).get(key)
+            if answer is None:
+                raise InputRequired(key, {"method": "elicitation/create", "params": params})
+            return _elicit_result(answer)
+        if self._peer is None:
+            raise ElicitationError(-32603, "elicitation needs a connected client")
+        answer = await self._peer.request("elicitation/create", params)
+        return _elicit_result(answer)
+
+
+def _is_modern(version: str | None) -> bool:
+    return version is not None and version >= "2026-07-28"
+
+
+def _elicit_result(answer: Any) -> ElicitResult:
+    if not isinstance(answer, Mapping) or answer.get("action") not in (
+        "accept",
+        "decline",
+        "cancel",
+    ):
+        raise ElicitationError(-32603, f"invalid elicitation answer: {answer!r}")
+    content = answer.get("content")
+    return ElicitResult(action=answer["action"], content=dict(content) if content else None)

@@ -1,0 +1,282 @@
+"""Method dispatch: one decoded frame in, one response (or nothing) out."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from aircore.context import InputRequired, ToolContext
+from aircore.errors import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    AirError,
+    InvalidParamsError,
+)
+from aircore.protocol import legacy, modern
+from aircore.protocol.framing import (
+    KIND_NOTIFICATION,
+    KIND_RESPONSE,
+    check,
+    error_response,
+)
+from aircore.protocol.session import Connection
+
+if TYPE_CHECKING:
+    from aircore.server import AirServer
+
+__all__ = ["DEFAULT_PAGE_SIZE", "Dispatcher"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PAGE_SIZE = 100
+
+_Method = Callable[[Mapping[str, Any], Connection, Any], Awaitable[dict[str, Any]]]
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"air:{offset}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: Any) -> int:
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(str(cursor) + "=" * (-len(str(cursor)) % 4)).decode()
+        prefix, _, raw = text.partition(":")
+        offset = int(raw)
+        if prefix != "air" or offset < 0:
+            raise ValueError(text)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidParamsError(f"invalid cursor {cursor!r}") from None
+    return offset
+
+
+class Dispatcher:
+    """Routes JSON-RPC messages of both eras to an :class:`~aircore.server.AirServer`."""
+
+    def __init__(self, server: AirServer, *, page_size: int = DEFAULT_PAGE_SIZE) -> None:
+        self.server = server
+        self.page_size = page_size
+        self._methods: dict[str, _Method] = {
+            "initialize": self._initialize,
+            "ping": self._ping,
+            "server/discover": self._discover,
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "resources/list": self._resources_list,
+            "resources/templates/list": self._templates_list,
+            "resources/read": self._resources_read,
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
+            "logging/setLevel": self._set_level,
+        }
+
+    # ---- entry points -------------------------------------------------------------------
+    def classify(self, message: Any) -> tuple[int, dict[str, Any] | None]:
+        """Frame check (see :func:`aircore.protocol.framing.check`)."""
+        return check(message)
+
+    async def handle(
+        self,
+        message: Any,
+        conn: Connection,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any] | None:
+        """Handle one decoded message; return the response, or ``None`` for notifications
+        and client responses."""
+        kind, error = check(message)
+        if error is not None:
+            return error
+        if kind == KIND_RESPONSE:
+            conn.resolve(message)
+            return None
+        if kind == KIND_NOTIFICATION:
+            self._notification(message, conn)
+            return None
+        return await self.request(message, conn, headers=headers)
+
+    async def request(
+        self,
+        message: dict[str, Any],
+        conn: Connection,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Handle one well-formed request (see :meth:`handle`)."""
+        msg_id = message["id"]
+        method = message["method"]
+        params = message.get("params") or {}
+        try:
+            if modern.is_modern_request(params) or method == "server/discover":
+                version, caps, info = modern.check_envelope(method, params, headers)
+                conn.era = "modern"
+                conn.protocol_version = version
+                conn.client_capabilities = caps
+                if info is not None:
+                    conn.client_info = info
+                if method in ("ping", "initialize"):
+                    raise AirError(METHOD_NOT_FOUND, f"Method not found: {method}", data=method)
+                handler = self._methods.get(method)
+                if handler is None:
+                    raise AirError(METHOD_NOT_FOUND, f"Method not found: {method}", data=method)
+                result = await handler(params, conn, msg_id)
+                result = modern.decorate(method, result, self.server.server_info)
+            else:
+                handler = self._methods.get(method)
+                if handler is None:
+                    raise AirError(METHOD_NOT_FOUND, f"Method not found: {method}", data=method)
+                result = await handler(params, conn, msg_id)
+        except AirError as exc:
+            return {"jsonrpc": "2.0", "id": msg_id, "error": exc.to_error()}
+        except Exception as exc:
+            logger.exception("internal error handling %s", method)
+            return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {exc}")
+        return {"jsonrpc": "2.0", "id": msg_id, "result": result}
+
+    def _notification(self, message: dict[str, Any], conn: Connection) -> None:
+        method = message["method"]
+        params = message.get("params") or {}
+        if method == "notifications/initialized":
+            conn.initialized = True
+        elif method == "notifications/cancelled":
+            task = conn.inflight.get(params.get("requestId"))
+            if task is not None:
+                logger.debug(
+                    "cancelling request %r: %s", params.get("requestId"), params.get("reason")
+                )
+                task.cancel()
+        # every other notification is accepted and ignored, as the spec allows
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    async def _initialize(
+        self, params: Mapping[str, Any], conn: Connection, _id: Any
+    ) -> dict[str, Any]:
+        version = legacy.negotiate(params.get("protocolVersion"))
+        caps = params.get("capabilities")
+        info = params.get("clientInfo")
+        conn.era = "legacy"
+        conn.protocol_version = version
+        conn.client_capabilities = caps if isinstance(caps, Mapping) else {}
+        conn.client_info = info if isinstance(info, Mapping) else None
+        return legacy.initialize_result(
+            version=version,
+            capabilities=self.server.capabilities,
+            server_info=self.server.server_info,
+            instructions=self.server.instructions,
+        )
+
+    async def _ping(self, _p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
+        return {}
+
+    async def _set_level(self, _p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
+        return {}
+
+    async def _discover(self, _p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "supportedVersions": list(modern.MODERN_VERSIONS),
+            "capabilities": self.server.capabilities,
+        }
+        if self.server.instructions:
+            out["instructions"] = self.server.instructions
+        return out
+
+    # ---- lists ----------------------------------------------------------------------------
+    def _page(
+        self, items: list[dict[str, Any]], key: str, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        start = _decode_cursor(params.get("cursor"))
+        if start > len(items):
+            raise InvalidParamsError(f"invalid cursor {params.get('cursor')!r}")
+        end = start + self.page_size
+        out: dict[str, Any] = {key: items[start:end]}
+        if end < len(items):
+            out["nextCursor"] = _encode_cursor(end)
+        return out
+
+    async def _tools_list(self, p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
+        return self._page(self.server.tool_listing(), "tools", p)
+
+    async def _resources_list(
+        self, p: Mapping[str, Any], _c: Connection, _id: Any
+    ) -> dict[str, Any]:
+        items = [r.describe() for r in self.server.resources if not r.is_template]
+        return self._page(items, "resources", p)
+
+    async def _templates_list(
+        self, p: Mapping[str, Any], _c: Connection, _id: Any
+    ) -> dict[str, Any]:
+        items = [r.describe() for r in self.server.resources if r.is_template]
+        return self._page(items, "resourceTemplates", p)
+
+    async def _prompts_list(self, p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
+        return self._page([pr.describe() for pr in self.server.prompts.values()], "prompts", p)
+
+    # ---- calls ----------------------------------------------------------------------------
+    async def _tools_call(
+        self, params: Mapping[str, Any], conn: Connection, msg_id: Any
+    ) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParamsError("tools/call: params.name must be a string")
+        tool = self.server.tools.get(name)
+        if tool is None:
+            raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise InvalidParamsError("tools/call: params.arguments must be an object")
+        meta = params.get("_meta")
+        responses = params.get("inputResponses")
+        ctx = ToolContext(
+            tool=tool,
+            arguments=arguments,
+            server_name=self.server.name,
+            state=self.server.state,
+            store=self.server.store,
+            request_id=str(msg_id),
+            session_id=conn.session_id,
+            protocol_version=conn.protocol_version,
+            transport=conn.transport,
+            client_name=conn.client_name,
+            client_capabilities=conn.client_capabilities,
+            peer=conn,
+            progress_token=meta.get("progressToken") if isinstance(meta, Mapping) else None,
+            input_responses=responses if isinstance(responses, Mapping) else None,
+        )
+        try:
+            return await self.server.call_tool_ctx(ctx)
+        except InputRequired as need:
+            return {
+                "resultType": "input_required",
+                "inputRequests": {need.key: need.request},
+                "requestState": need.key,
+            }
+
+    async def _resources_read(
+        self, params: Mapping[str, Any], _c: Connection, _id: Any
+    ) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParamsError("resources/read: params.uri must be a string")
+        for resource in self.server.resources:
+            variables = resource.match(uri)
+            if variables is not None:
+                return {"contents": await resource.read(uri, variables)}
+        raise InvalidParamsError(f"Resource not found: {uri}", data={"uri": uri})
+
+    async def _prompts_get(
+        self, params: Mapping[str, Any], _c: Connection, _id: Any
+    ) -> dict[str, Any]:
+        name = params.get("name")
+        prompt = self.server.prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise InvalidParamsError(f"Unknown prompt: {name}", data={"name": name})
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, Mapping):
+            raise InvalidParamsError("prompts/get: params.arguments must be an object")
+        return await prompt.render(arguments)

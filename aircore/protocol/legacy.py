@@ -1,0 +1,42 @@
+"""The handshake era (2024-11-05 … 2025-11-25): ``initialize``, ``ping``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aircore.errors import InvalidParamsError
+
+__all__ = ["HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "initialize_result", "negotiate"]
+
+HANDSHAKE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
+
+
+def negotiate(requested: Any) -> str:
+    """The version to answer ``initialize`` with: the client's if we speak it, else our latest.
+
+    Raises:
+        InvalidParamsError: ``protocolVersion`` is missing or not a string.
+    """
+    if not isinstance(requested, str):
+        raise InvalidParamsError("initialize: params.protocolVersion must be a string")
+    return requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
+
+
+def initialize_result(
+    *,
+    version: str,
+    capabilities: Mapping[str, Any],
+    server_info: Mapping[str, Any],
+    instructions: str | None,
+) -> dict[str, Any]:
+    """The ``InitializeResult``."""
+    out: dict[str, Any] = {
+        "protocolVersion": version,
+        "capabilities": dict(capabilities),
+        "serverInfo": dict(server_info),
+    }
+    if instructions:
+        out["instructions"] = instructions
+    return out

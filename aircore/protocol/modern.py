@@ -1,0 +1,133 @@
+"""The 2026-07-28 era: per-request envelope, ``server/discover``, result decoration.
+
+Every request carries ``params._meta["io.modelcontextprotocol/protocolVersion"]`` and
+``…/clientCapabilities``. On HTTP the ``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name``
+headers must agree with the body (-32020). An unsupported version gets -32022 with the
+supported list. Every result carries ``resultType``; list results carry ``ttlMs``/``cacheScope``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aircore.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    AirError,
+)
+
+__all__ = [
+    "CACHEABLE_METHODS",
+    "CLIENT_CAPABILITIES_KEY",
+    "CLIENT_INFO_KEY",
+    "MODERN_VERSIONS",
+    "PROTOCOL_VERSION_KEY",
+    "SERVER_INFO_KEY",
+    "check_envelope",
+    "decorate",
+    "is_modern_request",
+]
+
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+
+CACHEABLE_METHODS = frozenset(
+    {"server/discover", "tools/list", "resources/list", "resources/templates/list", "prompts/list"}
+)
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_B64 = re.compile(r"^=\?base64\?(.*)\?=$")
+
+
+def is_modern_request(params: Mapping[str, Any] | None) -> bool:
+    """Whether a request carries the 2026-07-28 envelope (its protocol-version key)."""
+    if not params:
+        return False
+    meta = params.get("_meta")
+    return isinstance(meta, Mapping) and PROTOCOL_VERSION_KEY in meta
+
+
+def _decode_header(value: str | None) -> str | None:
+    if value is None:
+        return None
+    m = _B64.fullmatch(value)
+    if m is None:
+        return value
+    try:
+        return base64.b64decode(m.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def check_envelope(
+    method: str, params: Mapping[str, Any] | None, headers: Mapping[str, str] | None
+) -> tuple[str, Mapping[str, Any], Mapping[str, Any] | None]:
+    """Validate the per-request envelope; return ``(version, capabilities, client_info)``.
+
+    Raises:
+        AirError: -32602 for a missing/malformed envelope, -32020 when HTTP headers disagree
+            with the body, -32022 for an unsupported version (``data.supported`` lists ours).
+    """
+    meta = (params or {}).get("_meta")
+    if not isinstance(meta, Mapping):
+        raise AirError(
+            INVALID_PARAMS,
+            "params._meta must be an object carrying "
+            f"{PROTOCOL_VERSION_KEY!r} and {CLIENT_CAPABILITIES_KEY!r}",
+        )
+    missing = [k for k in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if k not in meta]
+    if missing:
+        raise AirError(
+            INVALID_PARAMS, f"params._meta is missing the required key(s): {', '.join(missing)}"
+        )
+    version = meta[PROTOCOL_VERSION_KEY]
+    if headers is not None:
+        if headers.get("mcp-protocol-version") != version:
+            raise AirError(
+                HEADER_MISMATCH,
+                "MCP-Protocol-Version header does not match the request's protocol version",
+            )
+        if headers.get("mcp-method") != method:
+            raise AirError(HEADER_MISMATCH, "Mcp-Method header does not match the method")
+        key = NAME_BEARING.get(method)
+        if key is not None and params is not None:
+            body_value = params.get(key)
+            if body_value is not None and _decode_header(headers.get("mcp-name")) != body_value:
+                raise AirError(HEADER_MISMATCH, f"Mcp-Name header does not match params.{key}")
+    if not isinstance(version, str):
+        raise AirError(INVALID_PARAMS, "the protocol version in params._meta must be a string")
+    if version not in MODERN_VERSIONS:
+        raise AirError(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            data={"supported": list(MODERN_VERSIONS), "requested": version},
+        )
+    caps = meta[CLIENT_CAPABILITIES_KEY]
+    info = meta.get(CLIENT_INFO_KEY)
+    return (
+        version,
+        caps if isinstance(caps, Mapping) else {},
+        info if isinstance(info, Mapping) else None,
+    )
+
+
+def decorate(method: str, result: dict[str, Any], server_info: Mapping[str, Any]) -> dict[str, Any]:
+    """Add ``resultType``, cache hints on list results and the ``serverInfo`` stamp."""
+    if "resultType" not in result:
+        result["resultType"] = "complete"
+    if method in CACHEABLE_METHODS and result["resultType"] == "complete":
+        result.setdefault("ttlMs", 0)
+        result.setdefault("cacheScope", "private")
+    meta = result.get("_meta")
+    if isinstance(meta, dict):
+        meta.setdefault(SERVER_INFO_KEY, server_info)
+    else:
+        result["_meta"] = {SERVER_INFO_KEY: server_info}
+    return result

@@ -1,0 +1,134 @@
+"""One client connection: its era, negotiated version, in-flight calls and outbound requests."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from aircore.errors import INTERNAL_ERROR, AirError
+
+__all__ = ["DEFAULT_REQUEST_TIMEOUT", "Connection", "Peer", "Sender"]
+
+DEFAULT_REQUEST_TIMEOUT = 300.0
+
+Sender = Callable[[dict[str, Any]], Awaitable[None]]
+"""Writes one message to the client."""
+
+
+class Peer(Protocol):
+    """What a call can send back to its client."""
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification."""
+
+    async def request(
+        self, method: str, params: dict[str, Any], *, timeout: float = DEFAULT_REQUEST_TIMEOUT
+    ) -> Any:
+        """Send a server→client request and wait for its result."""
+
+
+class Connection:
+    """State of one client connection (a stdio pipe, an HTTP session, or in-process).
+
+    Attributes:
+        transport: ``"pipe"``, ``"tcp"`` or ``"inproc"``.
+        era: ``"legacy"`` after ``initialize``, ``"modern"`` after a 2026-07-28 request.
+        protocol_version: the negotiated version (legacy) or the last request's (modern).
+        client_info, client_capabilities: from ``initialize`` or the request ``_meta``.
+        session_id: the HTTP ``Mcp-Session-Id`` (legacy HTTP only).
+        inflight: request id → the task running it (``notifications/cancelled`` cancels it).
+    """
+
+    __slots__ = (
+        "_ids",
+        "_pending",
+        "_sender",
+        "client_capabilities",
+        "client_info",
+        "era",
+        "inflight",
+        "initialized",
+        "protocol_version",
+        "session_id",
+        "transport",
+    )
+
+    def __init__(
+        self, *, transport: str, sender: Sender | None = None, session_id: str | None = None
+    ) -> None:
+        self.transport = transport
+        self.session_id = session_id
+        self.era: str | None = None
+        self.protocol_version: str | None = None
+        self.client_info: Mapping[str, Any] | None = None
+        self.client_capabilities: Mapping[str, Any] | None = None
+        self.initialized = False
+        self.inflight: dict[Any, asyncio.Task[Any]] = {}
+        self._sender = sender
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
+
+    @property
+    def client_name(self) -> str | None:
+        """``clientInfo.name`` if known."""
+        info = self.client_info
+        name = info.get("name") if isinstance(info, Mapping) else None
+        return name if isinstance(name, str) else None
+
+    def bind(self, sender: Sender | None) -> None:
+        """Set where outbound messages go (HTTP: the current request's SSE stream)."""
+        self._sender = sender
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification; dropped when the transport cannot carry one right now."""
+        if self._sender is not None:
+            await self._sender({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(
+        self, method: str, params: dict[str, Any], *, timeout: float = DEFAULT_REQUEST_TIMEOUT
+    ) -> Any:
+        """Send a request to the client and await its result.
+
+        Raises:
+            AirError: the transport cannot carry requests, the client answered with an error,
+                or no answer came within ``timeout`` seconds.
+        """
+        if self._sender is None:
+            raise AirError(INTERNAL_ERROR, f"cannot send {method}: no channel to the client")
+        req_id = f"air-{next(self._ids)}"
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[req_id] = fut
+        try:
+            await self._sender({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
+            async with asyncio.timeout(timeout):
+                return await fut
+        except TimeoutError:
+            raise AirError(INTERNAL_ERROR, f"the client did not answer {method}") from None
+        finally:
+            self._pending.pop(req_id, None)
+
+    def resolve(self, message: Mapping[str, Any]) -> bool:
+        """Deliver a client's response to the waiting :meth:`request`; False if unknown id."""
+        fut = self._pending.get(str(message.get("id")))
+        if fut is None or fut.done():
+            return False
+        if "error" in message:
+            err = message["error"] if isinstance(message["error"], Mapping) else {}
+            fut.set_exception(
+                AirError(
+                    int(err.get("code", INTERNAL_ERROR)), str(err.get("message", "client error"))
+                )
+            )
+        else:
+            fut.set_result(message.get("result"))
+        return True
+
+    def cancel_all(self) -> None:
+        """Cancel every in-flight call and fail every pending outbound request."""
+        for task in list(self.inflight.values()):
+            task.cancel()
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(AirError(INTERNAL_ERROR, "connection closed"))

@@ -1,0 +1,516 @@
+"""``AirServer`` and ``define_server``: registries, lifecycle and the per-tool chain.
+
+The chain of one call, outermost first: error boundary → validation → meter → plugins (``use``
+order) → user middleware → handler. Boundary and validation are built into
+:meth:`AirServer.call_tool_ctx`; the rest is composed once per tool when the server starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, overload
+
+from aircore.context import ToolContext
+from aircore.errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    AirError,
+    DefinitionError,
+    InvalidParamsError,
+)
+from aircore.middleware import as_middleware, compose
+from aircore.plugins import plugin_hook, validate_plugins
+from aircore.prompt import Prompt
+from aircore.resource import Resource
+from aircore.results import to_call_result
+from aircore.tool import Tool, tool_from_function
+from airstore import MemoryStore, Store, create_storage
+
+__all__ = ["DEFAULT_METER_FACTORY", "AirServer", "define_server"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_METER_FACTORY = "airmeter:create_meter_hook"
+"""Loaded (lazily, by name) only for ``meter=True``; aircore never imports airmeter itself."""
+
+_PROTOCOL_CODES = frozenset(
+    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
+
+
+def _error_result(code: int, message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": f"[{code}] {message}"}], "isError": True}
+
+
+async def _call_hook(hook: Any, *args: Any) -> None:
+    if hook is None:
+        return
+    value = hook(*args)
+    if inspect.isawaitable(value):
+        await value
+
+
+def _load_meter(meter: Any) -> Any:
+    if meter is None or meter is False:
+        return None
+    if meter is True:
+        module_name, _, attr = DEFAULT_METER_FACTORY.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise DefinitionError(
+                f"meter=True needs {DEFAULT_METER_FACTORY} (install airmeter): {exc}"
+            ) from exc
+        return factory()
+    if not callable(meter):
+        raise DefinitionError("meter must be None, True, or a MeterHook: async (ctx, call_next)")
+    return meter
+
+
+class AirServer:
+    """A minimal MCP server: tools, resources, prompts, plugins, middleware and a store.
+
+    Build it with :func:`define_server`; serve it with :meth:`run`, :meth:`serve_stdio`,
+    :meth:`serve_http`, or drive it in-process with :meth:`handle_message`.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        version: str = "0.1.0",
+        title: str | None = None,
+        instructions: str | None = None,
+        tools: Sequence[Tool] = (),
+        resources: Sequence[Resource] = (),
+        prompts: Sequence[Prompt] = (),
+        storage: str | Store | None = None,
+        meter: Any = None,
+        use: Sequence[Any] = (),
+        middleware: Sequence[Any] = (),
+        page_size: int = 100,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise DefinitionError("server name must be a non-empty string")
+        if not isinstance(page_size, int) or page_size < 1:
+            raise DefinitionError("page_size must be a positive integer")
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.server_info: dict[str, Any] = {"name": name, "version": version}
+        if title:
+            self.server_info["title"] = title
+        self.capabilities: dict[str, Any] = {
+            "tools": {"listChanged": False},
+            "resources": {"subscribe": False, "listChanged": False},
+            "prompts": {"listChanged": False},
+        }
+        self.state: dict[str, Any] = {}
+        self.tools: dict[str, Tool] = {}
+        self.resources: list[Resource] = []
+        self.prompts: dict[str, Prompt] = {}
+        self.plugins = list(use)
+        self.plugin_names = validate_plugins(self.plugins)
+        self.meter = _load_meter(meter)
+        self._user_middleware = [as_middleware(m) for m in middleware]
+        self._plugin_middleware = [
+            as_middleware(m) for p in self.plugins for m in (plugin_hook(p, "middleware") or ())
+        ]
+        self._storage = storage
+        self._owns_store = isinstance(storage, str) or storage is None
+        self.store: Store | None = storage if isinstance(storage, Store) else None
+        self._chains: dict[str, Callable[[ToolContext], Any]] = {}
+        self._listing: list[dict[str, Any]] | None = None
+        self._started = False
+        self._stopped = False
+        self._lock = asyncio.Lock()
+        self.page_size = page_size
+        for t in tools:
+            self.add_tool(t)
+        for r in resources:
+            self.add_resource(r)
+        for p in prompts:
+            self.add_prompt(p)
+        from aircore.protocol.dispatch import Dispatcher
+
+        self.dispatcher = Dispatcher(self, page_size=page_size)
+
+    # ---- registration -------------------------------------------------------------------
+    def add_tool(self, tool: Tool) -> Tool:
+        """Register a tool (after start, plugins' ``on_tool_register`` runs at once).
+
+        Raises:
+            DefinitionError: not a Tool, or the name is taken.
+        """
+        if not isinstance(tool, Tool):
+            raise DefinitionError(f"expected a Tool from define_tool, got {type(tool).__name__}")
+        if tool.name in self.tools:
+            raise DefinitionError(f"tool {tool.name!r} is already registered")
+        self.tools[tool.name] = tool
+        self._listing = None
+        if self._started:
+            self._register_with_plugins(tool.name)
+        return tool
+
+    def add_resource(self, resource: Resource) -> Resource:
+        """Register a resource or resource template.
+
+        Raises:
+            DefinitionError: not a Resource, or the URI is taken.
+        """
+        if not isinstance(resource, Resource):
+            raise DefinitionError("expected a Resource from define_resource")
+        if any(r.uri == resource.uri for r in self.resources):
+            raise DefinitionError(f"resource {resource.uri!r} is already registered")
+        self.resources.append(resource)
+        return resource
+
+    def add_prompt(self, prompt: Prompt) -> Prompt:
+        """Register a prompt.
+
+        Raises:
+            DefinitionError: not a Prompt, or the name is taken.
+        """
+        if not isinstance(prompt, Prompt):
+            raise DefinitionError("expected a Prompt from define_prompt")
+        if prompt.name in self.prompts:
+            raise DefinitionError(f"prompt {prompt.name!r} is already registered")
+        self.prompts[prompt.name] = prompt
+        return prompt
+
+    @overload
+    def tool(self, func: Callable[..., Any], /) -> Tool: ...
+
+    @overload
+    def tool(
+        self,
+        func: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        title: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        layer: int | str | None = None,
+        tags: Sequence[str] = (),
+    ) -> Callable[[Callable[..., Any]], Tool]: ...
+
+    def tool(
+        self,
+        func: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        title: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        layer: int | str | None = None,
+        tags: Sequence[str] = (),
+    ) -> Tool | Callable[[Callable[..., Any]], Tool]:
+        """Decorator: register a function as a tool, its params derived from type hints.
+
+        ``@server.tool`` or ``@server.tool(description=..., layer=2)``. The docstring is the
+        default description; a parameter typed :class:`ToolContext` receives the context.
+        """
+
+        def register(f: Callable[..., Any]) -> Tool:
+            return self.add_tool(
+                tool_from_function(
+                    f,
+                    name=name,
+                    description=description,
+                    output_schema=output_schema,
+                    annotations=annotations,
+                    title=title,
+                    meta=meta,
+                    layer=layer,
+                    tags=tags,
+                )
+            )
+
+        if func is not None:
+            return register(func)
+        return register
+
+    def tool_listing(self) -> list[dict[str, Any]]:
+        """The ``tools/list`` entries in registration order (cached)."""
+        if self._listing is None:
+            self._listing = [t.describe() for t in self.tools.values()]
+        return self._listing
+
+    def use_storage(self, storage: str | Store) -> None:
+        """Replace the storage before the server starts (``air serve --store``).
+
+        Raises:
+            DefinitionError: the server already started.
+        """
+        if self._started:
+            raise DefinitionError("cannot change storage of a running server")
+        self._storage = storage
+        self._owns_store = isinstance(storage, str)
+        self.store = storage if isinstance(storage, Store) else None
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open the store, run plugins' ``on_init`` / ``on_start``, start the meter, run
+        ``on_tool_register`` for every tool and compose the chains. Idempotent."""
+        async with self._lock:
+            if self._started:
+                return
+            if isinstance(self._storage, str):
+                self.store = await create_storage(self._storage)
+            elif self._storage is None:
+                self.store = MemoryStore()
+                await self.store.init()
+            else:
+                await self._storage.init()
+            for plugin in self.plugins:
+                await _call_hook(plugin_hook(plugin, "on_init"), self)
+            for plugin in self.plugins:
+                await _call_hook(plugin_hook(plugin, "on_start"), self)
+            start = getattr(self.meter, "start", None)
+            if start is not None:
+                await start(server_name=self.name, store=self.store)
+            self._started = True
+            self._stopped = False
+            for name in list(self.tools):
+                self._register_with_plugins(name)
+
+    def _register_with_plugins(self, name: str) -> None:
+        tool = self.tools[name]
+        for plugin in self.plugins:
+            hook = plugin_hook(plugin, "on_tool_register")
+            if hook is not None:
+                replaced = hook(tool, self)
+                if isinstance(replaced, Tool):
+                    tool = replaced
+        self.tools[name] = tool
+        self._listing = None
+        self._chains[name] = self._compose(tool)
+
+    def _compose(self, tool: Tool) -> Callable[[ToolContext], Any]:
+        async def handler(ctx: ToolContext) -> Any:
+            return await tool.invoke(ctx.arguments, ctx)
+
+        layers = list(self._plugin_middleware) + list(self._user_middleware)
+        if self.meter is not None:
+            layers.insert(0, self.meter)
+        return compose(layers, handler)
+
+    async def stop(self) -> None:
+        """Run plugins' ``on_stop`` (reverse order), stop the meter, close an owned store.
+        Idempotent; hook failures are logged, never raised."""
+        async with self._lock:
+            if not self._started or self._stopped:
+                return
+            self._stopped = True
+            self._started = False
+            for plugin in reversed(self.plugins):
+                try:
+                    await _call_hook(plugin_hook(plugin, "on_stop"), self)
+                except Exception:
+                    logger.exception("plugin %s on_stop failed", plugin_hook(plugin, "meta"))
+            stop = getattr(self.meter, "stop", None)
+            if stop is not None:
+                try:
+                    await stop()
+                except Exception:
+                    logger.exception("meter stop failed")
+            if self.store is not None and self._owns_store:
+                try:
+                    await self.store.close()
+                except Exception:
+                    logger.exception("closing the store failed")
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # ---- calls --------------------------------------------------------------------------
+    async def call_tool_ctx(self, ctx: ToolContext) -> dict[str, Any]:
+        """Run one call through the chain and build its ``CallToolResult``.
+
+        Raises:
+            AirError: only protocol-level codes (-32020/-32021/-32022); every other failure is
+                an ``isError`` result.
+        """
+        tool = ctx.tool
+        chain = self._chains.get(tool.name)
+        if chain is None:
+            await self.start()
+            chain = self._chains[tool.name]
+        validator = tool.validator
+        if validator is not None:
+            try:
+                ctx.arguments = validator.validate(ctx.arguments)
+            except ValueError as exc:
+                return _error_result(
+                    INVALID_PARAMS, f"Invalid arguments for tool {tool.name!r}: {exc}"
+                )
+        try:
+            value = await chain(ctx)
+            if tool.output_schema is not None and not (
+                isinstance(value, dict) and isinstance(value.get("content"), list)
+            ):
+                problems = tool.output_validator.errors(value) if tool.output_validator else []
+                if problems:
+                    return _error_result(
+                        INTERNAL_ERROR,
+                        f"Output of tool {tool.name!r} does "
+                        f"not match its outputSchema: {'; '.join(problems)}",
+                    )
+                return to_call_result(value, structured=True)
+            return to_call_result(value)
+        except AirError as exc:
+            if exc.code in _PROTOCOL_CODES:
+                raise
+            return _error_result(exc.code, exc.message)
+        except Exception as exc:
+            logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)
+            return _error_result(INTERNAL_ERROR, str(exc) or type(exc).__name__)
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **context: Any
+    ) -> dict[str, Any]:
+        """Call a tool in-process (tests, benchmarks).
+
+        Raises:
+            InvalidParamsError: unknown tool.
+        """
+        tool = self.tools.get(name)
+        if tool is None:
+            raise InvalidParamsError(f"Unknown tool: {name}")
+        ctx = ToolContext(
+            tool=tool,
+            arguments=dict(arguments or {}),
+            server_name=self.name,
+            state=self.state,
+            store=self.store,
+            **context,
+        )
+        return await self.call_tool_ctx(ctx)
+
+    async def handle_message(self, message: Any, conn: Any = None) -> dict[str, Any] | None:
+        """Handle one decoded JSON-RPC message in-process; return the response or ``None``."""
+        if conn is None:
+            conn = self._inproc
+        return await self.dispatcher.handle(message, conn)
+
+    @property
+    def _inproc(self) -> Any:
+        conn = self.__dict__.get("_inproc_conn")
+        if conn is None:
+            from aircore.protocol.session import Connection
+
+            conn = Connection(transport="inproc")
+            self.__dict__["_inproc_conn"] = conn
+        return conn
+
+    # ---- serving ------------------------------------------------------------------------
+    async def serve_stdio(self) -> None:
+        """Serve over stdin/stdout until EOF or SIGTERM/SIGINT; runs the full lifecycle."""
+        from aircore.transports.stdio import serve_stdio
+
+        await serve_stdio(self)
+
+    async def serve_http(self, **options: Any) -> None:
+        """Serve Streamable HTTP at ``/mcp`` (see :func:`aircore.transports.http.serve_http`)."""
+        from aircore.transports.http import serve_http
+
+        await serve_http(self, **options)
+
+    def run(self, transport: str | None = None, **options: Any) -> None:
+        """Serve until stopped; the transport is auto-detected when not given.
+
+        ``MCP_TRANSPORT`` (``stdio``/``http``) wins; else a piped stdin means stdio (a client
+        spawned us) and a terminal means HTTP (a developer ran us).
+
+        Raises:
+            DefinitionError: an unknown transport name.
+        """
+        from aircore.transports.detect import detect_transport
+
+        kind = transport or detect_transport(os.environ, sys.stdin)
+        if kind == "stdio":
+            asyncio.run(self.serve_stdio())
+        elif kind == "http":
+            asyncio.run(self.serve_http(**options))
+        else:
+            raise DefinitionError(f"unknown transport {kind!r}; use 'stdio' or 'http'")
+
+
+def define_server(
+    *,
+    name: str,
+    version: str = "0.1.0",
+    tools: Sequence[Tool] = (),
+    resources: Sequence[Resource] = (),
+    prompts: Sequence[Prompt] = (),
+    storage: str | Store | None = None,
+    meter: Any = None,
+    use: Sequence[Any] = (),
+    middleware: Sequence[Any] = (),
+    title: str | None = None,
+    instructions: str | None = None,
+    page_size: int = 100,
+) -> AirServer:
+    """Define a server.
+
+    Args:
+        name: the server's name (``serverInfo.name``).
+        version: ``serverInfo.version``.
+        tools, resources, prompts: from :func:`define_tool`, :func:`define_resource`,
+            :func:`define_prompt`; more can be added with ``@server.tool`` and ``add_*``.
+        storage: a store URL (``"file://.air/data"``, ``"memory://"``…) opened at start and
+            closed at stop, or an open :class:`~airstore.Store` (not closed by the server);
+            ``None``: an in-memory store.
+        meter: ``None`` (no metering), a :class:`~aircore.types.MeterHook`, or ``True`` to use
+            ``airmeter``'s default hook.
+        use: plugins, in order.
+        middleware: user middleware, outermost first.
+        title: ``serverInfo.title``.
+        instructions: sent to clients in ``initialize`` / ``server/discover``.
+        page_size: list page size for cursor pagination.
+
+    Returns:
+        The :class:`AirServer`.
+
+    Raises:
+        DefinitionError: an invalid definition (duplicate names, bad plugin, bad middleware).
+    """
+    return AirServer(
+        name=name,
+        version=version,
+        title=title,
+        instructions=instructions,
+        tools=tools,
+        resources=resources,
+        prompts=prompts,
+        storage=storage,
+        meter=meter,
+        use=use,
+        middleware=middleware,
+        page_size=page_size,
+    )

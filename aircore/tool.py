@@ -1,0 +1,298 @@
+"""``define_tool`` and the ``Tool`` record (one registered tool, its schemas and validators)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+from aircore.errors import DefinitionError
+from aircore.params import param_to_schema, params_to_json_schema
+from aircore.validation import SchemaValidator
+
+__all__ = ["ANNOTATION_KEYS", "Tool", "define_tool", "params_from_signature"]
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+ANNOTATION_KEYS = frozenset(
+    {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+)
+
+
+def _parse_layer(layer: Any) -> int | None:
+    if layer is None:
+        return None
+    if isinstance(layer, str) and layer.upper().startswith("L"):
+        layer = layer[1:]
+    try:
+        level = int(layer)
+    except (TypeError, ValueError):
+        level = 0
+    if not 1 <= level <= 7 or isinstance(layer, bool):
+        raise DefinitionError(f"layer must be 1..7 or 'L1'..'L7', got {layer!r}")
+    return level
+
+
+@dataclass(slots=True, kw_only=True)
+class Tool:
+    """One tool: its wire description, validators and handler.
+
+    Plugins' ``on_tool_register`` may change ``description``, ``title``, ``annotations``,
+    ``meta``, ``layer`` and ``tags`` (or return a replacement ``Tool``).
+    """
+
+    name: str
+    handler: Callable[..., Any]
+    description: str | None = None
+    title: str | None = None
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    layer: int | None = None
+    tags: tuple[str, ...] = ()
+    call_style: str = "params"  # "params": handler(params[, ctx]); "kwargs": handler(**params)
+    wants_ctx: bool = False
+    ctx_param: str | None = None
+    accepts_extra: bool = True
+    is_async: bool = False
+    validator: SchemaValidator | None = None
+    output_validator: SchemaValidator | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The ``tools/list`` entry."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.description is not None:
+            out["description"] = self.description
+        out["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        if self.annotations:
+            out["annotations"] = self.annotations
+        if self.meta:
+            out["_meta"] = self.meta
+        return out
+
+    async def invoke(self, params: dict[str, Any], ctx: Any) -> Any:
+        """Call the handler with ``params`` the way it was declared; await it if async."""
+        if self.call_style == "kwargs":
+            kwargs = (
+                params
+                if self.accepts_extra
+                else {k: v for k, v in params.items() if k in self.input_schema["properties"]}
+            )
+            if self.ctx_param is not None:
+                kwargs = {**kwargs, self.ctx_param: ctx}
+            value = self.handler(**kwargs)
+        elif self.wants_ctx:
+            value = self.handler(params, ctx)
+        else:
+            value = self.handler(params)
+        if self.is_async or inspect.isawaitable(value):
+            value = await value
+        return value
+
+
+def _params_handler_shape(handler: Callable[..., Any]) -> bool:
+    """Whether a ``handler(params, ctx)`` style handler takes the context argument."""
+    try:
+        sig = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return True
+    positional = [
+        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    has_var = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
+    if has_var or len(positional) >= 2:
+        return True
+    if not positional:
+        raise DefinitionError("a tool handler must accept the params argument: handler(params)")
+    return False
+
+
+def define_tool(
+    name: str,
+    *,
+    handler: Callable[..., Any],
+    description: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    title: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    layer: int | str | None = None,
+    tags: Sequence[str] = (),
+) -> Tool:
+    """Define a tool.
+
+    Args:
+        name: 1-128 characters of ``A-Za-z0-9_-.``.
+        handler: ``handler(params)`` or ``handler(params, ctx)``, sync or async.
+        description: shown to the model.
+        params: argument specs in any mix of the seed's forms (see :mod:`aircore.params`).
+        output_schema: same forms; the handler's value becomes ``structuredContent``.
+        annotations: ``title``, ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+            ``openWorldHint``.
+        title: a human-readable title.
+        meta: ``_meta`` passed through to ``tools/list``.
+        layer: the L1-L7 hint for the meter (``3`` or ``"L3"``).
+        tags: free-form tags.
+
+    Returns:
+        The :class:`Tool`, with its validators compiled.
+
+    Raises:
+        DefinitionError: a bad name, params spec, schema, annotation or layer.
+    """
+    if not isinstance(name, str) or not TOOL_NAME.match(name):
+        raise DefinitionError(f"tool name {name!r} must be 1-128 characters of A-Za-z0-9_-.")
+    if not callable(handler):
+        raise DefinitionError(f"tool {name!r}: handler must be callable")
+    return _build(
+        name=name,
+        handler=handler,
+        description=description,
+        input_schema=params_to_json_schema(params),
+        output_schema=output_schema,
+        annotations=annotations,
+        title=title,
+        meta=meta,
+        layer=layer,
+        tags=tags,
+        call_style="params",
+        wants_ctx=_params_handler_shape(handler),
+    )
+
+
+def _build(
+    *,
+    name: str,
+    handler: Callable[..., Any],
+    description: str | None,
+    input_schema: dict[str, Any],
+    output_schema: Mapping[str, Any] | None,
+    annotations: Mapping[str, Any] | None,
+    title: str | None,
+    meta: Mapping[str, Any] | None,
+    layer: int | str | None,
+    tags: Sequence[str],
+    call_style: str,
+    wants_ctx: bool = False,
+    ctx_param: str | None = None,
+    accepts_extra: bool = True,
+) -> Tool:
+    if annotations is not None:
+        unknown = set(annotations) - ANNOTATION_KEYS
+        if unknown:
+            raise DefinitionError(
+                f"tool {name!r}: unknown annotation(s) {sorted(unknown)}; "
+                f"use {sorted(ANNOTATION_KEYS)}"
+            )
+    if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+        raise DefinitionError(f"tool {name!r}: tags must be a list of strings")
+    out_schema = None if output_schema is None else params_to_json_schema(output_schema)
+    tool = Tool(
+        name=name,
+        handler=handler,
+        description=description,
+        title=title,
+        input_schema=input_schema,
+        output_schema=out_schema,
+        annotations=dict(annotations) if annotations else None,
+        meta=dict(meta) if meta else None,
+        layer=_parse_layer(layer),
+        tags=tuple(tags),
+        call_style=call_style,
+        wants_ctx=wants_ctx,
+        ctx_param=ctx_param,
+        accepts_extra=accepts_extra,
+        is_async=inspect.iscoroutinefunction(handler),
+    )
+    tool.validator = SchemaValidator(input_schema, what=f"tool {name!r} inputSchema")
+    if out_schema is not None:
+        tool.output_validator = SchemaValidator(out_schema, what=f"tool {name!r} outputSchema")
+    return tool
+
+
+def params_from_signature(
+    func: Callable[..., Any],
+) -> tuple[dict[str, Any], str | None, bool]:
+    """Derive ``(inputSchema, context parameter name, accepts **kwargs)`` from type hints.
+
+    A parameter annotated with :class:`~aircore.ToolContext` (or named ``ctx``) receives the
+    context; parameters with defaults are optional.
+
+    Raises:
+        DefinitionError: a parameter has no usable annotation.
+    """
+    from aircore.context import ToolContext
+
+    sig = inspect.signature(func)
+    try:
+        hints = get_type_hints(func)
+    except Exception as exc:  # NameError etc. from unresolvable forward references
+        raise DefinitionError(f"tool {func.__name__!r}: cannot resolve type hints: {exc}") from exc
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    ctx_param: str | None = None
+    extra = False
+    for pname, p in sig.parameters.items():
+        if p.kind is p.VAR_KEYWORD:
+            extra = True
+            continue
+        if p.kind is p.VAR_POSITIONAL:
+            continue
+        hint = hints.get(pname, Any)
+        if hint is ToolContext or pname == "ctx":
+            ctx_param = pname
+            continue
+        schema, is_required = param_to_schema(pname, hint)
+        if p.default is not p.empty:
+            is_required = False
+            if p.default is not None:
+                schema = {**schema, "default": p.default}
+        properties[pname] = schema
+        if is_required:
+            required.append(pname)
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    return out, ctx_param, extra
+
+
+def tool_from_function(
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    title: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    layer: int | str | None = None,
+    tags: Sequence[str] = (),
+) -> Tool:
+    """Build a tool from a function whose parameters are the tool's arguments (decorator form)."""
+    tool_name = name or func.__name__
+    if not TOOL_NAME.match(tool_name):
+        raise DefinitionError(f"tool name {tool_name!r} must be 1-128 characters of A-Za-z0-9_-.")
+    schema, ctx_param, extra = params_from_signature(func)
+    doc = inspect.getdoc(func)
+    return _build(
+        name=tool_name,
+        handler=func,
+        description=description if description is not None else doc,
+        input_schema=schema,
+        output_schema=output_schema,
+        annotations=annotations,
+        title=title,
+        meta=meta,
+        layer=layer,
+        tags=tags,
+        call_style="kwargs",
+        ctx_param=ctx_param,
+        accepts_extra=extra,
+    )

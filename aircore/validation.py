@@ -1,0 +1,85 @@
+"""Compiled argument and output validation (fastjsonschema, built once per tool).
+
+The whole-schema validator runs on every call; only when it fails are the per-property
+validators run, so the error names every bad field, not only the first one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import fastjsonschema
+
+from aircore.errors import DefinitionError
+
+__all__ = ["SchemaValidator"]
+
+_Check = Callable[[Any], Any]
+
+
+def _compile(schema: Mapping[str, Any], what: str) -> _Check:
+    try:
+        check: _Check = fastjsonschema.compile(dict(schema))
+        return check
+    except fastjsonschema.JsonSchemaDefinitionException as exc:
+        raise DefinitionError(f"{what}: invalid JSON Schema: {exc}") from exc
+
+
+def _describe(exc: fastjsonschema.JsonSchemaValueException) -> str:
+    message = str(exc.message)
+    return message.removeprefix("data ").removeprefix("data.")
+
+
+class SchemaValidator:
+    """Validate values against an object schema; compiled once.
+
+    Args:
+        schema: an object JSON Schema (``type: object``).
+        what: a label for definition errors (``"tool 'search' inputSchema"``).
+
+    Raises:
+        DefinitionError: the schema itself is invalid.
+    """
+
+    __slots__ = ("_check", "_properties", "_required", "schema")
+
+    def __init__(self, schema: Mapping[str, Any], *, what: str) -> None:
+        self.schema = dict(schema)
+        self._check = _compile(self.schema, what)
+        props = self.schema.get("properties") or {}
+        self._properties = {
+            name: _compile(sub, f"{what} property {name!r}")
+            for name, sub in props.items()
+            if isinstance(sub, Mapping)
+        }
+        req = self.schema.get("required") or []
+        self._required = [r for r in req if isinstance(r, str)]
+
+    def errors(self, value: Any) -> list[str]:
+        """Every problem with ``value``, one readable string per bad field; ``[]`` if valid."""
+        try:
+            self._check(value)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            first = _describe(exc)
+        else:
+            return []
+        if not isinstance(value, Mapping):
+            return [f"arguments must be an object, got {type(value).__name__}"]
+        problems = [
+            f"{name}: required field is missing" for name in self._required if name not in value
+        ]
+        for name, check in self._properties.items():
+            if name in value:
+                try:
+                    check(value[name])
+                except fastjsonschema.JsonSchemaValueException as exc:
+                    problems.append(f"{name}: {_describe(exc)}")
+        return problems or [first]
+
+    def validate(self, value: Any) -> Any:
+        """Return ``value`` (with schema defaults filled) or raise ``ValueError`` naming fields."""
+        try:
+            return self._check(value)
+        except fastjsonschema.JsonSchemaValueException:
+            raise ValueError("; ".join(self.errors(value))) from None

@@ -1,0 +1,174 @@
+"""Budgets: daily and monthly cost limits and a per-call token limit.
+
+The cost of a call is what the handler reported (``cost``), else its reported tokens times
+``token_price`` (when a token price is set and tokens were reported), else the layer's weight times
+``unit_price``. Days and months are UTC calendar periods. With ``on_exceed="warn"`` an exceeded
+limit is logged (once per period) and calls go on; with ``"block"`` the meter middleware answers
+``isError`` with a clear message and records the call with ``error_type="budget_exceeded"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from airmeter.errors import BudgetExceededError, MeterConfigError
+from airmeter.layers import Layer
+from airmeter.usage import CallUsage
+from airstore.types import Clock, Store
+
+__all__ = ["BUDGET_ERROR_TYPE", "Budget", "BudgetStatus", "OnExceed"]
+
+logger = logging.getLogger(__name__)
+
+OnExceed = Literal["warn", "block"]
+BUDGET_ERROR_TYPE = "budget_exceeded"
+"""The ``error_type`` of a call a budget blocked."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetStatus:
+    """What was spent in the current UTC day and month, and the limits."""
+
+    spent_today: float
+    spent_month: float
+    daily_limit: float | None
+    monthly_limit: float | None
+    tokens_per_call: int | None
+    on_exceed: OnExceed
+
+
+def _period_starts(now: float) -> tuple[int, int]:
+    """Epoch ms of the start of the UTC day and month containing ``now`` (seconds)."""
+    dt = datetime.fromtimestamp(now, tz=UTC)
+    day = dt.replace(hour=0, minute=0, second=0, microsecond=0)
+    month = day.replace(day=1)
+    return int(day.timestamp() * 1000), int(month.timestamp() * 1000)
+
+
+class Budget:
+    """Cost limits checked by the meter middleware.
+
+    Args:
+        daily_limit: most cost per UTC day (``None``: no limit).
+        monthly_limit: most cost per UTC month.
+        tokens_per_call: most tokens (in + out) one call may report.
+        on_exceed: ``"warn"`` (log and go on) or ``"block"`` (refuse with ``isError``).
+        unit_price: price of one unit of layer weight (L1 = 1 … L7 = 100).
+        token_price: price of one token; when set, reported tokens are priced with it.
+        clock: seconds since the epoch (injectable for tests).
+
+    Raises:
+        MeterConfigError: a negative limit or price, or an unknown ``on_exceed``.
+    """
+
+    def __init__(
+        self,
+        *,
+        daily_limit: float | None = None,
+        monthly_limit: float | None = None,
+        tokens_per_call: int | None = None,
+        on_exceed: OnExceed = "warn",
+        unit_price: float = 1.0,
+        token_price: float | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        if on_exceed not in ("warn", "block"):
+            raise MeterConfigError(f"on_exceed must be 'warn' or 'block', got {on_exceed!r}")
+        for name, value in (("daily_limit", daily_limit), ("monthly_limit", monthly_limit),
+                            ("tokens_per_call", tokens_per_call), ("unit_price", unit_price),
+                            ("token_price", token_price)):  # fmt: skip
+            if value is not None and (not isinstance(value, int | float) or value < 0):
+                raise MeterConfigError(f"{name} must be a non-negative number, got {value!r}")
+        self.daily_limit = daily_limit
+        self.monthly_limit = monthly_limit
+        self.tokens_per_call = tokens_per_call
+        self.on_exceed: OnExceed = on_exceed
+        self.unit_price = float(unit_price)
+        self.token_price = token_price
+        self._clock = clock
+        self._day, self._month = _period_starts(clock())
+        self._spent_day = 0.0
+        self._spent_month = 0.0
+        self._warned: set[tuple[str, int]] = set()
+
+    @property
+    def blocking(self) -> bool:
+        """Whether exceeded limits refuse calls."""
+        return self.on_exceed == "block"
+
+    def cost_of(self, layer: Layer, usage: CallUsage | None = None) -> float:
+        """The cost of one call of ``layer`` with what its handler reported."""
+        if usage is not None:
+            if usage.cost is not None:
+                return usage.cost
+            if self.token_price is not None and usage.tokens:
+                return usage.tokens * self.token_price
+        return layer.weight * self.unit_price
+
+    def _roll(self) -> None:
+        day, month = _period_starts(self._clock())
+        if month != self._month:
+            self._month, self._spent_month = month, 0.0
+        if day != self._day:
+            self._day, self._spent_day = day, 0.0
+
+    def add(self, cost: float) -> None:
+        """Count the cost of a finished call in the current day and month."""
+        self._roll()
+        self._spent_day += cost
+        self._spent_month += cost
+
+    def check_call(self) -> str | None:
+        """Before a call: the refusal message when a limit is reached and blocking, else
+        ``None`` (in warn mode a reached limit is logged once per period)."""
+        self._roll()
+        for period, spent, limit, start in (
+            ("daily", self._spent_day, self.daily_limit, self._day),
+            ("monthly", self._spent_month, self.monthly_limit, self._month),
+        ):
+            if limit is not None and spent >= limit:
+                message = (f"{period} budget exceeded: spent {spent:g} of {limit:g}; "
+                           "the call was not run")  # fmt: skip
+                if self.blocking:
+                    return message
+                if (period, start) not in self._warned:
+                    self._warned.add((period, start))
+                    logger.warning("airmeter: %s budget exceeded (%g of %g)", period, spent, limit)
+        return None
+
+    def check_tokens(self, usage: CallUsage) -> None:
+        """Check a call's reported tokens against ``tokens_per_call``.
+
+        Raises:
+            BudgetExceededError: in block mode, when the call reported more tokens.
+        """
+        limit = self.tokens_per_call
+        if limit is None or usage.tokens <= limit:
+            return
+        message = f"token limit per call exceeded: {usage.tokens} tokens, limit {limit}"
+        if self.blocking:
+            raise BudgetExceededError(message, limit="tokens_per_call", spent=usage.tokens,
+                                      allowed=limit)  # fmt: skip
+        logger.warning("airmeter: %s", message)
+
+    async def load(self, store: Store) -> None:
+        """Seed today's and this month's spending from the store's rollups (after a restart)."""
+        from airmeter.snapshot import load_rows
+
+        self._roll()
+        rows = await load_rows(store, since_ms=self._month)
+        self._spent_month = sum(r.cost for r in rows)
+        self._spent_day = sum(r.cost for r in rows if r.minute >= self._day)
+
+    def status(self) -> BudgetStatus:
+        """The spending and the limits right now."""
+        self._roll()
+        return BudgetStatus(
+            spent_today=self._spent_day, spent_month=self._spent_month,
+            daily_limit=self.daily_limit, monthly_limit=self.monthly_limit,
+            tokens_per_call=self.tokens_per_call, on_exceed=self.on_exceed,
+        )  # fmt: skip

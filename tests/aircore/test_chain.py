@@ -1,0 +1,396 @@
+"""The onion chain, before-hook effects, on_error recovery, plugin lifecycle and built-ins."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from aircore import (
+    AirError,
+    DefinitionError,
+    Tool,
+    ToolContext,
+    cache_plugin,
+    define_plugin,
+    define_server,
+    define_tool,
+    retry_plugin,
+    timeout_plugin,
+)
+
+Next = Callable[[Any], Awaitable[Any]]
+
+
+def _text(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+def _recorder(name: str, log: list[str]) -> Any:
+    class Hooks:
+        def before(self, ctx: ToolContext) -> None:
+            log.append(f"{name}.before")
+
+        async def after(self, ctx: ToolContext, result: Any) -> None:
+            log.append(f"{name}.after")
+
+    return Hooks()
+
+
+async def test_chain_runs_meter_then_plugins_in_use_order_then_user_middleware() -> None:
+    log: list[str] = []
+
+    class Meter:
+        async def __call__(self, ctx: Any, call_next: Next) -> Any:
+            log.append("meter.before")
+            try:
+                return await call_next(ctx)
+            finally:
+                log.append("meter.after")
+
+        async def start(self, *, server_name: str, store: Any) -> None:
+            log.append(f"meter.start:{server_name}")
+
+        async def stop(self) -> None:
+            log.append("meter.stop")
+
+    def handler(params: dict[str, Any]) -> str:
+        log.append("handler")
+        return "ok"
+
+    p1 = define_plugin("p1", middleware=[_recorder("p1", log)])
+    p2 = define_plugin("p2", middleware=[_recorder("p2", log)])
+    server = define_server(
+        name="s",
+        tools=[define_tool("t", handler=handler)],
+        meter=Meter(),
+        use=[p1, p2],
+        middleware=[_recorder("u1", log), _recorder("u2", log)],
+    )
+    async with server:
+        result = await server.call_tool("t", {})
+    assert _text(result) == "ok"
+    assert log == [
+        "meter.start:s",
+        "meter.before",
+        "p1.before",
+        "p2.before",
+        "u1.before",
+        "u2.before",
+        "handler",
+        "u2.after",
+        "u1.after",
+        "p2.after",
+        "p1.after",
+        "meter.after",
+        "meter.stop",
+    ]
+
+
+async def test_invalid_arguments_never_reach_the_meter_or_handler() -> None:
+    seen: list[str] = []
+
+    async def meter(ctx: Any, call_next: Next) -> Any:
+        seen.append("meter")
+        return await call_next(ctx)
+
+    server = define_server(
+        name="s",
+        tools=[define_tool("t", params={"a": "string", "b": "number"}, handler=lambda p: "x")],
+        meter=meter,
+    )
+    async with server:
+        result = await server.call_tool("t", {"a": 1, "b": "no"})
+    assert result["isError"] is True
+    assert _text(result).startswith("[-32602]")
+    assert "a: must be string" in _text(result)
+    assert "b: must be number" in _text(result)
+    assert seen == []
+
+
+async def test_before_can_replace_params() -> None:
+    class Upper:
+        def before(self, ctx: ToolContext) -> dict[str, Any]:
+            return {"params": {"s": ctx.arguments["s"].upper()}}
+
+    server = define_server(
+        name="s",
+        tools=[define_tool("echo", params={"s": "string"}, handler=lambda p: p["s"])],
+        middleware=[Upper()],
+    )
+    async with server:
+        assert _text(await server.call_tool("echo", {"s": "abc"})) == "ABC"
+
+
+async def test_before_abort_answers_without_running_inner_layers() -> None:
+    ran: list[str] = []
+
+    class Abort:
+        def before(self, ctx: ToolContext) -> dict[str, Any]:
+            return {"abort": True, "abort_response": "short-circuit"}
+
+    server = define_server(
+        name="s",
+        tools=[define_tool("t", handler=lambda p: ran.append("handler") or "x")],
+        middleware=[_recorder("outer", ran), Abort(), _recorder("inner", ran)],
+    )
+    async with server:
+        assert _text(await server.call_tool("t", {})) == "short-circuit"
+    assert ran == ["outer.before", "outer.after"]
+
+
+async def test_before_meta_is_merged_into_ctx_meta() -> None:
+    seen: dict[str, Any] = {}
+
+    def handler(params: dict[str, Any], ctx: ToolContext) -> str:
+        seen.update(ctx.meta)
+        return "ok"
+
+    server = define_server(
+        name="s",
+        tools=[define_tool("t", handler=handler)],
+        middleware=[{"before": lambda ctx: {"meta": {"tenant": "acme"}}}],
+    )
+    async with server:
+        await server.call_tool("t", {})
+    assert seen == {"tenant": "acme"}
+
+
+async def test_on_error_runs_innermost_first_and_a_value_recovers() -> None:
+    order: list[str] = []
+
+    class Passes:
+        def on_error(self, ctx: ToolContext, error: Exception) -> None:
+            order.append("inner")
+
+    class Recovers:
+        def on_error(self, ctx: ToolContext, error: Exception) -> str:
+            order.append("outer")
+            return f"recovered from {error}"
+
+    def boom(params: dict[str, Any]) -> str:
+        raise ValueError("boom")
+
+    server = define_server(
+        name="s", tools=[define_tool("t", handler=boom)], middleware=[Recovers(), Passes()]
+    )
+    async with server:
+        result = await server.call_tool("t", {})
+    assert order == ["inner", "outer"]
+    assert "isError" not in result
+    assert _text(result) == "recovered from boom"
+
+
+async def test_errors_become_is_error_results_with_their_code() -> None:
+    def air(params: dict[str, Any]) -> str:
+        raise AirError(-32050, "quota exceeded")
+
+    def plain(params: dict[str, Any]) -> str:
+        raise RuntimeError("disk on fire")
+
+    server = define_server(
+        name="s", tools=[define_tool("air", handler=air), define_tool("plain", handler=plain)]
+    )
+    async with server:
+        a = await server.call_tool("air", {})
+        p = await server.call_tool("plain", {})
+    assert a == {"content": [{"type": "text", "text": "[-32050] quota exceeded"}], "isError": True}
+    assert p == {"content": [{"type": "text", "text": "[-32603] disk on fire"}], "isError": True}
+
+
+async def test_plain_callable_middleware_wraps_the_call() -> None:
+    async def double(ctx: ToolContext, call_next: Next) -> Any:
+        return (await call_next(ctx)) * 2
+
+    server = define_server(
+        name="s", tools=[define_tool("t", handler=lambda p: 21)], middleware=[double]
+    )
+    async with server:
+        assert _text(await server.call_tool("t", {})) == "42"
+
+
+async def test_plugin_lifecycle_runs_in_the_seed_order() -> None:
+    log: list[str] = []
+
+    def make(name: str) -> Any:
+        def on_tool_register(tool: Tool, server: Any) -> None:
+            log.append(f"{name}.register:{tool.name}")
+            tool.tags = (*tool.tags, name)
+            tool.description = f"{tool.description} [{name}]"
+
+        async def on_init(server: Any) -> None:
+            log.append(f"{name}.init")
+            server.state[name] = True
+
+        return define_plugin(
+            name,
+            on_init=on_init,
+            on_start=lambda server: log.append(f"{name}.start"),
+            on_tool_register=on_tool_register,
+            on_stop=lambda server: log.append(f"{name}.stop"),
+        )
+
+    server = define_server(
+        name="s",
+        tools=[define_tool("t", description="T", handler=lambda p: "x")],
+        use=[make("a"), make("b")],
+    )
+    await server.start()
+    assert server.state == {"a": True, "b": True}
+    assert server.tools["t"].tags == ("a", "b")
+    assert server.tool_listing()[0]["description"] == "T [a] [b]"
+    server.add_tool(define_tool("late", handler=lambda p: "y"))
+    await server.stop()
+    await server.stop()  # idempotent
+    assert log == [
+        "a.init",
+        "b.init",
+        "a.start",
+        "b.start",
+        "a.register:t",
+        "b.register:t",
+        "a.register:late",
+        "b.register:late",
+        "b.stop",
+        "a.stop",
+    ]
+
+
+@pytest.mark.parametrize(
+    "plugin",
+    [{"meta": {}}, {"meta": {"name": ""}}, {"meta": {"name": "bad name!"}}, object()],
+)
+def test_plugin_without_a_valid_meta_name_is_rejected_at_registration(plugin: Any) -> None:
+    with pytest.raises(DefinitionError):
+        define_server(name="s", use=[plugin])
+
+
+def test_duplicate_plugin_names_are_rejected() -> None:
+    with pytest.raises(DefinitionError, match="twice"):
+        define_server(name="s", use=[define_plugin("x"), {"meta": {"name": "x"}}])
+
+
+async def test_timeout_plugin_cancels_a_slow_call() -> None:
+    cancelled = asyncio.Event()
+
+    async def slow(params: dict[str, Any]) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    server = define_server(
+        name="s", tools=[define_tool("slow", handler=slow)], use=[timeout_plugin(0.05)]
+    )
+    async with server:
+        result = await server.call_tool("slow", {})
+    assert result["isError"] is True
+    assert _text(result).startswith("[-32001]")
+    assert "timed out" in _text(result)
+    assert cancelled.is_set()
+
+
+async def test_retry_plugin_retries_until_success_but_not_invalid_params() -> None:
+    calls = {"flaky": 0, "bad": 0}
+
+    def flaky(params: dict[str, Any]) -> str:
+        calls["flaky"] += 1
+        if calls["flaky"] < 3:
+            raise ConnectionError("transient")
+        return "finally"
+
+    def bad(params: dict[str, Any]) -> str:
+        calls["bad"] += 1
+        raise AirError(-32602, "no")
+
+    server = define_server(
+        name="s",
+        tools=[define_tool("flaky", handler=flaky), define_tool("bad", handler=bad)],
+        use=[retry_plugin(2, delay=0)],
+    )
+    async with server:
+        assert _text(await server.call_tool("flaky", {})) == "finally"
+        assert (await server.call_tool("bad", {}))["isError"] is True
+    assert calls == {"flaky": 3, "bad": 1}
+
+
+async def test_retry_plugin_gives_up_after_max_retries() -> None:
+    calls = 0
+
+    def always(params: dict[str, Any]) -> str:
+        nonlocal calls
+        calls += 1
+        raise ConnectionError("down")
+
+    server = define_server(
+        name="s", tools=[define_tool("t", handler=always)], use=[retry_plugin(1, delay=0)]
+    )
+    async with server:
+        assert (await server.call_tool("t", {}))["isError"] is True
+    assert calls == 2
+
+
+async def test_cache_plugin_hit_skips_the_handler_and_lives_in_the_store() -> None:
+    calls = 0
+
+    def compute(params: dict[str, Any]) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        return {"square": params["n"] ** 2}
+
+    server = define_server(
+        name="s",
+        tools=[define_tool("sq", params={"n": "integer"}, handler=compute)],
+        use=[cache_plugin(60)],
+    )
+    async with server:
+        first = await server.call_tool("sq", {"n": 4})
+        second = await server.call_tool("sq", {"n": 4})
+        other = await server.call_tool("sq", {"n": 5})
+        assert server.store is not None
+        keys = await server.store.list("air.cache")
+    assert first == second
+    assert '"square": 16' in _text(first)
+    assert '"square": 25' in _text(other)
+    assert calls == 2
+    assert len(keys) == 2
+    assert all(k.startswith("sq:") for k in keys)
+
+
+async def test_cache_plugin_entries_expire_with_their_ttl() -> None:
+    from airstore import MemoryStore
+
+    now = [1000.0]
+    store = MemoryStore(clock=lambda: now[0])
+    calls = 0
+
+    def compute(params: dict[str, Any]) -> int:
+        nonlocal calls
+        calls += 1
+        return calls
+
+    server = define_server(
+        name="s",
+        tools=[define_tool("t", handler=compute)],
+        storage=store,
+        use=[cache_plugin(10)],
+    )
+    async with server:
+        assert _text(await server.call_tool("t", {})) == "1"
+        assert _text(await server.call_tool("t", {})) == "1"
+        now[0] += 11
+        assert _text(await server.call_tool("t", {})) == "2"
+    await store.close()
+
+
+def test_builtin_plugins_reject_bad_options() -> None:
+    with pytest.raises(DefinitionError):
+        timeout_plugin(0)
+    with pytest.raises(DefinitionError):
+        retry_plugin(-1)
+    with pytest.raises(DefinitionError):
+        cache_plugin(ttl=-5)
