@@ -429,11 +429,12 @@ class AirServer:
         return conn
 
     # ---- serving ------------------------------------------------------------------------
-    async def serve_stdio(self) -> None:
-        """Serve over stdin/stdout until EOF or SIGTERM/SIGINT; runs the full lifecycle."""
+    async def serve_stdio(self, **options: Any) -> None:
+        """Serve over stdin/stdout until EOF or SIGTERM/SIGINT; runs the full lifecycle
+        (see :func:`aircore.transports.stdio.serve_stdio` for the options)."""
         from aircore.transports.stdio import serve_stdio
 
-        await serve_stdio(self)
+        await serve_stdio(self, **options)
 
     async def serve_http(self, **options: Any) -> None:
         """Serve Streamable HTTP at ``/mcp`` (see :func:`aircore.transports.http.serve_http`)."""

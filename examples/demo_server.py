@@ -117,10 +117,21 @@ async def plan_trip(params: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 async def slow_task(params: dict[str, Any], ctx: ToolContext) -> str:
     seconds = float(params.get("seconds", 2))
     ticks = max(1, int(seconds / 0.1))
-    for i in range(ticks):
-        await asyncio.sleep(seconds / ticks)
-        await ctx.report_progress(i + 1, ticks)
+    stats = ctx.state.setdefault("slow_task", {"started": 0, "finished": 0, "cancelled": 0})
+    stats["started"] += 1
+    try:
+        for i in range(ticks):
+            await asyncio.sleep(seconds / ticks)
+            await ctx.report_progress(i + 1, ticks)
+    except asyncio.CancelledError:
+        stats["cancelled"] += 1
+        raise
+    stats["finished"] += 1
     return f"slept {seconds:g}s"
+
+
+def get_stats(_params: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return {"server": ctx.server_name, "slow_task": ctx.state.get("slow_task", {})}
 
 
 def always_fails(_params: dict[str, Any]) -> str:
@@ -231,6 +242,13 @@ TOOLS = [
         handler=slow_task,
         params={"seconds": "number?"},
         layer=4,
+    ),
+    define_tool(
+        "get_stats",
+        description="Counters kept in the server's state.",
+        handler=get_stats,
+        layer=2,
+        annotations={"readOnlyHint": True},
     ),
     define_tool(
         "always_fails",

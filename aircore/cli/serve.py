@@ -42,6 +42,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=os.environ.get("AIR_HTTP_TOKEN"),
         help="require this bearer token on HTTP (env AIR_HTTP_TOKEN)",
     )
+    parser.add_argument(
+        "--max-message",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="largest stdio frame / HTTP body accepted (default 16 MiB / 4 MiB)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an extra Origin accepted on HTTP besides localhost (repeatable)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -99,8 +113,21 @@ def _run(args: argparse.Namespace) -> int:
     kind = args.transport
     if kind == "auto":
         kind = detect_transport(os.environ, sys.stdin)
+    limit: dict[str, Any] = {}
     if kind == "stdio":
-        asyncio.run(server.serve_stdio())
+        if args.max_message:
+            limit["max_frame"] = args.max_message
+        asyncio.run(server.serve_stdio(**limit))
     else:
-        asyncio.run(server.serve_http(host=args.host, port=args.port, token=args.token))
+        if args.max_message:
+            limit["max_body"] = args.max_message
+        asyncio.run(
+            server.serve_http(
+                host=args.host,
+                port=args.port,
+                token=args.token,
+                allowed_origins=args.allow_origin,
+                **limit,
+            )
+        )
     return 0

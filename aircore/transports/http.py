@@ -477,7 +477,8 @@ async def serve_http(
         server, path=path, token=token, allowed_origins=allowed_origins, max_body=max_body
     )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no Nagle delay)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound = sock.getsockname()[1]

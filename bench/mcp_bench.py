@@ -1,0 +1,224 @@
+"""MCP server benchmark: the same trivial tool on aircore and the peers, side by side.
+
+Peers: the official SDK's low-level ``Server`` and ``MCPServer`` (mcp 2.x) and FastMCP (4.x).
+Workloads:
+
+1. pipelined ``tools/call`` over stdio from one raw JSON-lines driver (server capacity);
+2. sequential round trips with the official ``mcp.Client`` over stdio and Streamable HTTP;
+3. in-process dispatch (aircore: ``server.handle_message``; peers: ``Client(server)`` in-process,
+   the SDK's own in-process path).
+
+Run: ``python bench/mcp_bench.py [--quick]``. Prints a table with aircore/peer ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+KINDS = ("aircore", "lowlevel", "mcpserver", "fastmcp")
+LABELS = {"aircore": "aircore", "lowlevel": "SDK Server", "mcpserver": "MCPServer",
+          "fastmcp": "FastMCP"}  # fmt: skip
+
+
+def _frame(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "1"}}}  # fmt: skip
+
+
+async def pipelined_stdio(kind: str, n: int) -> float:
+    """Calls/s: n tools/call written back to back, answers read concurrently."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(HERE / "_peers.py"), kind, "stdio",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL, limit=1 << 24,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+    stdin.write(_frame(INIT))
+    await stdin.drain()
+    await stdout.readline()
+    stdin.write(_frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    payload = b"".join(
+        _frame({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": f"m{i}"}}})
+        for i in range(n)
+    )  # fmt: skip
+
+    async def write() -> None:
+        step = 64 * 1024
+        for pos in range(0, len(payload), step):
+            stdin.write(payload[pos : pos + step])
+            await stdin.drain()
+
+    async def read() -> None:
+        got = 0
+        while got < n:
+            line = await stdout.readline()
+            if not line:
+                raise RuntimeError(f"{kind} closed stdout after {got} answers")
+            if b'"result"' in line or b'"error"' in line:
+                got += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(write(), read())
+    elapsed = time.perf_counter() - start
+    stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), 10)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+    return n / elapsed
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def _timed_calls(client: Any, n: int) -> float:
+    await client.call_tool("echo", {"text": "warm"})
+    start = time.perf_counter()
+    for i in range(n):
+        await client.call_tool("echo", {"text": f"m{i}"})
+    return n / (time.perf_counter() - start)
+
+
+async def client_stdio(kind: str, n: int) -> float:
+    """Calls/s: sequential round trips, official client, stdio."""
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable,
+                                   args=[str(HERE / "_peers.py"), kind, "stdio"])  # fmt: skip
+    async with Client(params) as client:
+        return await _timed_calls(client, n)
+
+
+async def client_http(kind: str, n: int) -> float:
+    """Calls/s: sequential round trips, official client, Streamable HTTP."""
+    from mcp import Client
+
+    port = _free_port()
+    proc = subprocess.Popen(  # noqa: ASYNC220 - started once, outside the timed part
+        [sys.executable, str(HERE / "_peers.py"), kind, "http", str(port)],
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        line = await asyncio.to_thread(proc.stderr.readline)
+        if "http://" not in line:
+            raise RuntimeError(f"{kind} http server did not start: {line!r}")
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            return await _timed_calls(client, n)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+async def in_process(kind: str, n: int) -> float:
+    """Calls/s: in-process dispatch."""
+    import _peers
+
+    server = _peers.FACTORIES[kind]()
+    if kind == "aircore":
+        await server.start()
+        msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": "x"}}}  # fmt: skip
+        handle = server.handle_message
+        await handle(msg)
+        start = time.perf_counter()
+        for _ in range(n):
+            await handle(msg)
+        rate = n / (time.perf_counter() - start)
+        await server.stop()
+        return rate
+    if kind == "fastmcp":
+        from fastmcp import Client as FastClient
+
+        async with FastClient(server) as client:
+            return await _timed_calls(client, n)
+    from mcp import Client
+
+    async with Client(server) as client:
+        return await _timed_calls(client, n)
+
+
+WORKLOADS: list[tuple[str, Callable[[str, int], Coroutine[Any, Any, float]], dict[str, int]]] = [
+    ("tools/call pipelined, stdio, raw driver", pipelined_stdio,
+     {"aircore": 20000, "default": 2000}),
+    ("round trips, official client, stdio", client_stdio, {"aircore": 400, "default": 400}),
+    ("round trips, official client, HTTP", client_http, {"aircore": 300, "default": 300}),
+    ("in-process dispatch", in_process, {"aircore": 50000, "default": 2000}),
+]  # fmt: skip
+
+
+def _fmt(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:,.0f}/s"
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="a fifth of the calls")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per cell; the best is kept")
+    parser.add_argument("--only", choices=KINDS, action="append", help="run only these servers")
+    parser.add_argument(
+        "--workload", type=int, action="append", help="run only these workloads (1-4)"
+    )
+    args = parser.parse_args()
+    kinds = args.only or list(KINDS)
+    rows: list[tuple[str, dict[str, float | None]]] = []
+    for index, (title, fn, sizes) in enumerate(WORKLOADS, 1):
+        if args.workload and index not in args.workload:
+            continue
+        rates: dict[str, float | None] = dict.fromkeys(kinds)
+        for _rep in range(args.repeat):  # interleaved repeats, best kept: the machine is shared
+            for kind in kinds:
+                n = sizes.get(kind, sizes["default"])
+                if args.quick:
+                    n = max(50, n // 5)
+                try:
+                    rate = await fn(kind, n)
+                except Exception as exc:  # a peer that fails is reported, not fatal
+                    print(f"  {title} / {kind}: failed: {exc}", file=sys.stderr)
+                    continue
+                best = rates[kind]
+                rates[kind] = rate if best is None else max(best, rate)
+                print(f"  {title:42s} {LABELS[kind]:11s} {_fmt(rate)}", file=sys.stderr)
+        rows.append((title, rates))
+    peers = [k for k in kinds if k != "aircore"]
+    header = ["workload", *(LABELS[k] for k in kinds),
+              *(f"aircore / {LABELS[k]}" for k in peers if "aircore" in kinds)]  # fmt: skip
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for title, rates in rows:
+        cells = [title, *(_fmt(rates[k]) for k in kinds)]
+        if "aircore" in kinds:
+            for k in peers:
+                a, b = rates.get("aircore"), rates.get(k)
+                cells.append("-" if not a or not b else f"{a / b:.1f}x")
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

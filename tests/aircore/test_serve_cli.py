@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from aircore import AirServer, DefinitionError
+from aircore.cli import main
+from aircore.cli.serve import load_server
+from aircore.transports.detect import detect_transport
+from tests.aircore.conftest import DEMO, LIFECYCLE
+
+
+class _Stdin:
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_load_server_from_a_file_with_and_without_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIR_TEST_EVENTS", os.devnull)
+    assert load_server(DEMO).name == "air-demo"
+    assert load_server(f"{DEMO}:server").name == "air-demo"
+    assert isinstance(load_server(f"{LIFECYCLE}:server"), AirServer)
+
+
+def test_load_server_from_a_module_path() -> None:
+    assert load_server("tests.aircore.fixtures.demo_module:app").name == "mod"
+
+
+def test_load_server_errors_are_definition_errors(tmp_path: Path) -> None:
+    with pytest.raises(DefinitionError, match="no such file"):
+        load_server(str(tmp_path / "missing.py"))
+    with pytest.raises(DefinitionError, match="no AirServer"):
+        load_server(f"{DEMO}:TOOLS")
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    with pytest.raises(DefinitionError, match="name the server"):
+        load_server(str(empty))
+
+
+def test_serve_is_a_registered_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    out = capsys.readouterr().out
+    assert "--transport" in out
+    assert "--store" in out
+    assert "--port" in out
+
+
+def test_transport_auto_detection_follows_the_seed() -> None:
+    assert detect_transport({"MCP_TRANSPORT": "http"}, _Stdin(False)) == "http"
+    assert detect_transport({"MCP_TRANSPORT": "stdio"}, _Stdin(True)) == "stdio"
+    assert detect_transport({}, _Stdin(False)) == "stdio"
+    assert detect_transport({}, _Stdin(True)) == "http"
