@@ -1,14 +1,20 @@
-"""A tiny ASGI app that serves Prometheus text at ``/metrics``; mountable in any ASGI server."""
+"""Serve Prometheus text at ``/metrics``: a tiny ASGI app, and the hook aircore's HTTP
+transport loads (by name) to add that route beside ``/mcp``."""
 
 from __future__ import annotations
 
+import hmac
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from airmeter.prometheus import CONTENT_TYPE
+from airmeter.errors import MeterConfigError
+from airmeter.meter import Meter
+from airmeter.prometheus import CONTENT_TYPE, PrometheusSink
+from airmeter.prometheus_snapshot import render_snapshot
 
-__all__ = ["ASGIApp", "metrics_app"]
+__all__ = ["MetricsApp", "metrics_app", "prometheus_text", "server_metrics_app"]
 
 logger = logging.getLogger(__name__)
 
@@ -16,7 +22,9 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Render = Callable[[], str | Awaitable[str]]
+
+_TEXT = "text/plain; charset=utf-8"
 
 
 async def _respond(
@@ -35,44 +43,127 @@ async def _respond(
     await send({"type": "http.response.body", "body": b"" if head else body})
 
 
-def metrics_app(render: Callable[[], str], *, path: str = "/metrics") -> ASGIApp:
-    """Build an ASGI app answering ``GET``/``HEAD path`` with ``render()``.
+class MetricsApp:
+    """An ASGI app answering ``GET``/``HEAD`` at ``path`` with ``render()`` (sync or async).
 
-    Use it alone (``uvicorn.run(metrics_app(sink.render))``) or mount it beside an MCP
-    endpoint. Other paths answer 404, other methods 405; lifespan events are acknowledged.
-
-    Args:
-        render: Produces the exposition text, e.g. :meth:`PrometheusSink.render`.
-        path: The route served.
-
-    Returns:
-        The ASGI callable.
+    Other paths answer 404, other methods 405, a failing render 500; with ``token``, requests
+    without ``Authorization: Bearer <token>`` answer 401. Lifespan events are acknowledged, so
+    it also runs alone under uvicorn.
     """
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(self, render: Render, *, path: str = "/metrics", token: str | None = None):
+        self._render = render
+        self._path = path
+        self._auth = None if token is None else f"Bearer {token}".encode()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _authorized(self, scope: Scope) -> bool:
+        if self._auth is None:
+            return True
+        given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+        return hmac.compare_digest(given, self._auth)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await self._lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
-        if scope["path"] != path:
-            await _respond(send, 404, b"not found\n", "text/plain; charset=utf-8")
+        if scope["path"] != self._path:
+            await _respond(send, 404, b"not found\n", _TEXT)
             return
         method = scope["method"]
         if method not in ("GET", "HEAD"):
-            await _respond(send, 405, b"method not allowed\n", "text/plain; charset=utf-8")
+            await _respond(send, 405, b"method not allowed\n", _TEXT)
+            return
+        if not self._authorized(scope):
+            await _respond(send, 401, b"unauthorized\n", _TEXT)
             return
         try:
-            body = render().encode()
+            text = self._render()
+            if inspect.isawaitable(text):
+                text = await text
+            body = text.encode()
         except Exception:
-            logger.exception("rendering /metrics failed")
-            await _respond(send, 500, b"metrics unavailable\n", "text/plain; charset=utf-8")
+            logger.exception("rendering %s failed", self._path)
+            await _respond(send, 500, b"metrics unavailable\n", _TEXT)
             return
         await _respond(send, 200, body, CONTENT_TYPE, head=method == "HEAD")
 
-    return app
+
+def metrics_app(render: Render, *, path: str = "/metrics", token: str | None = None) -> MetricsApp:
+    """Build the ASGI app serving ``render()`` at ``path``.
+
+    Use it alone (``uvicorn.run(metrics_app(sink.render))``) or mount it beside an MCP
+    endpoint (a Starlette ``Route(path, app)``).
+
+    Args:
+        render: Produces the exposition text, e.g. :meth:`PrometheusSink.render`; may be async.
+        path: The route served.
+        token: Require ``Authorization: Bearer <token>``.
+
+    Returns:
+        The ASGI app.
+    """
+    return MetricsApp(render, path=path, token=token)
+
+
+async def prometheus_text(source: object) -> str:
+    """The exposition text of a meter, wherever it lives.
+
+    Args:
+        source: A :class:`PrometheusSink`; a :class:`Meter` (its ``PrometheusSink`` when it
+            has one, which carries the advised histogram buckets, else
+            :func:`render_snapshot` of its whole history); or anything with a ``meter``
+            attribute holding one (the :class:`~airmeter.MeterMiddleware`).
+
+    Returns:
+        The text; an empty exposition when the meter has not started yet.
+
+    Raises:
+        MeterConfigError: ``source`` is none of these.
+    """
+    if isinstance(source, PrometheusSink):
+        return source.render()
+    meter: object = source
+    if not isinstance(meter, Meter):
+        try:
+            meter = getattr(source, "meter", None)
+        except MeterConfigError:  # a middleware before start(): nothing recorded yet
+            return PrometheusSink().render()
+    if not isinstance(meter, Meter):
+        raise MeterConfigError(f"no meter to render in {type(source).__name__}")
+    for sink in meter.sinks:
+        if isinstance(sink, PrometheusSink):
+            return sink.render()
+    return render_snapshot(await meter.snapshot())
+
+
+def server_metrics_app(server: object, *, token: str | None = None) -> MetricsApp | None:
+    """The ``/metrics`` app for an aircore server, or ``None`` when it has no meter.
+
+    aircore's HTTP transport loads this by name (``airmeter.metrics_app:server_metrics_app``)
+    so that aircore never imports airmeter.
+
+    Args:
+        server: An ``AirServer`` (anything with a ``meter`` attribute).
+        token: The bearer token the MCP endpoint requires, required here too.
+
+    Returns:
+        The app, or ``None``.
+    """
+    if getattr(server, "meter", None) is None:
+        return None
+
+    async def render() -> str:
+        return await prometheus_text(getattr(server, "meter", None))
+
+    return MetricsApp(render, token=token)

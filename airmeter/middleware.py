@@ -27,6 +27,7 @@ from airmeter.layers import Layer
 from airmeter.meter import Meter
 from airmeter.record import RECORD_FIELDS
 from airmeter.redact import Redactor
+from airmeter.types import Sink
 from airmeter.usage import _CURRENT, CallUsage
 from airstore.types import Store
 
@@ -158,6 +159,13 @@ class MeterMiddleware:
         budget_store = self._meter.store
         if self.budget is not None and budget_store is not None:
             await self.budget.load(budget_store)
+
+    def add_sink(self, sink: Sink) -> None:
+        """Add a sink to the meter, or to the meter :meth:`start` will create."""
+        if self._meter is not None:
+            self._meter.add_sink(sink)
+        else:
+            self._meter_options["sinks"] = [*self._meter_options.get("sinks", ()), sink]
 
     async def stop(self) -> None:
         """Stop the meter (delivering everything pending) if this middleware created it."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 import socket
@@ -399,6 +400,23 @@ class McpEndpoint:
         await send({"type": "http.response.body", "body": b""})
 
 
+METRICS_APP_FACTORY = "airmeter.metrics_app:server_metrics_app"
+"""Loaded by name only for a server with a meter; aircore never imports airmeter itself."""
+
+
+def _metrics_app(server: AirServer, token: str | None) -> Any:
+    """The ``/metrics`` ASGI app of a metered server (Prometheus text), or ``None``."""
+    if server.meter is None:
+        return None
+    module_name, _, attr = METRICS_APP_FACTORY.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError):
+        logger.warning("no /metrics: %s is not available", METRICS_APP_FACTORY)
+        return None
+    return factory(server, token=token)
+
+
 def build_app(
     server: AirServer,
     *,
@@ -407,7 +425,8 @@ def build_app(
     allowed_origins: Sequence[str] = (),
     max_body: int = DEFAULT_MAX_BODY,
 ) -> Starlette:
-    """The Starlette app: ``path`` (MCP) and ``/`` (a small status JSON).
+    """The Starlette app: ``path`` (MCP), ``/`` (a small status JSON) and, for a server with
+    a meter, ``/metrics`` (Prometheus text; the bearer ``token`` applies there too).
 
     The server must be started (``await server.start()``) before requests arrive; ``serve_http``
     does it.
@@ -425,12 +444,14 @@ def build_app(
             }
         )
 
-    app = Starlette(
-        routes=[
-            Route(path, endpoint, methods=["GET", "POST", "DELETE"]),
-            Route("/", status, methods=["GET"]),
-        ]
-    )
+    routes = [
+        Route(path, endpoint, methods=["GET", "POST", "DELETE"]),
+        Route("/", status, methods=["GET"]),
+    ]
+    metrics = _metrics_app(server, token)
+    if metrics is not None:
+        routes.append(Route("/metrics", metrics, methods=["GET", "HEAD"]))
+    app = Starlette(routes=routes)
     app.state.mcp = endpoint
     return app
 

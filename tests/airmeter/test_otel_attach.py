@@ -1,0 +1,48 @@
+"""attach_otel decides when ``air serve`` exports, and where the sink goes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from airmeter import MeterMiddleware, OtelSink
+from airmeter.otel_attach import attach_otel
+
+ENV = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+
+
+async def test_a_server_without_meter_gets_one_with_the_sink() -> None:
+    server = SimpleNamespace(name="svc", meter=None)
+    sink = attach_otel(server, env=ENV)
+    assert isinstance(sink, OtelSink)
+    assert isinstance(server.meter, MeterMiddleware)
+    assert sink.settings.service_name == "svc"
+    await server.meter.start(server_name="svc")
+    assert sink in server.meter.meter.sinks
+    await server.meter.stop()
+
+
+async def test_an_existing_meter_gets_the_sink_added() -> None:
+    hook = MeterMiddleware()
+    server = SimpleNamespace(name="svc", meter=hook)
+    sink = attach_otel(server, requested=True, env={})
+    assert sink is not None
+    assert server.meter is hook
+    await hook.start(server_name="svc")
+    assert sink in hook.meter.sinks
+    await hook.stop()
+
+
+def test_nothing_happens_when_off_disabled_or_not_ours() -> None:
+    bare = SimpleNamespace(name="svc", meter=None)
+    assert attach_otel(bare, env={}) is None
+    assert bare.meter is None
+    disabled = {**ENV, "OTEL_SDK_DISABLED": "true"}
+    assert attach_otel(bare, requested=True, env=disabled) is None
+
+    async def foreign(ctx: Any, call_next: Any) -> Any:
+        return await call_next(ctx)
+
+    other = SimpleNamespace(name="svc", meter=foreign)
+    assert attach_otel(other, requested=True, env=ENV) is None
+    assert other.meter is foreign
