@@ -4,6 +4,7 @@ Backends: :class:`MemoryStore`, :class:`FileStore`, ``SqliteStore``, ``RedisStor
 :func:`create_storage`. Every failure is an :class:`AirstoreError`.
 """
 
+from airstore._recovery import CheckReport, Finding, NamespaceCheck, NamespaceStats
 from airstore.errors import (
     AirstoreError,
     CorruptDataError,
@@ -19,20 +20,28 @@ from airstore.errors import (
 from airstore.factory import create_storage, parse_store_url
 from airstore.file import FileStore
 from airstore.memory import MemoryStore
+from airstore.redis_store import RedisStore
+from airstore.sqlite import SqliteStore
 from airstore.types import Entry, JSONValue, Store, TimeBound
 
 __all__ = [
     "AirstoreError",
+    "CheckReport",
     "CorruptDataError",
     "Entry",
     "FileStore",
+    "Finding",
     "InvalidArgumentError",
     "InvalidKeyError",
     "InvalidNamespaceError",
     "InvalidValueError",
     "JSONValue",
     "MemoryStore",
+    "NamespaceCheck",
+    "NamespaceStats",
     "ReadOnlyStoreError",
+    "RedisStore",
+    "SqliteStore",
     "StorageIOError",
     "Store",
     "StoreClosedError",

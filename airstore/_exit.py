@@ -29,7 +29,9 @@ class _Flushable(Protocol):
     def flush_now(self) -> None: ...
 
 
-_stores: weakref.WeakSet[_Flushable] = weakref.WeakSet()
+# Strong references: an open store that its owner dropped without close() must still be flushed
+# at exit. close() removes it.
+_stores: set[_Flushable] = set()
 _loops_with_handler: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = (
     weakref.WeakKeyDictionary()
 )

@@ -8,7 +8,6 @@ that catches the writer between "snapshot replaced" and "journal compacted" noti
 from __future__ import annotations
 
 import contextlib
-import errno
 import heapq
 import itertools
 import logging
@@ -22,10 +21,10 @@ import orjson
 from airstore._appendfile import AppendFile
 from airstore._filenames import journal_path, snapshot_path
 from airstore._recovery import Finding
-from airstore.errors import CorruptDataError
+from airstore.errors import CorruptDataError, InvalidValueError
 from airstore.types import Clock
 
-__all__ = ["TMP_RE", "Item", "KVSpace", "is_disk_full", "write_atomic"]
+__all__ = ["Item", "KVSpace", "remove_stale_temp_files", "write_atomic"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +43,14 @@ def _sig(path: str) -> _Sig:
 
 _tmp_counter = itertools.count()
 TMP_RE = re.compile(r"\.tmp(-\d+-\d+)?$")
+
+
+def remove_stale_temp_files(root: str) -> None:
+    """Delete temp files a crash left behind mid-snapshot (the writer holds the lock)."""
+    for name in os.listdir(root):
+        if TMP_RE.search(name):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(root, name))
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -98,6 +105,10 @@ class KVSpace:
     ) -> None:
         self.ns = ns
         self.items: dict[str, Item] = {}
+        # JSON of each value set in this session, as validated at set(): the snapshot writes
+        # these bytes, so it can neither fail nor differ from the journal if a caller later
+        # mutates the object it stored.
+        self.encoded: dict[str, bytes] = {}
         self.expiry: list[tuple[float, str]] = []
         self.seq = 0
         self.dirty = False
@@ -127,6 +138,7 @@ class KVSpace:
 
     def _load_once(self) -> bool:
         self.items = {}
+        self.encoded = {}
         self.expiry = []
         self._snap_sig = _sig(self.snapshot_path)
         snap_seq = self._read_snapshot()
@@ -257,6 +269,16 @@ class KVSpace:
         self.load()
 
     # -- mutations ---------------------------------------------------------------------------
+    def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
+        """Set ``key`` in memory and in the journal buffer; sweep what has expired."""
+        self.items[key] = (value, exp)
+        self.encoded[key] = encoded
+        self.journal_set(key, encoded, exp)
+        if exp is not None:
+            heapq.heappush(self.expiry, (exp, key))
+        if self.expiry and self.expiry[0][0] <= now:
+            self.sweep(now)
+
     def journal_set(self, key: str, encoded_value: bytes, exp: float | None) -> None:
         """Record a set in the journal buffer (the caller updates ``items``)."""
         self.seq += 1
@@ -286,13 +308,26 @@ class KVSpace:
             item = items.get(key)
             if item is not None and item[1] == exp:
                 del items[key]
+                self.encoded.pop(key, None)
 
     # -- snapshots ---------------------------------------------------------------------------
     def encode_snapshot(self) -> tuple[bytes, int, int]:
         """Serialize live items; returns ``(data, seq, journal_end)`` and clears ``dirty``."""
         now = self._clock()
-        items = {k: [v, exp] for k, (v, exp) in self.items.items() if exp is None or exp > now}
-        data = orjson.dumps({"format": SNAPSHOT_FORMAT, "seq": self.seq, "items": items})
+        enc = self.encoded
+        items = {
+            k: [orjson.Fragment(e) if (e := enc.get(k)) is not None else v, exp]
+            for k, (v, exp) in self.items.items()
+            if exp is None or exp > now
+        }
+        try:
+            data = orjson.dumps({"format": SNAPSHOT_FORMAT, "seq": self.seq, "items": items})
+        except TypeError as exc:  # a value loaded from disk was mutated through get()
+            raise InvalidValueError(
+                f"a value in namespace {self.ns!r} was mutated after it was stored and is no "
+                f"longer JSON: {exc}",
+                namespace=self.ns,
+            ) from exc
         self.dirty = False
         journal_end = self.journal.end if self.journal is not None else 0
         return data, self.seq, journal_end
@@ -313,8 +348,3 @@ class KVSpace:
         """Close the journal fd."""
         if self.journal is not None:
             self.journal.close()
-
-
-def is_disk_full(exc: OSError) -> bool:
-    """True for the errors worth retrying later rather than failing at once."""
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO)

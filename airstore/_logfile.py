@@ -12,6 +12,8 @@ from collections.abc import Callable
 from airstore._appendfile import AppendFile
 from airstore._filenames import log_path, segment_path, segments
 from airstore._logread import Collector, iter_chunks
+from airstore._recovery import Finding
+from airstore.errors import InvalidArgumentError
 
 __all__ = ["LogFile", "LogOptions", "query_log"]
 
@@ -30,6 +32,8 @@ class LogOptions:
     __slots__ = ("max_age", "max_bytes", "max_segments")
 
     def __init__(self, *, max_bytes: int, max_segments: int | None, max_age: float | None) -> None:
+        if max_bytes <= 0 or (max_segments is not None and max_segments < 0):
+            raise InvalidArgumentError("max_log_bytes must be positive, max_log_segments >= 0")
         self.max_bytes = max_bytes
         self.max_segments = max_segments
         self.max_age = max_age
@@ -45,6 +49,16 @@ class LogFile(AppendFile):
         self._root = root
         self.ns = ns
         self._options = options
+
+    def open_reporting(self, findings: list[Finding]) -> None:
+        """Open the file; a torn last line is cut back and reported in ``findings``."""
+        cut = self.open()
+        if cut:
+            detail = f"cut {cut} bytes of an unfinished last line"
+            findings.append(
+                Finding(kind="torn_tail", namespace=self.ns, path=self.path, detail=detail)
+            )
+            logger.warning("airstore recovery: %s in %s", detail, self.path)
 
     def rotate_if_needed(self) -> bool:
         """Move a full active log aside as the next segment; True if it rotated."""
@@ -116,6 +130,9 @@ def query_log(
     active_path = log_path(root, ns)
     active_ino = -1
     if writer is not None:
+        if writer.pending:
+            with contextlib.suppress(OSError):  # what cannot be written is read from memory
+                writer.write_pending()
         if writer.pending:
             collector.feed(bytes(writer.pending), -1, lambda off: report("(pending)", off))
         if collector.done or writer.fd is None:

@@ -68,7 +68,13 @@ class Persister:
         self._tasks: set[asyncio.Task[None]] = set()
         self._flush_lock = asyncio.Lock()
         self._last_error: str | None = None
+        self._maintainer: asyncio.Task[None] | None = None
         self.closed = False
+
+    def start(self) -> None:
+        """Start the background task (fdatasync, periodic snapshots, retention, TTL sweep)."""
+        if self._maintainer is None:
+            self._maintainer = asyncio.create_task(self.maintain())
 
     def files(self) -> builtins.list[AppendFile]:
         """Every open append file: logs and journals."""
@@ -215,9 +221,16 @@ class Persister:
                 logger.error(
                     "airstore: background flush of %s failed, will retry: %s", self.path, exc
                 )
+            except Exception:  # a bug must not silently end background flushing
+                logger.exception("airstore: unexpected error in the background flush")
 
     async def stop(self) -> None:
-        """Wait for in-flight group commits; cancel a pending write retry."""
+        """Stop the background task, wait for in-flight group commits, cancel a retry."""
+        task, self._maintainer = self._maintainer, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if self._drain_handle is not None:
             self._drain_handle.cancel()
             self._drain_handle = None

@@ -8,6 +8,7 @@ beside a live writer.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Literal
@@ -16,7 +17,18 @@ import orjson
 
 from airstore._filenames import discover
 
-__all__ = ["CheckReport", "Finding", "FindingKind", "NamespaceCheck", "check_directory"]
+__all__ = [
+    "CheckReport",
+    "CorruptLineLog",
+    "Finding",
+    "FindingKind",
+    "NamespaceCheck",
+    "NamespaceStats",
+    "check_directory",
+    "stats_directory",
+]
+
+logger = logging.getLogger(__name__)
 
 FindingKind = Literal["torn_tail", "corrupt_line", "corrupt_snapshot", "snapshot_kept_aside"]
 
@@ -162,3 +174,70 @@ def check_directory(root: str) -> CheckReport:
         if files.log and (data := _read(files.log)) is not None:
             item.log_entries += _scan_lines(ns, files.log, data, item, tail_ok=False)
     return report
+
+
+class CorruptLineLog:
+    """Records each corrupt log line a query skips, once, with its line number."""
+
+    def __init__(self, findings: list[Finding]) -> None:
+        self._findings = findings
+        self._seen: set[tuple[str, int]] = set()
+
+    def report(self, path: str, offset: int) -> None:
+        """Note the unparseable line starting at byte ``offset`` of ``path``."""
+        if (path, offset) in self._seen:
+            return
+        self._seen.add((path, offset))
+        line = None
+        with contextlib.suppress(OSError), open(path, "rb") as fh:
+            line = fh.read(offset).count(b"\n") + 1  # rare: counting once is fine
+        self._findings.append(
+            Finding(
+                kind="corrupt_line",
+                namespace=os.path.basename(path).split(".log.")[0],
+                path=path,
+                line=line,
+                detail=f"skipped an unparseable line at byte {offset}",
+            )
+        )
+        logger.warning("airstore: skipped corrupt line %s of %s", line, path)
+
+
+@dataclass(slots=True)
+class NamespaceStats:
+    """Size of one namespace (``air store stats``)."""
+
+    namespace: str
+    keys: int = 0
+    log_entries: int = 0
+    segments: int = 0
+    files: int = 0
+    bytes: int = 0
+    has_kv: bool = False
+
+
+def _count_lines(path: str) -> int:
+    count = 0
+    with contextlib.suppress(FileNotFoundError), open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            count += block.count(b"\n")
+    return count
+
+
+def stats_directory(root: str) -> list[NamespaceStats]:
+    """Count log entries, files and bytes per namespace (keys are counted by the store)."""
+    found = []
+    for ns, files in discover(root).items():
+        item = NamespaceStats(
+            namespace=ns,
+            segments=len(files.segments),
+            files=len(files.all()),
+            has_kv=bool(files.snapshot or files.journal),
+        )
+        for path in files.all():
+            with contextlib.suppress(FileNotFoundError):
+                item.bytes += os.path.getsize(path)
+        for path in [*files.segments, *([files.log] if files.log else [])]:
+            item.log_entries += _count_lines(path)
+        found.append(item)
+    return found

@@ -1,18 +1,13 @@
 """FileStore: JSON snapshots + JSONL logs in a data directory, with a journal and recovery.
 
-See ``docs/storage.md`` for the file layout, the loss window of each durability mode and what
-recovery does. The moving parts live in small private modules: ``_kvspace`` (KV cache, snapshot,
-journal), ``_logfile``/``_logread`` (append log, rotation, newest-first queries), ``_lock``
-(one writer per directory), ``_recovery`` (findings and the read-only check), ``_exit``
-(flush at interpreter exit and on SIGTERM).
+See ``docs/storage.md`` for the layout, each durability mode's loss window and recovery. The
+parts: ``_kvspace`` (keys), ``_logfile``/``_logread`` (log), ``_persist`` (writes), ``_lock``,
+``_recovery``, ``_exit``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import contextlib
-import heapq
 import logging
 import os
 import time
@@ -22,14 +17,14 @@ from typing import Any, Literal, Self
 import orjson
 
 from airstore import _exit
-from airstore._appendfile import AppendFile
 from airstore._filenames import log_path
-from airstore._kvspace import TMP_RE, KVSpace
+from airstore._inspect import Inspection
+from airstore._kvspace import KVSpace, remove_stale_temp_files
 from airstore._lock import DirLock
 from airstore._logfile import LogFile, LogOptions, query_log
 from airstore._logread import Collector
 from airstore._persist import Persister
-from airstore._recovery import CheckReport, Finding, check_directory
+from airstore._recovery import CorruptLineLog, Finding
 from airstore._validate import (
     JSON_OPTS,
     check_key,
@@ -57,7 +52,7 @@ DEFAULT_FLUSH_INTERVAL = 5.0
 DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
 
 
-class FileStore:
+class FileStore(Inspection):
     """A store kept in a directory of JSON and JSONL files.
 
     Args:
@@ -96,8 +91,6 @@ class FileStore:
             )
         if not flush_interval > 0:
             raise InvalidArgumentError("flush_interval must be a positive number of seconds")
-        if max_log_bytes <= 0 or (max_log_segments is not None and max_log_segments < 0):
-            raise InvalidArgumentError("max_log_bytes must be positive, max_log_segments >= 0")
         self.path = os.fspath(path)
         self.durability: Durability = durability
         self.read_only = read_only
@@ -113,10 +106,9 @@ class FileStore:
         self._spaces: dict[str, KVSpace] = {}
         self._logs: dict[str, LogFile] = {}
         self._findings: builtins.list[Finding] = []
-        self._seen_corrupt: set[tuple[str, int]] = set()
+        self._corrupt_lines = CorruptLineLog(self._findings)
         self._lock = DirLock(self.path)
         self._persist: Persister | None = None  # created by init() on the running loop
-        self._maintainer: asyncio.Task[None] | None = None
         self._counted = False
         self._opened = False
         self._closed = False
@@ -138,7 +130,7 @@ class FileStore:
             except OSError as exc:
                 raise StorageIOError(f"cannot create {self.path}: {exc}", path=self.path) from exc
             self._lock.acquire()
-            self._remove_stale_temp_files()
+            remove_stale_temp_files(self.path)
             self._persist = Persister(
                 self.path,
                 self._spaces,
@@ -147,8 +139,8 @@ class FileStore:
                 flush_interval=self._flush_interval,
                 clock=self._clock,
             )
-            self._maintainer = asyncio.create_task(self._persist.maintain())
-        self._counted = _exit.register(self, handle_sigterm=self._handle_sigterm)
+            self._persist.start()
+            self._counted = _exit.register(self, handle_sigterm=self._handle_sigterm)
         self._opened = True
 
     async def close(self) -> None:
@@ -162,18 +154,17 @@ class FileStore:
             return
         persist = self._persist
         if persist is not None:
-            await self._stop_maintainer()
             await persist.stop()
             try:
                 await persist.flush()
             except StorageIOError:
-                self._maintainer = asyncio.create_task(persist.maintain())
+                persist.start()  # keep retrying in the background; close() may be retried
                 raise
             persist.closed = True
             await persist.stop()
+            for f in persist.files():
+                f.close()
         self._closed = True
-        for f in self._files():
-            f.close()
         self._lock.release()
         _exit.unregister(self, counted=self._counted)
 
@@ -191,13 +182,6 @@ class FileStore:
         """Synchronous final flush for interpreter exit and SIGTERM (no event loop needed)."""
         if not self._closed and self._persist is not None:
             self._persist.flush_now()
-
-    async def _stop_maintainer(self) -> None:
-        task, self._maintainer = self._maintainer, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def __aenter__(self) -> Self:
         await self.init()
@@ -225,22 +209,6 @@ class FileStore:
             raise ReadOnlyStoreError(f"FileStore {self.path!r} is read-only", path=self.path)
         raise StoreClosedError(f"FileStore {self.path!r} is not open; await init()")
 
-    def _remove_stale_temp_files(self) -> None:
-        for name in os.listdir(self.path):
-            if TMP_RE.search(name):
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(self.path, name))
-
-    def _files(self) -> builtins.list[AppendFile]:
-        files: builtins.list[AppendFile] = list(self._logs.values())
-        files += [s.journal for s in self._spaces.values() if s.journal is not None]
-        return files
-
-    @property
-    def recovery(self) -> builtins.list[Finding]:
-        """What recovery found and repaired in the namespaces this store has opened."""
-        return list(self._findings)
-
     # -- namespaces --------------------------------------------------------------------------
     def _space(self, ns: str) -> KVSpace:
         space = self._spaces.get(ns)
@@ -262,17 +230,7 @@ class FileStore:
 
     def _log(self, ns: str) -> LogFile:
         log = LogFile(self.path, check_namespace(ns), self._log_options)
-        cut = self._io(log.open, ns)
-        if cut:
-            self._findings.append(
-                Finding(
-                    kind="torn_tail",
-                    namespace=ns,
-                    path=log.path,
-                    detail=f"cut {cut} bytes of an unfinished last line",
-                )
-            )
-            logger.warning("airstore recovery: cut a torn tail of %d bytes in %s", cut, log.path)
+        self._io(lambda: log.open_reporting(self._findings), ns)
         self._logs[ns] = log
         return log
 
@@ -298,13 +256,8 @@ class FileStore:
         check_key(ns, key)
         encoded = encode_value(ns, key, value)
         ttl = self._default_ttl if ttl is None else check_ttl(ttl)
-        exp = None if ttl is None else self._clock() + ttl
-        space.items[key] = (value, exp)
-        space.journal_set(key, encoded, exp)
-        if exp is not None:
-            heapq.heappush(space.expiry, (exp, key))
-        if space.expiry and space.expiry[0][0] <= self._clock():
-            space.sweep(self._clock())
+        now = self._clock()
+        space.put(key, value, encoded, None if ttl is None else now + ttl, now)
         if self._journaled:
             await persist.written(space.journal)
 
@@ -332,6 +285,7 @@ class FileStore:
         item = space.items.pop(key, None)
         if item is None:
             return False
+        space.encoded.pop(key, None)
         space.journal_delete(key)
         if self._journaled:
             await persist.written(space.journal)
@@ -399,59 +353,17 @@ class FileStore:
         reaches entries older than ``since``). Corrupt lines are skipped and reported.
         """
         self._ensure_open()
-        check_namespace(ns)
         limit, offset = check_limits(limit, offset)
         collector = Collector(
             limit=limit, offset=offset, lo=to_epoch_ms(since), hi=to_epoch_ms(until), flt=filter
         )
-        writer = None
-        if not self.read_only:
-            writer = self._logs.get(ns)
-            if writer is None and os.path.exists(log_path(self.path, ns)):  # noqa: ASYNC240 - a stat
-                writer = self._log(ns)
-            if writer is not None and writer.pending:
-                with contextlib.suppress(OSError):  # unwritten lines are read from memory
-                    writer.write_pending()
-        try:
-            query_log(self.path, ns, collector, writer, self._corrupt_line)
-        except OSError as exc:
-            raise StorageIOError(f"cannot read the log of {ns!r}: {exc}", namespace=ns) from exc
+        writer = None if self.read_only else self._logs.get(check_namespace(ns))
+        if writer is None and not self.read_only and self._has_log(ns):
+            writer = self._log(ns)  # opening it repairs a torn tail first
+        self._io(
+            lambda: query_log(self.path, ns, collector, writer, self._corrupt_lines.report), ns
+        )
         return collector.out
 
-    def _corrupt_line(self, path: str, offset: int) -> None:
-        if (path, offset) in self._seen_corrupt:
-            return
-        self._seen_corrupt.add((path, offset))
-        line = None
-        with contextlib.suppress(OSError), open(path, "rb") as fh:
-            line = fh.read(offset).count(b"\n") + 1
-        ns = os.path.basename(path).split(".log.")[0]
-        self._findings.append(
-            Finding(
-                kind="corrupt_line",
-                namespace=ns,
-                path=path,
-                line=line,
-                detail=f"skipped an unparseable line at byte {offset}",
-            )
-        )
-        logger.warning("airstore: skipped corrupt line %s of %s", line, path)
-
-    # -- flushing ----------------------------------------------------------------------------
-    async def check(self) -> CheckReport:
-        """Read every file of the data directory (changing nothing) and report problems.
-
-        Returns:
-            Per-namespace file lists, counts and findings (torn tails, corrupt lines, corrupt
-            snapshots, snapshots kept aside by an earlier recovery).
-
-        Raises:
-            StorageIOError: the directory cannot be read.
-        """
-        self._ensure_open()
-        if not self.read_only:
-            await self.flush()
-        try:
-            return await asyncio.to_thread(check_directory, self.path)
-        except OSError as exc:
-            raise StorageIOError(f"cannot check {self.path}: {exc}", path=self.path) from exc
+    def _has_log(self, ns: str) -> bool:
+        return os.path.exists(log_path(self.path, check_namespace(ns)))

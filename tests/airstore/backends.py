@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airstore import FileStore, MemoryStore, Store
+import pytest
+
+from airstore import FileStore, MemoryStore, RedisStore, SqliteStore, Store
+from tests.redis_server import shared_redis_server, unique_prefix
 
 
 class FakeClock:
@@ -48,9 +51,24 @@ def _file_opener(durability: str) -> Callable[[Path, FakeClock], Awaitable[Store
     return _open
 
 
+async def _open_sqlite(tmp: Path, clock: FakeClock) -> Store:
+    store = SqliteStore(tmp / "air.db", clock=clock)
+    await store.init()
+    return store
+
+
+async def _open_redis(tmp: Path, clock: FakeClock) -> Store:
+    # The prefix follows the test directory, so a reopen in the same test sees the same data.
+    store = RedisStore(shared_redis_server().url(), prefix=unique_prefix(str(tmp)), clock=clock)
+    await store.init()
+    return store
+
+
 BACKENDS: list[Backend] = [
     Backend("memory", _open_memory, persistent=False),
     Backend("file-journal", _file_opener("journal"), persistent=True),
     Backend("file-snapshot", _file_opener("snapshot"), persistent=True),
     Backend("file-sync", _file_opener("sync"), persistent=True),
+    Backend("sqlite", _open_sqlite, persistent=True),
+    Backend("redis", _open_redis, persistent=True, marks=(pytest.mark.redis,)),
 ]

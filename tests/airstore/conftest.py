@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from airstore import Store
 from tests.airstore.backends import BACKENDS, Backend, FakeClock
+from tests.redis_server import RedisServer, shared_redis_server, stop_shared_redis_server
 
 
 @pytest.fixture(params=[pytest.param(b, id=b.name, marks=b.marks) for b in BACKENDS])
@@ -33,3 +34,16 @@ async def store(backend: Backend, tmp_path: Path, clock: FakeClock) -> AsyncIter
 )
 def persistent_backend(request: pytest.FixtureRequest) -> Backend:
     return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_shared_redis() -> Iterator[None]:
+    """Stop the shared redis-server (started on first use) when the session ends."""
+    yield
+    stop_shared_redis_server()
+
+
+@pytest.fixture
+def redis_server() -> RedisServer:
+    """The session's shared redis-server; give each test its own key prefix."""
+    return shared_redis_server()

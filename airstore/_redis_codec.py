@@ -1,0 +1,78 @@
+"""Key layout, value framing and error mapping of :class:`airstore.redis_store.RedisStore`.
+
+Layout under a prefix ``P`` (default ``air:``)::
+
+    P kv: ns : key     string   b"<expires_at>|<json>"  (expires_at: store-clock seconds, or empty)
+    P log: ns          stream   one field ``d`` = the entry as JSON, id ``<_ts>-<seq>``
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+from redis import exceptions as rex
+
+from airstore.errors import AirstoreError, CorruptDataError, StorageIOError
+
+__all__ = [
+    "decode_value",
+    "encode_value_payload",
+    "escape_glob",
+    "needle",
+    "translate",
+]
+
+_GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
+
+
+def escape_glob(text: str) -> str:
+    """Escape ``text`` for a Redis ``MATCH`` pattern (``* ? [ ] \\`` become literal)."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
+
+
+def encode_value_payload(json: bytes, expires_at: float | None) -> bytes:
+    """Frame a JSON value with its store-clock expiry (``repr`` round-trips the float)."""
+    head = b"" if expires_at is None else repr(expires_at).encode()
+    return head + b"|" + json
+
+
+def decode_value(payload: bytes, now: float, where: str) -> tuple[bool, Any]:
+    """Return ``(live, value)`` of a framed payload at store-clock time ``now``.
+
+    Raises:
+        CorruptDataError: the payload was not written by RedisStore.
+    """
+    head, sep, body = payload.partition(b"|")
+    try:
+        if not sep:
+            raise ValueError("no expiry separator")
+        if head and float(head) <= now:
+            return False, None
+        return True, orjson.loads(body)
+    except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
+        raise CorruptDataError(f"value at {where} is not a RedisStore value: {exc}") from exc
+
+
+def needle(field: str, value: Any) -> bytes | None:
+    """Bytes that every matching encoded entry contains, or ``None`` when there is no such
+    unique encoding (numbers and bools: ``1 == 1.0 == True`` in Python)."""
+    if value is None or isinstance(value, str):
+        return orjson.dumps(field) + b":" + orjson.dumps(value)
+    return None
+
+
+def translate(exc: rex.RedisError, where: str, action: str) -> AirstoreError:
+    """Map a redis-py error to a :class:`StorageIOError` with a message that says what failed."""
+    if isinstance(exc, rex.ReadOnlyError):
+        why = "the server is a read-only replica"
+    elif isinstance(exc, rex.OutOfMemoryError) or str(exc).startswith("OOM"):
+        why = "the server is out of memory (maxmemory reached with noeviction)"
+    elif isinstance(exc, rex.BusyLoadingError):
+        why = "the server is still loading its dataset"
+    elif isinstance(exc, rex.ConnectionError | rex.TimeoutError):
+        why = "the server is unreachable"
+    else:
+        why = "the server refused the command"
+    return StorageIOError(f"redis {action} at {where} failed: {why}: {exc}", path=where)

@@ -1,0 +1,368 @@
+"""RedisStore: the shared backend for many server instances, on redis.asyncio."""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import math
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import orjson
+import redis.asyncio as aioredis
+from redis import exceptions as rex
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+
+from airstore._batch import Batcher
+from airstore._entry import stamp
+from airstore._redis_batch import plan, queue
+from airstore._redis_codec import (
+    decode_value,
+    encode_value_payload,
+    escape_glob,
+    needle,
+    translate,
+)
+from airstore._validate import (
+    check_key,
+    check_limits,
+    check_namespace,
+    check_ttl,
+    encode_value,
+    matches,
+    to_epoch_ms,
+)
+from airstore.errors import (
+    CorruptDataError,
+    InvalidArgumentError,
+    ReadOnlyStoreError,
+    StorageIOError,
+    StoreClosedError,
+)
+from airstore.types import Clock, Entry, JSONValue, TimeBound
+
+__all__ = ["RedisStore"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_PREFIX = "air:"
+DEFAULT_MAX_LOG_ENTRIES = 1_000_000
+"""Approximate per-namespace stream length kept (``XADD … MAXLEN ~``); ``None`` keeps all."""
+DEFAULT_SOCKET_TIMEOUT = 5.0
+DEFAULT_CONNECT_TIMEOUT = 2.0
+DEFAULT_MAX_CONNECTIONS = 32
+DEFAULT_MAX_BATCH = 10_000
+MIN_REDIS_MAJOR = 7
+
+_SCAN_COUNT = 1000
+_PAGE = 1000
+_BODY = b"d"
+
+# One queued command: ("get", key) | ("set", key, payload, px) | ("del", key)
+#                   | ("app", stream, ts, body, entry)
+_Op = tuple[Any, ...]
+
+
+class RedisStore:
+    """Key-value with TTL plus a log per namespace (a Redis Stream), shared by many processes.
+
+    Commands issued during one event-loop turn go to Redis in one pipeline, folded into a few
+    commands (``MGET``, one Lua ``EVAL`` for the sets, one per stream for the appends), so
+    concurrent callers share round trips; every awaited call returns after Redis answered it. TTL is
+    decided by the store's ``clock`` (the expiry travels with the value) and also bounded in
+    real time by Redis (``SET … PX``), so expired keys both read as missing and get reaped.
+    Log entries get stream ids ``<_ts>-<seq>``; ``since``/``until`` map onto those ids. An entry
+    whose ``_ts`` is older than the newest id in its stream is stored with the next free id, so
+    it is ordered and time-windowed by when it arrived (its ``_ts`` is kept unchanged).
+
+    Args:
+        url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``).
+        prefix: prepended to every Redis key; separates applications sharing one database.
+        default_ttl: TTL in seconds applied when ``set`` gets ``ttl=None``.
+        clock: seconds since the epoch; injectable for tests.
+        max_log_entries: approximate entries kept per namespace stream; ``None`` keeps all.
+        read_only: refuse writes with :class:`ReadOnlyStoreError`.
+        socket_timeout: seconds before a command without an answer fails.
+        connect_timeout: seconds before an unreachable server fails a command.
+        max_connections: connection pool size.
+        max_batch: the most commands per pipeline.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        default_ttl: float | None = None,
+        clock: Clock = time.time,
+        max_log_entries: int | None = DEFAULT_MAX_LOG_ENTRIES,
+        read_only: bool = False,
+        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_batch: int = DEFAULT_MAX_BATCH,
+    ) -> None:
+        if not isinstance(url, str) or "://" not in url:
+            raise InvalidArgumentError(f"RedisStore needs a redis:// URL, got {url!r}")
+        if not isinstance(prefix, str):
+            raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
+        if max_log_entries is not None and max_log_entries <= 0:
+            raise InvalidArgumentError("max_log_entries must be positive or None")
+        self._default_ttl = check_ttl(default_ttl)
+        self._clock = clock
+        self._prefix = prefix
+        self._max_log = max_log_entries
+        self._read_only = read_only
+        try:
+            self._client: Any = aioredis.Redis.from_url(
+                url,
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=connect_timeout,
+                max_connections=max_connections,
+                retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), retries=2),
+            )
+        except ValueError as exc:
+            raise InvalidArgumentError(f"bad redis URL {url!r}: {exc}") from exc
+        kwargs = self._client.connection_pool.connection_kwargs
+        self.where = (
+            f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}"
+            f"/{kwargs.get('db', 0)}"
+        )
+        self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
+        self._opened = False
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def init(self) -> None:
+        """Connect and check the server. Idempotent.
+
+        Raises:
+            StorageIOError: the server is unreachable or refuses commands.
+        """
+        self._ensure_open()
+        if self._opened:
+            return
+        try:
+            info = await self._client.info("server")
+        except rex.RedisError as exc:
+            raise translate(exc, self.where, "connect") from exc
+        version = str(info.get("redis_version", "0"))
+        major = version.split(".", 1)[0]
+        if not major.isdigit() or int(major) < MIN_REDIS_MAJOR:
+            raise StorageIOError(
+                f"redis at {self.where} is version {version}; RedisStore needs Redis "
+                f">= {MIN_REDIS_MAJOR} (stream ids '<ms>-*', '#!lua' scripts)",
+                path=self.where,
+            )
+        self._opened = True
+
+    async def close(self) -> None:
+        """Finish pending commands and close the connection pool. Idempotent."""
+        if self._closed:
+            return
+        try:
+            await self._batcher.drain()
+        finally:
+            self._closed = True
+            await self._client.aclose()
+
+    async def flush(self) -> None:
+        """Wait until every command submitted so far has been answered."""
+        self._ensure_open()
+        await self._batcher.drain()
+
+    async def __aenter__(self) -> Self:
+        await self.init()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"RedisStore {self.where} is closed", path=self.where)
+
+    def _submit(self, op: _Op, *, write: bool) -> Any:
+        self._ensure_open()
+        if write and self._read_only:
+            raise ReadOnlyStoreError(f"RedisStore {self.where} is read-only", path=self.where)
+        return self._batcher.submit(op)
+
+    def _kv_key(self, ns: str, key: str) -> str:
+        return f"{self._prefix}kv:{ns}:{key}"
+
+    def _log_key(self, ns: str) -> str:
+        return f"{self._prefix}log:{ns}"
+
+    # -- the pipeline ------------------------------------------------------------------------
+    async def _run_batch(self, ops: Sequence[_Op]) -> list[Any]:
+        groups = plan(ops)
+        try:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for kind, members in groups:
+                    queue(pipe, kind, [ops[i] for i in members], self._max_log)
+                replies: list[Any] = await pipe.execute(raise_on_error=False)
+        except rex.RedisError as exc:
+            raise translate(exc, self.where, "pipeline") from exc
+        now = self._clock()
+        results: list[Any] = [None] * len(ops)
+        for (kind, members), reply in zip(groups, replies, strict=True):
+            if isinstance(reply, rex.RedisError):
+                error = translate(reply, self.where, kind.upper())
+                for i in members:
+                    results[i] = error
+            elif kind == "get":
+                for i, payload in zip(members, reply, strict=True):
+                    results[i] = self._decoded(ops[i][1], payload, now, want_live=False)
+            elif kind == "del":
+                results[members[0]] = self._decoded(ops[members[0]][1], reply, now, want_live=True)
+            elif kind == "app":
+                for i in members:
+                    results[i] = ops[i][4]
+        return results
+
+    def _decoded(self, key: str, payload: bytes | None, now: float, *, want_live: bool) -> Any:
+        if payload is None:
+            return False if want_live else None
+        try:
+            live, value = decode_value(payload, now, f"{self.where} {key!r}")
+        except CorruptDataError as exc:
+            return exc
+        return live if want_live else value
+
+    # -- key-value ---------------------------------------------------------------------------
+    async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
+        """Store ``value`` (``SET``, with ``PX`` when it has a TTL). See :meth:`Store.set`.
+
+        Raises:
+            InvalidValueError: not JSON. StorageIOError: unreachable, read-only replica, OOM.
+        """
+        check_key(check_namespace(ns), key)
+        json = encode_value(ns, key, value)
+        ttl = self._default_ttl if ttl is None else check_ttl(ttl)
+        if ttl is None:
+            op: _Op = ("set", self._kv_key(ns, key), encode_value_payload(json, None), None)
+        else:
+            payload = encode_value_payload(json, self._clock() + ttl)
+            op = ("set", self._kv_key(ns, key), payload, max(1, math.ceil(ttl * 1000)))
+        await self._submit(op, write=True)
+
+    async def get(self, ns: str, key: str) -> JSONValue:
+        """Return the live value or ``None``."""
+        check_key(check_namespace(ns), key)
+        return await self._submit(("get", self._kv_key(ns, key)), write=False)
+
+    async def delete(self, ns: str, key: str) -> bool:
+        """Remove ``key`` (``GETDEL``); True if it was present and live."""
+        check_key(check_namespace(ns), key)
+        return bool(await self._submit(("del", self._kv_key(ns, key)), write=True))
+
+    async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
+        """Live keys starting with ``prefix``, sorted (``SCAN … MATCH``, never ``KEYS``)."""
+        return [k for k, _ in await self._live(ns, prefix)]
+
+    async def entries(self, ns: str, prefix: str = "") -> builtins.list[tuple[str, JSONValue]]:
+        """Live ``(key, value)`` pairs starting with ``prefix``, sorted by key."""
+        return await self._live(ns, prefix)
+
+    async def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
+        self._ensure_open()
+        check_namespace(ns)
+        if not isinstance(prefix, str):
+            raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
+        base = self._kv_key(ns, "")
+        pattern = escape_glob(base + prefix) + "*"
+        out: builtins.list[tuple[str, JSONValue]] = []
+        try:
+            names: builtins.list[bytes] = [
+                name async for name in self._client.scan_iter(match=pattern, count=_SCAN_COUNT)
+            ]
+            now = self._clock()
+            for start in range(0, len(names), _PAGE):
+                chunk = names[start : start + _PAGE]
+                for name, payload in zip(chunk, await self._client.mget(chunk), strict=True):
+                    if payload is None:  # deleted or reaped between SCAN and MGET
+                        continue
+                    live, value = decode_value(payload, now, f"{self.where} {name!r}")
+                    if live:
+                        out.append((name.decode()[len(base) :], value))
+        except rex.RedisError as exc:
+            raise translate(exc, self.where, "SCAN") from exc
+        out.sort(key=lambda kv: kv[0])
+        return out
+
+    # -- append log --------------------------------------------------------------------------
+    async def append(self, ns: str, entry: Entry) -> Entry:
+        """Append ``entry`` to the namespace stream (``XADD``); returns it with ``_ts``."""
+        check_namespace(ns)
+        stored, ts, body = stamp(ns, entry, self._clock)
+        result: Entry = await self._submit(("app", self._log_key(ns), ts, body, stored), write=True)
+        return result
+
+    async def query(
+        self,
+        ns: str,
+        limit: int = 100,
+        offset: int = 0,
+        since: TimeBound = None,
+        until: TimeBound = None,
+        filter: dict[str, JSONValue] | None = None,
+    ) -> builtins.list[Entry]:
+        """Entries newest first (``XREVRANGE``), ``since`` ≤ id time < ``until``.
+
+        ``filter`` (field equality) is checked on pages of entries as they stream in; string
+        and null values are first matched on the raw bytes so most entries are never parsed.
+        """
+        self._ensure_open()
+        check_namespace(ns)
+        limit, offset = check_limits(limit, offset)
+        lo, hi = to_epoch_ms(since), to_epoch_ms(until)
+        if filter is not None and not isinstance(filter, dict):
+            raise InvalidArgumentError(f"filter must be a dict or None, got {filter!r}")
+        if limit == 0 or (hi is not None and (hi <= 0 or (lo is not None and lo >= hi))):
+            return []
+        upper = "+" if hi is None else f"({hi}-0"
+        lower = "-" if lo is None or lo <= 0 else f"{lo}-0"
+        needles = [n for f, v in (filter or {}).items() if (n := needle(f, v)) is not None]
+        out: builtins.list[Entry] = []
+        skipped = 0
+        page = min(_PAGE, offset + limit) if not filter else _PAGE
+        key = self._log_key(ns)
+        try:
+            while len(out) < limit:
+                rows = await self._client.xrevrange(key, max=upper, min=lower, count=page)
+                for _id, fields in rows:
+                    raw = fields[_BODY]
+                    if needles and not all(n in raw for n in needles):
+                        continue
+                    entry = orjson.loads(raw)
+                    if filter and not matches(entry, filter):
+                        continue
+                    if skipped < offset:
+                        skipped += 1
+                        continue
+                    out.append(entry)
+                    if len(out) >= limit:
+                        break
+                if len(rows) < page:
+                    break
+                upper = "(" + rows[-1][0].decode()
+                page = _PAGE
+        except rex.RedisError as exc:
+            raise translate(exc, self.where, "XREVRANGE") from exc
+        except (orjson.JSONDecodeError, KeyError) as exc:
+            raise CorruptDataError(
+                f"stream {key!r} at {self.where} holds an entry RedisStore did not write: {exc!r}",
+                path=self.where,
+                namespace=ns,
+            ) from exc
+        return out

@@ -1,0 +1,363 @@
+"""Storage benchmark: our stores and their peers side by side, over the same workload.
+
+Workload: N set, N get, N append (the loop builds each entry), then on an L-entry log the
+newest-100 query and a filtered query (field equality matching ~0.1 % of entries, so it scans
+the whole log), also right after a read-only reopen where the backend has one.
+
+Peers: a plain dict (the physical floor, synchronous), diskcache, raw sqlite3 (one
+transaction). Other backends join by adding a ``Backend`` row to ``backends()``.
+
+Run: ``python bench/store_bench.py`` (N=100 k, L=1 M) or ``--quick`` (N=10 k, L=100 k).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import importlib
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from airstore import FileStore, MemoryStore, Store
+
+FILTER = {"tool": "rare"}
+RARE_EVERY = 1000
+
+
+def make_entry(i: int) -> dict[str, Any]:
+    tool = "rare" if i % RARE_EVERY == 0 else f"tool_{i % 37}"
+    return {"tool": tool, "i": i, "layer": "L2", "ok": True, "ms": 1.25}
+
+
+@dataclass
+class Results:
+    """Per backend: workload -> ops/s (rates) or seconds (queries)."""
+
+    rows: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def put(self, backend: str, workload: str, value: float) -> None:
+        self.rows.setdefault(backend, {})[workload] = value
+
+
+@dataclass
+class Backend:
+    """One column of the table; ``run`` fills ``Results`` for the workloads it supports."""
+
+    name: str
+    run: Callable[[str, int, int, Results], Awaitable[None]]
+    ours: bool = False
+
+
+def _median_time(fn: Callable[[], Any], repeat: int = 7) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+async def _amedian_time(fn: Callable[[], Awaitable[Any]], repeat: int = 7) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        await fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+# -- our stores, through the public async API ------------------------------------------------
+async def run_store(
+    name: str,
+    open_store: Callable[[str], Awaitable[Store]],
+    reopen_read_only: Callable[[str], Awaitable[Store]] | None,
+    tmp: str,
+    n: int,
+    log_n: int,
+    res: Results,
+) -> None:
+    store = await open_store(tmp)
+    try:
+        gc.collect()
+        t0 = time.perf_counter()
+        for i in range(n):
+            await store.set("bench", f"key:{i}", {"i": i, "name": "value", "ok": True})
+        await store.flush()
+        res.put(name, "set", n / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(n):
+            await store.get("bench", f"key:{i}")
+        res.put(name, "get", n / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(n):
+            await store.append("bench.small", make_entry(i))
+        await store.flush()
+        res.put(name, "append", n / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(log_n):
+            await store.append("bench.log", make_entry(i))
+            if i % 4096 == 0:
+                await asyncio.sleep(0)  # a server's loop yields; let group commits happen
+        await store.flush()
+        res.put(name, f"append {log_n // 1000}k (sustained)", log_n / (time.perf_counter() - t0))
+        got = await store.query("bench.log", limit=100)
+        assert len(got) == 100, len(got)
+        assert got[0]["i"] == log_n - 1, got[:1]
+        res.put(name, "newest-100", await _amedian_time(lambda: store.query("bench.log")))
+        got = await store.query("bench.log", filter=FILTER, limit=10_000)
+        assert len(got) == len(range(0, log_n, RARE_EVERY)), len(got)
+        res.put(
+            name,
+            "filtered scan",
+            await _amedian_time(lambda: store.query("bench.log", filter=FILTER, limit=10_000), 3),
+        )
+    finally:
+        await store.close()
+    if reopen_read_only is None:
+        return
+    t0 = time.perf_counter()
+    reader = await reopen_read_only(tmp)
+    got = await reader.query("bench.log", limit=100)
+    res.put(name, "read-only reopen + newest-100", time.perf_counter() - t0)
+    assert len(got) == 100
+    try:
+        res.put(
+            name, "newest-100 (read-only)", await _amedian_time(lambda: reader.query("bench.log"))
+        )
+        res.put(
+            name,
+            "filtered scan (read-only)",
+            await _amedian_time(lambda: reader.query("bench.log", filter=FILTER, limit=10_000), 3),
+        )
+    finally:
+        await reader.close()
+
+
+async def bench_memory(tmp: str, n: int, log_n: int, res: Results) -> None:
+    async def open_memory(_tmp: str) -> Store:
+        store = MemoryStore()
+        await store.init()
+        return store
+
+    await run_store("MemoryStore", open_memory, None, tmp, n, log_n, res)
+
+
+async def bench_file(tmp: str, n: int, log_n: int, res: Results) -> None:
+    async def open_file(path: str) -> Store:
+        store = FileStore(os.path.join(path, "data"))
+        await store.init()
+        return store
+
+    async def open_reader(path: str) -> Store:
+        store = FileStore(os.path.join(path, "data"), read_only=True)
+        await store.init()
+        return store
+
+    await run_store("FileStore", open_file, open_reader, tmp, n, log_n, res)
+
+
+async def bench_sqlite_store(tmp: str, n: int, log_n: int, res: Results) -> None:
+    module = importlib.import_module("airstore.sqlite")
+    cls = module.SqliteStore
+
+    async def open_sqlite(path: str) -> Store:
+        store: Store = cls(os.path.join(path, "air.db"))
+        await store.init()
+        return store
+
+    async def open_reader(path: str) -> Store:
+        store: Store = cls(os.path.join(path, "air.db"))
+        await store.init()
+        return store
+
+    await run_store("SqliteStore", open_sqlite, open_reader, tmp, n, log_n, res)
+
+
+# -- peers -----------------------------------------------------------------------------------
+async def bench_dict(tmp: str, n: int, log_n: int, res: Results) -> None:
+    name = "dict (floor)"
+    kv: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    for i in range(n):
+        kv[f"key:{i}"] = {"i": i, "name": "value", "ok": True}
+    res.put(name, "set", n / (time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    for i in range(n):
+        kv.get(f"key:{i}")
+    res.put(name, "get", n / (time.perf_counter() - t0))
+    log: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        e = make_entry(i)
+        e["_ts"] = int(time.time() * 1000)
+        log.append(e)
+    res.put(name, "append", n / (time.perf_counter() - t0))
+    big: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    for i in range(log_n):
+        e = make_entry(i)
+        e["_ts"] = int(time.time() * 1000)
+        big.append(e)
+    res.put(name, f"append {log_n // 1000}k (sustained)", log_n / (time.perf_counter() - t0))
+    res.put(name, "newest-100", _median_time(lambda: big[-100:][::-1]))
+    res.put(
+        name,
+        "filtered scan",
+        _median_time(lambda: [e for e in reversed(big) if e["tool"] == "rare"], 3),
+    )
+
+
+async def bench_diskcache(tmp: str, n: int, log_n: int, res: Results) -> None:
+    import diskcache
+
+    name = "diskcache"
+    n = min(n, 10_000)  # ~6 k sets/s: a rate from 10 k ops is as good and 10x shorter
+    with diskcache.Cache(os.path.join(tmp, "dc")) as cache:
+        t0 = time.perf_counter()
+        for i in range(n):
+            cache.set(f"key:{i}", {"i": i, "name": "value", "ok": True})
+        res.put(name, "set", n / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(n):
+            cache.get(f"key:{i}")
+        res.put(name, "get", n / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(n):
+            cache.push(make_entry(i), prefix="log")
+        res.put(name, "append", n / (time.perf_counter() - t0))
+
+
+async def bench_sqlite3(tmp: str, n: int, log_n: int, res: Results) -> None:
+    name = "sqlite3 (1 txn)"
+    db = sqlite3.connect(os.path.join(tmp, "raw.db"))
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v BLOB)")
+        db.execute("CREATE TABLE log (id INTEGER PRIMARY KEY, ts INTEGER, data BLOB)")
+        t0 = time.perf_counter()
+        with db:
+            for i in range(n):
+                v = orjson.dumps({"i": i, "name": "value", "ok": True})
+                db.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (f"key:{i}", v))
+        res.put(name, "set", n / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(n):
+            row = db.execute("SELECT v FROM kv WHERE k = ?", (f"key:{i}",)).fetchone()
+            orjson.loads(row[0])
+        res.put(name, "get", n / (time.perf_counter() - t0))
+        for label, count in (("append", n), (f"append {log_n // 1000}k (sustained)", log_n)):
+            t0 = time.perf_counter()
+            with db:
+                for i in range(count):
+                    e = make_entry(i)
+                    ts = int(time.time() * 1000)
+                    e["_ts"] = ts
+                    db.execute("INSERT INTO log (ts, data) VALUES (?, ?)", (ts, orjson.dumps(e)))
+            res.put(name, label, count / (time.perf_counter() - t0))
+            if label == "append":
+                db.execute("DELETE FROM log")
+                db.commit()
+
+        def newest() -> list[Any]:
+            rows = db.execute("SELECT data FROM log ORDER BY id DESC LIMIT 100").fetchall()
+            return [orjson.loads(r[0]) for r in rows]
+
+        def filtered() -> list[Any]:
+            rows = db.execute(
+                "SELECT data FROM log WHERE json_extract(data, '$.tool') = ? ORDER BY id DESC",
+                ("rare",),
+            ).fetchall()
+            return [orjson.loads(r[0]) for r in rows]
+
+        res.put(name, "newest-100", _median_time(newest))
+        res.put(name, "filtered scan", _median_time(filtered, 3))
+    finally:
+        db.close()
+
+
+def backends() -> list[Backend]:
+    """The table's columns; add a row here for a new backend."""
+    rows = [
+        Backend("FileStore", bench_file, ours=True),
+        Backend("MemoryStore", bench_memory, ours=True),
+    ]
+    try:
+        importlib.import_module("airstore.sqlite")
+        rows.append(Backend("SqliteStore", bench_sqlite_store, ours=True))
+    except ImportError:
+        pass
+    rows += [
+        Backend("dict (floor)", bench_dict),
+        Backend("diskcache", bench_diskcache),
+        Backend("sqlite3 (1 txn)", bench_sqlite3),
+    ]
+    return rows
+
+
+def _fmt(workload: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if "newest" in workload or "scan" in workload or "reopen" in workload:
+        return f"{value * 1000:.2f} ms"
+    return f"{value / 1000:,.0f} k/s"
+
+
+def print_table(res: Results, order: list[str], n: int, log_n: int) -> None:
+    workloads: list[str] = []
+    for row in res.rows.values():
+        workloads += [w for w in row if w not in workloads]
+    ref = "FileStore"
+    print(f"\nN = {n:,} KV ops / appends; log = {log_n:,} entries")
+    print(
+        "ratio = FileStore ÷ backend for rates, backend ÷ FileStore for times (>1: FileStore faster)"
+    )
+    header = "| workload | " + " | ".join(order) + " |"
+    print(header)
+    print("|" + "---|" * (len(order) + 1))
+    for w in workloads:
+        cells = []
+        for b in order:
+            v = res.rows.get(b, {}).get(w)
+            r = res.rows.get(ref, {}).get(w)
+            text = _fmt(w, v)
+            if v is not None and r is not None and b != ref:
+                timed = "newest" in w or "scan" in w or "reopen" in w
+                ratio = v / r if timed else r / v
+                text += f" ({ratio:.2g}×)"
+            cells.append(text)
+        print(f"| {w} | " + " | ".join(cells) + " |")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="N=10k, log of 100k (smoke run)")
+    parser.add_argument("--only", help="comma-separated backend names")
+    args = parser.parse_args()
+    n, log_n = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
+    res = Results()
+    rows = backends()
+    if args.only:
+        wanted = set(args.only.split(","))
+        rows = [b for b in rows if b.name in wanted]
+    for b in rows:
+        with tempfile.TemporaryDirectory(prefix="airbench-") as tmp:
+            print(f"running {b.name} …", file=sys.stderr, flush=True)
+            await b.run(tmp, n, log_n, res)
+    print_table(res, [b.name for b in rows], n, log_n)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

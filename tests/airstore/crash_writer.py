@@ -1,0 +1,42 @@
+"""A writer process for the crash tests: sets and appends at full speed until SIGKILLed.
+
+Usage: ``python crash_writer.py DATA_DIR DURABILITY START ACK_FILE``
+
+After each acknowledged operation it writes one line to ACK_FILE with ``os.write`` (so the
+line survives the SIGKILL): ``s<i>`` (set ``k<i>`` = i), ``a<i>`` (appended ``{"i": i}``),
+``f<i>`` (an explicit flush returned after set ``i``). The loop yields every ``YIELD_EVERY``
+iterations, like a server handling requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from airstore import FileStore
+
+YIELD_EVERY = 64
+FLUSH_EVERY = 500
+
+
+async def main(path: str, durability: str, start: int, ack_path: str) -> None:
+    ack = os.open(ack_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    store = FileStore(path, durability=durability, flush_interval=0.2)  # type: ignore[arg-type]
+    await store.init()
+    i = start
+    while True:
+        await store.set("crash", f"k{i}", i)
+        os.write(ack, b"s%d\n" % i)
+        await store.append("crash.log", {"i": i, "pad": "x" * (i % 50)})
+        os.write(ack, b"a%d\n" % i)
+        i += 1
+        if i % YIELD_EVERY == 0:
+            await asyncio.sleep(0)
+        if durability == "snapshot" and i % FLUSH_EVERY == 0:
+            await store.flush()
+            os.write(ack, b"f%d\n" % (i - 1))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]))

@@ -1,0 +1,317 @@
+"""FileStore on damaged files, beside other processes, and on a failing disk."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airstore import FileStore, ReadOnlyStoreError, StorageIOError, StoreLockedError
+from airstore._appendfile import AppendFile
+from airstore._recovery import check_directory
+
+PROC = Path(__file__).with_name("store_proc.py")
+
+
+async def _filled(data: Path, **options: object) -> None:
+    async with FileStore(data, **options) as store:  # type: ignore[arg-type]
+        for i in range(5):
+            await store.set("ns", f"k{i}", i)
+            await store.append("log", {"i": i})
+
+
+def _append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as fh:
+        fh.write(data)
+
+
+def _read(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def _names(directory: Path, pattern: str) -> list[str]:
+    return sorted(p.name for p in directory.glob(pattern))
+
+
+class Proc:
+    """A FileStore in a child process (tests/airstore/store_proc.py)."""
+
+    def __init__(self, data: Path, durability: str = "journal") -> None:
+        self.p = subprocess.Popen(
+            [sys.executable, str(PROC), str(data), durability],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.first = self.read()
+
+    def read(self) -> str:
+        assert self.p.stdout is not None
+        return self.p.stdout.readline().strip()
+
+    def do(self, command: str) -> str:
+        assert self.p.stdin is not None
+        self.p.stdin.write(command + "\n")
+        self.p.stdin.flush()
+        return self.read()
+
+    def finish(self) -> int:
+        for stream in (self.p.stdin, self.p.stdout):
+            if stream is not None:
+                stream.close()
+        return self.p.wait(timeout=30)
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        if proc.p.poll() is None:
+            proc.p.kill()
+        proc.finish()
+
+
+async def test_torn_log_tail_is_cut_back_and_reported(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    await _filled(data)
+    log = data / "log.log.jsonl"
+    _append(log, b'{"i": 99, "unfini')
+    assert [f.kind for f in check_directory(str(data)).findings] == ["torn_tail"]
+    async with FileStore(data) as store:
+        assert [e["i"] for e in await store.query("log")] == [4, 3, 2, 1, 0]
+        assert [f.kind for f in store.recovery] == ["torn_tail"]
+        await store.append("log", {"i": 5})
+    assert log.read_bytes().endswith(b'"i":5,"_ts":' + log.read_bytes().split(b'"_ts":')[-1])
+    assert check_directory(str(data)).ok
+
+
+async def test_torn_journal_tail_keeps_every_whole_record(
+    tmp_path: Path, procs: list[Proc]
+) -> None:
+    writer = Proc(tmp_path)
+    procs.append(writer)
+    for i in range(5):
+        assert writer.do(f"set k{i} {i}") == "ok"
+    assert writer.do("flush") == "ok"  # snapshot + compacted journal
+    assert writer.do("set late 7") == "ok"  # only in the journal
+    writer.p.kill()
+    writer.p.wait(timeout=30)
+    journal = tmp_path / "ns.journal.jsonl"
+    assert b"late" in _read(journal)
+    _append(journal, b'[99,"s","torn",')
+    async with FileStore(tmp_path) as store:
+        assert await store.get("ns", "late") == 7
+        assert await store.get("ns", "torn") is None
+        assert await store.list("ns") == ["k0", "k1", "k2", "k3", "k4", "late"]
+        assert [f.kind for f in store.recovery] == ["torn_tail"]
+    assert check_directory(str(tmp_path)).ok
+
+
+async def test_garbage_mid_log_is_skipped_counted_with_its_line_number(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    await _filled(data)
+    log = data / "log.log.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    lines.insert(2, b"\x00\xffgarbage{{")
+    log.write_bytes(b"\n".join(lines))
+    report = check_directory(str(data))
+    assert [(f.kind, f.line) for f in report.findings] == [("corrupt_line", 3)]
+    async with FileStore(data) as store:
+        assert [e["i"] for e in await store.query("log")] == [4, 3, 2, 1, 0]
+        assert [(f.kind, f.line) for f in store.recovery] == [("corrupt_line", 3)]
+    async with FileStore(data, read_only=True) as reader:
+        assert [e["i"] for e in await reader.query("log", limit=2, offset=2)] == [2, 1]
+
+
+@pytest.mark.parametrize(
+    "damage", [pytest.param(lambda b: b[: len(b) // 2], id="truncated"), lambda b: b"\x07junk"]
+)
+async def test_unparseable_snapshot_is_kept_aside_never_replaced(
+    tmp_path: Path, damage: object
+) -> None:
+    data = tmp_path / "data"
+    await _filled(data)
+    snapshot = data / "ns.json"
+    broken = damage(snapshot.read_bytes())  # type: ignore[operator]
+    snapshot.write_bytes(broken)
+    assert [f.kind for f in check_directory(str(data)).findings] == ["corrupt_snapshot"]
+    async with FileStore(data, read_only=True) as reader:
+        assert await reader.get("ns", "k1") is None
+        assert [f.kind for f in reader.recovery] == ["corrupt_snapshot"]
+    assert snapshot.read_bytes() == broken  # a reader never moves files
+    async with FileStore(data) as store:
+        assert await store.get("ns", "k1") is None
+        (finding,) = store.recovery
+        assert finding.kind == "corrupt_snapshot"
+        aside = Path(finding.path)
+        assert aside.name.startswith("ns.json.corrupt-")
+        assert _read(aside) == broken
+        await store.set("ns", "new", 1)
+    assert [f.kind for f in check_directory(str(data)).findings] == ["snapshot_kept_aside"]
+    async with FileStore(data) as store:
+        assert await store.get("ns", "new") == 1
+
+
+async def test_second_writer_in_this_process_gets_the_lock_error(tmp_path: Path) -> None:
+    async with FileStore(tmp_path) as first:
+        second = FileStore(tmp_path)
+        with pytest.raises(StoreLockedError) as info:
+            await second.init()
+        assert info.value.pid == os.getpid()
+        await second.close()
+        await first.set("ns", "k", 1)
+
+
+async def test_second_writer_process_is_refused_naming_the_holder(
+    tmp_path: Path, procs: list[Proc]
+) -> None:
+    holder = Proc(tmp_path)
+    procs.append(holder)
+    assert holder.first == "ok"
+    with pytest.raises(StoreLockedError) as info:
+        await FileStore(tmp_path).init()
+    assert info.value.pid == holder.p.pid
+    other = Proc(tmp_path)
+    procs.append(other)
+    assert other.first == f"error StoreLockedError {holder.p.pid}"
+    assert holder.do("close") == "ok"
+    async with FileStore(tmp_path) as store:  # the lock is free again
+        await store.set("ns", "k", 1)
+
+
+async def test_lock_of_a_killed_writer_is_released(tmp_path: Path, procs: list[Proc]) -> None:
+    holder = Proc(tmp_path)
+    procs.append(holder)
+    holder.p.kill()
+    holder.p.wait(timeout=30)
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "k", 1)
+
+
+async def test_read_only_reader_sees_what_a_writer_process_writes(
+    tmp_path: Path, procs: list[Proc]
+) -> None:
+    writer = Proc(tmp_path)
+    procs.append(writer)
+    assert writer.do("set a 1") == "ok"
+    assert writer.do("append 1") == "ok"
+    async with FileStore(tmp_path, read_only=True) as reader:
+        assert await reader.get("ns", "a") == 1
+        assert [e["i"] for e in await reader.query("log")] == [1]
+        assert writer.do("set b 2") == "ok"
+        assert writer.do("append 2") == "ok"
+        assert await reader.get("ns", "b") == 2  # journal lines re-read
+        assert [e["i"] for e in await reader.query("log")] == [2, 1]
+        assert writer.do("flush") == "ok"  # snapshot replaced, journal compacted
+        assert writer.do("set c 3") == "ok"
+        assert await reader.list("ns") == ["a", "b", "c"]
+        with pytest.raises(ReadOnlyStoreError):
+            await reader.set("ns", "x", 1)
+        with pytest.raises(ReadOnlyStoreError):
+            await reader.append("log", {"x": 1})
+    assert writer.do("close") == "ok"
+
+
+async def test_sigterm_flushes_before_the_process_ends(tmp_path: Path, procs: list[Proc]) -> None:
+    writer = Proc(tmp_path, durability="snapshot")  # KV reaches disk only by a flush
+    procs.append(writer)
+    assert writer.do("set a 1") == "ok"
+    writer.p.send_signal(signal.SIGTERM)
+    assert writer.p.wait(timeout=30) == -signal.SIGTERM
+    async with FileStore(tmp_path) as store:
+        assert await store.get("ns", "a") == 1
+
+
+async def test_interpreter_exit_flushes_an_unclosed_store(
+    tmp_path: Path, procs: list[Proc]
+) -> None:
+    writer = Proc(tmp_path, durability="snapshot")
+    procs.append(writer)
+    assert writer.do("set a 1") == "ok"
+    assert writer.do("leave") == "ok"
+    assert writer.finish() == 0
+    async with FileStore(tmp_path) as store:
+        assert await store.get("ns", "a") == 1
+
+
+def _fail_with(err: int) -> object:
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise OSError(err, os.strerror(err))
+
+    return fail
+
+
+@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EIO])
+async def test_disk_error_during_flush_keeps_data_and_close_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: int
+) -> None:
+    store = FileStore(tmp_path, durability="snapshot")
+    await store.init()
+    monkeypatch.setattr("airstore._persist.write_atomic", _fail_with(err))
+    original_write = AppendFile.write_pending
+    monkeypatch.setattr(AppendFile, "write_pending", _fail_with(err))
+    await store.set("ns", "k", "v")
+    await store.append("log", {"i": 1})
+    with pytest.raises(StorageIOError):
+        await store.flush()
+    assert await store.get("ns", "k") == "v"
+    assert [e["i"] for e in await store.query("log")] == [1]  # read from the pending buffer
+    with pytest.raises(StorageIOError):
+        await store.close()
+    await store.set("ns", "k2", "still open")  # close failed: the store keeps working
+    monkeypatch.setattr(AppendFile, "write_pending", original_write)
+    monkeypatch.undo()
+    await store.close()
+    async with FileStore(tmp_path) as reopened:
+        assert await reopened.entries("ns") == [("k", "v"), ("k2", "still open")]
+        assert [e["i"] for e in await reopened.query("log")] == [1]
+
+
+async def test_failed_background_write_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileStore(tmp_path)
+    await store.init()
+    original_write = AppendFile.write_pending
+    calls: list[int] = []
+
+    def flaky(self: AppendFile) -> None:
+        calls.append(1)
+        if len(calls) <= 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        original_write(self)
+
+    monkeypatch.setattr(AppendFile, "write_pending", flaky)
+    await store.append("log", {"i": 1})
+    log = tmp_path / "log.log.jsonl"
+    deadline = 200  # retries every 0.5 s: wait for the condition, bounded
+    while b'"i":1' not in (log.read_bytes() if log.exists() else b""):
+        deadline -= 1
+        assert deadline > 0, "the failed write was never retried"
+        await __import__("asyncio").sleep(0.05)
+    assert len(calls) >= 3
+    await store.close()
+
+
+async def test_log_rotates_into_segments_and_retention_keeps_the_newest(tmp_path: Path) -> None:
+    async with FileStore(tmp_path, max_log_bytes=2000, max_log_segments=3) as store:
+        for i in range(400):
+            await store.append("log", {"i": i, "pad": "x" * 20})
+            if i % 10 == 0:
+                await store.flush()
+        segs = _names(tmp_path, "log.log.*.jsonl")
+        assert len(segs) == 3
+        got = [e["i"] for e in await store.query("log", limit=10_000)]
+        assert got == list(range(399, 399 - len(got), -1))  # newest first, no holes
+        assert 50 < len(got) < 400  # older segments were dropped
+    async with FileStore(tmp_path, read_only=True) as reader:
+        again = [e["i"] for e in await reader.query("log", limit=10_000)]
+        assert again == got[: len(again)]  # the final flush may have rotated once more
+        assert len(again) > 50

@@ -1,0 +1,110 @@
+"""FileStore behaviour beyond the shared contract: laziness, snapshots, journal, options."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from airstore import FileStore, InvalidArgumentError
+from tests.airstore.backends import FakeClock
+
+
+def _crash_image(data: Path, dest: Path) -> Path:
+    """Copy the files as they are right now: what a SIGKILL at this moment would leave."""
+    shutil.copytree(data, dest, ignore=shutil.ignore_patterns(".lock"))
+    return dest
+
+
+async def _wait_for(condition: object, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():  # type: ignore[operator]
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("durability", ["journal", "snapshot", "sync"])
+async def test_value_mutated_after_set_is_persisted_as_it_was_set(
+    tmp_path: Path, durability: str
+) -> None:
+    value: dict[str, object] = {"tags": ["a"]}
+    async with FileStore(tmp_path, durability=durability) as store:  # type: ignore[arg-type]
+        await store.set("ns", "k", value)
+        value["tags"] = {"not", "json"}  # the caller breaks the rule; the store must not
+    async with FileStore(tmp_path) as store:
+        assert await store.get("ns", "k") == {"tags": ["a"]}
+
+
+async def test_append_and_query_never_touch_the_snapshot(tmp_path: Path) -> None:
+    (tmp_path / "meter.json").write_bytes(b"{ not json, and large" + b" " * 100_000)
+    async with FileStore(tmp_path) as store:
+        await store.append("meter", {"i": 1})
+        assert [e["i"] for e in await store.query("meter")] == [1]
+        assert store.recovery == []  # the unparseable snapshot was never read
+    assert (tmp_path / "meter.json").read_bytes().startswith(b"{ not json")
+
+
+async def test_journal_keeps_writes_between_snapshots_and_expiry_survives(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = FileStore(tmp_path / "data", clock=clock, flush_interval=3600)
+    await store.init()
+    try:
+        await store.set("ns", "keep", 1)
+        await store.set("ns", "brief", 2, ttl=5)
+        await store.delete("ns", "keep")
+        await store.set("ns", "keep", 3)
+        await asyncio.sleep(0)  # end of the loop turn: the journal lines are written
+        image = _crash_image(tmp_path / "data", tmp_path / "image")
+        assert not (image / "ns.json").exists()  # no snapshot yet: all of it is journal
+    finally:
+        await store.close()
+    async with FileStore(image, clock=clock) as crashed:
+        assert await crashed.entries("ns") == [("brief", 2), ("keep", 3)]
+    clock.advance(6)
+    async with FileStore(image, clock=clock) as crashed:
+        assert await crashed.entries("ns") == [("keep", 3)]
+
+
+async def test_periodic_flush_snapshots_only_dirty_namespaces_and_compacts(tmp_path: Path) -> None:
+    async with FileStore(tmp_path, flush_interval=0.05) as store:
+        await store.set("quiet", "k", 1)
+        await store.set("busy", "k", 1)
+        await store.flush()
+        quiet_mtime = (tmp_path / "quiet.json").stat().st_mtime_ns
+        await store.set("busy", "k2", 2)
+        await _wait_for(lambda: b"k2" in (tmp_path / "busy.json").read_bytes())
+        assert (tmp_path / "quiet.json").stat().st_mtime_ns == quiet_mtime
+        await _wait_for(lambda: (tmp_path / "busy.journal.jsonl").stat().st_size == 0)
+
+
+async def test_read_only_store_of_a_missing_directory_is_empty(tmp_path: Path) -> None:
+    async with FileStore(tmp_path / "absent", read_only=True) as reader:
+        assert await reader.get("ns", "k") is None
+        assert await reader.query("log") == []
+        assert await reader.list("ns") == []
+    assert not (tmp_path / "absent").exists()
+
+
+async def test_query_sees_appends_of_the_current_loop_turn(tmp_path: Path) -> None:
+    async with FileStore(tmp_path) as store:
+        for i in range(3):
+            await store.append("log", {"i": i})
+        assert [e["i"] for e in await store.query("log")] == [2, 1, 0]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"durability": "fast"},
+        {"flush_interval": 0},
+        {"max_log_bytes": 0},
+        {"max_log_segments": -1},
+        {"default_ttl": -5},
+    ],
+)
+def test_bad_options_are_rejected(tmp_path: Path, options: dict[str, object]) -> None:
+    with pytest.raises(InvalidArgumentError):
+        FileStore(tmp_path, **options)  # type: ignore[arg-type]
