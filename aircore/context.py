@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -72,6 +73,8 @@ class ToolContext:
         layer, tags, annotations, tool_meta: the tool's metadata (after plugins changed it).
         meta: extra meta added by ``before`` hooks (``{"meta": {...}}``) and middleware.
         usage: a handler may set ``tokens_in``, ``tokens_out``, ``cost`` here for the meter.
+        cancelled: True once the client cancelled the call (its task is being cancelled;
+            ``notifications/cancelled``, or the POST closed on 2026-07-28 HTTP).
     """
 
     __slots__ = (
@@ -79,8 +82,8 @@ class ToolContext:
         "_input_responses",
         "_peer",
         "_progress_token",
+        "_task",
         "arguments",
-        "cancelled",
         "client_capabilities",
         "client_name",
         "meta",
@@ -128,11 +131,17 @@ class ToolContext:
         self.started_at = time.time()
         self.meta: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}
-        self.cancelled = False
+        self._task: asyncio.Task[Any] | None = asyncio.current_task()
         self._peer = peer
         self._progress_token = progress_token
         self._input_responses = input_responses
         self._elicit_count = 0
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the client cancelled this call (the handler's task is being cancelled)."""
+        task = self._task
+        return task is not None and task.cancelling() > 0
 
     # tool metadata, read through so plugins' on_tool_register changes show
     @property

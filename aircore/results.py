@@ -59,7 +59,7 @@ def normalize_result(value: Any) -> list[dict[str, Any]]:
         return _text("true" if value else "false")
     if isinstance(value, (int, float)):
         return _text(str(value))
-    if isinstance(value, Mapping):
+    if isinstance(value, dict) or isinstance(value, Mapping):  # noqa: SIM101 - dict first: fast
         content = value.get("content")
         if isinstance(content, list):
             return content
@@ -86,7 +86,11 @@ def to_call_result(value: Any, *, structured: bool = False) -> dict[str, Any]:
     Returns:
         ``{"content": [...], "structuredContent"?: ..., "isError"?: ...}``.
     """
-    if isinstance(value, Mapping) and isinstance(value.get("content"), list):
+    if value.__class__ is str and not structured:  # the common case, kept cheap
+        return {"content": [{"type": "text", "text": value}]}
+    if (isinstance(value, dict) or isinstance(value, Mapping)) and isinstance(  # noqa: SIM101
+        value.get("content"), list
+    ):
         return dict(value)
     if structured:
         return {"content": _text(dumps_pretty(value)), "structuredContent": value}

@@ -91,7 +91,7 @@ class Tool:
             value = self.handler(params, ctx)
         else:
             value = self.handler(params)
-        if self.is_async or inspect.isawaitable(value):
+        if self.is_async or hasattr(value, "__await__"):
             value = await value
         return value
 

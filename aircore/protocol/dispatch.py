@@ -245,8 +245,8 @@ class Dispatcher:
             client_name=conn.client_name,
             client_capabilities=conn.client_capabilities,
             peer=conn,
-            progress_token=meta.get("progressToken") if isinstance(meta, Mapping) else None,
-            input_responses=responses if isinstance(responses, Mapping) else None,
+            progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
+            input_responses=responses if isinstance(responses, dict) else None,
         )
         try:
             return await self.server.call_tool_ctx(ctx)

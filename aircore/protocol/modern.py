@@ -51,7 +51,7 @@ def is_modern_request(params: Mapping[str, Any] | None) -> bool:
     if not params:
         return False
     meta = params.get("_meta")
-    return isinstance(meta, Mapping) and PROTOCOL_VERSION_KEY in meta
+    return meta.__class__ is dict and PROTOCOL_VERSION_KEY in meta
 
 
 def _decode_header(value: str | None) -> str | None:

@@ -42,11 +42,12 @@ class Connection:
     """
 
     __slots__ = (
+        "_client_info",
         "_ids",
         "_pending",
         "_sender",
         "client_capabilities",
-        "client_info",
+        "client_name",
         "era",
         "inflight",
         "initialized",
@@ -62,7 +63,8 @@ class Connection:
         self.session_id = session_id
         self.era: str | None = None
         self.protocol_version: str | None = None
-        self.client_info: Mapping[str, Any] | None = None
+        self._client_info: Mapping[str, Any] | None = None
+        self.client_name: str | None = None
         self.client_capabilities: Mapping[str, Any] | None = None
         self.initialized = False
         self.inflight: dict[Any, asyncio.Task[Any]] = {}
@@ -71,11 +73,15 @@ class Connection:
         self._ids = itertools.count(1)
 
     @property
-    def client_name(self) -> str | None:
-        """``clientInfo.name`` if known."""
-        info = self.client_info
+    def client_info(self) -> Mapping[str, Any] | None:
+        """``clientInfo`` from ``initialize`` or the request ``_meta``."""
+        return self._client_info
+
+    @client_info.setter
+    def client_info(self, info: Mapping[str, Any] | None) -> None:
+        self._client_info = info
         name = info.get("name") if isinstance(info, Mapping) else None
-        return name if isinstance(name, str) else None
+        self.client_name = name if isinstance(name, str) else None
 
     def bind(self, sender: Sender | None) -> None:
         """Set where outbound messages go (HTTP: the current request's SSE stream)."""

@@ -394,3 +394,86 @@ def test_builtin_plugins_reject_bad_options() -> None:
         retry_plugin(-1)
     with pytest.raises(DefinitionError):
         cache_plugin(ttl=-5)
+
+
+async def test_meter_hook_sees_the_call_info_and_usage() -> None:
+    from aircore import CallInfo, MeterHook
+
+    seen: list[dict[str, Any]] = []
+
+    class Meter:
+        async def __call__(self, ctx: Any, call_next: Next) -> Any:
+            assert isinstance(ctx, CallInfo)
+            try:
+                return await call_next(ctx)
+            finally:
+                seen.append(
+                    {
+                        "tool": ctx.tool_name,
+                        "layer": ctx.layer,
+                        "tags": ctx.tags,
+                        "annotations": ctx.annotations,
+                        "usage": dict(ctx.usage),
+                        "transport": ctx.transport,
+                        "request_id": ctx.request_id,
+                    }
+                )
+
+        async def start(self, *, server_name: str, store: Any) -> None:
+            return None
+
+        async def stop(self) -> None:
+            return None
+
+    def gen(params: dict[str, Any], ctx: ToolContext) -> str:
+        ctx.usage["tokens_out"] = 7
+        return "text"
+
+    meter = Meter()
+    assert isinstance(meter, MeterHook)
+    server = define_server(
+        name="s",
+        meter=meter,
+        tools=[
+            define_tool(
+                "generate", handler=gen, layer=6, tags=["llm"], annotations={"readOnlyHint": True}
+            )
+        ],
+    )
+    async with server:
+        await server.handle_message(
+            {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "generate"}}
+        )
+    assert seen == [
+        {
+            "tool": "generate",
+            "layer": 6,
+            "tags": ("llm",),
+            "annotations": {"readOnlyHint": True},
+            "usage": {"tokens_out": 7},
+            "transport": "inproc",
+            "request_id": "5",
+        }
+    ]
+
+
+async def test_cancelling_the_call_task_cancels_the_handler_and_sets_cancelled() -> None:
+    entered = asyncio.Event()
+    observed: list[bool] = []
+
+    async def wait_forever(params: dict[str, Any], ctx: ToolContext) -> str:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            observed.append(ctx.cancelled)
+        return "never"
+
+    server = define_server(name="s", tools=[define_tool("w", handler=wait_forever)])
+    async with server:
+        task = asyncio.ensure_future(server.call_tool("w", {}))
+        await asyncio.wait_for(entered.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert observed == [True]
