@@ -157,12 +157,13 @@ class Budget:
 
     async def load(self, store: Store) -> None:
         """Seed today's and this month's spending from the store's rollups (after a restart)."""
-        from airmeter.snapshot import load_rows
+        from airmeter.snapshot import load_groups
 
         self._roll()
-        rows = await load_rows(store, since_ms=self._month)
-        self._spent_month = sum(r.cost for r in rows)
-        self._spent_day = sum(r.cost for r in rows if r.minute >= self._day)
+        groups = await load_groups(store, since_ms=self._month)
+        self._spent_month = sum(r.cost for _, rows in groups for r in rows)
+        self._spent_day = sum(r.cost for minute, rows in groups if minute >= self._day
+                              for r in rows)  # fmt: skip
 
     def status(self) -> BudgetStatus:
         """The spending and the limits right now."""

@@ -304,7 +304,7 @@ class Meter:
         now_ms = int(time.time() * 1000)
         since_ms, until_ms = to_ms(since, now_ms), to_ms(until, now_ms)
         return aggregate(
-            self._book.rows(), since_ms=since_ms, until_ms=until_ms, tool=tool, layer=layer,
+            self._book.groups(), since_ms=since_ms, until_ms=until_ms, tool=tool, layer=layer,
             server=server, instance=instance, bucket_ms=bucket_ms, max_buckets=max_buckets,
             now_ms=now_ms,
         )  # fmt: skip

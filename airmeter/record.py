@@ -78,10 +78,37 @@ class CallRecord:
             "error_type": self.error_type,
             "request_id": self.request_id,
         }
-        for name in _OPTIONAL_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
+        # Unrolled on purpose: this runs once per call on the sink's write path.
+        if self.session_id is not None:
+            out["session_id"] = self.session_id
+        if self.protocol_version is not None:
+            out["protocol_version"] = self.protocol_version
+        if self.transport is not None:
+            out["transport"] = self.transport
+        if self.client_name is not None:
+            out["client_name"] = self.client_name
+        if self.instance_id is not None:
+            out["instance_id"] = self.instance_id
+        if self.input_bytes is not None:
+            out["input_bytes"] = self.input_bytes
+        if self.output_bytes is not None:
+            out["output_bytes"] = self.output_bytes
+        if self.tokens_in is not None:
+            out["tokens_in"] = self.tokens_in
+        if self.tokens_out is not None:
+            out["tokens_out"] = self.tokens_out
+        if self.cost is not None:
+            out["cost"] = self.cost
+        if self.error_message is not None:
+            out["error_message"] = self.error_message
+        if self.category is not None:
+            out["category"] = self.category
+        if self.tool_version is not None:
+            out["tool_version"] = self.tool_version
+        if self.arguments is not None:
+            out["arguments"] = self.arguments
+        if self.result is not None:
+            out["result"] = self.result
         return out
 
     @classmethod

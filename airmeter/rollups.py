@@ -10,9 +10,10 @@ overwrite each other's rollups. A snapshot's cost grows with minutes x tools, ne
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from math import log as _log
 from typing import Any
 
-from airmeter.histogram import bucket_of, from_json, merge_into, to_json
+from airmeter.histogram import BASE_MS, GROWTH, from_json, merge_into, to_json
 from airmeter.layers import LAYERS
 from airmeter.record import CallRecord
 
@@ -31,6 +32,8 @@ ROLLUPS_NAMESPACE = "meter.rollups"
 MINUTE_MS = 60_000
 ROLLUP_FORMAT = 1
 _WEIGHTS = tuple(info.weight for info in LAYERS)
+_LOG_BASE = _log(BASE_MS)
+_INV_LOG_GROWTH = 1.0 / _log(GROWTH)
 
 _RowKey = tuple[str, str, str, int]  # server, instance, tool, layer
 
@@ -87,7 +90,8 @@ class RollupRow:
         self.latency_sum += latency
         if latency > self.latency_max:
             self.latency_max = latency
-        index = bucket_of(latency)
+        # bucket_of(), inlined: this runs once per call on the sink's write path
+        index = int((_log(latency) - _LOG_BASE) * _INV_LOG_GROWTH) + 1 if latency > BASE_MS else 0
         hist = self.hist
         hist[index] = hist.get(index, 0) + 1
         cost = rec.cost
@@ -165,22 +169,30 @@ class RollupBook:
         self._dirty: set[int] = set()
         self._retention = retention_minutes
         self._newest = 0
+        self._last_minute = -1
+        self._last_rows: dict[_RowKey, RollupRow] = {}
 
     def add(self, rec: CallRecord) -> None:
         """Count one record in its minute."""
-        minute = rec.ts_ms - rec.ts_ms % MINUTE_MS
-        rows = self._minutes.get(minute)
-        if rows is None:
-            rows = self._minutes[minute] = {}
-            if minute > self._newest:
-                self._newest = minute
-                self._expire()
+        ts = rec.ts_ms
+        minute = ts - ts % MINUTE_MS
+        if minute == self._last_minute:
+            rows = self._last_rows
+        else:
+            found = self._minutes.get(minute)
+            if found is None:
+                found = self._minutes[minute] = {}
+                if minute > self._newest:
+                    self._newest = minute
+                    self._expire()
+            rows = self._last_rows = found
+            self._last_minute = minute
+        self._dirty.add(minute)
         key = (rec.server, rec.instance_id or "", rec.tool, int(rec.layer))
         row = rows.get(key)
         if row is None:
             row = rows[key] = RollupRow(minute, key[0], key[1], key[2], key[3])
         row.add(rec)
-        self._dirty.add(minute)
 
     def merge_rows(self, rows: Iterable[RollupRow]) -> None:
         """Add stored rows into the book (their minutes are not marked dirty)."""
@@ -199,6 +211,7 @@ class RollupBook:
         for minute in [m for m in self._minutes if m <= oldest]:
             del self._minutes[minute]
             self._dirty.discard(minute)
+        self._last_minute = -1
 
     def take_dirty(self) -> list[int]:
         """The minutes changed since the last call, oldest first; clears the set."""
@@ -223,12 +236,9 @@ class RollupBook:
         """Forget minutes older than ``minute`` (they are already stored)."""
         for m in [m for m in self._minutes if m < minute and m not in self._dirty]:
             del self._minutes[m]
+        self._last_minute = -1
 
-    def rows(self, since_ms: int | None = None, until_ms: int | None = None) -> Iterator[RollupRow]:
-        """Rows whose minute starts in ``[since_ms, until_ms)``."""
+    def groups(self) -> Iterator[tuple[int, list[RollupRow]]]:
+        """Every minute held, as ``(minute, rows)``."""
         for minute, rows in self._minutes.items():
-            if since_ms is not None and minute < since_ms:
-                continue
-            if until_ms is not None and minute >= until_ms:
-                continue
-            yield from rows.values()
+            yield minute, list(rows.values())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,7 +21,16 @@ from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapsh
 from airmeter.stats import Acc
 from airstore.types import Store
 
-__all__ = ["DEFAULT_MAX_BUCKETS", "Bound", "aggregate", "snapshot", "to_ms"]
+__all__ = [
+    "DEFAULT_MAX_BUCKETS",
+    "Bound",
+    "BucketCache",
+    "RowGroup",
+    "aggregate",
+    "load_groups",
+    "snapshot",
+    "to_ms",
+]
 
 DEFAULT_MAX_BUCKETS = 60
 
@@ -54,8 +63,70 @@ def _ceil(ms: int) -> int:
     return -(-ms // MINUTE_MS) * MINUTE_MS
 
 
+_NICE_MINUTES = (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440)
+_DAY_MS = 1440 * MINUTE_MS
+_MAX_CACHED_BUCKETS = 8192
+
+RowGroup = tuple[int, Sequence[RollupRow]]
+"""One stored minute: its start (epoch ms) and its rollup rows."""
+
+
+def _nice_widths() -> Iterator[int]:
+    yield from (m * MINUTE_MS for m in _NICE_MINUTES)
+    days = 2
+    while True:
+        yield days * _DAY_MS
+        days *= 2
+
+
+def _bucket_width(start: int, end: int, max_buckets: int) -> int:
+    """The smallest "nice" width (1, 2, 5 … minutes, hours, days) giving at most
+    ``max_buckets`` epoch-aligned buckets over ``[start, end)``."""
+    for width in _nice_widths():
+        first = start - start % width
+        if -(-(end - first) // width) <= max_buckets:
+            return width
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _merge(groups: Sequence[Sequence[RollupRow]], minute: int) -> list[RollupRow]:
+    out: dict[tuple[str, str, str, int], RollupRow] = {}
+    for rows in groups:
+        for r in rows:
+            key = (r.server, r.instance, r.tool, r.layer)
+            merged = out.get(key)
+            if merged is None:
+                merged = out[key] = RollupRow(minute, *key)
+            merged.merge(r)
+    return list(out.values())
+
+
+class BucketCache:
+    """Merged rows per time bucket, reused while the bucket's minute row lists are the same
+    objects (a document cache hands out the same list while a minute is unchanged)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, ...], tuple[list[Sequence[RollupRow]], list[RollupRow]]]
+        self._entries = {}
+
+    def merged(self, key: tuple[int, ...], groups: list[Sequence[RollupRow]]) -> list[RollupRow]:
+        """The merged rows of one bucket."""
+        hit = self._entries.get(key)
+        if (
+            hit is not None
+            and len(hit[0]) == len(groups)
+            and all(a is b for a, b in zip(hit[0], groups, strict=True))
+        ):
+            return hit[1]
+        merged = _merge(groups, key[0])
+        if len(self._entries) >= _MAX_CACHED_BUCKETS:
+            self._entries.clear()
+        self._entries[key] = (groups, merged)
+        return merged
+
+
 def aggregate(
-    rows: Iterable[RollupRow],
+    groups: Iterable[RowGroup],
     *,
     since_ms: int | None = None,
     until_ms: int | None = None,
@@ -66,8 +137,12 @@ def aggregate(
     bucket_ms: int | None = None,
     max_buckets: int = DEFAULT_MAX_BUCKETS,
     now_ms: int | None = None,
+    cache: BucketCache | None = None,
 ) -> Snapshot:
-    """Aggregate rollup rows into a :class:`Snapshot` (the pure core of every snapshot).
+    """Aggregate stored minutes into a :class:`Snapshot` (the pure core of every snapshot).
+
+    Minutes are merged per epoch-aligned time bucket first (cached in ``cache``), so a
+    repeated snapshot costs buckets x tools, not minutes x tools.
 
     Raises:
         MeterConfigError: a bad layer, bucket size or bound.
@@ -82,55 +157,68 @@ def aggregate(
     lo = None if since_ms is None else _floor(since_ms)
     if lo is not None and until_ms is None:
         until_ms = now  # "since an hour ago" ends now; records stamped later do not count
-    selected = [
-        r
-        for r in rows
-        if (lo is None or r.minute >= lo)
-        and (until_ms is None or r.minute < until_ms)
-        and (tool is None or r.tool == tool)
-        and (want_layer is None or r.layer == want_layer)
-        and (server is None or r.server == server)
-        and (instance is None or r.instance == instance)
+    chosen = [
+        (minute, rows)
+        for minute, rows in groups
+        if (lo is None or minute >= lo) and (until_ms is None or minute < until_ms)
     ]
-    start = lo if lo is not None else min((r.minute for r in selected), default=_floor(now))
+    start = lo if lo is not None else min((m for m, _ in chosen), default=_floor(now))
     if until_ms is not None:
         end = _ceil(until_ms)
     else:
-        end = max((r.minute + MINUTE_MS for r in selected), default=start + MINUTE_MS)
+        end = max((m + MINUTE_MS for m, _ in chosen), default=start + MINUTE_MS)
     end = max(end, start + MINUTE_MS)
-    span = end - start
-    if bucket_ms is None:
-        minutes = -(-span // MINUTE_MS)
-        bucket_ms = -(-minutes // max_buckets) * MINUTE_MS
-    n_buckets = max(1, -(-span // bucket_ms))
+    width = bucket_ms if bucket_ms is not None else _bucket_width(start, end, max_buckets)
+    first = start - start % width
+    n_buckets = max(1, -(-(end - first) // width))
+    per_bucket: list[list[Sequence[RollupRow]]] = [[] for _ in range(n_buckets)]
+    for minute, rows in chosen:
+        per_bucket[min(n_buckets - 1, (minute - first) // width)].append(rows)
 
-    total = Acc()
     by_layer = [Acc() for _ in LAYERS]
     by_tool: dict[str, Acc] = {}
     tool_layers: dict[str, dict[int, int]] = {}
     by_server: dict[tuple[str, str], Acc] = {}
     series = [Acc() for _ in range(n_buckets)]
     series_layers: list[dict[str, int]] = [{} for _ in range(n_buckets)]
-    for r in selected:
-        total.add_row(r)
-        by_layer[r.layer - 1].add_row(r, histogram=False)
-        acc = by_tool.get(r.tool)
-        if acc is None:
-            acc = by_tool[r.tool] = Acc()
-            tool_layers[r.tool] = {}
-        acc.add_row(r)
-        counts = tool_layers[r.tool]
-        counts[r.layer] = counts.get(r.layer, 0) + r.calls
-        skey = (r.server, r.instance)
-        sacc = by_server.get(skey)
-        if sacc is None:
-            sacc = by_server[skey] = Acc()
-        sacc.add_row(r)
-        index = min(n_buckets - 1, max(0, (r.minute - start) // bucket_ms))
-        series[index].add_row(r)
-        code = f"L{r.layer}"
+    for index, bucket_groups in enumerate(per_bucket):
+        if not bucket_groups:
+            continue
+        b_start = first + index * width
+        if cache is not None:
+            key = (b_start, width, max(b_start, start), min(b_start + width, end))
+            merged = cache.merged(key, bucket_groups)
+        else:
+            merged = _merge(bucket_groups, b_start)
+        point = series[index]
         layers_here = series_layers[index]
-        layers_here[code] = layers_here.get(code, 0) + r.calls
+        for r in merged:
+            if (
+                (tool is not None and r.tool != tool)
+                or (want_layer is not None and r.layer != want_layer)
+                or (server is not None and r.server != server)
+                or (instance is not None and r.instance != instance)
+            ):
+                continue
+            point.add_row(r)
+            by_layer[r.layer - 1].add_row(r, histogram=False)
+            acc = by_tool.get(r.tool)
+            if acc is None:
+                acc = by_tool[r.tool] = Acc()
+                tool_layers[r.tool] = {}
+            acc.add_row(r)
+            counts = tool_layers[r.tool]
+            counts[r.layer] = counts.get(r.layer, 0) + r.calls
+            skey = (r.server, r.instance)
+            sacc = by_server.get(skey)
+            if sacc is None:
+                sacc = by_server[skey] = Acc()
+            sacc.add_row(r)
+            code = f"L{r.layer}"
+            layers_here[code] = layers_here.get(code, 0) + r.calls
+    total = Acc()
+    for point in series:
+        total.add_acc(point)
 
     p50, p95, p99 = total.percentiles()
     layer_rows = {
@@ -171,13 +259,13 @@ def aggregate(
         b50, b95, b99 = acc.percentiles()
         points.append(
             SeriesPoint(
-                start_ms=start + i * bucket_ms, calls=acc.calls, errors=acc.errors,
+                start_ms=first + i * width, calls=acc.calls, errors=acc.errors,
                 layers=layer_counts, p50_ms=b50, p95_ms=b95, p99_ms=b99,
             )
         )  # fmt: skip
-    minutes_covered = span / MINUTE_MS
+    minutes_covered = (end - start) / MINUTE_MS
     return Snapshot(
-        since_ms=start, until_ms=end, bucket_ms=bucket_ms, total_calls=total.calls,
+        since_ms=start, until_ms=end, bucket_ms=width, total_calls=total.calls,
         error_count=total.errors,
         success_rate=(total.calls - total.errors) / total.calls if total.calls else 1.0,
         calls_per_min=total.calls / minutes_covered if minutes_covered else 0.0,
@@ -190,10 +278,12 @@ def aggregate(
 
 
 class _DocCache:
-    """Parsed minute documents of one store, revalidated by identity or equality."""
+    """Parsed minute documents of one store, revalidated by identity or equality, and the
+    merged time buckets built from them."""
 
     def __init__(self) -> None:
         self.docs: dict[str, tuple[Any, list[RollupRow]]] = {}
+        self.buckets = BucketCache()
 
     def rows(self, key: str, doc: Any) -> list[RollupRow]:
         cached = self.docs.get(key)
@@ -207,30 +297,37 @@ class _DocCache:
 _CACHES: weakref.WeakKeyDictionary[Any, _DocCache] = weakref.WeakKeyDictionary()
 
 
-async def load_rows(
-    store: Store, *, since_ms: int | None = None, until_ms: int | None = None
-) -> list[RollupRow]:
-    """The stored rollup rows of minutes overlapping ``[since_ms, until_ms)``.
-
-    Parsed documents are cached per store, so a repeated snapshot parses only what changed.
-    """
-    pairs = await store.entries(ROLLUPS_NAMESPACE)
-    lo = None if since_ms is None else f"{_floor(since_ms):013d}"
-    hi = None if until_ms is None else f"{until_ms:013d}"
+def _cache_of(store: Store) -> _DocCache:
     try:
         cache = _CACHES.get(store)
         if cache is None:
             cache = _CACHES[store] = _DocCache()
     except TypeError:  # a store that cannot be weakly referenced: no cache
         cache = _DocCache()
+    return cache
+
+
+async def load_groups(
+    store: Store, *, since_ms: int | None = None, until_ms: int | None = None
+) -> list[RowGroup]:
+    """The stored minutes overlapping ``[since_ms, until_ms)`` as ``(minute, rows)``.
+
+    Parsed documents are cached per store, so a repeated snapshot parses only what changed.
+    """
+    pairs = await store.entries(ROLLUPS_NAMESPACE)
+    lo = None if since_ms is None else f"{_floor(since_ms):013d}"
+    hi = None if until_ms is None else f"{until_ms:013d}"
+    cache = _cache_of(store)
     live = set()
-    out: list[RollupRow] = []
+    out: list[RowGroup] = []
     for key, doc in pairs:
         stamp = key[:13]
         if (lo is not None and stamp < lo) or (hi is not None and stamp >= hi):
             continue
         live.add(key)
-        out.extend(cache.rows(key, doc))
+        rows = cache.rows(key, doc)
+        if rows:
+            out.append((rows[0].minute, rows))
     if since_ms is None and until_ms is None:
         for gone in [k for k in cache.docs if k not in live]:
             del cache.docs[gone]
@@ -271,8 +368,9 @@ async def snapshot(
     """
     now_ms = int(time.time() * 1000)
     since_ms, until_ms = to_ms(since, now_ms), to_ms(until, now_ms)
-    rows = await load_rows(store, since_ms=since_ms, until_ms=until_ms)
+    groups = await load_groups(store, since_ms=since_ms, until_ms=until_ms)
     return aggregate(
-        rows, since_ms=since_ms, until_ms=until_ms, tool=tool, layer=layer, server=server,
+        groups, since_ms=since_ms, until_ms=until_ms, tool=tool, layer=layer, server=server,
         instance=instance, bucket_ms=bucket_ms, max_buckets=max_buckets, now_ms=now_ms,
+        cache=_cache_of(store).buckets,
     )  # fmt: skip

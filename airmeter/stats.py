@@ -53,6 +53,19 @@ class Acc:
         if histogram:
             merge_into(self.hist, row.hist)
 
+    def add_acc(self, other: Acc) -> None:
+        """Add another accumulator's sums."""
+        self.calls += other.calls
+        self.errors += other.errors
+        for etype, count in other.errors_by_type.items():
+            self.errors_by_type[etype] = self.errors_by_type.get(etype, 0) + count
+        self.latency_sum += other.latency_sum
+        self.latency_max = max(self.latency_max, other.latency_max)
+        self.cost += other.cost
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+        merge_into(self.hist, other.hist)
+
     def mean(self) -> float | None:
         """Mean latency in ms, ``None`` without calls."""
         return self.latency_sum / self.calls if self.calls else None

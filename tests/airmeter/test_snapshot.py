@@ -182,3 +182,25 @@ def test_histogram_buckets_are_within_one_percent(value: float) -> None:
     assert abs(bucket_value(bucket_of(value)) - value) <= 0.0101 * value + 0.001
     assert percentile({bucket_of(value): 3}, 99) == bucket_value(bucket_of(value))
     assert percentile({}, 50) is None
+
+
+async def test_repeated_snapshots_see_new_calls_in_cached_buckets() -> None:
+    store = MemoryStore()
+    sink = StoreSink(store, writer="w1", persist_interval=0)
+    records = make_records(2000, minutes=10)
+    await sink.write(records[:1000])
+    first = await snapshot(store, max_buckets=2)
+    again = await snapshot(store, max_buckets=2)
+    assert first.total_calls == again.total_calls == 1000
+    await sink.write(records[1000:])
+    later = await snapshot(store, max_buckets=2)
+    raw = await store.query(CALLS_NAMESPACE, limit=5000)
+    exp = independent(raw)
+    assert later.total_calls == 2000
+    assert later.error_count == exp["errors"]
+    assert close(later.p99_ms, exp["p99"])
+    first_minute = (await store.list("meter.rollups"))[0]
+    assert await store.delete("meter.rollups", first_minute)
+    assert (await snapshot(store, max_buckets=2)).total_calls < 2000
+    await sink.close()
+    await store.close()
