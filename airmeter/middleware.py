@@ -25,6 +25,7 @@ from airmeter.classify import Classifier
 from airmeter.errors import BudgetExceededError, MeterConfigError
 from airmeter.layers import Layer
 from airmeter.meter import Meter
+from airmeter.otel_settings import otel_enabled
 from airmeter.record import RECORD_FIELDS
 from airmeter.redact import Redactor
 from airmeter.types import Sink
@@ -152,6 +153,10 @@ class MeterMiddleware:
         if self._meter is None:
             options = dict(self._meter_options)
             options.setdefault("server", server_name or "air")
+            if otel_enabled():  # OTEL_EXPORTER_OTLP_*ENDPOINT set: export without --otel too
+                from airmeter.otel_attach import with_env_otel_sink
+
+                options["sinks"] = with_env_otel_sink(options.get("sinks", ()), options["server"])
             self._meter = Meter(store=store, **options)
         self._server = server_name or self._meter.server
         self._instance = self._meter.instance_id

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from airmeter.middleware import MeterMiddleware
 from airmeter.otel import OtelSink
+from airmeter.types import Sink
 
-__all__ = ["attach_otel"]
+__all__ = ["attach_otel", "with_env_otel_sink"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,3 +48,25 @@ def attach_otel(
     else:
         hook.add_sink(sink)
     return sink
+
+
+def with_env_otel_sink(
+    sinks: Iterable[Sink], service_name: str, *, env: Mapping[str, str] | None = None
+) -> list[Sink]:
+    """``sinks`` plus an :class:`OtelSink` when the environment turns OpenTelemetry on and
+    none is there yet (the meter a :class:`MeterMiddleware` creates on start uses it).
+
+    Args:
+        sinks: The sinks already configured.
+        service_name: ``service.name`` unless ``OTEL_SERVICE_NAME`` says otherwise.
+        env: The environment to read; ``os.environ`` by default.
+
+    Returns:
+        A new list.
+    """
+    out = list(sinks)
+    if not any(isinstance(s, OtelSink) for s in out):
+        sink = OtelSink.from_env(env, service_name=service_name)
+        if sink is not None:
+            out.append(sink)
+    return out
