@@ -116,6 +116,10 @@ def test_any_records_render_parseable_text_with_consistent_counts(
         sink.observe(_rec(tool, layer, latency, error))
     families = parse(sink.render())
     assert sum(s.value for s in families["air_mcp_calls_total"].samples) == len(rows)
+    # label values survive escaping exactly
+    assert {s.labels["tool"] for s in families["air_mcp_calls_total"].samples} == {
+        tool for tool, *_ in rows
+    }
     counts = [
         s.value
         for s in families["mcp_server_operation_duration_seconds"].samples
