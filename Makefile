@@ -47,5 +47,9 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(BIN)/python bench/store_bench.py
 
+# The official MCP conformance suite over HTTP (Node 22 from npm into .conformance/; not in `test`).
+conformance: $(STAMP)
+	bash scripts/conformance.sh
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from aircore.tool import Tool
     from airstore import Store
 
-__all__ = ["ElicitResult", "InputRequired", "ToolContext"]
+__all__ = ["LOG_LEVELS", "ElicitResult", "InputRequired", "ToolContext"]
+
+LOG_LEVELS = {
+    "debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6,
+    "emergency": 7,
+}  # fmt: skip
+"""MCP log levels (syslog severities), lowest first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +86,7 @@ class ToolContext:
     __slots__ = (
         "_elicit_count",
         "_input_responses",
+        "_log_level",
         "_peer",
         "_progress_token",
         "_task",
@@ -116,6 +123,7 @@ class ToolContext:
         peer: Peer | None = None,
         progress_token: Any = None,
         input_responses: Mapping[str, Any] | None = None,
+        log_level: str | None = None,
     ) -> None:
         self.tool = tool
         self.arguments = arguments
@@ -135,6 +143,7 @@ class ToolContext:
         self._peer = peer
         self._progress_token = progress_token
         self._input_responses = input_responses
+        self._log_level = log_level
         self._elicit_count = 0
 
     @property
@@ -206,28 +215,83 @@ class ToolContext:
             ElicitationError: the client did not declare the elicitation capability or the
                 transport cannot carry the request.
         """
+        params: dict[str, Any] = {"message": message, "requestedSchema": elicit_schema(schema)}
+        if _is_modern(self.protocol_version) or (self.protocol_version or "") >= "2025-11-25":
+            params = {"mode": "form", **params}
+        return _elicit_result(await self._ask_client("elicitation/create", params, "elicitation"))
+
+    async def sample(
+        self,
+        messages: str | Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int = 256,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """Ask the client's model for a completion (``sampling/createMessage``).
+
+        Works in both eras like :meth:`elicit`.
+
+        Args:
+            messages: a prompt string (one user message) or MCP sampling messages.
+            max_tokens: ``maxTokens``.
+            **options: other request fields (``systemPrompt``, ``temperature`` …).
+
+        Returns:
+            The client's ``CreateMessageResult`` (``role``, ``content``, ``model`` …).
+
+        Raises:
+            ElicitationError: the client did not declare the sampling capability.
+        """
+        if isinstance(messages, str):
+            msgs: list[Any] = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        else:
+            msgs = [dict(m) for m in messages]
+        params = {"messages": msgs, "maxTokens": max_tokens, **options}
+        answer = await self._ask_client("sampling/createMessage", params, "sampling")
+        if not isinstance(answer, Mapping):
+            raise ElicitationError(INTERNAL_ERROR, f"invalid sampling answer: {answer!r}")
+        return dict(answer)
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        """Send ``notifications/message`` to the client, if it asked for this level.
+
+        Legacy era: levels at or above ``logging/setLevel`` (all when never set). 2026-07-28:
+        only when the request's ``_meta`` carries ``io.modelcontextprotocol/logLevel``.
+
+        Args:
+            level: ``debug``, ``info``, ``notice``, ``warning``, ``error``, ``critical``,
+                ``alert`` or ``emergency``.
+            data: any JSON value.
+            logger: an optional logger name.
+        """
+        if self._peer is None or self._log_level is None:
+            return
+        if LOG_LEVELS.get(level, 0) < LOG_LEVELS.get(self._log_level, 0):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._peer.notify("notifications/message", params)
+
+    async def _ask_client(self, method: str, params: dict[str, Any], capability: str) -> Any:
         caps = self.client_capabilities or {}
         modern = _is_modern(self.protocol_version) or self._input_responses is not None
-        if "elicitation" not in caps:
+        if capability not in caps:
             raise ElicitationError(
                 MISSING_REQUIRED_CLIENT_CAPABILITY if modern else INTERNAL_ERROR,
-                "the client does not support elicitation",
-                data={"requiredCapabilities": {"elicitation": {}}} if modern else None,
+                f"the client does not support {capability}",
+                data={"requiredCapabilities": {capability: {}}} if modern else None,
             )
-        params: dict[str, Any] = {"message": message, "requestedSchema": elicit_schema(schema)}
-        if modern or (self.protocol_version or "") >= "2025-11-25":
-            params = {"mode": "form", **params}
-        key = f"elicit-{self._elicit_count}"
+        key = f"input-{self._elicit_count}"
         self._elicit_count += 1
         if modern:
             answer = (self._input_responses or {}).get(key)
             if answer is None:
-                raise InputRequired(key, {"method": "elicitation/create", "params": params})
-            return _elicit_result(answer)
+                raise InputRequired(key, {"method": method, "params": params})
+            return answer
         if self._peer is None:
-            raise ElicitationError(-32603, "elicitation needs a connected client")
-        answer = await self._peer.request("elicitation/create", params)
-        return _elicit_result(answer)
+            raise ElicitationError(INTERNAL_ERROR, f"{method} needs a connected client")
+        return await self._peer.request(method, params)
 
 
 def _is_modern(version: str | None) -> bool:

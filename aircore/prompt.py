@@ -21,6 +21,7 @@ class Prompt:
     description: str | None = None
     title: str | None = None
     arguments: tuple[dict[str, Any], ...] = ()
+    complete: Callable[[str, str], Any] | None = None
 
     def describe(self) -> dict[str, Any]:
         """The ``prompts/list`` entry."""
@@ -86,6 +87,7 @@ def define_prompt(
     description: str | None = None,
     title: str | None = None,
     arguments: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+    complete: Callable[[str, str], Any] | None = None,
 ) -> Prompt:
     """Define a prompt.
 
@@ -97,6 +99,8 @@ def define_prompt(
         title: a human-readable title.
         arguments: ``{name: "description"}``, ``{name: {"description", "required"}}`` or a
             list of ``{"name", "description", "required"}``. Required unless ``required: False``.
+        complete: ``complete(argument_name, partial_value)`` → suggestions
+            (``completion/complete``), sync or async.
 
     Returns:
         The :class:`Prompt`.
@@ -127,5 +131,10 @@ def define_prompt(
                 raise DefinitionError(f"prompt {name!r}: each argument needs a 'name'")
             args.append({"required": True, **spec})
     return Prompt(
-        name=name, handler=handler, description=description, title=title, arguments=tuple(args)
+        name=name,
+        handler=handler,
+        description=description,
+        title=title,
+        arguments=tuple(args),
+        complete=complete,
     )

@@ -28,6 +28,7 @@ class Resource:
     title: str | None = None
     pattern: re.Pattern[str] | None = None
     wants_vars: bool = False
+    complete: Callable[[str, str], Any] | None = None
 
     @property
     def is_template(self) -> bool:
@@ -94,6 +95,7 @@ def define_resource(
     description: str | None = None,
     mime_type: str | None = None,
     title: str | None = None,
+    complete: Callable[[str, str], Any] | None = None,
 ) -> Resource:
     """Define a resource or a resource template.
 
@@ -106,6 +108,8 @@ def define_resource(
         description: shown to the client.
         mime_type: the content's MIME type.
         title: a human-readable title.
+        complete: ``complete(argument_name, partial_value)`` → suggestions for a template
+            variable (``completion/complete``), sync or async.
 
     Returns:
         The :class:`Resource`.
@@ -140,4 +144,5 @@ def define_resource(
         title=title,
         pattern=pattern,
         wants_vars=nparams >= 2,
+        complete=complete,
     )

@@ -13,7 +13,9 @@ import inspect
 import logging
 import os
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, overload
 
@@ -99,6 +101,7 @@ class AirServer:
         use: Sequence[Any] = (),
         middleware: Sequence[Any] = (),
         page_size: int = 100,
+        definitions: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise DefinitionError("server name must be a non-empty string")
@@ -112,14 +115,22 @@ class AirServer:
             self.server_info["title"] = title
         self.capabilities: dict[str, Any] = {
             "tools": {"listChanged": False},
-            "resources": {"subscribe": False, "listChanged": False},
+            "resources": {"subscribe": True, "listChanged": False},
             "prompts": {"listChanged": False},
+            "logging": {},
+            "completions": {},
         }
+        self.subscribers: weakref.WeakSet[Any] = weakref.WeakSet()
         self.state: dict[str, Any] = {}
         self.tools: dict[str, Tool] = {}
         self.resources: list[Resource] = []
         self.prompts: dict[str, Prompt] = {}
         self.plugins = list(use)
+        self.definitions = None if definitions is None else Path(definitions)
+        if self.definitions is not None:  # first, so every other plugin sees the defined tools
+            from aircore.definitions.plugin import definitions_plugin
+
+            self.plugins.insert(0, definitions_plugin(self.definitions))
         self.plugin_names = validate_plugins(self.plugins)
         self.meter = _load_meter(meter)
         self._user_middleware = [as_middleware(m) for m in middleware]
@@ -245,6 +256,19 @@ class AirServer:
         if func is not None:
             return register(func)
         return register
+
+    async def resource_updated(self, uri: str) -> int:
+        """Send ``notifications/resources/updated`` to every connection subscribed to ``uri``.
+
+        Returns:
+            How many connections were notified.
+        """
+        sent = 0
+        for conn in list(self.subscribers):
+            if uri in conn.subscriptions:
+                await conn.notify("notifications/resources/updated", {"uri": uri})
+                sent += 1
+        return sent
 
     def tool_listing(self) -> list[dict[str, Any]]:
         """The ``tools/list`` entries in registration order (cached)."""
@@ -476,6 +500,7 @@ def define_server(
     title: str | None = None,
     instructions: str | None = None,
     page_size: int = 100,
+    definitions: str | os.PathLike[str] | None = None,
 ) -> AirServer:
     """Define a server.
 
@@ -494,6 +519,9 @@ def define_server(
         title: ``serverInfo.title``.
         instructions: sent to clients in ``initialize`` / ``server/discover``.
         page_size: list page size for cursor pagination.
+        definitions: a tool-definitions directory (``"tool-definitions"``); each tool's
+            metadata then comes from its definition file, checked at start (see
+            ``docs/tool-definitions.md``).
 
     Returns:
         The :class:`AirServer`.
@@ -514,4 +542,5 @@ def define_server(
         use=use,
         middleware=middleware,
         page_size=page_size,
+        definitions=definitions,
     )

@@ -59,6 +59,10 @@ class Tool:
     is_async: bool = False
     validator: SchemaValidator | None = None
     output_validator: SchemaValidator | None = None
+    # Where each schema came from, for the definitions' schema priority: "explicit" (a complete
+    # object JSON Schema), "derived" (params shorthand/object forms, type hints) or "none".
+    input_origin: str = "none"
+    output_origin: str = "none"
 
     def describe(self) -> dict[str, Any]:
         """The ``tools/list`` entry."""
@@ -151,7 +155,7 @@ def define_tool(
         raise DefinitionError(f"tool name {name!r} must be 1-128 characters of A-Za-z0-9_-.")
     if not callable(handler):
         raise DefinitionError(f"tool {name!r}: handler must be callable")
-    return _build(
+    tool = _build(
         name=name,
         handler=handler,
         description=description,
@@ -165,6 +169,16 @@ def define_tool(
         call_style="params",
         wants_ctx=_params_handler_shape(handler),
     )
+    tool.input_origin = _origin(params)
+    return tool
+
+
+def _origin(spec: Mapping[str, Any] | None) -> str:
+    """``"explicit"`` for a complete object schema, ``"none"`` for nothing, else ``"derived"``."""
+    if not spec:
+        return "none"
+    full = spec.get("type") == "object" and isinstance(spec.get("properties"), Mapping)
+    return "explicit" if full else "derived"
 
 
 def _build(
@@ -211,6 +225,7 @@ def _build(
         accepts_extra=accepts_extra,
         is_async=inspect.iscoroutinefunction(handler),
     )
+    tool.output_origin = _origin(output_schema)
     tool.validator = SchemaValidator(input_schema, what=f"tool {name!r} inputSchema")
     if out_schema is not None:
         tool.output_validator = SchemaValidator(out_schema, what=f"tool {name!r} outputSchema")
@@ -281,7 +296,7 @@ def tool_from_function(
         raise DefinitionError(f"tool name {tool_name!r} must be 1-128 characters of A-Za-z0-9_-.")
     schema, ctx_param, extra = params_from_signature(func)
     doc = inspect.getdoc(func)
-    return _build(
+    tool = _build(
         name=tool_name,
         handler=func,
         description=description if description is not None else doc,
@@ -296,3 +311,5 @@ def tool_from_function(
         ctx_param=ctx_param,
         accepts_extra=extra,
     )
+    tool.input_origin = "derived"
+    return tool

@@ -44,15 +44,24 @@ class SchemaValidator:
 
     __slots__ = ("_check", "_properties", "_required", "schema")
 
+    _properties: dict[str, _Check]
+
     def __init__(self, schema: Mapping[str, Any], *, what: str) -> None:
         self.schema = dict(schema)
         self._check = _compile(self.schema, what)
         props = self.schema.get("properties") or {}
-        self._properties = {
-            name: _compile(sub, f"{what} property {name!r}")
-            for name, sub in props.items()
-            if isinstance(sub, Mapping)
+        # per-property validators name every bad field; they share the root's definitions so
+        # local "$ref"s resolve, and a property that still cannot stand alone is skipped
+        shared: dict[str, Any] = {
+            k: self.schema[k] for k in ("$defs", "definitions") if k in self.schema
         }
+        self._properties = {}
+        for name, sub in props.items():
+            if isinstance(sub, Mapping):
+                try:
+                    self._properties[name] = _compile({**shared, **sub}, what)
+                except DefinitionError:
+                    continue
         req = self.schema.get("required") or []
         self._required = [r for r in req if isinstance(r, str)]
 

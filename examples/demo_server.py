@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -310,6 +311,7 @@ server = define_server(
     ],
     storage=os.environ.get("AIR_STORE", "file://.air/data"),
     instructions="A demo of air: try ping, get_user, convert_units and plan_trip.",
+    definitions=Path(__file__).resolve().parent / "tool-definitions",
 )
 
 

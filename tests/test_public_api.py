@@ -7,6 +7,32 @@ import importlib
 import pytest
 
 EXPECTED = {
+    "aircore.definitions": [
+        "DEFAULT_BANNED_PHRASES",
+        "DEFAULT_DEFINITIONS_DIR",
+        "DEFAULT_INJECTED_FIELDS",
+        "DefinitionFile",
+        "DefinitionNotFoundError",
+        "GateConfig",
+        "Problem",
+        "ToolDefinition",
+        "ToolDefinitionError",
+        "ToolDescription",
+        "build_definition",
+        "build_manifest",
+        "check_file",
+        "check_files",
+        "check_pairing",
+        "definitions_plugin",
+        "dump_manifest",
+        "load_definitions",
+        "load_gate_config",
+        "manifest_from_definitions",
+        "read_definition_files",
+        "render_description",
+        "render_meta",
+        "render_tool",
+    ],
     "aircore": [
         "AirError",
         "AirServer",

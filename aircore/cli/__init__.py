@@ -14,7 +14,7 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # Subcommand modules under aircore.cli, in the order `air --help` lists them.
-COMMANDS: tuple[str, ...] = ("serve", "store", "meter", "demo")
+COMMANDS: tuple[str, ...] = ("serve", "store", "meter", "demo", "check", "manifest", "scaffold")
 
 
 def build_parser() -> argparse.ArgumentParser:

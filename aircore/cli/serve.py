@@ -57,6 +57,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="an extra Origin accepted on HTTP besides localhost (repeatable)",
     )
     parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="an extra Host name accepted on HTTP (repeatable)",
+    )
+    parser.add_argument(
         "--otel",
         action="store_true",
         help="export calls over OTLP (also on when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
@@ -148,6 +155,7 @@ def _run(args: argparse.Namespace) -> int:
                 port=args.port,
                 token=args.token,
                 allowed_origins=args.allow_origin,
+                allowed_hosts=args.allow_host,
                 **limit,
             )
         )

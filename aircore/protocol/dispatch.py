@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from aircore.context import InputRequired, ToolContext
+from aircore.context import LOG_LEVELS, InputRequired, ToolContext
 from aircore.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -72,6 +73,9 @@ class Dispatcher:
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
             "logging/setLevel": self._set_level,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "completion/complete": self._complete,
         }
 
     # ---- entry points -------------------------------------------------------------------
@@ -172,8 +176,65 @@ class Dispatcher:
     async def _ping(self, _p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
         return {}
 
-    async def _set_level(self, _p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
+    async def _set_level(self, p: Mapping[str, Any], conn: Connection, _id: Any) -> dict[str, Any]:
+        level = p.get("level")
+        if level not in LOG_LEVELS:
+            raise InvalidParamsError(f"logging/setLevel: unknown level {level!r}")
+        conn.log_level = level
         return {}
+
+    async def _subscribe(self, p: Mapping[str, Any], conn: Connection, _id: Any) -> dict[str, Any]:
+        uri = p.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParamsError("resources/subscribe: params.uri must be a string")
+        conn.subscriptions.add(uri)
+        self.server.subscribers.add(conn)
+        return {}
+
+    async def _unsubscribe(
+        self, p: Mapping[str, Any], conn: Connection, _id: Any
+    ) -> dict[str, Any]:
+        uri = p.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParamsError("resources/unsubscribe: params.uri must be a string")
+        conn.subscriptions.discard(uri)
+        return {}
+
+    async def _complete(self, p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
+        ref = p.get("ref")
+        argument = p.get("argument")
+        if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):
+            raise InvalidParamsError("completion/complete: params.ref and params.argument needed")
+        name, value = argument.get("name"), argument.get("value", "")
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidParamsError("completion/complete: argument.name/value must be strings")
+        completer = None
+        if ref.get("type") == "ref/prompt":
+            prompt = self.server.prompts.get(str(ref.get("name")))
+            if prompt is None:
+                raise InvalidParamsError(f"Unknown prompt: {ref.get('name')}")
+            completer = prompt.complete
+        elif ref.get("type") == "ref/resource":
+            uri = ref.get("uri")
+            found = [r for r in self.server.resources if r.uri == uri]
+            if not found:
+                raise InvalidParamsError(f"Resource not found: {uri}")
+            completer = found[0].complete
+        else:
+            raise InvalidParamsError(f"completion/complete: unknown ref type {ref.get('type')!r}")
+        values: list[str] = []
+        if completer is not None:
+            out = completer(name, value)
+            if inspect.isawaitable(out):
+                out = await out
+            values = [str(v) for v in out]
+        return {
+            "completion": {
+                "values": values[:100],
+                "total": len(values),
+                "hasMore": len(values) > 100,
+            }
+        }
 
     async def _discover(self, _p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -247,6 +308,9 @@ class Dispatcher:
             peer=conn,
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
             input_responses=responses if isinstance(responses, dict) else None,
+            log_level=(meta.get(modern.LOG_LEVEL_KEY) if isinstance(meta, dict) else None)
+            if conn.era == "modern"
+            else conn.log_level,
         )
         try:
             return await self.server.call_tool_ctx(ctx)

@@ -25,6 +25,7 @@ __all__ = [
     "CACHEABLE_METHODS",
     "CLIENT_CAPABILITIES_KEY",
     "CLIENT_INFO_KEY",
+    "LOG_LEVEL_KEY",
     "MODERN_VERSIONS",
     "PROTOCOL_VERSION_KEY",
     "SERVER_INFO_KEY",
@@ -38,6 +39,7 @@ PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 
 CACHEABLE_METHODS = frozenset(
     {"server/discover", "tools/list", "resources/list", "resources/templates/list", "prompts/list"}

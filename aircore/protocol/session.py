@@ -42,6 +42,7 @@ class Connection:
     """
 
     __slots__ = (
+        "__weakref__",
         "_client_info",
         "_ids",
         "_pending",
@@ -51,8 +52,10 @@ class Connection:
         "era",
         "inflight",
         "initialized",
+        "log_level",
         "protocol_version",
         "session_id",
+        "subscriptions",
         "transport",
     )
 
@@ -67,6 +70,8 @@ class Connection:
         self.client_name: str | None = None
         self.client_capabilities: Mapping[str, Any] | None = None
         self.initialized = False
+        self.log_level = "debug"
+        self.subscriptions: set[str] = set()
         self.inflight: dict[Any, asyncio.Task[Any]] = {}
         self._sender = sender
         self._pending: dict[str, asyncio.Future[Any]] = {}

@@ -93,8 +93,12 @@ class McpEndpoint:
         token: str | None = None,
         allowed_origins: Sequence[str] = (),
         max_body: int = DEFAULT_MAX_BODY,
+        check_host: bool = True,
+        allowed_hosts: Sequence[str] = (),
     ) -> None:
         self.server = server
+        self.check_host = check_host
+        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
         self.token = token
         self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
         self.max_body = max_body
@@ -135,8 +139,29 @@ class McpEndpoint:
             return False
         return host is not None and host in LOCAL_HOSTS
 
+    def _host_ok(self, host: str | None) -> bool:
+        if not self.check_host:
+            return True
+        if host is None:
+            return False
+        if host.lower() in self.allowed_hosts:
+            return True
+        try:
+            name = urlsplit(f"//{host}").hostname
+        except ValueError:
+            return False
+        return name is not None and (name in LOCAL_HOSTS or name in self.allowed_hosts)
+
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if not self._host_ok(headers.get("host")):
+            # DNS rebinding: a loopback server only answers to loopback Host names
+            await self._json(
+                send,
+                error_response(None, INVALID_REQUEST, "Misdirected Request: invalid Host header"),
+                421,
+            )
+            return
         if not self._origin_ok(headers.get("origin")):
             await self._json(
                 send, error_response(None, INVALID_REQUEST, "Forbidden: invalid Origin"), 403
@@ -424,14 +449,26 @@ def build_app(
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
     max_body: int = DEFAULT_MAX_BODY,
+    check_host: bool = True,
+    allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
     """The Starlette app: ``path`` (MCP), ``/`` (a small status JSON) and, for a server with
     a meter, ``/metrics`` (Prometheus text; the bearer ``token`` applies there too).
 
+    With ``check_host`` (the default, and always when bound to a loopback address) a request
+    whose ``Host`` is not localhost / 127.0.0.1 / [::1] (or in ``allowed_hosts``) gets 421.
+
     The server must be started (``await server.start()``) before requests arrive; ``serve_http``
     does it.
     """
-    endpoint = McpEndpoint(server, token=token, allowed_origins=allowed_origins, max_body=max_body)
+    endpoint = McpEndpoint(
+        server,
+        token=token,
+        allowed_origins=allowed_origins,
+        max_body=max_body,
+        check_host=check_host,
+        allowed_hosts=allowed_hosts,
+    )
 
     async def status(_request: Any) -> JSONResponse:
         return JSONResponse(
@@ -479,6 +516,7 @@ async def serve_http(
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
     max_body: int = DEFAULT_MAX_BODY,
+    allowed_hosts: Sequence[str] = (),
     ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve Streamable HTTP until SIGTERM/SIGINT (or cancellation), then stop the server.
@@ -491,11 +529,20 @@ async def serve_http(
         token: require ``Authorization: Bearer <token>``.
         allowed_origins: extra ``Origin`` values to accept besides localhost.
         max_body: the request body limit in bytes.
+        allowed_hosts: extra ``Host`` names to accept; bound to a loopback address, any other
+            Host gets 421 (DNS-rebinding protection).
         ready: called with the endpoint URL once listening (default: log it to stderr).
     """
     await server.start()
+    loopback = host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
     app = build_app(
-        server, path=path, token=token, allowed_origins=allowed_origins, max_body=max_body
+        server,
+        path=path,
+        token=token,
+        allowed_origins=allowed_origins,
+        max_body=max_body,
+        check_host=loopback or bool(allowed_hosts),
+        allowed_hosts=allowed_hosts,
     )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no Nagle delay)

@@ -217,3 +217,12 @@ async def test_sse_answer_when_the_client_accepts_only_event_streams(
     data = [json.loads(line[5:]) for line in r.text.splitlines() if line.startswith("data:")]
     assert data[-1]["id"] == 7
     assert data[-1]["result"]["content"][0]["text"] == "sse"
+
+
+async def test_a_non_localhost_host_header_is_rejected(http: httpx.AsyncClient) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
+    hdrs = {"mcp_protocol_version": V, "mcp_method": "server/discover"}
+    rebound = await _post(http, body, host="evil.example:8080", **hdrs)
+    assert rebound.status_code == 421
+    local = await _post(http, body, host="localhost:1234", **hdrs)
+    assert local.status_code == 200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -214,3 +215,155 @@ async def test_modern_elicitation_answers_input_required_then_completes_on_retry
         assert retry["result"]["content"][0]["text"] == "accept:True"
         no_cap = await _ask(server, _req("tools/call", {"_meta": META, "name": "ask"}))
         assert no_cap["error"]["code"] == -32021
+
+
+class _Recorder:
+    """A Connection sender that keeps what the server sends to the client."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.arrived = asyncio.Event()
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+        self.arrived.set()
+
+
+async def test_logging_respects_set_level_and_subscriptions_notify() -> None:
+    from aircore import ToolContext, define_resource
+
+    async def chatty(params: dict[str, Any], ctx: ToolContext) -> str:
+        await ctx.log("debug", "noise")
+        await ctx.log("warning", {"disk": "low"}, logger="fs")
+        return "done"
+
+    server = define_server(
+        name="l",
+        tools=[define_tool("chatty", handler=chatty)],
+        resources=[define_resource("res://a", handler=lambda uri: "a")],
+    )
+    rec = _Recorder()
+    conn = Connection(transport="inproc", sender=rec)
+    async with server:
+        assert (await _ask(server, _req("logging/setLevel", {"level": "info"}), conn))[
+            "result"
+        ] == {}
+        bad = await _ask(server, _req("logging/setLevel", {"level": "loud"}), conn)
+        assert bad["error"]["code"] == -32602
+        await _ask(server, _req("tools/call", {"name": "chatty"}), conn)
+        assert rec.sent == [
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "warning", "data": {"disk": "low"}, "logger": "fs"},
+            }
+        ]
+        rec.sent.clear()
+        await _ask(server, _req("resources/subscribe", {"uri": "res://a"}), conn)
+        assert await server.resource_updated("res://a") == 1
+        await _ask(server, _req("resources/unsubscribe", {"uri": "res://a"}), conn)
+        assert await server.resource_updated("res://a") == 0
+    assert rec.sent == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": "res://a"},
+        }
+    ]
+
+
+async def test_modern_logging_needs_the_per_request_opt_in() -> None:
+    from aircore import ToolContext
+
+    async def chatty(params: dict[str, Any], ctx: ToolContext) -> str:
+        await ctx.log("info", "hello")
+        return "done"
+
+    server = define_server(name="l", tools=[define_tool("chatty", handler=chatty)])
+    rec = _Recorder()
+    conn = Connection(transport="inproc", sender=rec)
+    async with server:
+        await _ask(server, _req("tools/call", {"_meta": META, "name": "chatty"}), conn)
+        assert rec.sent == []
+        opted = {**META, "io.modelcontextprotocol/logLevel": "info"}
+        await _ask(server, _req("tools/call", {"_meta": opted, "name": "chatty"}), conn)
+    assert [m["params"]["data"] for m in rec.sent] == ["hello"]
+
+
+async def test_sampling_in_both_eras() -> None:
+    from aircore import ToolContext
+
+    async def ask_model(params: dict[str, Any], ctx: ToolContext) -> str:
+        answer = await ctx.sample("say hi", max_tokens=5)
+        return str(answer["content"]["text"])
+
+    server = define_server(name="s", tools=[define_tool("ask", handler=ask_model)])
+    reply = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+    async with server:
+        caps = {**META, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}
+        first = (await _ask(server, _req("tools/call", {"_meta": caps, "name": "ask"})))["result"]
+        assert first["resultType"] == "input_required"
+        ((key, request),) = first["inputRequests"].items()
+        assert request["method"] == "sampling/createMessage"
+        assert request["params"]["maxTokens"] == 5
+        done = await _ask(
+            server,
+            _req("tools/call", {"_meta": caps, "name": "ask", "inputResponses": {key: reply}}),
+        )
+        assert done["result"]["content"][0]["text"] == "hi"
+
+        # legacy: a real server→client request over the connection
+        rec = _Recorder()
+        conn = Connection(transport="inproc", sender=rec)
+        conn.client_capabilities = {"sampling": {}}
+        call = asyncio.ensure_future(_ask(server, _req("tools/call", {"name": "ask"}), conn))
+        await asyncio.wait_for(rec.arrived.wait(), 10)
+        outbound = rec.sent[0]
+        assert outbound["method"] == "sampling/createMessage"
+        conn.resolve({"jsonrpc": "2.0", "id": outbound["id"], "result": reply})
+        assert (await asyncio.wait_for(call, 10))["result"]["content"][0]["text"] == "hi"
+
+
+async def test_completion_uses_the_prompt_completer() -> None:
+    from aircore import define_prompt
+
+    server = define_server(
+        name="c",
+        prompts=[
+            define_prompt(
+                "p",
+                arguments={"city": "a city"},
+                handler=lambda a: "x",
+                complete=lambda arg, value: [
+                    c for c in ("paris", "park", "rome") if c.startswith(value)
+                ],
+            )
+        ],
+    )
+    async with server:
+        out = await _ask(
+            server,
+            _req(
+                "completion/complete",
+                {
+                    "ref": {"type": "ref/prompt", "name": "p"},
+                    "argument": {"name": "city", "value": "par"},
+                },
+            ),
+        )
+        missing = await _ask(
+            server,
+            _req(
+                "completion/complete",
+                {
+                    "ref": {"type": "ref/prompt", "name": "nope"},
+                    "argument": {"name": "city", "value": ""},
+                },
+            ),
+        )
+    assert out["result"]["completion"] == {
+        "values": ["paris", "park"],
+        "total": 2,
+        "hasMore": False,
+    }
+    assert missing["error"]["code"] == -32602

@@ -1,0 +1,164 @@
+"""Apply tool definitions to a server: the plugin ``define_server(definitions=...)`` installs.
+
+At start (``on_init``, before any other plugin sees a tool) every registered tool is paired with
+its definition file; any problem (a missing or unused definition, a handler/definition name
+mismatch, a rule broken) fails the start with one :class:`ToolDefinitionError` listing all of
+them. Then ``on_tool_register`` replaces each tool with a copy carrying the definition's
+metadata, so ``tools/list``, the manifest and the meter (``ctx.tool_meta``) see the same thing.
+A definition's ``timeout_ms`` wraps the tool's handler in a timeout; ``enabled: false`` keeps
+the tool out of the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aircore.definitions.binding import BoundTool, ToolSpec, bind_tools, check_tools
+from aircore.definitions.config import GateConfig
+from aircore.definitions.errors import DefinitionNotFoundError, ToolDefinitionError
+from aircore.errors import ToolTimeoutError
+from aircore.plugins import Plugin
+from aircore.tool import Tool
+from aircore.validation import SchemaValidator
+
+__all__ = ["PLUGIN_NAME", "apply_definition", "definitions_plugin", "tool_spec"]
+
+PLUGIN_NAME = "air-definitions"
+"""``meta.name`` of the definitions plugin."""
+
+
+def tool_spec(tool: Tool) -> ToolSpec:
+    """Describe what a registered tool brings itself, by where its schemas came from.
+
+    A complete object JSON Schema passed as ``params``/``output_schema`` is explicit (it wins
+    over the definition); params in the shorthand forms and type hints are derived from the
+    handler (the definition wins over them).
+    """
+    explicit_in = tool.input_origin == "explicit"
+    explicit_out = tool.output_origin == "explicit"
+    derived_in = tool.input_origin == "derived"
+    derived_out = tool.output_origin == "derived"
+    return ToolSpec(
+        name=tool.name,
+        input_schema=tool.input_schema if explicit_in else None,
+        derived_input_schema=tool.input_schema if derived_in else None,
+        output_schema=tool.output_schema if explicit_out else None,
+        derived_output_schema=tool.output_schema if derived_out else None,
+    )
+
+
+def apply_definition(tool: Tool, bound: BoundTool) -> Tool:
+    """A copy of ``tool`` carrying its definition's metadata (validators rebuilt if needed).
+
+    Title, description, annotations and ``_meta`` come from the definition; the schemas by the
+    priority explicit → definition → derived; ``layer``/``tags`` from the definition when set.
+    """
+    mcp = bound.tool
+    definition = bound.definition
+    new = dataclasses.replace(
+        tool,
+        title=mcp["title"],
+        description=mcp["description"],
+        input_schema=mcp["inputSchema"],
+        output_schema=mcp.get("outputSchema"),
+        annotations=dict(mcp["annotations"]),
+        meta=dict(mcp["_meta"]),
+        layer=definition.layer.value if definition.layer is not None else tool.layer,
+        tags=definition.tags or tool.tags,
+    )
+    if definition.timeout_ms is not None:
+        new.handler = _with_timeout(tool.name, tool.handler, definition.timeout_ms / 1000)
+        new.is_async = True
+    if new.input_schema != tool.input_schema:
+        new.validator = SchemaValidator(new.input_schema, what=f"tool {tool.name!r} inputSchema")
+    if new.output_schema != tool.output_schema:
+        new.output_validator = (
+            None
+            if new.output_schema is None
+            else SchemaValidator(new.output_schema, what=f"tool {tool.name!r} outputSchema")
+        )
+    return new
+
+
+def _with_timeout(name: str, handler: Callable[..., Any], seconds: float) -> Callable[..., Any]:
+    """The handler, cancelled after ``seconds`` (only tools whose definition sets a timeout pay)."""
+
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        try:
+            async with asyncio.timeout(seconds):
+                value = handler(*args, **kwargs)
+                if inspect.isawaitable(value):
+                    value = await value
+                return value
+        except TimeoutError:
+            message = f"tool {name!r} timed out after {seconds:g}s (timeout_ms)"
+            raise ToolTimeoutError(message) from None
+
+    return timed
+
+
+class _Definitions:
+    """The plugin's state: the tools as registered, and their bindings made at start."""
+
+    def __init__(self, directory: Path, config: GateConfig | None) -> None:
+        self.directory = directory
+        self.config = config
+        self.bound: dict[str, BoundTool] = {}
+        self.originals: dict[str, Tool] = {}
+
+    def on_init(self, server: Any) -> None:
+        for name, tool in server.tools.items():
+            self.originals.setdefault(name, tool)
+        # every tool as registered, disabled ones too (a restart must pair them again)
+        specs = [tool_spec(tool) for tool in self.originals.values()]
+        self.bound = bind_tools(specs, self.directory, target=server.name, config=self.config)
+        for name, bound in self.bound.items():
+            if not bound.definition.enabled:
+                server.tools.pop(name, None)
+
+    def on_tool_register(self, tool: Tool, server: Any) -> Tool:
+        original = self.originals.setdefault(tool.name, tool)
+        bound = self.bound.get(tool.name)
+        if bound is None:  # registered after start: bind this one tool alone
+            _, problems, found = check_tools(
+                [tool_spec(original)], self.directory, target=server.name, config=self.config
+            )
+            problems = [p for p in problems if p.rule != "unused-definition"]
+            if problems:
+                server.tools.pop(tool.name, None)  # registration is all or nothing
+                summary = f"tool {tool.name!r} cannot register"
+                if all(p.rule == "missing-definition" for p in problems):
+                    raise DefinitionNotFoundError(problems, summary=summary)
+                raise ToolDefinitionError(problems, summary=summary)
+            bound = self.bound[tool.name] = found[tool.name]
+            if not bound.definition.enabled:
+                server.tools.pop(tool.name, None)
+                raise ToolDefinitionError(
+                    [], summary=f"tool {tool.name!r} is disabled by its definition"
+                )
+        return apply_definition(original, bound)
+
+
+def definitions_plugin(directory: str | Path, *, config: GateConfig | None = None) -> Plugin:
+    """The plugin that applies a definitions directory to a server's tools.
+
+    Args:
+        directory: the definitions directory (resolved against the working directory at start).
+        config: the gate configuration (default: the directory's ``air-check.yml``).
+
+    Returns:
+        A :class:`~aircore.Plugin` named ``air-definitions``; put it first in ``use=[...]`` (as
+        ``define_server(definitions=...)`` does) so other plugins see the defined tools.
+    """
+    state = _Definitions(Path(directory), config)
+    return Plugin(
+        meta={"name": PLUGIN_NAME},
+        on_init=state.on_init,
+        on_tool_register=state.on_tool_register,
+        options={"directory": str(directory), "state": state},
+    )

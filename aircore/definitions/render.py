@@ -1,0 +1,125 @@
+"""Map a :class:`ToolDefinition` to MCP tool metadata: the one mapping used by ``tools/list``,
+the manifest and the meter.
+
+| definition | MCP tool |
+|---|---|
+| ``display_name`` | ``title`` and ``annotations.title`` |
+| the four description parts, in order | ``description`` |
+| ``read_only`` / ``destructive`` / ``idempotent`` | ``annotations.readOnlyHint`` / ``destructiveHint`` / ``idempotentHint`` |
+| ``open_world`` (default false) | ``annotations.openWorldHint`` |
+| ``parameters_schema`` / ``output_schema`` | ``inputSchema`` / ``outputSchema`` |
+| ``version``, ``category_key``, ``example_queries``, ``tags``, ``legacy_interface_id``, ``required_env_keys``, ``owner_org``, ``layer`` | ``_meta`` |
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import copy
+
+from aircore.definitions.model import ToolDefinition
+from aircore.definitions.types import JSONObject
+
+__all__ = [
+    "DESCRIPTION_LABELS",
+    "META_CATEGORY_KEY",
+    "META_VERSION",
+    "render_annotations",
+    "render_description",
+    "render_meta",
+    "render_tool",
+]
+
+DESCRIPTION_LABELS: tuple[str, ...] = ("", "When to use: ", "When not to use: ", "Input/output: ")
+"""Prefixes of the four parts in the rendered description (the function part has none)."""
+
+META_VERSION = "version"
+"""``_meta`` key carrying the definition's ``version`` (read by the meter as ``tool_version``)."""
+
+META_CATEGORY_KEY = "category_key"
+"""``_meta`` key carrying the definition's ``category_key`` (read by the meter as ``category``)."""
+
+
+def render_description(definition: ToolDefinition) -> str:
+    """The model-facing description: the four parts joined in order, blank-line separated.
+
+    Args:
+        definition: the tool definition.
+
+    Returns:
+        ``function``, then ``When to use: …``, ``When not to use: …``, ``Input/output: …``.
+    """
+    d = definition.description
+    parts = (d.function, d.when_to_use, d.when_not_to_use, d.io_limits)
+    return "\n\n".join(label + text for label, text in zip(DESCRIPTION_LABELS, parts, strict=True))
+
+
+def render_annotations(definition: ToolDefinition) -> JSONObject:
+    """``annotations``: the title and the four behaviour hints (hints, never authorization)."""
+    return {
+        "title": definition.display_name,
+        "readOnlyHint": definition.read_only,
+        "destructiveHint": definition.destructive,
+        "idempotentHint": definition.idempotent,
+        "openWorldHint": definition.open_world,
+    }
+
+
+def render_meta(definition: ToolDefinition) -> JSONObject:
+    """``_meta``: operational metadata kept out of the description (it costs the model no tokens).
+
+    Optional fields appear only when the definition sets them.
+    """
+    meta: JSONObject = {
+        META_VERSION: definition.version,
+        META_CATEGORY_KEY: definition.category_key,
+        "example_queries": list(definition.example_queries),
+    }
+    if definition.tags:
+        meta["tags"] = list(definition.tags)
+    if definition.legacy_interface_id is not None:
+        meta["legacy_interface_id"] = definition.legacy_interface_id
+    if definition.required_env_keys:
+        meta["required_env_keys"] = list(definition.required_env_keys)
+    if definition.owner_org is not None:
+        meta["owner_org"] = definition.owner_org
+    if definition.layer is not None:
+        meta["layer"] = definition.layer.code
+    return meta
+
+
+def render_tool(
+    definition: ToolDefinition,
+    *,
+    input_schema: JSONObject | None = None,
+    output_schema: JSONObject | None = None,
+) -> JSONObject:
+    """The full MCP ``Tool`` object for one definition, as ``tools/list`` sends it.
+
+    Args:
+        definition: the tool definition.
+        input_schema: the effective input schema when it does not come from the definition
+            (an explicit schema on the tool, or one derived from the handler).
+        output_schema: likewise for the output schema.
+
+    Returns:
+        ``{name, title, description, inputSchema, outputSchema?, annotations, _meta}``.
+
+    Raises:
+        ValueError: no input schema at all (``parameters_schema: null`` and none given).
+    """
+    schema = input_schema if input_schema is not None else definition.parameters_schema
+    if schema is None:
+        raise ValueError(
+            f"tool {definition.name!r}: parameters_schema is null and no schema was derived"
+        )
+    out = output_schema if output_schema is not None else definition.output_schema
+    tool: JSONObject = {
+        "name": definition.name,
+        "title": definition.display_name,
+        "description": render_description(definition),
+        "inputSchema": copy.deepcopy(schema),
+    }
+    if out is not None:
+        tool["outputSchema"] = copy.deepcopy(out)
+    tool["annotations"] = render_annotations(definition)
+    tool["_meta"] = render_meta(definition)
+    return tool

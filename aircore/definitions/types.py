@@ -1,0 +1,33 @@
+"""Vocabulary of the tool-definition standard: the gate's :class:`Problem` and JSON aliases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["JSONObject", "Problem"]
+
+JSONObject = dict[str, Any]
+"""A decoded JSON object (a schema, a ``_meta`` mapping, a manifest entry)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Problem:
+    """One violation found by the quality gate.
+
+    ``file`` is the definition file (or the server target) the problem is in, ``field`` a dotted
+    path inside it (``description.when_to_use``, ``parameters_schema.properties.q``) or ``-``
+    when the problem concerns the whole file, and ``message`` says what is wrong in words.
+    """
+
+    file: str
+    field: str
+    message: str
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.field}: {self.message}"
+
+    def to_json(self) -> JSONObject:
+        """The machine form used by ``air check --format json``."""
+        return {"file": self.file, "field": self.field, "message": self.message, "rule": self.rule}

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from aircore.cli import main
+from tests.aircore.definitions.fixtures import clean_definition, write_definition
+
+
+def test_check_clean_directory_exits_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_definition(tmp_path, clean_definition())
+    assert main(["check", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "ok, 1 definition(s) checked" in out
+
+
+def test_check_prints_file_field_problem_lines_and_a_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = clean_definition()
+    bad["destructive"] = True
+    del bad["description"]["io_limits"]
+    path = write_definition(tmp_path, bad)
+    write_definition(tmp_path, clean_definition("list_folders"))
+
+    assert main(["check", str(tmp_path)]) == 1
+
+    lines = capsys.readouterr().out.splitlines()
+    assert f"{path}: description.io_limits: description part is missing" in lines
+    assert f"{path}: destructive: a read_only tool cannot be destructive" in lines
+    assert (
+        lines[-1] == f"air check: 2 problem(s) in 1 file(s); 2 definition(s) checked in {tmp_path}"
+    )
+
+
+def test_check_json_format_for_machines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = clean_definition()
+    bad["example_queries"] = ["only one"]
+    write_definition(tmp_path, bad)
+    assert main(["check", str(tmp_path), "--format", "json"]) == 1
+    body = orjson.loads(capsys.readouterr().out)
+    assert body["ok"] is False
+    assert body["mode"] == "directory"
+    assert body["checked"] == 1
+    assert body["problems"] == [
+        {
+            "file": str(tmp_path / "docs" / "search_documents.yml"),
+            "field": "example_queries",
+            "message": "needs 3-10 example queries, found 1",
+            "rule": "examples",
+        }
+    ]
+
+
+def test_check_without_path_uses_tool_definitions_in_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    run = [sys.executable, "-m", "aircore.cli", "check"]
+    missing = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert missing.returncode == 1
+    assert "tool-definitions: -: definitions directory not found" in missing.stdout
+
+    write_definition(tmp_path / "tool-definitions", clean_definition())
+    ok = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "1 definition(s) checked in tool-definitions" in ok.stdout
+
+
+def test_manifest_command_writes_the_definitions_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    defs = tmp_path / "defs"
+    write_definition(defs, clean_definition())
+    out = tmp_path / "build" / "manifest.json"
+    assert main(["manifest", str(defs), "--out", str(out)]) == 0
+    manifest = orjson.loads(out.read_bytes())
+    assert [t["name"] for t in manifest["tools"]] == ["search_documents"]
+
+    assert main(["manifest", str(defs)]) == 0
+    assert orjson.loads(capsys.readouterr().out) == manifest
+
+
+def test_manifest_command_refuses_definitions_that_break_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = clean_definition()
+    del bad["version"]
+    write_definition(tmp_path, bad)
+    assert main(["manifest", str(tmp_path)]) == 1
+    assert "version: required field is missing" in capsys.readouterr().err

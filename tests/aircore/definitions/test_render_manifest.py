@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from aircore.definitions import (
+    ToolDefinition,
+    build_manifest,
+    dump_manifest,
+    load_definitions,
+    manifest_from_definitions,
+    render_description,
+    render_meta,
+    render_tool,
+)
+from aircore.definitions.manifest import manifest_entry
+from tests.aircore.definitions.fixtures import clean_definition, write_definition
+
+
+def load_definitions_one(tmp_path: Path, **changes: object) -> ToolDefinition:
+    data = clean_definition()
+    data.update(changes)
+    write_definition(tmp_path, data)
+    return load_definitions(tmp_path)["search_documents"]
+
+
+def test_description_joins_the_four_parts_in_order(tmp_path: Path) -> None:
+    d = load_definitions_one(tmp_path)
+    assert render_description(d) == (
+        "Finds documents in the local index whose text matches a query.\n\n"
+        "When to use: The user asks for documents, notes or pages about a topic.\n\n"
+        "When not to use: Fetching a page from the web: use fetch_page instead.\n\n"
+        "Input/output: Returns at most 50 titles with ids; the query is 1-200 characters."
+    )
+
+
+def test_tool_mapping_title_hints_schemas_and_meta(tmp_path: Path) -> None:
+    d = load_definitions_one(tmp_path, layer=2)
+    tool = render_tool(d)
+    assert list(tool) == [
+        "name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta",
+    ]  # fmt: skip
+    assert tool["name"] == "search_documents"
+    assert tool["title"] == "Search documents"
+    assert tool["annotations"] == {
+        "title": "Search documents",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    assert tool["inputSchema"] == clean_definition()["parameters_schema"]
+    assert tool["outputSchema"] == clean_definition()["output_schema"]
+    assert tool["_meta"] == {
+        "version": "1.2.0",
+        "category_key": "docs",
+        "example_queries": clean_definition()["example_queries"],
+        "tags": ["search", "docs"],
+        "legacy_interface_id": "EIMS-DOC-0042",
+        "required_env_keys": ["DOCS_INDEX_PATH"],
+        "owner_org": "platform-team",
+        "layer": "L2",
+    }
+    # operational metadata costs the model no tokens: none of it is in the description
+    for query in d.example_queries:
+        assert query not in tool["description"]
+    assert "EIMS-DOC-0042" not in tool["description"]
+    assert "platform-team" not in tool["description"]
+
+
+def test_meta_omits_optional_fields_that_are_not_set(tmp_path: Path) -> None:
+    data = clean_definition()
+    for key in ("tags", "legacy_interface_id", "required_env_keys", "owner_org", "output_schema"):
+        del data[key]
+    data["open_world"] = True
+    write_definition(tmp_path, data)
+    d = load_definitions(tmp_path)["search_documents"]
+    assert set(render_meta(d)) == {"version", "category_key", "example_queries"}
+    tool = render_tool(d)
+    assert "outputSchema" not in tool
+    assert tool["annotations"]["openWorldHint"] is True
+
+
+def test_schema_priority_explicit_before_definition(tmp_path: Path) -> None:
+    d = load_definitions_one(tmp_path)
+    explicit = {"type": "object", "properties": {}, "additionalProperties": False}
+    assert render_tool(d, input_schema=explicit)["inputSchema"] == explicit
+    assert render_tool(d)["inputSchema"] == d.parameters_schema
+    out = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert render_tool(d, output_schema=out)["outputSchema"] == out
+
+
+def test_null_parameters_schema_needs_a_derived_schema(tmp_path: Path) -> None:
+    d = load_definitions_one(tmp_path, parameters_schema=None)
+    with pytest.raises(ValueError, match="parameters_schema is null"):
+        render_tool(d)
+    derived = {"type": "object", "properties": {}, "additionalProperties": False}
+    assert render_tool(d, input_schema=derived)["inputSchema"] == derived
+
+
+def test_rendered_tool_does_not_alias_the_definition_schema(tmp_path: Path) -> None:
+    d = load_definitions_one(tmp_path)
+    tool = render_tool(d)
+    tool["inputSchema"]["properties"].clear()
+    assert d.parameters_schema is not None
+    assert d.parameters_schema["properties"]
+
+
+def test_manifest_from_definitions_serializes_sorted_entries(tmp_path: Path) -> None:
+    write_definition(tmp_path, clean_definition("search_documents"))
+    other = clean_definition("archive_documents")
+    other.update(timeout_ms=1500, enabled=False, read_only=False, idempotent=False)
+    write_definition(tmp_path, other)
+    defs = load_definitions(tmp_path)
+
+    manifest = manifest_from_definitions(defs.values())
+    decoded = orjson.loads(dump_manifest(manifest))
+
+    assert decoded["manifestFormat"] == 1
+    assert decoded["server"] is None
+    assert [t["name"] for t in decoded["tools"]] == ["archive_documents", "search_documents"]
+    archive, search = decoded["tools"]
+    assert (archive["timeoutMillis"], archive["enabled"]) == (1500, False)
+    assert (search["timeoutMillis"], search["enabled"]) == (None, True)
+    tool_only = {k: v for k, v in search.items() if k not in ("timeoutMillis", "enabled")}
+    assert tool_only == render_tool(defs["search_documents"])
+
+
+def test_manifest_dump_is_stable_and_ends_with_newline(tmp_path: Path) -> None:
+    write_definition(tmp_path, clean_definition())
+    defs = load_definitions(tmp_path)
+    first = dump_manifest(manifest_from_definitions(defs.values()))
+    second = dump_manifest(manifest_from_definitions(load_definitions(tmp_path).values()))
+    assert first == second
+    assert first.endswith(b"}\n")
+
+
+def test_build_manifest_records_the_server(tmp_path: Path) -> None:
+    entry = manifest_entry({"name": "x_tool", "inputSchema": {"type": "object"}},
+                           timeout_ms=None, enabled=True)  # fmt: skip
+    manifest = build_manifest([entry], server={"name": "demo", "version": "1.0.0"})
+    assert manifest["server"] == {"name": "demo", "version": "1.0.0"}
+    assert manifest["tools"] == [
+        {"name": "x_tool", "inputSchema": {"type": "object"}, "timeoutMillis": None,
+         "enabled": True}
+    ]  # fmt: skip
