@@ -17,25 +17,20 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, overload
+from typing import Any, Self
 
 from aircore.context import ToolContext
 from aircore.errors import (
-    HEADER_MISMATCH,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    AirError,
     DefinitionError,
     InvalidParamsError,
 )
+from aircore.execution import run_call
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
+from aircore.registry import Registry
 from aircore.resource import Resource
-from aircore.results import to_call_result
-from aircore.tool import Tool, tool_from_function
+from aircore.tool import Tool
 from airstore import MemoryStore, Store, create_storage
 
 __all__ = ["DEFAULT_METER_FACTORY", "AirServer", "define_server"]
@@ -44,14 +39,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_METER_FACTORY = "airmeter:create_meter_hook"
 """Loaded (lazily, by name) only for ``meter=True``; aircore never imports airmeter itself."""
-
-_PROTOCOL_CODES = frozenset(
-    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
-)
-
-
-def _error_result(code: int, message: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": f"[{code}] {message}"}], "isError": True}
 
 
 async def _call_hook(hook: Any, *args: Any) -> None:
@@ -79,7 +66,7 @@ def _load_meter(meter: Any) -> Any:
     return meter
 
 
-class AirServer:
+class AirServer(Registry):
     """A minimal MCP server: tools, resources, prompts, plugins, middleware and a store.
 
     Build it with :func:`define_server`; serve it with :meth:`run`, :meth:`serve_stdio`,
@@ -122,9 +109,7 @@ class AirServer:
         }
         self.subscribers: weakref.WeakSet[Any] = weakref.WeakSet()
         self.state: dict[str, Any] = {}
-        self.tools: dict[str, Tool] = {}
-        self.resources: list[Resource] = []
-        self.prompts: dict[str, Prompt] = {}
+        Registry.__init__(self)
         self.plugins = list(use)
         self.definitions = None if definitions is None else Path(definitions)
         if self.definitions is not None:  # first, so every other plugin sees the defined tools
@@ -141,7 +126,6 @@ class AirServer:
         self._owns_store = isinstance(storage, str) or storage is None
         self.store: Store | None = storage if isinstance(storage, Store) else None
         self._chains: dict[str, Callable[[ToolContext], Any]] = {}
-        self._listing: list[dict[str, Any]] | None = None
         self._started = False
         self._stopped = False
         self._lock = asyncio.Lock()
@@ -156,106 +140,9 @@ class AirServer:
 
         self.dispatcher = Dispatcher(self, page_size=page_size)
 
-    # ---- registration -------------------------------------------------------------------
-    def add_tool(self, tool: Tool) -> Tool:
-        """Register a tool (after start, plugins' ``on_tool_register`` runs at once).
-
-        Raises:
-            DefinitionError: not a Tool, or the name is taken.
-        """
-        if not isinstance(tool, Tool):
-            raise DefinitionError(f"expected a Tool from define_tool, got {type(tool).__name__}")
-        if tool.name in self.tools:
-            raise DefinitionError(f"tool {tool.name!r} is already registered")
-        self.tools[tool.name] = tool
-        self._listing = None
+    def _tool_added(self, name: str) -> None:
         if self._started:
-            self._register_with_plugins(tool.name)
-        return tool
-
-    def add_resource(self, resource: Resource) -> Resource:
-        """Register a resource or resource template.
-
-        Raises:
-            DefinitionError: not a Resource, or the URI is taken.
-        """
-        if not isinstance(resource, Resource):
-            raise DefinitionError("expected a Resource from define_resource")
-        if any(r.uri == resource.uri for r in self.resources):
-            raise DefinitionError(f"resource {resource.uri!r} is already registered")
-        self.resources.append(resource)
-        return resource
-
-    def add_prompt(self, prompt: Prompt) -> Prompt:
-        """Register a prompt.
-
-        Raises:
-            DefinitionError: not a Prompt, or the name is taken.
-        """
-        if not isinstance(prompt, Prompt):
-            raise DefinitionError("expected a Prompt from define_prompt")
-        if prompt.name in self.prompts:
-            raise DefinitionError(f"prompt {prompt.name!r} is already registered")
-        self.prompts[prompt.name] = prompt
-        return prompt
-
-    @overload
-    def tool(self, func: Callable[..., Any], /) -> Tool: ...
-
-    @overload
-    def tool(
-        self,
-        func: None = None,
-        /,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        title: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        layer: int | str | None = None,
-        tags: Sequence[str] = (),
-    ) -> Callable[[Callable[..., Any]], Tool]: ...
-
-    def tool(
-        self,
-        func: Callable[..., Any] | None = None,
-        /,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        title: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        layer: int | str | None = None,
-        tags: Sequence[str] = (),
-    ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-        """Decorator: register a function as a tool, its params derived from type hints.
-
-        ``@server.tool`` or ``@server.tool(description=..., layer=2)``. The docstring is the
-        default description; a parameter typed :class:`ToolContext` receives the context.
-        """
-
-        def register(f: Callable[..., Any]) -> Tool:
-            return self.add_tool(
-                tool_from_function(
-                    f,
-                    name=name,
-                    description=description,
-                    output_schema=output_schema,
-                    annotations=annotations,
-                    title=title,
-                    meta=meta,
-                    layer=layer,
-                    tags=tags,
-                )
-            )
-
-        if func is not None:
-            return register(func)
-        return register
+            self._register_with_plugins(name)
 
     async def resource_updated(self, uri: str) -> int:
         """Send ``notifications/resources/updated`` to every connection subscribed to ``uri``.
@@ -269,12 +156,6 @@ class AirServer:
                 await conn.notify("notifications/resources/updated", {"uri": uri})
                 sent += 1
         return sent
-
-    def tool_listing(self) -> list[dict[str, Any]]:
-        """The ``tools/list`` entries in registration order (cached)."""
-        if self._listing is None:
-            self._listing = [t.describe() for t in self.tools.values()]
-        return self._listing
 
     def use_storage(self, storage: str | Store) -> None:
         """Replace the storage before the server starts (``air serve --store``).
@@ -380,40 +261,11 @@ class AirServer:
             AirError: only protocol-level codes (-32020/-32021/-32022); every other failure is
                 an ``isError`` result.
         """
-        tool = ctx.tool
-        chain = self._chains.get(tool.name)
+        chain = self._chains.get(ctx.tool.name)
         if chain is None:
             await self.start()
-            chain = self._chains[tool.name]
-        validator = tool.validator
-        if validator is not None:
-            try:
-                ctx.arguments = validator.validate(ctx.arguments)
-            except ValueError as exc:
-                return _error_result(
-                    INVALID_PARAMS, f"Invalid arguments for tool {tool.name!r}: {exc}"
-                )
-        try:
-            value = await chain(ctx)
-            if tool.output_schema is not None and not (
-                isinstance(value, dict) and isinstance(value.get("content"), list)
-            ):
-                problems = tool.output_validator.errors(value) if tool.output_validator else []
-                if problems:
-                    return _error_result(
-                        INTERNAL_ERROR,
-                        f"Output of tool {tool.name!r} does "
-                        f"not match its outputSchema: {'; '.join(problems)}",
-                    )
-                return to_call_result(value, structured=True)
-            return to_call_result(value)
-        except AirError as exc:
-            if exc.code in _PROTOCOL_CODES:
-                raise
-            return _error_result(exc.code, exc.message)
-        except Exception as exc:
-            logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)
-            return _error_result(INTERNAL_ERROR, str(exc) or type(exc).__name__)
+            chain = self._chains[ctx.tool.name]
+        return await run_call(chain, ctx)
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, **context: Any
@@ -461,8 +313,8 @@ class AirServer:
         await serve_stdio(self, **options)
 
     async def serve_http(self, **options: Any) -> None:
-        """Serve Streamable HTTP at ``/mcp`` (see :func:`aircore.transports.http.serve_http`)."""
-        from aircore.transports.http import serve_http
+        """Serve Streamable HTTP at ``/mcp`` (:func:`~aircore.transports.http_app.serve_http`)."""
+        from aircore.transports.http_app import serve_http
 
         await serve_http(self, **options)
 

@@ -14,20 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
-import signal
-import socket
-import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
-
-import uvicorn
-from starlette.applications import Starlette
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from aircore.errors import HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from aircore.protocol import modern
@@ -42,6 +32,7 @@ from aircore.protocol.framing import (
 )
 from aircore.protocol.legacy import HANDSHAKE_VERSIONS
 from aircore.protocol.session import Connection
+from aircore.transports.guards import host_ok, origin_ok
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -51,8 +42,6 @@ __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_PORT",
     "McpEndpoint",
-    "build_app",
-    "serve_http",
 ]
 
 logger = logging.getLogger(__name__)
@@ -60,8 +49,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3510
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+MAX_SESSIONS = 1024
+"""Legacy sessions kept at once; the least recently used one is closed beyond this."""
 SESSION_HEADER = "mcp-session-id"
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 STATUS = {
     -32700: 400,
@@ -128,33 +118,9 @@ class McpEndpoint:
     ) -> None:
         await self._reply(send, status or _status_of(message), encode(message), headers)
 
-    def _origin_ok(self, origin: str | None) -> bool:
-        if origin is None:
-            return True
-        if origin.rstrip("/") in self.allowed_origins or "*" in self.allowed_origins:
-            return True
-        try:
-            host = urlsplit(origin).hostname
-        except ValueError:
-            return False
-        return host is not None and host in LOCAL_HOSTS
-
-    def _host_ok(self, host: str | None) -> bool:
-        if not self.check_host:
-            return True
-        if host is None:
-            return False
-        if host.lower() in self.allowed_hosts:
-            return True
-        try:
-            name = urlsplit(f"//{host}").hostname
-        except ValueError:
-            return False
-        return name is not None and (name in LOCAL_HOSTS or name in self.allowed_hosts)
-
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if not self._host_ok(headers.get("host")):
+        if self.check_host and not host_ok(headers.get("host"), self.allowed_hosts):
             # DNS rebinding: a loopback server only answers to loopback Host names
             await self._json(
                 send,
@@ -162,7 +128,7 @@ class McpEndpoint:
                 421,
             )
             return
-        if not self._origin_ok(headers.get("origin")):
+        if not origin_ok(headers.get("origin"), self.allowed_origins):
             await self._json(
                 send, error_response(None, INVALID_REQUEST, "Forbidden: invalid Origin"), 403
             )
@@ -254,7 +220,9 @@ class McpEndpoint:
             await self._json(send, error)
             return
         sid = headers.get(SESSION_HEADER)
-        session = self.sessions.get(sid) if sid else None
+        session = self.sessions.pop(sid, None) if sid else None
+        if session is not None and sid is not None:
+            self.sessions[sid] = session  # most recently used last
         if kind in (KIND_RESPONSE, KIND_NOTIFICATION):
             if session is not None:
                 if kind == KIND_RESPONSE:
@@ -289,6 +257,9 @@ class McpEndpoint:
             new_sid = uuid.uuid4().hex
             conn = Connection(transport="tcp", session_id=new_sid)
             self.sessions[new_sid] = conn
+            while len(self.sessions) > MAX_SESSIONS:
+                oldest = next(iter(self.sessions))
+                self.sessions.pop(oldest).cancel_all()
             extra.append((b"mcp-session-id", new_sid.encode()))
             route_headers = None
         else:
@@ -423,164 +394,3 @@ class McpEndpoint:
             return
         await event(response)
         await send({"type": "http.response.body", "body": b""})
-
-
-METRICS_APP_FACTORY = "airmeter.metrics_app:server_metrics_app"
-"""Loaded by name only for a server with a meter; aircore never imports airmeter itself."""
-
-
-def _metrics_app(server: AirServer, token: str | None) -> Any:
-    """The ``/metrics`` ASGI app of a metered server (Prometheus text), or ``None``."""
-    if server.meter is None:
-        return None
-    module_name, _, attr = METRICS_APP_FACTORY.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError):
-        logger.warning("no /metrics: %s is not available", METRICS_APP_FACTORY)
-        return None
-    return factory(server, token=token)
-
-
-def build_app(
-    server: AirServer,
-    *,
-    path: str = "/mcp",
-    token: str | None = None,
-    allowed_origins: Sequence[str] = (),
-    max_body: int = DEFAULT_MAX_BODY,
-    check_host: bool = True,
-    allowed_hosts: Sequence[str] = (),
-) -> Starlette:
-    """The Starlette app: ``path`` (MCP), ``/`` (a small status JSON) and, for a server with
-    a meter, ``/metrics`` (Prometheus text; the bearer ``token`` applies there too).
-
-    With ``check_host`` (the default, and always when bound to a loopback address) a request
-    whose ``Host`` is not localhost / 127.0.0.1 / [::1] (or in ``allowed_hosts``) gets 421.
-
-    The server must be started (``await server.start()``) before requests arrive; ``serve_http``
-    does it.
-    """
-    endpoint = McpEndpoint(
-        server,
-        token=token,
-        allowed_origins=allowed_origins,
-        max_body=max_body,
-        check_host=check_host,
-        allowed_hosts=allowed_hosts,
-    )
-
-    async def status(_request: Any) -> JSONResponse:
-        return JSONResponse(
-            {
-                "name": server.name,
-                "version": server.version,
-                "transport": "streamable-http",
-                "endpoint": path,
-                "tools": len(server.tools),
-            }
-        )
-
-    routes = [
-        Route(path, endpoint, methods=["GET", "POST", "DELETE"]),
-        Route("/", status, methods=["GET"]),
-    ]
-    metrics = _metrics_app(server, token)
-    if metrics is not None:
-        routes.append(Route("/metrics", metrics, methods=["GET", "HEAD"]))
-    app = Starlette(routes=routes)
-    app.state.mcp = endpoint
-    return app
-
-
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:  # we own SIGTERM/SIGINT (on_stop must run)
-        yield
-
-
-async def serve_http(
-    server: AirServer,
-    *,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    path: str = "/mcp",
-    token: str | None = None,
-    allowed_origins: Sequence[str] = (),
-    max_body: int = DEFAULT_MAX_BODY,
-    allowed_hosts: Sequence[str] = (),
-    ready: Callable[[str], None] | None = None,
-) -> None:
-    """Serve Streamable HTTP until SIGTERM/SIGINT (or cancellation), then stop the server.
-
-    Args:
-        server: the server; started here, stopped on the way out.
-        host: the bind address (127.0.0.1 by default; anything else exposes the server).
-        port: the port; 0 picks a free one.
-        path: the MCP endpoint path.
-        token: require ``Authorization: Bearer <token>``.
-        allowed_origins: extra ``Origin`` values to accept besides localhost.
-        max_body: the request body limit in bytes.
-        allowed_hosts: extra ``Host`` names to accept; bound to a loopback address, any other
-            Host gets 421 (DNS-rebinding protection).
-        ready: called with the endpoint URL once listening (default: log it to stderr).
-    """
-    await server.start()
-    loopback = host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
-    app = build_app(
-        server,
-        path=path,
-        token=token,
-        allowed_origins=allowed_origins,
-        max_body=max_body,
-        check_host=loopback or bool(allowed_hosts),
-        allowed_hosts=allowed_hosts,
-    )
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no Nagle delay)
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    bound = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=5
-    )
-    userver = _Server(config)
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
-
-    def _exit() -> None:
-        userver.should_exit = True
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, _exit)
-            installed.append(sig)
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{bound}{path}"
-    try:
-        serving = asyncio.ensure_future(userver.serve(sockets=[sock]))
-        ready_wait = asyncio.ensure_future(userver.ready.wait())
-        await asyncio.wait({serving, ready_wait}, return_when=asyncio.FIRST_COMPLETED)
-        ready_wait.cancel()
-        if userver.started:
-            if ready is not None:
-                ready(url)
-            else:
-                print(f"air: {server.name} serving MCP on {url}", file=sys.stderr, flush=True)
-        await serving
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
-        for conn in app.state.mcp.sessions.values():
-            conn.cancel_all()
-        sock.close()
-        await server.stop()
