@@ -31,7 +31,7 @@ from airmeter.store_sink import StoreSink
 from airmeter.types import Sink
 from airstore.types import Store
 
-__all__ = ["Meter", "MeterStats", "default_instance_id"]
+__all__ = ["INSTANCE_ID_ENV", "Meter", "MeterStats", "default_instance_id"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +42,15 @@ DEFAULT_FLUSH_INTERVAL = 0.25
 DEFAULT_MEMORY_RETENTION_MINUTES = 24 * 60
 
 
+INSTANCE_ID_ENV = "AIR_INSTANCE_ID"
+"""Environment variable naming this server instance (stable across restarts when set)."""
+
+
 def default_instance_id() -> str:
-    """A stable id for this server process: ``host-pid``."""
+    """This server process's id: ``$AIR_INSTANCE_ID`` when set, else ``host-pid``."""
+    configured = os.environ.get(INSTANCE_ID_ENV, "").strip()
+    if configured and ":" not in configured:
+        return configured
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
@@ -65,7 +72,7 @@ class Meter:
         store: when given, a :class:`StoreSink` writing to it is added, and snapshots read it.
         sinks: more sinks (OpenTelemetry, ``airmeter.testing.MemorySink`` …).
         server: the server name stamped by adapters on records.
-        instance_id: this process's id (default ``host-pid``).
+        instance_id: this process's id (default ``$AIR_INSTANCE_ID``, else ``host-pid``).
         classifier: the :class:`Classifier` adapters use (a default one otherwise).
         ring_size: how many newest records :meth:`recent` keeps.
         max_pending: the bound of the pending batch; more records are dropped and counted.

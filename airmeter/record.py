@@ -12,6 +12,8 @@ __all__ = ["CALLS_NAMESPACE", "RECORD_FIELDS", "CallRecord", "record_from_fields
 CALLS_NAMESPACE = "meter.calls"
 """The store namespace whose append log holds one entry per call."""
 
+_CODES = ("L0", "L1", "L2", "L3", "L4", "L5", "L6", "L7")  # indexed by the Layer (an int)
+
 _OPTIONAL_FIELDS = (
     "session_id",
     "protocol_version",
@@ -72,7 +74,7 @@ class CallRecord:
             "_ts": self.ts_ms,
             "server": self.server,
             "tool": self.tool,
-            "layer": f"L{int(self.layer)}",
+            "layer": _CODES[self.layer],
             "latency_ms": self.latency_ms,
             "ok": self.ok,
             "error_type": self.error_type,
@@ -133,7 +135,8 @@ RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CallRecord))
 """The field names of :class:`CallRecord` in declaration order (for :func:`record_from_fields`)."""
 
 _new = object.__new__
-_set = object.__setattr__
+# The slots' own descriptors: setting through them skips the frozen __setattr__ check.
+_SETTERS = tuple(CallRecord.__dict__[name].__set__ for name in RECORD_FIELDS)
 
 
 def record_from_fields(values: tuple[Any, ...]) -> CallRecord:
@@ -143,6 +146,6 @@ def record_from_fields(values: tuple[Any, ...]) -> CallRecord:
     build the frozen record (a frozen dataclass with 23 fields costs microseconds to create).
     """
     rec = _new(CallRecord)
-    for name, value in zip(RECORD_FIELDS, values, strict=True):
-        _set(rec, name, value)
+    for setter, value in zip(_SETTERS, values, strict=True):
+        setter(rec, value)
     return rec

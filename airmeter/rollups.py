@@ -3,8 +3,11 @@
 A rollup row sums the calls of one minute for one ``(server, instance, tool, layer)``: counts,
 errors by type, latency sum/max and a log-bucketed histogram, cost and tokens. A minute's rows
 from one writer are stored as one JSON document under the key ``"{minute_ms:013d}:{writer}"`` in
-the :data:`ROLLUPS_NAMESPACE` of the store, so several processes writing one store never
-overwrite each other's rollups. A snapshot's cost grows with minutes x tools, never with calls.
+the hour's namespace ``meter.rollups.{hour}`` (``hour = minute_ms // 3_600_000``), so several
+processes writing one store never overwrite each other's rollups, and a writer rewrites only
+the current hour's namespace (a reader re-reads only what changed). Each writer lists its hours
+under the key ``"hours:{writer}"`` of :data:`ROLLUPS_NAMESPACE`. A snapshot's cost grows with
+minutes x tools, never with calls.
 """
 
 from __future__ import annotations
@@ -18,16 +21,20 @@ from airmeter.layers import LAYERS
 from airmeter.record import CallRecord
 
 __all__ = [
+    "HOURS_KEY_PREFIX",
+    "HOUR_MS",
     "MINUTE_MS",
     "ROLLUPS_NAMESPACE",
     "RollupBook",
     "RollupRow",
+    "hour_namespace",
+    "hour_of",
     "minute_key",
     "parse_minute_doc",
 ]
 
 ROLLUPS_NAMESPACE = "meter.rollups"
-"""The store namespace (key-value) holding one document per minute and writer."""
+"""The index namespace (each writer's hours); minutes live in ``meter.rollups.{hour}``."""
 
 MINUTE_MS = 60_000
 ROLLUP_FORMAT = 1
@@ -36,6 +43,20 @@ _LOG_BASE = _log(BASE_MS)
 _INV_LOG_GROWTH = 1.0 / _log(GROWTH)
 
 _RowKey = tuple[str, str, str, int]  # server, instance, tool, layer
+
+
+HOUR_MS = 3_600_000
+HOURS_KEY_PREFIX = "hours:"
+
+
+def hour_of(minute_ms: int) -> int:
+    """The hour number (epoch ms // 3 600 000) a minute belongs to."""
+    return minute_ms // HOUR_MS
+
+
+def hour_namespace(hour: int) -> str:
+    """The namespace holding one hour's minute documents."""
+    return f"{ROLLUPS_NAMESPACE}.{hour}"
 
 
 def minute_key(minute_ms: int, writer: str) -> str:
@@ -188,11 +209,29 @@ class RollupBook:
             rows = self._last_rows = found
             self._last_minute = minute
         self._dirty.add(minute)
-        key = (rec.server, rec.instance_id or "", rec.tool, int(rec.layer))
+        key = (rec.server, rec.instance_id or "", rec.tool, rec.layer)
         row = rows.get(key)
         if row is None:
-            row = rows[key] = RollupRow(minute, key[0], key[1], key[2], key[3])
-        row.add(rec)
+            row = rows[key] = RollupRow(minute, key[0], key[1], key[2], int(key[3]))
+        # RollupRow.add, inlined: this runs once per call on the sink's write path
+        row.calls += 1
+        if not rec.ok:
+            row.errors += 1
+            etype = rec.error_type or "error"
+            row.errors_by_type[etype] = row.errors_by_type.get(etype, 0) + 1
+        latency = rec.latency_ms
+        row.latency_sum += latency
+        if latency > row.latency_max:
+            row.latency_max = latency
+        index = int((_log(latency) - _LOG_BASE) * _INV_LOG_GROWTH) + 1 if latency > BASE_MS else 0
+        hist = row.hist
+        hist[index] = hist.get(index, 0) + 1
+        cost = rec.cost
+        row.cost += _WEIGHTS[row.layer - 1] if cost is None else cost
+        if rec.tokens_in:
+            row.tokens_in += rec.tokens_in
+        if rec.tokens_out:
+            row.tokens_out += rec.tokens_out
 
     def merge_rows(self, rows: Iterable[RollupRow]) -> None:
         """Add stored rows into the book (their minutes are not marked dirty)."""

@@ -16,7 +16,15 @@ from typing import Any
 
 from airmeter.errors import MeterConfigError
 from airmeter.layers import LAYERS, Layer, parse_layer
-from airmeter.rollups import MINUTE_MS, ROLLUPS_NAMESPACE, RollupRow, parse_minute_doc
+from airmeter.rollups import (
+    HOUR_MS,
+    HOURS_KEY_PREFIX,
+    MINUTE_MS,
+    ROLLUPS_NAMESPACE,
+    RollupRow,
+    hour_namespace,
+    parse_minute_doc,
+)
 from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
 from airmeter.stats import Acc
 from airstore.types import Store
@@ -29,6 +37,7 @@ __all__ = [
     "aggregate",
     "load_groups",
     "snapshot",
+    "stored_hours",
     "to_ms",
 ]
 
@@ -278,19 +287,20 @@ def aggregate(
 
 
 class _DocCache:
-    """Parsed minute documents of one store, revalidated by identity or equality, and the
-    merged time buckets built from them."""
+    """Parsed minute documents of one store by hour, revalidated by identity or equality, and
+    the merged time buckets built from them."""
 
     def __init__(self) -> None:
-        self.docs: dict[str, tuple[Any, list[RollupRow]]] = {}
+        self.hours: dict[int, dict[str, tuple[Any, list[RollupRow]]]] = {}
         self.buckets = BucketCache()
 
-    def rows(self, key: str, doc: Any) -> list[RollupRow]:
-        cached = self.docs.get(key)
+    def rows(self, hour: int, key: str, doc: Any) -> list[RollupRow]:
+        docs = self.hours.setdefault(hour, {})
+        cached = docs.get(key)
         if cached is not None and (cached[0] is doc or cached[0] == doc):
             return cached[1]
         rows = parse_minute_doc(doc) if isinstance(doc, Mapping) else []
-        self.docs[key] = (doc, rows)
+        docs[key] = (doc, rows)
         return rows
 
 
@@ -307,30 +317,48 @@ def _cache_of(store: Store) -> _DocCache:
     return cache
 
 
+async def stored_hours(store: Store) -> list[int]:
+    """Every hour some writer has stored rollups for, oldest first."""
+    hours: set[int] = set()
+    for _, value in await store.entries(ROLLUPS_NAMESPACE, HOURS_KEY_PREFIX):
+        if isinstance(value, list):
+            hours.update(int(h) for h in value if isinstance(h, int))
+    return sorted(hours)
+
+
 async def load_groups(
     store: Store, *, since_ms: int | None = None, until_ms: int | None = None
 ) -> list[RowGroup]:
     """The stored minutes overlapping ``[since_ms, until_ms)`` as ``(minute, rows)``.
 
-    Parsed documents are cached per store, so a repeated snapshot parses only what changed.
+    Reads only the hour namespaces of the window; parsed documents are cached per store, so
+    a repeated snapshot parses only what changed.
     """
-    pairs = await store.entries(ROLLUPS_NAMESPACE)
-    lo = None if since_ms is None else f"{_floor(since_ms):013d}"
-    hi = None if until_ms is None else f"{until_ms:013d}"
+    lo = None if since_ms is None else _floor(since_ms)
     cache = _cache_of(store)
-    live = set()
+    hours = await stored_hours(store)
+    known = set(hours)
+    for gone in [h for h in cache.hours if h not in known]:
+        del cache.hours[gone]
     out: list[RowGroup] = []
-    for key, doc in pairs:
-        stamp = key[:13]
-        if (lo is not None and stamp < lo) or (hi is not None and stamp >= hi):
+    for hour in hours:
+        if (lo is not None and (hour + 1) * HOUR_MS <= lo) or (
+            until_ms is not None and hour * HOUR_MS >= until_ms
+        ):
             continue
-        live.add(key)
-        rows = cache.rows(key, doc)
-        if rows:
-            out.append((rows[0].minute, rows))
-    if since_ms is None and until_ms is None:
-        for gone in [k for k in cache.docs if k not in live]:
-            del cache.docs[gone]
+        pairs = await store.entries(hour_namespace(hour))
+        for key, doc in pairs:
+            minute = int(key[:13]) if key[:13].isdigit() else -1
+            if (lo is not None and minute < lo) or (until_ms is not None and minute >= until_ms):
+                continue
+            rows = cache.rows(hour, key, doc)
+            if rows:
+                out.append((minute, rows))
+        docs = cache.hours.get(hour)
+        if docs is not None and len(docs) > len(pairs):  # minutes expired or were deleted
+            present = {key for key, _ in pairs}
+            for gone_key in [k for k in docs if k not in present]:
+                del docs[gone_key]
     return out
 
 

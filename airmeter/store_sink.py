@@ -9,7 +9,16 @@ from dataclasses import replace
 
 from airmeter.errors import MeterConfigError
 from airmeter.record import CALLS_NAMESPACE, CallRecord
-from airmeter.rollups import MINUTE_MS, ROLLUPS_NAMESPACE, RollupBook, minute_key, parse_minute_doc
+from airmeter.rollups import (
+    HOURS_KEY_PREFIX,
+    MINUTE_MS,
+    ROLLUPS_NAMESPACE,
+    RollupBook,
+    hour_namespace,
+    hour_of,
+    minute_key,
+    parse_minute_doc,
+)
 from airstore.errors import InvalidValueError
 from airstore.types import Store
 
@@ -30,7 +39,7 @@ def _stripped(rec: CallRecord) -> CallRecord:
 
 class StoreSink:
     """Writes each record's log form to namespace ``meter.calls`` (one JSONL line per call
-    with FileStore) and its minute's rollup to namespace ``meter.rollups``.
+    with FileStore) and its minute's rollup to the hour's namespace ``meter.rollups.{hour}``.
 
     Rollups are written at most every ``persist_interval`` seconds and on :meth:`persist` /
     :meth:`close`. The store stays open: whoever opened it closes it.
@@ -73,6 +82,8 @@ class StoreSink:
         self._interval = persist_interval
         self._book = RollupBook()
         self._loaded: set[int] = set()
+        self._hours: set[int] | None = None
+        self._index_key = f"{HOURS_KEY_PREFIX}{writer}"
         self._last_persist = time.monotonic()
         self._closed = False
         self._backlog: list[CallRecord] = []
@@ -143,19 +154,34 @@ class StoreSink:
         self._last_persist = time.monotonic()
         dirty = self._book.take_dirty()
         for minute in dirty:
+            ns = hour_namespace(hour_of(minute))
             key = minute_key(minute, self.writer)
             if minute not in self._loaded:
                 # A previous run of this writer may have stored this minute already.
-                existing = await self.store.get(ROLLUPS_NAMESPACE, key)
+                existing = await self.store.get(ns, key)
                 if existing is not None:
                     self._book.merge_rows(parse_minute_doc(existing))
                 self._loaded.add(minute)
-            await self.store.set(ROLLUPS_NAMESPACE, key, self._book.minute_doc(minute),
-                                 ttl=self._ttl)  # fmt: skip
+            await self.store.set(ns, key, self._book.minute_doc(minute), ttl=self._ttl)
         if dirty:
+            await self._index_hours({hour_of(m) for m in dirty})
             keep_from = dirty[-1] - _KEEP_MINUTES * MINUTE_MS
             self._book.drop_before(keep_from)
             self._loaded = {m for m in self._loaded if m >= keep_from}
+
+    async def _index_hours(self, hours: set[int]) -> None:
+        """Record in the index which hours this writer has written (once per new hour)."""
+        if self._hours is None:
+            stored = await self.store.get(ROLLUPS_NAMESPACE, self._index_key)
+            self._hours = {int(h) for h in stored} if isinstance(stored, list) else set()
+        if hours <= self._hours:
+            return
+        self._hours |= hours
+        if self._ttl is not None:  # hours whose minutes have all expired leave the index
+            oldest = hour_of(int((time.time() - self._ttl) * 1000)) - 1
+            self._hours = {h for h in self._hours if h >= oldest}
+        await self.store.set(ROLLUPS_NAMESPACE, self._index_key, sorted(self._hours),
+                             ttl=self._ttl)  # fmt: skip
 
     async def close(self) -> None:
         """Retry the backlog, write pending rollups and flush the store (it is not closed).

@@ -77,7 +77,10 @@ def _run(args: argparse.Namespace) -> int:
     except _NotAvailableError as exc:
         print(f"air meter report: {exc}", file=sys.stderr)
         return 2
-    print(text)
+    try:
+        print(text)
+    except BrokenPipeError:  # `air meter report | head`
+        sys.stderr.close()
     return 0
 
 

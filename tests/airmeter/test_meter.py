@@ -152,7 +152,9 @@ async def test_store_sink_writes_one_log_entry_per_call_with_the_log_form() -> N
         "output_bytes": 20,
     }
     assert CallRecord.from_log(entry) == r
-    assert await store.list("meter.rollups") == [f"{T0:013d}:w1"]
+    hour = T0 // 3_600_000
+    assert await store.list(f"meter.rollups.{hour}") == [f"{T0:013d}:w1"]
+    assert await store.get("meter.rollups", "hours:w1") == [hour]
 
 
 async def test_a_restarted_writer_merges_into_the_stored_minute() -> None:
@@ -165,3 +167,12 @@ async def test_a_restarted_writer_merges_into_the_stored_minute() -> None:
     snap = await meter.snapshot()
     assert snap.total_calls == 4
     await meter.stop()
+
+
+def test_instance_id_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIR_INSTANCE_ID", "web-1")
+    assert Meter().instance_id == "web-1"
+    monkeypatch.setenv("AIR_INSTANCE_ID", "bad:id")
+    assert Meter().instance_id != "bad:id"
+    monkeypatch.delenv("AIR_INSTANCE_ID")
+    assert Meter(instance_id="x").instance_id == "x"

@@ -199,8 +199,9 @@ async def test_repeated_snapshots_see_new_calls_in_cached_buckets() -> None:
     assert later.total_calls == 2000
     assert later.error_count == exp["errors"]
     assert close(later.p99_ms, exp["p99"])
-    first_minute = (await store.list("meter.rollups"))[0]
-    assert await store.delete("meter.rollups", first_minute)
+    hour_ns = f"meter.rollups.{T0 // 3_600_000}"
+    first_minute = (await store.list(hour_ns))[0]
+    assert await store.delete(hour_ns, first_minute)
     assert (await snapshot(store, max_buckets=2)).total_calls < 2000
     await sink.close()
     await store.close()

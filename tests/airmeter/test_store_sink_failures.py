@@ -1,0 +1,148 @@
+"""StoreSink when the store fails: a bounded backlog retried on the next write; bad values."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from airmeter import CALLS_NAMESPACE, CallRecord, Layer, Meter, StoreSink, snapshot
+from airmeter.histogram import bucket_of, percentiles
+from airmeter.rollups import RollupBook, parse_minute_doc
+from airstore import MemoryStore
+from airstore.errors import StorageIOError
+from tests.airmeter.helpers import T0, exact_percentile, make_records
+
+
+class FlakyStore(MemoryStore):
+    """A MemoryStore whose appends fail while ``down`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.fail_after = 0
+
+    async def append(self, ns: str, entry: dict[str, Any]) -> dict[str, Any]:
+        if self.down:
+            if self.fail_after <= 0:
+                raise StorageIOError("connection refused", namespace=ns)
+            self.fail_after -= 1
+        return await super().append(ns, entry)
+
+
+async def test_records_survive_a_store_outage_through_the_backlog() -> None:
+    store = FlakyStore()
+    meter = Meter(store=store, instance_id="w")
+    records = make_records(300)
+    store.down, store.fail_after = True, 50  # fails in the middle of the first batch
+    for r in records[:100]:
+        meter.record(r)
+    await meter.flush()
+    assert meter.stats.sink_errors == 1
+    sink = meter.sinks[0]
+    assert isinstance(sink, StoreSink)
+    assert sink.backlog == 50
+    for r in records[100:]:
+        meter.record(r)
+    await meter.flush()  # still down: the backlog grows, nothing is lost
+    assert sink.backlog == 250
+    store.down = False
+    await meter.stop()  # the store is back: close() retries the backlog
+    logged = await store.query(CALLS_NAMESPACE, limit=1000)
+    assert sorted(int(e["request_id"]) for e in logged) == list(range(300))
+    assert (await snapshot(store)).total_calls == 300
+
+
+async def test_backlog_is_bounded_and_overflow_is_counted() -> None:
+    store = FlakyStore()
+    sink = StoreSink(store, writer="w", max_backlog=10)
+    store.down = True
+    for chunk in range(3):
+        with contextlib.suppress(StorageIOError):
+            await sink.write(make_records(20, seed=chunk))
+    assert sink.backlog == 10
+    assert sink.dropped == 50
+
+
+async def test_a_record_the_store_refuses_is_kept_without_its_captured_values() -> None:
+    store = MemoryStore()
+    sink = StoreSink(store, writer="w")
+    odd = CallRecord(
+        ts_ms=T0,
+        server="s",
+        tool="t",
+        layer=Layer.L2,
+        latency_ms=1,
+        ok=True,
+        arguments={"x": object()},
+        request_id="1",
+    )
+    await sink.write(
+        [
+            odd,
+            CallRecord(
+                ts_ms=T0,
+                server="s",
+                tool="t",
+                layer=Layer.L2,
+                latency_ms=1,
+                ok=True,
+                request_id="2",
+            ),
+        ]
+    )
+    await sink.close()
+    logged = await store.query(CALLS_NAMESPACE)
+    assert sorted(e["request_id"] for e in logged) == ["1", "2"]
+    assert all("arguments" not in e for e in logged)
+
+
+latencies = st.lists(
+    st.floats(min_value=0.01, max_value=60_000, allow_nan=False), min_size=1, max_size=300
+)
+
+
+@given(latencies)
+def test_histogram_percentiles_are_within_one_percent_of_exact(values: list[float]) -> None:
+    hist: dict[int, int] = {}
+    for v in values:
+        b = bucket_of(v)
+        hist[b] = hist.get(b, 0) + 1
+    for q, got in zip((50, 95, 99), percentiles(hist, (50, 95, 99)), strict=True):
+        exact = exact_percentile(values, q)
+        assert got is not None
+        assert abs(got - exact) <= 0.0101 * exact
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b"]), st.floats(0.01, 1000), st.booleans(), st.integers(0, 179)
+        ),
+        max_size=60,
+    )
+)
+def test_rollup_documents_round_trip_and_sum_up(calls: list[tuple[str, float, bool, int]]) -> None:
+    book = RollupBook()
+    for tool, latency, ok, second in calls:
+        book.add(
+            CallRecord(
+                ts_ms=T0 + second * 1000,
+                server="s",
+                tool=tool,
+                layer=Layer.L3,
+                latency_ms=latency,
+                ok=ok,
+                error_type=None if ok else "tool_error",
+            )
+        )
+    docs = [book.minute_doc(m) for m in book.take_dirty()]
+    rows = [r for d in docs for r in parse_minute_doc(d)]
+    assert sum(r.calls for r in rows) == len(calls)
+    assert sum(r.errors for r in rows) == sum(1 for c in calls if not c[2])
+    for doc in docs:  # a document parsed and rebuilt is the same document
+        again = RollupBook()
+        again.merge_rows(parse_minute_doc(doc))
+        assert again.minute_doc(doc["minute"]) == doc
