@@ -6,8 +6,9 @@ from __future__ import annotations
 import hmac
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from airmeter.errors import MeterConfigError
 from airmeter.meter import Meter
@@ -25,6 +26,34 @@ Send = Callable[[Message], Awaitable[None]]
 Render = Callable[[], str | Awaitable[str]]
 
 _TEXT = "text/plain; charset=utf-8"
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def _hostname(value: str) -> str | None:
+    try:
+        return urlsplit(value).hostname
+    except ValueError:
+        return None
+
+
+def _host_ok(host: bytes | None, allowed: frozenset[str]) -> bool:
+    if host is None:
+        return False
+    text = host.decode("latin-1").lower()
+    if text in allowed:
+        return True
+    name = _hostname(f"//{text}")
+    return name is not None and (name in _LOCAL_HOSTS or name in allowed)
+
+
+def _origin_ok(origin: bytes | None, allowed: frozenset[str]) -> bool:
+    if origin is None:  # not a browser
+        return True
+    text = origin.decode("latin-1").rstrip("/")
+    if text in allowed or "*" in allowed:
+        return True
+    name = _hostname(text)
+    return name is not None and name in _LOCAL_HOSTS
 
 
 async def _respond(
@@ -46,15 +75,29 @@ async def _respond(
 class MetricsApp:
     """An ASGI app answering ``GET``/``HEAD`` at ``path`` with ``render()`` (sync or async).
 
-    Other paths answer 404, other methods 405, a failing render 500; with ``token``, requests
-    without ``Authorization: Bearer <token>`` answer 401. Lifespan events are acknowledged, so
-    it also runs alone under uvicorn.
+    Other paths answer 404, other methods 405, a failing render 500. Guards, like the MCP
+    endpoint's: a browser ``Origin`` that is not localhost (or in ``allowed_origins``) gets 403;
+    with ``check_host``, a ``Host`` that is not localhost (or in ``allowed_hosts``) gets 421;
+    with ``token``, a missing ``Authorization: Bearer <token>`` gets 401. Lifespan events are
+    acknowledged, so it also runs alone under uvicorn.
     """
 
-    def __init__(self, render: Render, *, path: str = "/metrics", token: str | None = None):
+    def __init__(
+        self,
+        render: Render,
+        *,
+        path: str = "/metrics",
+        token: str | None = None,
+        check_host: bool = False,
+        allowed_hosts: Collection[str] = (),
+        allowed_origins: Collection[str] = (),
+    ) -> None:
         self._render = render
         self._path = path
         self._auth = None if token is None else f"Bearer {token}".encode()
+        self._check_host = check_host
+        self._hosts = frozenset(h.lower() for h in allowed_hosts)
+        self._origins = frozenset(o.rstrip("/") for o in allowed_origins)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -65,11 +108,17 @@ class MetricsApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _authorized(self, scope: Scope) -> bool:
-        if self._auth is None:
-            return True
-        given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-        return hmac.compare_digest(given, self._auth)
+    def _refusal(self, headers: dict[bytes, bytes]) -> tuple[int, bytes] | None:
+        """Same guards as the MCP endpoint: Host (DNS rebinding), Origin, bearer token."""
+        if self._check_host and not _host_ok(headers.get(b"host"), self._hosts):
+            return 421, b"misdirected request\n"
+        if not _origin_ok(headers.get(b"origin"), self._origins):
+            return 403, b"forbidden: invalid Origin\n"
+        if self._auth is not None and not hmac.compare_digest(
+            headers.get(b"authorization", b""), self._auth
+        ):
+            return 401, b"unauthorized\n"
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -84,8 +133,9 @@ class MetricsApp:
         if method not in ("GET", "HEAD"):
             await _respond(send, 405, b"method not allowed\n", _TEXT)
             return
-        if not self._authorized(scope):
-            await _respond(send, 401, b"unauthorized\n", _TEXT)
+        refusal = self._refusal(dict(scope.get("headers") or ()))
+        if refusal is not None:
+            await _respond(send, refusal[0], refusal[1], _TEXT)
             return
         try:
             text = self._render()
@@ -99,7 +149,15 @@ class MetricsApp:
         await _respond(send, 200, body, CONTENT_TYPE, head=method == "HEAD")
 
 
-def metrics_app(render: Render, *, path: str = "/metrics", token: str | None = None) -> MetricsApp:
+def metrics_app(
+    render: Render,
+    *,
+    path: str = "/metrics",
+    token: str | None = None,
+    check_host: bool = False,
+    allowed_hosts: Collection[str] = (),
+    allowed_origins: Collection[str] = (),
+) -> MetricsApp:
     """Build the ASGI app serving ``render()`` at ``path``.
 
     Use it alone (``uvicorn.run(metrics_app(sink.render))``) or mount it beside an MCP
@@ -109,11 +167,21 @@ def metrics_app(render: Render, *, path: str = "/metrics", token: str | None = N
         render: Produces the exposition text, e.g. :meth:`PrometheusSink.render`; may be async.
         path: The route served.
         token: Require ``Authorization: Bearer <token>``.
+        check_host: Refuse a ``Host`` other than localhost or ``allowed_hosts`` (421).
+        allowed_hosts: Extra ``Host`` names accepted.
+        allowed_origins: Extra browser ``Origin`` values accepted besides localhost.
 
     Returns:
         The ASGI app.
     """
-    return MetricsApp(render, path=path, token=token)
+    return MetricsApp(
+        render,
+        path=path,
+        token=token,
+        check_host=check_host,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )
 
 
 async def prometheus_text(source: object) -> str:
@@ -147,7 +215,14 @@ async def prometheus_text(source: object) -> str:
     return render_snapshot(await meter.snapshot())
 
 
-def server_metrics_app(server: object, *, token: str | None = None) -> MetricsApp | None:
+def server_metrics_app(
+    server: object,
+    *,
+    token: str | None = None,
+    check_host: bool = False,
+    allowed_hosts: Collection[str] = (),
+    allowed_origins: Collection[str] = (),
+) -> MetricsApp | None:
     """The ``/metrics`` app for an aircore server, or ``None`` when it has no meter.
 
     aircore's HTTP transport loads this by name (``airmeter.metrics_app:server_metrics_app``)
@@ -156,6 +231,9 @@ def server_metrics_app(server: object, *, token: str | None = None) -> MetricsAp
     Args:
         server: An ``AirServer`` (anything with a ``meter`` attribute).
         token: The bearer token the MCP endpoint requires, required here too.
+        check_host: Check ``Host`` as the MCP endpoint does.
+        allowed_hosts: Extra ``Host`` names accepted.
+        allowed_origins: Extra browser ``Origin`` values accepted.
 
     Returns:
         The app, or ``None``.
@@ -166,4 +244,10 @@ def server_metrics_app(server: object, *, token: str | None = None) -> MetricsAp
     async def render() -> str:
         return await prometheus_text(getattr(server, "meter", None))
 
-    return MetricsApp(render, token=token)
+    return MetricsApp(
+        render,
+        token=token,
+        check_host=check_host,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )

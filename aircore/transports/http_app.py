@@ -31,7 +31,7 @@ METRICS_APP_FACTORY = "airmeter.metrics_app:server_metrics_app"
 """Loaded by name only for a server with a meter; aircore never imports airmeter itself."""
 
 
-def _metrics_app(server: AirServer, token: str | None) -> Any:
+def _metrics_app(server: AirServer, **guards: Any) -> Any:
     """The ``/metrics`` ASGI app of a metered server (Prometheus text), or ``None``."""
     if server.meter is None:
         return None
@@ -41,7 +41,7 @@ def _metrics_app(server: AirServer, token: str | None) -> Any:
     except (ImportError, AttributeError):
         logger.warning("no /metrics: %s is not available", METRICS_APP_FACTORY)
         return None
-    return factory(server, token=token)
+    return factory(server, **guards)
 
 
 def build_app(
@@ -55,7 +55,7 @@ def build_app(
     allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
     """The Starlette app: ``path`` (MCP), ``/`` (a small status JSON) and, for a server with
-    a meter, ``/metrics`` (Prometheus text; the bearer ``token`` applies there too).
+    a meter, ``/metrics`` (Prometheus text, behind the same Host/Origin/token guards).
 
     With ``check_host`` (the default, and always when bound to a loopback address) a request
     whose ``Host`` is not localhost / 127.0.0.1 / [::1] (or in ``allowed_hosts``) gets 421.
@@ -87,7 +87,13 @@ def build_app(
         Route(path, endpoint, methods=["GET", "POST", "DELETE"]),
         Route("/", status, methods=["GET"]),
     ]
-    metrics = _metrics_app(server, token)
+    metrics = _metrics_app(
+        server,
+        token=token,
+        check_host=check_host,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )
     if metrics is not None:
         routes.append(Route("/metrics", metrics, methods=["GET", "HEAD"]))
     app = Starlette(routes=routes)
