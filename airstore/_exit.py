@@ -49,7 +49,8 @@ def _flush_all() -> None:
 def _on_sigterm(loop: asyncio.AbstractEventLoop) -> None:
     logger.warning("airstore: SIGTERM received, flushing open stores")
     _flush_all()
-    loop.remove_signal_handler(signal.SIGTERM)
+    if _ours(loop):
+        loop.remove_signal_handler(signal.SIGTERM)
     _loops_with_handler.pop(loop, None)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
@@ -99,4 +100,16 @@ def unregister(store: _Flushable, *, counted: bool) -> None:
         _loops_with_handler[loop] = count - 1
         return
     del _loops_with_handler[loop]
-    loop.remove_signal_handler(signal.SIGTERM)
+    if _ours(loop):
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+def _ours(loop: asyncio.AbstractEventLoop) -> bool:
+    """True if the loop's SIGTERM handler is still ours (someone may have replaced it since).
+
+    asyncio has no public accessor for a loop's signal handlers; when the private one is
+    missing we leave the handler alone: with no store left it only restores the default action.
+    """
+    handlers = getattr(loop, "_signal_handlers", None)
+    handle = handlers.get(signal.SIGTERM) if isinstance(handlers, dict) else None
+    return getattr(handle, "_callback", None) is _on_sigterm

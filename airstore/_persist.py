@@ -105,7 +105,7 @@ class Persister:
                     f.rotate_if_needed()
             except OSError as exc:
                 self._report_io_error("write", f.path, exc)
-                if not self.closed:
+                if not self.closed and not self._loop.is_closed():
                     self._drain_handle = self._loop.call_later(RETRY_DELAY, self.drain)
                 return exc
         if self._last_error is not None:
@@ -190,15 +190,20 @@ class Persister:
         exc = self.drain()
         if exc is not None:
             raise StorageIOError(f"cannot write to {self.path}: {exc}", path=self.path) from exc
-        for space in [s for s in self.spaces.values() if s.dirty]:
-            data, seq, journal_end = space.encode_snapshot()
-            try:
-                write_atomic(space.snapshot_path, data)
-            except OSError:
-                space.dirty = True
-                raise
-            space.compact_journal(seq, journal_end)
-        _sync_all(self.files())
+        try:
+            for space in [s for s in self.spaces.values() if s.dirty]:
+                data, seq, journal_end = space.encode_snapshot()
+                try:
+                    write_atomic(space.snapshot_path, data)
+                except OSError:
+                    space.dirty = True
+                    raise
+                space.compact_journal(seq, journal_end)
+            _sync_all(self.files())
+        except OSError as exc:
+            raise StorageIOError(
+                f"final flush of {self.path} failed: {exc}", path=self.path
+            ) from exc
 
     async def maintain(self) -> None:
         """Background: fdatasync about once a second, snapshot dirty namespaces periodically."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,24 @@ async def test_query_sees_appends_of_the_current_loop_turn(tmp_path: Path) -> No
 def test_bad_options_are_rejected(tmp_path: Path, options: dict[str, object]) -> None:
     with pytest.raises(InvalidArgumentError):
         FileStore(tmp_path, **options)  # type: ignore[arg-type]
+
+
+async def test_sigterm_handler_is_installed_only_when_nobody_else_handles_it(
+    tmp_path: Path,
+) -> None:
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    async with FileStore(tmp_path / "a"):
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # ours, via the loop
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # removed again on close
+
+    def app_handler(signum: int, frame: object) -> None:
+        raise AssertionError("not called in this test")
+
+    previous = signal.signal(signal.SIGTERM, app_handler)
+    try:
+        async with FileStore(tmp_path / "b"):
+            assert signal.getsignal(signal.SIGTERM) is app_handler  # left alone
+        async with FileStore(tmp_path / "c", handle_sigterm=False):
+            assert signal.getsignal(signal.SIGTERM) is app_handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
