@@ -347,3 +347,14 @@ async def test_grpc_without_its_package_falls_back_to_http(
         assert receiver.wait_for(lambda: len(receiver.spans()) == 1)
     finally:
         await sink.close()
+
+
+async def test_global_providers_are_used_when_asked_and_never_shut_down() -> None:
+    before = trace.get_tracer_provider()
+    sink = OtelSink(settings=otel_settings({}, requested=True), use_global_providers=True)
+    await sink.write(RECORDS)
+    assert await sink.force_flush()
+    await sink.close()
+    assert sink.write_errors == 0
+    assert sink.spans_started == len(RECORDS)  # started on the global (here no-op) provider
+    assert trace.get_tracer_provider() is before
