@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -110,7 +111,8 @@ async def plan_trip(params: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         "reserve lodging",
         "plan activities",
     ]
-    for i, _step in enumerate(steps, 1):
+    for i, step in enumerate(steps, 1):
+        await ctx.log("info", f"planning: {step}", logger="plan_trip")
         await ctx.report_progress(i, len(steps), f"step {i}/{len(steps)}")
     return {"destination": params["destination"], "days": params.get("days", 3), "steps": steps}
 
@@ -267,6 +269,21 @@ TOOLS = [
     ),
 ]
 
+# Typical latency (ms) of each layer's real-world work. `air demo` sets AIR_DEMO_LATENCY=1 so the
+# dashboard shows a realistic picture; the handlers themselves answer at once.
+SIMULATED_MS = {1: (0.2, 1), 2: (1, 8), 3: (2, 12), 4: (5, 40), 5: (30, 250), 6: (120, 800),
+                7: (300, 1500)}  # fmt: skip
+
+
+async def simulated_latency(ctx: Any, call_next: Any) -> Any:
+    """Middleware: sleep a log-uniform time typical of the tool's layer (only in the demo)."""
+    span = SIMULATED_MS.get(int(ctx.layer or 4)) if os.environ.get("AIR_DEMO_LATENCY") else None
+    if span is not None:
+        low, high = span
+        await asyncio.sleep(low * (high / low) ** random.random() / 1000)
+    return await call_next(ctx)
+
+
 README = """air demo server: tools over layers L1-L7, notes kept in the server's store."""
 
 
@@ -310,6 +327,8 @@ server = define_server(
         ),
     ],
     storage=os.environ.get("AIR_STORE", "file://.air/data"),
+    meter=True,
+    middleware=[simulated_latency],
     instructions="A demo of air: try ping, get_user, convert_units and plan_trip.",
     definitions=Path(__file__).resolve().parent / "tool-definitions",
 )

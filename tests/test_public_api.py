@@ -7,6 +7,20 @@ import importlib
 import pytest
 
 EXPECTED = {
+    "dashboard": [
+        "RANGES",
+        "DashboardData",
+        "DashboardError",
+        "DashboardView",
+        "Filters",
+        "InvalidRangeError",
+        "StoreUnavailableError",
+        "SyncReader",
+        "TimeRange",
+        "ToolDetail",
+        "open_store",
+        "resolve_range",
+    ],
     "aircore.definitions": [
         "DEFAULT_BANNED_PHRASES",
         "DEFAULT_DEFINITIONS_DIR",

@@ -14,7 +14,16 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # Subcommand modules under aircore.cli, in the order `air --help` lists them.
-COMMANDS: tuple[str, ...] = ("serve", "store", "meter", "demo", "check", "manifest", "scaffold")
+COMMANDS: tuple[str, ...] = (
+    "serve",
+    "store",
+    "meter",
+    "demo",
+    "dashboard",
+    "check",
+    "manifest",
+    "scaffold",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,34 +1,220 @@
-"""``air demo``: for now a storage walkthrough; the full demo replaces it."""
+"""``air demo``: run the metered demo server, drive it with sample traffic, show the dashboard.
+
+Starts ``examples/demo_server.py`` over stdio (``air serve``) with its store and meter pointed at
+``--store``, drives it with the official ``mcp`` client (a realistic mix over all seven layers,
+some errors, some slow calls), then serves the dashboard over the same store and keeps a gentle
+trickle of live traffic going until Ctrl+C. Stopping closes the client, which lets the server
+flush every recorded call before it exits.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import random
+import signal
+import sys
+from pathlib import Path
+from typing import Any
 
-from airstore import create_storage
+from aircore.cli._traffic import Progress, drive, plan_calls
+from airstore.factory import DEFAULT_STORE_URL
 
-__all__ = ["register"]
+__all__ = ["DEMO_SERVER", "register"]
+
+DEMO_SERVER = Path(__file__).resolve().parents[2] / "examples" / "demo_server.py"
+"""The server the demo runs (part of the source checkout)."""
+
+DEFAULT_CALLS = 3000
+DEFAULT_CONCURRENCY = 32
+DEFAULT_LIVE_RATE = 2.0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``demo`` subcommand."""
-    parser = sub.add_parser("demo", help="run the air demo")
-    parser.add_argument("--store", default="memory://", help="store URL (default: memory://)")
+    parser = sub.add_parser(
+        "demo",
+        help="run the demo server with sample traffic, then open the dashboard",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--calls", type=int, default=DEFAULT_CALLS, help=f"calls to make (default {DEFAULT_CALLS})"
+    )
+    parser.add_argument(
+        "--store", default=DEFAULT_STORE_URL, help=f"store URL (default: {DEFAULT_STORE_URL})"
+    )
+    parser.add_argument(
+        "--no-dashboard", action="store_true", help="stop after the traffic; serve no dashboard"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="dashboard address (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8050, help="dashboard port (default 8050)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"calls in flight (default {DEFAULT_CONCURRENCY})",
+    )
+    parser.add_argument(
+        "--live-rate",
+        type=float,
+        default=DEFAULT_LIVE_RATE,
+        help="calls per second while the dashboard is up (default 2; 0: none)",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="random seed of the traffic")
     parser.set_defaults(func=_run)
 
 
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def _run(args: argparse.Namespace) -> int:
-    return asyncio.run(_walkthrough(args.store))
-
-
-async def _walkthrough(url: str) -> int:
-    store = await create_storage(url)
+    if args.calls < 0 or args.concurrency < 1 or args.live_rate < 0:
+        _say("air demo: --calls must be >= 0, --concurrency >= 1, --live-rate >= 0")
+        return 2
     try:
-        await store.set("demo", "greeting", {"text": "hello"}, ttl=60)
-        print("set demo/greeting ->", await store.get("demo", "greeting"))
-        for i in range(3):
-            await store.append("demo.log", {"tool": "echo", "n": i})
-        print("newest log entries ->", await store.query("demo.log", limit=3))
+        return asyncio.run(_demo(args))
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl+C, or SIGTERM (see _demo)
+        _say("air demo: stopped; every recorded call was flushed to the store")
+        return 0
+
+
+def _server_params(store_url: str) -> Any:
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {"AIR_STORE": store_url, "AIR_DEMO_LATENCY": "1", "PYTHONUNBUFFERED": "1"}
+    args = ["-m", "aircore.cli", "serve", str(DEMO_SERVER), "--transport", "stdio"]
+    args += ["--store", store_url]
+    return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=os.getcwd())
+
+
+async def _demo(args: argparse.Namespace) -> int:
+    try:
+        from mcp.client import Client
+        from mcp.client.stdio import stdio_client
+    except ImportError:
+        _say("air demo: needs the official MCP client: pip install 'mcp>=2.3' (or make install)")
+        return 2
+    if not DEMO_SERVER.is_file():
+        _say(f"air demo: the demo server is missing ({DEMO_SERVER.name}); run it from a checkout")
+        return 2
+    # SIGTERM stops the demo like Ctrl+C: cancel, so the client closes and the server flushes.
+    main_task = asyncio.current_task()
+    if main_task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
+    _say(f"air demo: starting {DEMO_SERVER.name} (metering to {args.store})")
+    log_path = Path(".air") / "demo-server.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    _say(f"air demo: the server's log goes to {log_path}")
+    dashboards: list[Any] = []
+    try:
+        with log_path.open("a", encoding="utf-8") as errlog:
+            start = errlog.tell()
+            transport = stdio_client(_server_params(args.store), errlog)
+            try:
+                return await _session(Client, transport, args, dashboards)
+            except Exception as exc:  # the server died or never started: say why, no traceback
+                _say(f"air demo: the demo server stopped unexpectedly ({_describe(exc)})")
+                _say_log_tail(log_path, start)
+                return 1
     finally:
-        await store.close()
+        # The client has closed by now, so the server flushed every call before it exited.
+        for dashboard in dashboards:
+            dashboard.stop()
+
+
+async def _session(
+    client_cls: Any, transport: Any, args: argparse.Namespace, dashboards: list[Any]
+) -> int:
+    """Drive the server, then serve the dashboard (appended to ``dashboards``) until cancelled."""
+    seed = args.seed if args.seed is not None else random.randrange(2**31)
+    async with client_cls(transport, read_timeout_seconds=60) as client:
+        tools = (await client.list_tools()).tools
+        layers = "all seven layers" if len(tools) >= 7 else f"{len(tools)} tools"
+        _say(f"air demo: {args.calls:,} calls over {len(tools)} tools ({layers})")
+        stats = await drive(
+            client.call_tool,
+            plan_calls(tools, args.calls, seed=seed),
+            concurrency=args.concurrency,
+            progress=Progress(args.calls),
+        )
+        _say(
+            f"air demo: {stats.calls:,} calls in {stats.seconds:.1f}s, "
+            f"{stats.errors:,} failed on purpose or by chance"
+        )
+        if args.no_dashboard:
+            return 0
+        dashboard = await asyncio.to_thread(_start_dashboard, args)
+        if dashboard is None:
+            return 2
+        dashboards.append(dashboard)
+        print(f"air demo: dashboard at {dashboard.url}  (Ctrl+C to stop)", flush=True)
+        if args.live_rate > 0:
+            _say(f"air demo: live traffic continues at ~{args.live_rate:g} calls/s")
+            await _trickle(client, tools, args.live_rate, seed)
+        await asyncio.Event().wait()
     return 0
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _say_log_tail(path: Path, start: int, lines: int = 6) -> None:
+    try:
+        with path.open("rb") as log:
+            log.seek(start)
+            tail = log.read().decode("utf-8", "replace").strip().splitlines()[-lines:]
+    except OSError:
+        tail = []
+    if tail:
+        _say(f"air demo: last lines of {path}:")
+        for line in tail:
+            _say(f"  {line}")
+
+
+def _start_dashboard(args: argparse.Namespace) -> Any:
+    """Open the store read-only and serve the dashboard; a busy port falls back to a free one."""
+    from dashboard.errors import DashboardError
+    from dashboard.reader import SyncReader
+    from dashboard.server import DashboardServer
+
+    try:
+        reader = SyncReader.open(args.store, freeze_gc=True)
+    except DashboardError as exc:
+        _say(f"air demo: cannot open the dashboard: {exc.message}")
+        return None
+    ports = [args.port, 0] if args.port else [0]
+    for port in ports:
+        try:
+            return DashboardServer(
+                reader, store_url=args.store, host=args.host, port=port, initial_range="15m"
+            ).start()
+        except DashboardError as exc:
+            _say(f"air demo: cannot serve the dashboard: {exc.message}")
+    reader.close()
+    return None
+
+
+async def _trickle(client: Any, tools: Any, rate: float, seed: int) -> None:
+    """Keep calling at about ``rate`` calls per second until cancelled or the server is gone."""
+    batch = 0
+    broken = 0
+    while broken < 10:
+        batch += 1
+        for item in plan_calls(tools, max(1, round(rate * 5)), seed=seed + batch):
+            try:
+                await client.call_tool(item.tool, item.arguments)
+                broken = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a protocol error answer, or the connection is gone
+                broken += 1
+            await asyncio.sleep(1 / rate)
+    _say("air demo: the demo server stopped answering; live traffic stopped")

@@ -23,7 +23,7 @@ from aircore.protocol.framing import (
     check,
     error_response,
 )
-from aircore.protocol.session import Connection
+from aircore.protocol.session import Connection, peer_for
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -99,7 +99,7 @@ class Dispatcher:
             conn.resolve(message)
             return None
         if kind == KIND_NOTIFICATION:
-            self._notification(message, conn)
+            self.notification(message, conn)
             return None
         return await self.request(message, conn, headers=headers)
 
@@ -141,7 +141,8 @@ class Dispatcher:
             return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {exc}")
         return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
-    def _notification(self, message: dict[str, Any], conn: Connection) -> None:
+    def notification(self, message: dict[str, Any], conn: Connection) -> None:
+        """Handle a client notification (``initialized``, ``cancelled``; others ignored)."""
         method = message["method"]
         params = message.get("params") or {}
         if method == "notifications/initialized":
@@ -305,7 +306,7 @@ class Dispatcher:
             transport=conn.transport,
             client_name=conn.client_name,
             client_capabilities=conn.client_capabilities,
-            peer=conn,
+            peer=peer_for(conn),
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
             input_responses=responses if isinstance(responses, dict) else None,
             log_level=(meta.get(modern.LOG_LEVEL_KEY) if isinstance(meta, dict) else None)

@@ -5,16 +5,30 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from aircore.errors import INTERNAL_ERROR, AirError
 
-__all__ = ["DEFAULT_REQUEST_TIMEOUT", "Connection", "Peer", "Sender"]
+__all__ = [
+    "CURRENT_SENDER",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "BoundPeer",
+    "Connection",
+    "Peer",
+    "Sender",
+    "peer_for",
+]
 
 DEFAULT_REQUEST_TIMEOUT = 300.0
 
 Sender = Callable[[dict[str, Any]], Awaitable[None]]
 """Writes one message to the client."""
+
+
+CURRENT_SENDER: ContextVar[Sender | None] = ContextVar("air_current_sender", default=None)
+"""Where messages of the request being handled go (HTTP: that POST's SSE stream). A transport
+sets it before starting the request's task; the task's context keeps it."""
 
 
 class Peer(Protocol):
@@ -88,31 +102,33 @@ class Connection:
         name = info.get("name") if isinstance(info, Mapping) else None
         self.client_name = name if isinstance(name, str) else None
 
-    def bind(self, sender: Sender | None) -> None:
-        """Set where outbound messages go (HTTP: the current request's SSE stream)."""
-        self._sender = sender
-
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification; dropped when the transport cannot carry one right now."""
         if self._sender is not None:
             await self._sender({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def request(
-        self, method: str, params: dict[str, Any], *, timeout: float = DEFAULT_REQUEST_TIMEOUT
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        via: Sender | None = None,
     ) -> Any:
-        """Send a request to the client and await its result.
+        """Send a request to the client (through ``via`` if given) and await its result.
 
         Raises:
             AirError: the transport cannot carry requests, the client answered with an error,
                 or no answer came within ``timeout`` seconds.
         """
-        if self._sender is None:
+        sender = via or self._sender
+        if sender is None:
             raise AirError(INTERNAL_ERROR, f"cannot send {method}: no channel to the client")
         req_id = f"air-{next(self._ids)}"
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[req_id] = fut
         try:
-            await self._sender({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
+            await sender({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
             async with asyncio.timeout(timeout):
                 return await fut
         except TimeoutError:
@@ -143,3 +159,30 @@ class Connection:
         for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(AirError(INTERNAL_ERROR, "connection closed"))
+
+
+class BoundPeer:
+    """A connection seen from one request: messages go to that request's own stream, answers
+    to server→client requests come back through the connection."""
+
+    __slots__ = ("conn", "sender")
+
+    def __init__(self, conn: Connection, sender: Sender) -> None:
+        self.conn = conn
+        self.sender = sender
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification on this request's stream."""
+        await self.sender({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(
+        self, method: str, params: dict[str, Any], *, timeout: float = DEFAULT_REQUEST_TIMEOUT
+    ) -> Any:
+        """Send a request on this request's stream and await the client's answer."""
+        return await self.conn.request(method, params, timeout=timeout, via=self.sender)
+
+
+def peer_for(conn: Connection) -> Connection | BoundPeer:
+    """The peer a handler should talk to: the request's own stream if the transport set one."""
+    sender = CURRENT_SENDER.get()
+    return conn if sender is None else BoundPeer(conn, sender)

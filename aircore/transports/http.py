@@ -31,7 +31,7 @@ from aircore.protocol.framing import (
     parse_error,
 )
 from aircore.protocol.legacy import HANDSHAKE_VERSIONS
-from aircore.protocol.session import Connection
+from aircore.protocol.session import CURRENT_SENDER, Connection
 from aircore.transports.guards import host_ok, origin_ok
 
 if TYPE_CHECKING:
@@ -71,6 +71,21 @@ def _status_of(response: Mapping[str, Any]) -> int:
     error = response.get("error")
     code = error.get("code") if isinstance(error, Mapping) else None
     return STATUS.get(code, 200) if isinstance(code, int) else 200
+
+
+def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> bool:
+    """Whether the answer to this request may be preceded by messages (so it needs SSE).
+
+    Legacy ``tools/call`` may send progress, log messages and elicitation/sampling requests;
+    2026-07-28 calls send progress or logs only when asked (``progressToken`` / ``logLevel``)
+    and turn server→client requests into ``input_required`` results.
+    """
+    if method not in ("tools/call", "prompts/get", "resources/read"):
+        return False
+    if not is_modern:
+        return method == "tools/call"
+    meta = params.get("_meta")
+    return isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta)
 
 
 class McpEndpoint:
@@ -228,7 +243,7 @@ class McpEndpoint:
                 if kind == KIND_RESPONSE:
                     session.resolve(message)
                 else:
-                    self.server.dispatcher._notification(message, session)
+                    self.server.dispatcher.notification(message, session)
             await self._reply(send, 202)
             return
         await self._request(
@@ -294,17 +309,7 @@ class McpEndpoint:
                 return
             conn = session
         wants_stream = accepts_sse and (
-            not accepts_json
-            or (
-                method == "tools/call"
-                and (
-                    (
-                        isinstance(params.get("_meta"), Mapping)
-                        and "progressToken" in params["_meta"]
-                    )
-                    or (not is_modern and "elicitation" in (conn.client_capabilities or {}))
-                )
-            )
+            not accepts_json or _may_talk_first(method, params, is_modern)
         )
         if wants_stream:
             await self._stream(message, conn, route_headers, extra, receive, send)
@@ -312,13 +317,25 @@ class McpEndpoint:
             await self._answer_json(message, conn, route_headers, extra, receive, send)
 
     async def _run_watched(
-        self, coro: Awaitable[dict[str, Any]], conn: Connection, msg_id: Any, receive: Receive
+        self,
+        coro: Awaitable[dict[str, Any]],
+        conn: Connection,
+        msg_id: Any,
+        receive: Receive,
+        *,
+        cancel_on_disconnect: bool,
     ) -> dict[str, Any] | None:
-        """Run the call; a client disconnect cancels it (the 2026-07-28 cancel signal)."""
+        """Run the call as a task (``notifications/cancelled`` finds it in ``conn.inflight``).
+
+        2026-07-28: closing the POST is the cancel signal, so a disconnect cancels the call.
+        Legacy: a disconnect is not a cancellation; the call runs to its end.
+        """
         task: asyncio.Task[dict[str, Any]] = asyncio.ensure_future(coro)
         conn.inflight[msg_id] = task
-        watcher = asyncio.ensure_future(receive())
+        watcher = asyncio.ensure_future(receive()) if cancel_on_disconnect else None
         try:
+            if watcher is None:
+                return await task
             done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
             if task in done:
                 return task.result()
@@ -327,10 +344,14 @@ class McpEndpoint:
                 await task
             return None
         except asyncio.CancelledError:
-            task.cancel()
-            raise
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                task.cancel()  # we are being cancelled (shutdown): take the call with us
+                raise
+            return None  # the call was cancelled (notifications/cancelled): no answer
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()
             if conn.inflight.get(msg_id) is task:
                 del conn.inflight[msg_id]
 
@@ -344,10 +365,9 @@ class McpEndpoint:
         send: Send,
     ) -> None:
         coro = self.server.dispatcher.request(message, conn, headers=headers)
-        try:
-            response = await self._run_watched(coro, conn, message["id"], receive)
-        except asyncio.CancelledError:
-            raise
+        response = await self._run_watched(
+            coro, conn, message["id"], receive, cancel_on_disconnect=headers is not None
+        )
         if response is None:
             return  # cancelled: the spec says no answer
         await self._json(send, response, None, extra)
@@ -379,12 +399,15 @@ class McpEndpoint:
             data = b"event: message\ndata: " + encode(msg) + b"\n\n"
             await send({"type": "http.response.body", "body": data, "more_body": True})
 
-        conn.bind(event)
+        # this request's messages go to its own stream, even when calls of one session overlap
+        token = CURRENT_SENDER.set(event)
         try:
             coro = self.server.dispatcher.request(message, conn, headers=headers)
-            response = await self._run_watched(coro, conn, message["id"], receive)
+            response = await self._run_watched(
+                coro, conn, message["id"], receive, cancel_on_disconnect=headers is not None
+            )
         finally:
-            conn.bind(None)
+            CURRENT_SENDER.reset(token)
         if response is None:
             if started:
                 await send({"type": "http.response.body", "body": b""})

@@ -145,7 +145,7 @@ class StdioSession:
             self.conn.inflight[msg_id] = task
             task.add_done_callback(functools.partial(self._done, msg_id))
         elif kind == KIND_NOTIFICATION:
-            self.dispatcher._notification(message, self.conn)
+            self.dispatcher.notification(message, self.conn)
         elif kind == KIND_RESPONSE:
             self.conn.resolve(message)
 
@@ -265,11 +265,18 @@ async def serve_stdio(
     stopper = loop.create_task(stop.wait())
     try:
         await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        signalled = stop.is_set()
         reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        if not stop.is_set():
+            # stdin EOF: let in-flight calls finish, unless a signal arrives meanwhile
+            draining = loop.create_task(session.drain(eof_grace))
+            await asyncio.wait({draining, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if not draining.done():
+                draining.cancel()
+                await asyncio.gather(draining, return_exceptions=True)
         stopper.cancel()
-        await asyncio.gather(reader, stopper, return_exceptions=True)
-        await session.drain(0.0 if signalled else eof_grace)
+        await asyncio.gather(stopper, return_exceptions=True)
+        await session.drain(0.0)
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)

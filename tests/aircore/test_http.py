@@ -3,6 +3,7 @@ the 2026-07-28 header rules, and an error for every malformed frame."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -54,6 +55,14 @@ async def _post(http: httpx.AsyncClient, body: Any, **headers: str) -> httpx.Res
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     hdrs = {**BASE_HEADERS, **{k.replace("_", "-"): v for k, v in headers.items()}}
     return await http.post("/mcp", content=data, headers=hdrs)
+
+
+def _body(r: httpx.Response) -> Any:
+    """The JSON-RPC answer, from a JSON body or the last event of an SSE body."""
+    if r.headers["content-type"].startswith("text/event-stream"):
+        data = [line[5:] for line in r.text.splitlines() if line.startswith("data:")]
+        return json.loads(data[-1])
+    return r.json()
 
 
 async def _session(http: httpx.AsyncClient) -> str:
@@ -140,7 +149,10 @@ async def test_legacy_session_rules(http: httpx.AsyncClient) -> None:
         "params": {"name": "echo", "arguments": {"text": "hi"}},
     }
     ok = await _post(http, call, mcp_session_id=sid)
-    assert ok.json()["result"]["content"][0]["text"] == "hi"
+    assert ok.headers["content-type"].startswith("text/event-stream")  # legacy calls may talk
+    assert _body(ok)["result"]["content"][0]["text"] == "hi"
+    as_json = await _post(http, call, mcp_session_id=sid, accept="application/json")
+    assert as_json.json()["result"]["content"][0]["text"] == "hi"
     missing = await _post(http, call)
     assert missing.status_code == 400
     assert missing.json()["error"]["code"] == -32600
@@ -149,7 +161,7 @@ async def test_legacy_session_rules(http: httpx.AsyncClient) -> None:
     bad_args = await _post(
         http, {**call, "params": {"name": "echo", "arguments": "x"}}, mcp_session_id=sid
     )
-    assert bad_args.json()["error"]["code"] == -32602
+    assert _body(bad_args)["error"]["code"] == -32602
     unknown_method = await _post(
         http, {"jsonrpc": "2.0", "id": 10, "method": "nope/x"}, mcp_session_id=sid
     )
@@ -226,3 +238,52 @@ async def test_a_non_localhost_host_header_is_rejected(http: httpx.AsyncClient) 
     assert rebound.status_code == 421
     local = await _post(http, body, host="localhost:1234", **hdrs)
     assert local.status_code == 200
+
+
+async def test_overlapping_calls_of_one_session_each_get_their_own_progress(
+    demo_http: HttpServer,
+) -> None:
+    headers = {k: v for k, v in BASE_HEADERS.items() if k != "authorization"}
+    async with httpx.AsyncClient(base_url=demo_http.base, timeout=20.0) as client:
+        init = await client.post(
+            "/mcp",
+            headers=headers,
+            json={
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            },
+        )
+        sid = init.headers["mcp-session-id"]
+
+        def call(token: str, msg_id: int) -> Any:
+            return client.post(
+                "/mcp",
+                headers={**headers, "mcp-session-id": sid},
+                json={
+                    "jsonrpc": "2.0",
+                    "id": msg_id,
+                    "method": "tools/call",
+                    "params": {
+                        "_meta": {"progressToken": token},
+                        "name": "slow_task",
+                        "arguments": {"seconds": 0.3},
+                    },
+                },
+            )
+
+        first, second = await asyncio.gather(call("A", 1), call("B", 2))
+    for response, token, msg_id in ((first, "A", 1), (second, "B", 2)):
+        events = [
+            json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")
+        ]
+        progress = [e for e in events if e.get("method") == "notifications/progress"]
+        assert progress, response.text
+        assert {e["params"]["progressToken"] for e in progress} == {token}
+        assert events[-1]["id"] == msg_id
+        assert events[-1]["result"]["content"][0]["text"] == "slept 0.3s"

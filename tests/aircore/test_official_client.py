@@ -26,7 +26,9 @@ async def _accept(_ctx: Any, _params: Any) -> mt.ElicitResult:
 
 
 @asynccontextmanager
-async def _client(transport: str, mode: str, http: HttpServer) -> AsyncIterator[Client]:
+async def _client(
+    transport: str, mode: str, http: HttpServer, logs: list[Any] | None = None
+) -> AsyncIterator[Client]:
     target: Any
     if transport == "stdio":
         target = StdioServerParameters(
@@ -35,7 +37,14 @@ async def _client(transport: str, mode: str, http: HttpServer) -> AsyncIterator[
         )
     else:
         target = http.url
-    async with Client(target, mode=mode, elicitation_callback=_accept) as client:
+
+    async def on_log(params: Any) -> None:
+        if logs is not None:
+            logs.append(params.data)
+
+    async with Client(
+        target, mode=mode, elicitation_callback=_accept, logging_callback=on_log, log_level="info"
+    ) as client:
         yield client
 
 
@@ -48,7 +57,8 @@ def _text(result: Any) -> str:
 async def test_official_client_uses_every_feature(
     transport: str, mode: str, demo_http: HttpServer
 ) -> None:
-    async with _client(transport, mode, demo_http) as client:
+    logs: list[Any] = []
+    async with _client(transport, mode, demo_http, logs) as client:
         era = client.session.discover_result is not None
         assert era is (mode == "auto")
         tools = (await client.list_tools()).tools

@@ -1,0 +1,99 @@
+"""``air dashboard``: serve the local observability dashboard over a store, read-only."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+
+from airstore.factory import DEFAULT_STORE_URL
+
+__all__ = ["register", "serve_dashboard"]
+
+# Same as dashboard.server's defaults; repeated so `air --help` does not import Dash.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8050
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``dashboard`` subcommand."""
+    parser = sub.add_parser(
+        "dashboard",
+        help="serve the dashboard of recorded tool calls",
+        description="Serve the dashboard over a store (read-only). Binds 127.0.0.1 by default.",
+    )
+    parser.add_argument(
+        "--store", default=DEFAULT_STORE_URL, help=f"store URL (default: {DEFAULT_STORE_URL})"
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address (default: {DEFAULT_HOST})")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT}; 0: any)"
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow binding a non-loopback address (needs --token)",
+    )
+    parser.add_argument("--token", help="token every request must carry (with --allow-remote)")
+    parser.add_argument(
+        "--refresh", type=float, default=3.0, help="live refresh interval in seconds (default: 3)"
+    )
+    parser.set_defaults(func=_run)
+
+
+def serve_dashboard(
+    store_url: str,
+    *,
+    host: str,
+    port: int,
+    allow_remote: bool = False,
+    token: str | None = None,
+    refresh_s: float = 3.0,
+    stop: threading.Event | None = None,
+) -> int:
+    """Serve until Ctrl+C (or ``stop`` is set); print the URL. Returns the exit code."""
+    from dashboard.errors import DashboardError, StoreUnavailableError
+    from dashboard.reader import SyncReader
+    from dashboard.server import DashboardServer
+
+    try:
+        reader = SyncReader.open(store_url, freeze_gc=True)
+    except StoreUnavailableError as exc:
+        print(f"air dashboard: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
+        return 2
+    try:
+        server = DashboardServer(
+            reader,
+            store_url=store_url,
+            host=host,
+            port=port,
+            allow_remote=allow_remote,
+            token=token,
+            refresh_ms=max(500, int(refresh_s * 1000)),
+        )
+    except DashboardError as exc:
+        reader.close()
+        print(f"air dashboard: {exc.message}", file=sys.stderr)
+        return 2
+    stop = stop or threading.Event()
+    with server:
+        print(f"air dashboard: serving {store_url} at {server.url}  (Ctrl+C to stop)", flush=True)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            print("\nair dashboard: stopping", file=sys.stderr)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    return serve_dashboard(
+        args.store,
+        host=args.host,
+        port=args.port,
+        allow_remote=args.allow_remote,
+        token=args.token,
+        refresh_s=args.refresh,
+    )

@@ -1,0 +1,377 @@
+"""The Dash app: layout only. Data comes from :mod:`dashboard.data`, behaviour from callbacks."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dash import Dash, dcc, html
+from dash.dash_table.DataTable import DataTable
+
+from airmeter import Layer
+from dashboard.figures import LAYER_COLOURS
+from dashboard.ranges import CUSTOM, DEFAULT_RANGE, RANGES
+from dashboard.reader import SyncReader
+
+__all__ = ["DEFAULT_REFRESH_MS", "create_app"]
+
+DEFAULT_REFRESH_MS = 3000
+"""Live refresh interval of the page."""
+
+_ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
+
+_KPIS = (
+    ("calls", "Calls"),
+    ("rate", "Calls / min"),
+    ("errors", "Error rate"),
+    ("p50", "p50 latency"),
+    ("p95", "p95 latency"),
+    ("p99", "p99 latency"),
+    ("cost", "Est. cost (units)"),
+)
+
+_TABLE_STYLE: dict[str, Any] = {
+    "style_as_list_view": True,
+    "style_table": {"overflowX": "auto"},
+    "style_cell": {
+        "fontFamily": "inherit",
+        "fontSize": "13px",
+        "padding": "7px 10px",
+        "border": "none",
+        "borderBottom": "1px solid #eef2f7",
+        "textAlign": "left",
+        "backgroundColor": "transparent",
+        "color": "#1e293b",
+        "maxWidth": "420px",
+        "overflow": "hidden",
+        "textOverflow": "ellipsis",
+    },
+    "style_header": {
+        "fontWeight": "600",
+        "fontSize": "11px",
+        "textTransform": "uppercase",
+        "letterSpacing": "0.04em",
+        "color": "#64748b",
+        "backgroundColor": "#f8fafc",
+        "borderBottom": "1px solid #e2e8f0",
+    },
+}
+
+
+def _layer_cells() -> list[dict[str, Any]]:
+    return [
+        {
+            "if": {"filter_query": f'{{layer}} = "{layer.code}"', "column_id": "layer"},
+            "color": LAYER_COLOURS[layer],
+            "fontWeight": "700",
+        }
+        for layer in Layer
+    ]
+
+
+def _graph(graph_id: str) -> dcc.Graph:
+    return dcc.Graph(id=graph_id, config={"displayModeBar": False})
+
+
+def _card(title: str, body: Any, *, extra: str = "") -> html.Div:
+    return html.Div(
+        className=f"card {extra}".strip(),
+        children=[html.Div(title, className="card-title"), body],
+    )
+
+
+def _legend() -> html.Div:
+    return html.Div(
+        className="legend",
+        children=[
+            html.Span(
+                className="chip",
+                title=layer.info.description,
+                children=[
+                    html.Span(className="dot", style={"background": LAYER_COLOURS[layer]}),
+                    f"{layer.code} {layer.info.name}",
+                ],
+            )
+            for layer in Layer
+        ],
+    )
+
+
+def _header(store_url: str) -> html.Header:
+    return html.Header(
+        className="topbar",
+        children=[
+            html.Div(
+                className="brand",
+                children=[
+                    html.Span("air", className="logo"),
+                    html.Div(
+                        [
+                            html.Div("MCP tool calls", className="brand-title"),
+                            html.Div(store_url, id="store-url", className="brand-sub"),
+                        ]
+                    ),
+                ],
+            ),
+            html.Div(
+                className="live",
+                children=[
+                    html.Span(id="updated", className="updated"),
+                    html.Button("● Live", id="live-toggle", className="live-btn on", n_clicks=0),
+                ],
+            ),
+        ],
+    )
+
+
+def _controls(initial_range: str) -> html.Div:
+    ranges = [{"label": label, "value": key} for key, (label, _, _) in RANGES.items()]
+    return html.Div(
+        className="controls",
+        children=[
+            dcc.RadioItems(
+                id="range",
+                options=[*ranges, {"label": "custom", "value": CUSTOM}],
+                value=initial_range,
+                className="segmented",
+                inline=True,
+            ),
+            html.Div(
+                id="custom-range",
+                className="custom-range",
+                style={"display": "none"},
+                children=[
+                    dcc.Input(
+                        id="custom-start",
+                        type="text",
+                        debounce=True,
+                        placeholder="2026-11-30 14:00",
+                    ),
+                    html.Span("→"),
+                    dcc.Input(id="custom-end", type="text", debounce=True, placeholder="now"),
+                ],
+            ),
+            html.Div(
+                className="filters",
+                children=[
+                    dcc.Dropdown(id="filter-tool", placeholder="All tools", className="filter"),
+                    dcc.Dropdown(
+                        id="filter-layer",
+                        placeholder="All layers",
+                        className="filter",
+                        options=[
+                            {"label": f"{layer.code} {layer.info.name}", "value": layer.code}
+                            for layer in Layer
+                        ],
+                    ),
+                    dcc.Dropdown(id="filter-server", placeholder="All servers", className="filter"),
+                ],
+            ),
+        ],
+    )
+
+
+def _empty_state() -> html.Div:
+    return html.Div(
+        id="empty-state",
+        className="empty",
+        style={"display": "none"},
+        children=[
+            html.Div("No calls recorded yet", className="empty-title"),
+            html.P("This store has no metered tool calls. To see the dashboard in action:"),
+            html.Ol(
+                [
+                    html.Li([html.Code("air demo"), " — runs a demo server with sample traffic"]),
+                    html.Li(
+                        [
+                            "or add the meter to your server: ",
+                            html.Code('define_server(..., meter=True, storage="file://.air/data")'),
+                        ]
+                    ),
+                ]
+            ),
+            html.P("This page refreshes on its own; calls show up as soon as they are recorded."),
+        ],
+    )
+
+
+def _detail() -> html.Div:
+    return html.Div(
+        id="detail",
+        className="card detail",
+        style={"display": "none"},
+        children=[
+            html.Div(
+                className="detail-head",
+                children=[
+                    html.Div(id="detail-title", className="card-title"),
+                    html.Button("×", id="detail-close", className="close-btn", n_clicks=0),
+                ],
+            ),
+            html.Div(
+                className="grid two",
+                children=[
+                    _graph("graph-histogram"),
+                    DataTable(
+                        id="calls-table",
+                        columns=[
+                            {"name": n, "id": i}
+                            for n, i in (
+                                ("time", "time"),
+                                ("latency", "latency"),
+                                ("status", "status"),
+                                ("error", "error_type"),
+                                ("request id", "request_id"),
+                            )
+                        ],
+                        data=[],
+                        page_size=10,
+                        style_data_conditional=[
+                            {"if": {"filter_query": '{status} = "error"'}, "color": "#e11d48"}
+                        ],
+                        **_TABLE_STYLE,
+                    ),
+                ],
+            ),
+        ],
+    )
+
+
+def _tables() -> tuple[html.Div, html.Div]:
+    tool_cols: list[Any] = [
+        {"name": "tool", "id": "tool"},
+        {"name": "layer", "id": "layer"},
+        {"name": "calls", "id": "calls", "type": "numeric"},
+        {"name": "errors", "id": "errors", "type": "numeric"},
+        {"name": "error %", "id": "error_pct", "type": "numeric"},
+        {"name": "p50 ms", "id": "p50", "type": "numeric"},
+        {"name": "p95 ms", "id": "p95", "type": "numeric"},
+        {"name": "p99 ms", "id": "p99", "type": "numeric"},
+        {"name": "cost", "id": "cost", "type": "numeric"},
+    ]
+    error_cols: list[Any] = [
+        {"name": n, "id": i}
+        for n, i in (
+            ("time", "time"),
+            ("tool", "tool"),
+            ("layer", "layer"),
+            ("error", "error_type"),
+            ("message", "message"),
+            ("request id", "request_id"),
+        )
+    ]
+    return (
+        _card(
+            "Tools — click a row for details",
+            DataTable(
+                id="tools-table",
+                columns=tool_cols,
+                data=[],
+                sort_action="native",
+                sort_by=[{"column_id": "calls", "direction": "desc"}],
+                page_size=15,
+                style_data_conditional=[
+                    *_layer_cells(),
+                    {"if": {"column_id": "tool"}, "fontWeight": "600", "cursor": "pointer"},
+                ],
+                **_TABLE_STYLE,
+            ),
+        ),
+        _card(
+            "Recent errors",
+            DataTable(
+                id="errors-table",
+                columns=error_cols,
+                data=[],
+                page_size=10,
+                tooltip_duration=None,
+                style_data_conditional=[
+                    *_layer_cells(),
+                    {"if": {"column_id": "error_type"}, "color": "#e11d48"},
+                ],
+                **_TABLE_STYLE,
+            ),
+        ),
+    )
+
+
+def _content() -> html.Div:
+    tools, errors = _tables()
+    return html.Div(
+        id="content",
+        children=[
+            html.Div(
+                className="kpis",
+                children=[
+                    html.Div(
+                        className="kpi",
+                        children=[
+                            html.Div(label, className="kpi-label"),
+                            html.Div("—", id=f"kpi-{key}", className="kpi-value"),
+                        ],
+                    )
+                    for key, label in _KPIS
+                ],
+            ),
+            _detail(),
+            html.Div(
+                className="grid two",
+                children=[
+                    _card("Calls over time, by layer", _graph("graph-calls")),
+                    _card("Latency percentiles", _graph("graph-latency")),
+                ],
+            ),
+            html.Div(
+                className="grid one-two",
+                children=[
+                    _card("Layers: calls and weighted cost", _graph("graph-layers")),
+                    tools,
+                ],
+            ),
+            errors,
+        ],
+    )
+
+
+def create_app(
+    reader: SyncReader,
+    *,
+    store_url: str,
+    refresh_ms: int = DEFAULT_REFRESH_MS,
+    initial_range: str = DEFAULT_RANGE,
+) -> Dash:
+    """Build the Dash app over ``reader``.
+
+    Args:
+        reader: the open data reader (the app does not close it).
+        store_url: shown in the header.
+        refresh_ms: live refresh interval.
+        initial_range: the range selected when the page opens (``"15m"`` … ``"7d"``).
+
+    Returns:
+        The app; serve ``app.server`` (a WSGI app) with :class:`dashboard.server.DashboardServer`.
+    """
+    from dashboard.callbacks import register_callbacks
+
+    app = Dash(
+        __name__,
+        assets_folder=_ASSETS,
+        title="air · MCP dashboard",
+        update_title="",
+        serve_locally=True,
+    )
+    app.layout = html.Div(
+        className="page",
+        children=[
+            dcc.Interval(id="tick", interval=refresh_ms, n_intervals=0),
+            dcc.Store(id="selected-tool", data=None),
+            _header(store_url),
+            _controls(initial_range),
+            _legend(),
+            html.Div(id="banner", className="banner", style={"display": "none"}),
+            _empty_state(),
+            _content(),
+        ],
+    )
+    register_callbacks(app, reader)
+    return app

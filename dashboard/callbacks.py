@@ -1,0 +1,175 @@
+"""Dash callbacks: read the controls, ask the reader, hand the results to figures/present."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import Dash, Input, Output, State, ctx, no_update
+
+from airmeter import Layer, parse_layer
+from dashboard import figures, present
+from dashboard.errors import DashboardError, StoreUnavailableError
+from dashboard.ranges import CUSTOM, parse_instant
+from dashboard.reader import SyncReader
+from dashboard.types import Filters
+
+__all__ = ["register_callbacks"]
+
+_SHOW: dict[str, str] = {}
+_HIDE = {"display": "none"}
+_KPI_KEYS = ("calls", "rate", "errors", "p50", "p95", "p99", "cost")
+_RANGE_INPUTS = [
+    Input("range", "value"),
+    Input("custom-start", "value"),
+    Input("custom-end", "value"),
+    Input("filter-tool", "value"),
+    Input("filter-layer", "value"),
+    Input("filter-server", "value"),
+]
+
+
+def _query_args(
+    range_key: str, start: str | None, end: str | None, tool: Any, layer: Any, server: Any
+) -> tuple[dict[str, Any], Filters]:
+    """Translate control values into reader arguments; raises DashboardError on bad input."""
+    kwargs: dict[str, Any] = {}
+    if range_key == CUSTOM:
+        if not start:
+            raise DashboardError("pick a start time for the custom range")
+        kwargs["start_ms"] = parse_instant(start)
+        kwargs["end_ms"] = parse_instant(end) if end else None
+    parsed: Layer | None = parse_layer(layer) if layer else None
+    return kwargs, Filters(tool=tool or None, layer=parsed, server=server or None)
+
+
+def _banner(exc: DashboardError) -> list[Any]:
+    hint = exc.hint if isinstance(exc, StoreUnavailableError) else ""
+    return [exc.message, f" — {hint}" if hint else ""]
+
+
+def register_callbacks(app: Dash, reader: SyncReader) -> None:
+    """Wire the page's controls to ``reader``."""
+
+    @app.callback(
+        [Output(f"kpi-{k}", "children") for k in _KPI_KEYS]
+        + [
+            Output("graph-calls", "figure"),
+            Output("graph-latency", "figure"),
+            Output("graph-layers", "figure"),
+            Output("tools-table", "data"),
+            Output("errors-table", "data"),
+            Output("filter-tool", "options"),
+            Output("filter-server", "options"),
+            Output("empty-state", "style"),
+            Output("content", "style"),
+            Output("banner", "children"),
+            Output("banner", "style"),
+            Output("updated", "children"),
+        ],
+        [Input("tick", "n_intervals"), *_RANGE_INPUTS],
+    )
+    def refresh(
+        _n: int, range_key: str, start: str | None, end: str | None, *filters: Any
+    ) -> list[Any]:
+        n_out = len(_KPI_KEYS) + 12
+        try:
+            kwargs, flt = _query_args(range_key, start, end, *filters)
+            view = reader.view(range_key, flt, **kwargs)
+        except DashboardError as exc:
+            out: list[Any] = [no_update] * n_out
+            hide_content = isinstance(exc, StoreUnavailableError)
+            out[-5] = _HIDE
+            out[-4] = _HIDE if hide_content else _SHOW
+            out[-3] = _banner(exc)
+            out[-2] = _SHOW
+            return out
+        texts = present.kpis(view.headline)
+        empty = view.store_empty
+        return [
+            *(texts[k] for k in _KPI_KEYS),
+            figures.calls_figure(view),
+            figures.latency_figure(view),
+            figures.layers_figure(view),
+            present.tool_rows(view),
+            present.error_rows(view),
+            [{"label": t, "value": t} for t in view.tool_names],
+            [{"label": s, "value": s} for s in view.server_names],
+            _SHOW if empty else _HIDE,
+            _HIDE if empty else _SHOW,
+            "",
+            _HIDE,
+            f"updated {present.fmt_time(view.generated_at_ms)[11:]}",
+        ]
+
+    @app.callback(
+        Output("tick", "disabled"),
+        Output("live-toggle", "children"),
+        Output("live-toggle", "className"),
+        Input("live-toggle", "n_clicks"),
+    )
+    def toggle_live(n_clicks: int) -> tuple[bool, str, str]:
+        paused = bool(n_clicks) and n_clicks % 2 == 1
+        if paused:
+            return True, "❚❚ Paused", "live-btn off"
+        return False, "● Live", "live-btn on"
+
+    @app.callback(Output("custom-range", "style"), Input("range", "value"))
+    def show_custom(range_key: str) -> dict[str, str]:
+        return _SHOW if range_key == CUSTOM else _HIDE
+
+    @app.callback(
+        Output("selected-tool", "data"),
+        Output("tools-table", "active_cell"),
+        Output("errors-table", "active_cell"),
+        Input("tools-table", "active_cell"),
+        Input("errors-table", "active_cell"),
+        Input("detail-close", "n_clicks"),
+        State("errors-table", "data"),
+        prevent_initial_call=True,
+    )
+    def select_tool(
+        tool_cell: dict[str, Any] | None,
+        error_cell: dict[str, Any] | None,
+        _close: int,
+        error_data: list[dict[str, Any]] | None,
+    ) -> tuple[Any, None, None]:
+        # The clicked cell is cleared at once, so clicking the same row again reopens it.
+        trigger = ctx.triggered_id
+        if trigger == "tools-table" and tool_cell:
+            return tool_cell.get("row_id"), None, None
+        if trigger == "errors-table" and error_cell and error_data:
+            row_id = error_cell.get("row_id")
+            tool = next((row["tool"] for row in error_data if row["id"] == row_id), no_update)
+            return tool, None, None
+        if trigger == "detail-close":
+            return None, None, None
+        return no_update, None, None
+
+    @app.callback(
+        Output("detail", "style"),
+        Output("detail-title", "children"),
+        Output("graph-histogram", "figure"),
+        Output("calls-table", "data"),
+        [Input("selected-tool", "data"), Input("tick", "n_intervals"), *_RANGE_INPUTS],
+    )
+    def show_detail(
+        tool: str | None, _n: int, range_key: str, start: str | None, end: str | None, *rest: Any
+    ) -> tuple[Any, ...]:
+        if not tool:
+            return _HIDE, no_update, no_update, no_update
+        try:
+            kwargs, flt = _query_args(range_key, start, end, *rest)
+            detail = reader.tool_detail(tool, range_key, flt, **kwargs)
+        except DashboardError:
+            return no_update, no_update, no_update, no_update
+        layer = detail.latest[0].layer if detail.latest else None
+        title = [
+            f"{tool} — latency of its latest {present.fmt_count(detail.calls)} calls",
+            f" ({layer.code} {layer.info.name})" if layer else "",
+        ]
+        return (
+            _SHOW,
+            title,
+            figures.histogram_figure(detail, layer),
+            present.call_rows(detail),
+        )

@@ -1,0 +1,177 @@
+"""Serve the dashboard on a real WSGI server thread, loopback-only unless told otherwise.
+
+Binding a non-loopback address needs ``allow_remote=True`` and a token; every request must then
+carry it (``Authorization: Bearer T``, or ``?token=T`` once, which sets a cookie) or gets 401.
+"""
+
+from __future__ import annotations
+
+import errno
+import hmac
+import ipaddress
+import logging
+import socket
+import threading
+from types import TracebackType
+from typing import Self
+
+from flask import Flask, Response, request
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from dashboard.app import DEFAULT_REFRESH_MS, create_app
+from dashboard.errors import DashboardError
+from dashboard.ranges import DEFAULT_RANGE
+from dashboard.reader import SyncReader
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DashboardServer", "is_loopback"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8050
+_COOKIE = "air_dashboard_token"
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _install_token_check(server: Flask, token: str) -> None:
+    expected = token.encode()
+
+    def _ok(candidate: str | None) -> bool:
+        return candidate is not None and hmac.compare_digest(candidate.encode(), expected)
+
+    @server.before_request
+    def _check() -> Response | None:
+        header = request.headers.get("Authorization", "")
+        bearer = header[7:] if header.lower().startswith("bearer ") else None
+        if _ok(bearer) or _ok(request.cookies.get(_COOKIE)):
+            return None
+        if _ok(request.args.get("token")):
+            request.environ["air.set_cookie"] = True
+            return None
+        return Response(
+            "401 Unauthorized: this dashboard needs its token "
+            "(Authorization: Bearer <token>, or open the URL with ?token=<token>)\n",
+            status=401,
+            mimetype="text/plain",
+            headers={"WWW-Authenticate": 'Bearer realm="air dashboard"'},
+        )
+
+    @server.after_request
+    def _remember(response: Response) -> Response:
+        if request.environ.get("air.set_cookie"):
+            response.set_cookie(_COOKIE, token, httponly=True, samesite="Strict")
+        return response
+
+
+class DashboardServer:
+    """The dashboard app on a threaded WSGI server. Use as a context manager or start/stop.
+
+    Args:
+        reader: the data reader; closed by :meth:`stop` when ``own_reader`` is True.
+        store_url: shown in the page header.
+        host: address to bind (loopback by default).
+        port: port to bind; 0 picks a free one.
+        allow_remote: must be True to bind a non-loopback address.
+        token: required with ``allow_remote``; every request must carry it.
+        refresh_ms: the page's live refresh interval.
+        own_reader: close ``reader`` on stop.
+        initial_range: the range selected when the page opens.
+
+    Raises:
+        DashboardError: a non-loopback host without ``allow_remote`` and a token, or the port
+            cannot be bound.
+    """
+
+    def __init__(
+        self,
+        reader: SyncReader,
+        *,
+        store_url: str,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        allow_remote: bool = False,
+        token: str | None = None,
+        refresh_ms: int = DEFAULT_REFRESH_MS,
+        own_reader: bool = True,
+        initial_range: str = DEFAULT_RANGE,
+    ) -> None:
+        if not is_loopback(host):
+            if not allow_remote:
+                raise DashboardError(
+                    f"refusing to bind {host}: the dashboard binds loopback only unless "
+                    "--allow-remote is given together with --token"
+                )
+            if not token:
+                raise DashboardError(f"binding {host} with --allow-remote needs --token")
+        self._reader = reader
+        self._own_reader = own_reader
+        self.app = create_app(
+            reader, store_url=store_url, refresh_ms=refresh_ms, initial_range=initial_range
+        )
+        if token:
+            _install_token_check(self.app.server, token)
+        self._token = token
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        # Bind here so a busy port is a DashboardError (werkzeug would print and sys.exit).
+        try:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            listener = socket.create_server((host, port), family=family)
+        except OSError as exc:
+            reason = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+            raise DashboardError(f"cannot listen on {host}:{port}: {reason}") from exc
+        with listener:  # werkzeug works on a duplicate of this socket
+            self._wsgi: BaseWSGIServer = make_server(
+                host, port, self.app.server, threaded=True, fd=listener.fileno()
+            )
+        self.host = host
+        self.port = int(self._wsgi.server_address[1])
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The address to open in a browser (with the token when one is set)."""
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        base = f"http://{shown}:{self.port}/"
+        return f"{base}?token={self._token}" if self._token else base
+
+    def start(self) -> Self:
+        """Start serving on a background thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._wsgi.serve_forever, name="air-dashboard-http", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, close the socket and (if owned) the reader. Idempotent."""
+        if self._thread is not None:
+            self._wsgi.shutdown()
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._wsgi.server_close()
+        if self._own_reader:
+            self._reader.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"DashboardServer(url={self.url!r})"

@@ -1,0 +1,170 @@
+"""The dashboard's vocabulary: a time range, filters, and the view model the page renders.
+
+Everything here is a frozen dataclass of plain numbers and strings, so tests can compare it with
+an independent computation and the layout only formats it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from airmeter import Layer
+
+__all__ = [
+    "CallRow",
+    "DashboardView",
+    "ErrorRow",
+    "Filters",
+    "Headline",
+    "HistogramBin",
+    "LayerSlice",
+    "TimeBucket",
+    "TimeRange",
+    "ToolDetail",
+    "ToolRow",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeRange:
+    """``[since_ms, until_ms)`` in epoch ms; ``key`` is ``"15m"`` … ``"7d"`` or ``"custom"``."""
+
+    key: str
+    since_ms: int
+    until_ms: int
+    bucket_ms: int
+
+    @property
+    def minutes(self) -> float:
+        """The range's length in minutes."""
+        return (self.until_ms - self.since_ms) / 60_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Filters:
+    """Optional equality filters; ``None`` means "all"."""
+
+    tool: str | None = None
+    layer: Layer | None = None
+    server: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Headline:
+    """The headline cards. Latencies in ms, ``None`` when there were no calls."""
+
+    calls: int
+    calls_per_min: float
+    errors: int
+    error_rate: float
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    cost: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeBucket:
+    """One bucket of the time series: calls per layer (index 0 = L1) and latency percentiles."""
+
+    start_ms: int
+    calls_by_layer: tuple[int, ...]
+    errors: int
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+    @property
+    def calls(self) -> int:
+        """All calls in the bucket."""
+        return sum(self.calls_by_layer)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerSlice:
+    """Calls in one layer, and their weighted cost (calls x the layer's weight)."""
+
+    layer: Layer
+    calls: int
+    weighted_cost: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRow:
+    """One row of the per-tool table."""
+
+    tool: str
+    layer: Layer
+    calls: int
+    errors: int
+    error_rate: float
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    cost: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorRow:
+    """One failed call in the recent-errors table."""
+
+    ts_ms: int
+    tool: str
+    layer: Layer
+    server: str
+    error_type: str
+    message: str
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallRow:
+    """One call in a tool's latest-calls table."""
+
+    ts_ms: int
+    tool: str
+    layer: Layer
+    latency_ms: float
+    ok: bool
+    error_type: str
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistogramBin:
+    """``count`` calls with latency in ``[lo_ms, hi_ms)``."""
+
+    lo_ms: float
+    hi_ms: float
+    count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardView:
+    """Everything the main page shows for one range and set of filters.
+
+    ``store_empty`` is True when the store holds no call at all (the page then explains how to
+    produce some); ``tools``/``servers`` list the choices for the filter dropdowns.
+    """
+
+    range: TimeRange
+    filters: Filters
+    headline: Headline
+    series: tuple[TimeBucket, ...]
+    layers: tuple[LayerSlice, ...]
+    tools: tuple[ToolRow, ...]
+    recent_errors: tuple[ErrorRow, ...]
+    tool_names: tuple[str, ...]
+    server_names: tuple[str, ...]
+    store_empty: bool
+    generated_at_ms: int = field(default=0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDetail:
+    """One tool's drill-down: its latency histogram and its latest calls (newest first)."""
+
+    tool: str
+    calls: int
+    histogram: tuple[HistogramBin, ...]
+    latest: tuple[CallRow, ...]
