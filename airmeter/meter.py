@@ -278,6 +278,18 @@ class Meter:
         return [r if isinstance(r, CallRecord) else record_from_fields(r)
                 for r in items]  # fmt: skip
 
+    def live(self, *, tool: str | None = None, layer: Layer | int | str | None = None) -> Snapshot:
+        """A snapshot of the records in the ring buffer only (the newest ``ring_size`` calls,
+        including ones not yet delivered): no store I/O, for live views.
+
+        Raises:
+            MeterConfigError: a bad layer.
+        """
+        book = RollupBook()
+        for rec in self.recent():
+            book.add(rec)
+        return aggregate(book.groups(), tool=tool, layer=layer)
+
     async def snapshot(
         self,
         *,

@@ -37,7 +37,8 @@ ROLLUPS_NAMESPACE = "meter.rollups"
 """The index namespace (each writer's hours); minutes live in ``meter.rollups.{hour}``."""
 
 MINUTE_MS = 60_000
-ROLLUP_FORMAT = 1
+ROLLUP_FORMAT = 2  # 2: histograms as flat [bucket, count, ...] lists
+_READABLE_FORMATS = (2,)  # format 1 used other bucket bounds: its documents are skipped
 _WEIGHTS = tuple(info.weight for info in LAYERS)
 _LOG_BASE = _log(BASE_MS)
 _INV_LOG_GROWTH = 1.0 / _log(GROWTH)
@@ -172,7 +173,7 @@ class RollupRow:
 
 def parse_minute_doc(doc: Mapping[str, Any]) -> list[RollupRow]:
     """Rows of one stored minute document; an unknown format gives no rows."""
-    if not isinstance(doc, Mapping) or doc.get("format") != ROLLUP_FORMAT:
+    if not isinstance(doc, Mapping) or doc.get("format") not in _READABLE_FORMATS:
         return []
     minute = int(doc["minute"])
     return [RollupRow.from_json(minute, row) for row in doc["rows"]]

@@ -3,7 +3,7 @@
 ``await snapshot(store, since=..., ...)`` reads the per-minute rollups of any store, including a
 read-only one opened by another process (the dashboard). Windows are minute-granular: a minute
 counts when it overlaps ``[since, until)``. Latency percentiles come from log-bucketed
-histograms (within about 1 %); counts, errors and costs are exact.
+histograms (within 1.5 %); counts, errors and costs are exact.
 """
 
 from __future__ import annotations

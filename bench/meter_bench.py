@@ -36,7 +36,6 @@ from airmeter import (
     CALLS_NAMESPACE,
     CallRecord,
     Layer,
-    MemorySink,
     Meter,
     MeterMiddleware,
     snapshot,
@@ -143,8 +142,10 @@ async def per_call(n: int, repeats: int) -> list[tuple[str, float]]:
     best = math.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
-        for _ in range(n):
+        for i in range(n):
             await through_delivery()
+            if i % 256 == 0:  # a server yields to the loop on I/O; let the delivery task run
+                await asyncio.sleep(0)
         await meter.flush()
         best = min(best, (time.perf_counter() - t0) / n * 1e6)
     await meter.stop()
@@ -165,7 +166,7 @@ async def per_call(n: int, repeats: int) -> list[tuple[str, float]]:
 
     tool = define_tool(name="get_user", params={"user_id": "string"}, handler=handler)
     plain = define_server(name="bench", tools=[tool], storage=MemoryStore())
-    hooked_meter = Meter(sinks=[MemorySink()], flush_interval=0.05)
+    hooked_meter = Meter(sinks=[CountSink()], flush_interval=0.05)
     metered = define_server(
         name="bench", tools=[tool], storage=MemoryStore(), meter=MeterMiddleware(hooked_meter)
     )

@@ -176,3 +176,16 @@ def test_instance_id_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch)
     assert Meter().instance_id != "bad:id"
     monkeypatch.delenv("AIR_INSTANCE_ID")
     assert Meter(instance_id="x").instance_id == "x"
+
+
+async def test_live_view_summarizes_the_ring_including_undelivered_calls() -> None:
+    meter = Meter(ring_size=100, flush_interval=3600)
+    records = make_records(250)
+    for r in records:
+        meter.record(r)
+    live = meter.live()
+    newest = records[-100:]
+    assert live.total_calls == 100
+    assert live.error_count == sum(1 for r in newest if not r.ok)
+    assert meter.live(tool="health").total_calls == sum(1 for r in newest if r.tool == "health")
+    await meter.stop()

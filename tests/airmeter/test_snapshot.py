@@ -178,8 +178,8 @@ async def test_bad_snapshot_arguments_are_config_errors() -> None:
 
 
 @pytest.mark.parametrize("value", [0.0005, 0.01, 0.5, 1.0, 3.3, 150.0, 9_999.0, 1e6])
-def test_histogram_buckets_are_within_one_percent(value: float) -> None:
-    assert abs(bucket_value(bucket_of(value)) - value) <= 0.0101 * value + 0.001
+def test_histogram_buckets_are_within_one_and_a_half_percent(value: float) -> None:
+    assert abs(bucket_value(bucket_of(value)) - value) <= 0.0149 * value + 0.001
     assert percentile({bucket_of(value): 3}, 99) == bucket_value(bucket_of(value))
     assert percentile({}, 50) is None
 

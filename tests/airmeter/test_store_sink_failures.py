@@ -105,7 +105,9 @@ latencies = st.lists(
 
 
 @given(latencies)
-def test_histogram_percentiles_are_within_one_percent_of_exact(values: list[float]) -> None:
+def test_histogram_percentiles_are_within_one_and_a_half_percent_of_exact(
+    values: list[float],
+) -> None:
     hist: dict[int, int] = {}
     for v in values:
         b = bucket_of(v)
@@ -113,7 +115,7 @@ def test_histogram_percentiles_are_within_one_percent_of_exact(values: list[floa
     for q, got in zip((50, 95, 99), percentiles(hist, (50, 95, 99)), strict=True):
         exact = exact_percentile(values, q)
         assert got is not None
-        assert abs(got - exact) <= 0.0101 * exact
+        assert abs(got - exact) <= 0.0149 * exact
 
 
 @given(
