@@ -44,8 +44,10 @@ pytest: $(STAMP) $(SYSDEPS_STAMP)
 
 test: lint typecheck pytest
 
-bench: $(STAMP)
-	$(BIN)/python bench/store_bench.py
+# Every benchmark program: ours beside the peers, tables with ratios (several minutes in all).
+BENCHES := store_bench backends_bench mcp_bench meter_bench otel_bench dashboard_bench definitions_bench
+bench: $(STAMP) $(SYSDEPS_STAMP)
+	@for b in $(BENCHES); do echo "==> bench/$$b.py"; $(BIN)/python bench/$$b.py || exit 1; done
 
 # The official MCP conformance suite over HTTP (Node 22 from npm into .conformance/; not in `test`).
 conformance: $(STAMP)

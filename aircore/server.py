@@ -24,7 +24,7 @@ from aircore.errors import (
     DefinitionError,
     InvalidParamsError,
 )
-from aircore.execution import run_call
+from aircore.execution import output_check, run_call
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
@@ -212,6 +212,8 @@ class AirServer(Registry):
             return await tool.invoke(ctx.arguments, ctx)
 
         layers = list(self._plugin_middleware) + list(self._user_middleware)
+        if tool.output_validator is not None:
+            layers.insert(0, output_check)
         if self.meter is not None:
             layers.insert(0, self.meter)
         return compose(layers, handler)
@@ -265,7 +267,7 @@ class AirServer(Registry):
         if chain is None:
             await self.start()
             chain = self._chains[ctx.tool.name]
-        return await run_call(chain, ctx)
+        return await run_call(chain, ctx, self.meter)
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, **context: Any

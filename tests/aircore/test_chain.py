@@ -89,16 +89,24 @@ async def test_chain_runs_meter_then_plugins_in_use_order_then_user_middleware()
     ]
 
 
-async def test_invalid_arguments_never_reach_the_meter_or_handler() -> None:
+async def test_invalid_arguments_reach_the_meter_as_a_refusal_but_never_the_handler() -> None:
     seen: list[str] = []
 
     async def meter(ctx: Any, call_next: Next) -> Any:
         seen.append("meter")
-        return await call_next(ctx)
+        try:
+            return await call_next(ctx)
+        except AirError as exc:
+            seen.append(f"refused {exc.code}")
+            raise
+
+    def handler(params: dict[str, Any]) -> str:
+        seen.append("handler")
+        return "x"
 
     server = define_server(
         name="s",
-        tools=[define_tool("t", params={"a": "string", "b": "number"}, handler=lambda p: "x")],
+        tools=[define_tool("t", params={"a": "string", "b": "number"}, handler=handler)],
         meter=meter,
     )
     async with server:
@@ -107,7 +115,7 @@ async def test_invalid_arguments_never_reach_the_meter_or_handler() -> None:
     assert _text(result).startswith("[-32602]")
     assert "a: must be string" in _text(result)
     assert "b: must be number" in _text(result)
-    assert seen == []
+    assert seen == ["meter", "refused -32602"]
 
 
 async def test_before_can_replace_params() -> None:
@@ -477,3 +485,33 @@ async def test_cancelling_the_call_task_cancels_the_handler_and_sets_cancelled()
         with pytest.raises(asyncio.CancelledError):
             await task
     assert observed == [True]
+
+
+async def test_output_breaking_its_schema_is_metered_as_a_failure() -> None:
+    seen: list[str] = []
+
+    async def meter(ctx: Any, call_next: Next) -> Any:
+        try:
+            value = await call_next(ctx)
+        except AirError as exc:
+            seen.append(f"failed {exc.code}")
+            raise
+        seen.append("ok")
+        return value
+
+    server = define_server(
+        name="s",
+        tools=[
+            define_tool("good", output_schema={"n": "number"}, handler=lambda p: {"n": 1}),
+            define_tool("bad", output_schema={"n": "number"}, handler=lambda p: {"n": "one"}),
+        ],
+        meter=meter,
+    )
+    async with server:
+        good = await server.call_tool("good", {})
+        bad = await server.call_tool("bad", {})
+    assert good["structuredContent"] == {"n": 1}
+    assert bad["isError"] is True
+    assert _text(bad).startswith("[-32603]")
+    assert "outputSchema" in _text(bad)
+    assert seen == ["ok", "failed -32603"]
