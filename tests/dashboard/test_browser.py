@@ -283,3 +283,28 @@ def test_page_works_with_a_token_once_opened_with_it(browser: WebDriver, tmp_pat
         assert "401" in browser.find_element(By.TAG_NAME, "body").text
         browser.get(srv.url)  # ?token=… sets the cookie the page's own requests then carry
         _wait_text(browser, "kpi-calls", "3")
+
+
+def test_a_store_that_stops_answering_shows_a_banner_not_a_traceback(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    import asyncio
+
+    async def create() -> None:
+        async with FileStore(tmp_path / "data") as store:
+            await write_records(
+                store, make_records(now_ms=int(time.time() * 1000), count=5, span_ms=MIN_MS)
+            )
+
+    asyncio.run(create())
+    url = f"file://{tmp_path}/data"
+    reader = SyncReader.open(url)
+    with DashboardServer(reader, store_url=url, port=0, refresh_ms=500) as srv:
+        browser.get(srv.url)
+        _wait_text(browser, "kpi-calls", "5")
+        reader.run(reader.data._store.close())  # every later read fails (StoreClosedError)
+        banner = browser.find_element(By.ID, "banner")
+        WebDriverWait(browser, WAIT_S).until(lambda d: banner.is_displayed())
+        assert f"cannot read store {url}" in banner.text
+        assert "Traceback" not in browser.find_element(By.TAG_NAME, "body").text
+        assert not browser.find_element(By.ID, "content").is_displayed()
