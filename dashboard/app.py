@@ -10,7 +10,7 @@ from dash.dash_table.DataTable import DataTable
 
 from airmeter import Layer
 from dashboard.data import RECENT_ERRORS
-from dashboard.figures import LAYER_COLOURS
+from dashboard.figures import LAYER_COLOURS, warm_up
 from dashboard.ranges import CUSTOM, DEFAULT_RANGE, RANGES
 from dashboard.reader import SyncReader
 
@@ -404,4 +404,5 @@ def create_app(
         ],
     )
     register_callbacks(app, reader)
+    warm_up()
     return app

@@ -18,6 +18,7 @@ __all__ = [
     "histogram_figure",
     "latency_figure",
     "layers_figure",
+    "warm_up",
 ]
 
 LAYER_COLOURS: dict[Layer, str] = {
@@ -53,6 +54,17 @@ def _layout(fig: go.Figure, *, height: int = 280, **extra: Any) -> go.Figure:
     fig.update_xaxes(gridcolor="#eef2f7", zeroline=False)
     fig.update_yaxes(gridcolor="#eef2f7", zeroline=False, rangemode="tozero")
     return fig
+
+
+def warm_up() -> None:
+    """Build and encode a small figure of every kind the page uses.
+
+    plotly loads its property validators on first use (~0.1 s); doing that when the app is
+    created keeps it out of the first page load's callbacks.
+    """
+    bar = go.Bar(x=[1], y=[1], marker={"color": "#000", "pattern": {"shape": "/"}})
+    line = go.Scatter(x=[1], y=[1], line={"color": "#000", "dash": "dash"})
+    _layout(go.Figure([bar, line])).to_plotly_json()
 
 
 def empty_figure(message: str = "no calls in this range") -> go.Figure:
