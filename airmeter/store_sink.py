@@ -179,21 +179,31 @@ class StoreSink:
         return len(self._backlog)
 
     async def persist(self) -> None:
-        """Write the rollups of every minute that changed since the last time."""
+        """Write the rollups of every minute that changed since the last time.
+
+        Raises:
+            airstore.AirstoreError: the store failed; every minute taken is marked changed
+                again, so the next persist rewrites it.
+        """
         self._last_persist = time.monotonic()
         dirty = self._book.take_dirty()
-        for minute in dirty:
-            ns = hour_namespace(hour_of(minute))
-            key = minute_key(minute, self.writer)
-            if minute not in self._loaded:
-                # A previous run of this writer may have stored this minute already.
-                existing = await self.store.get(ns, key)
-                if existing is not None:
-                    self._book.merge_rows(parse_minute_doc(existing))
-                self._loaded.add(minute)
-            await self.store.set(ns, key, self._book.minute_doc(minute), ttl=self._ttl)
+        try:
+            for minute in dirty:
+                ns = hour_namespace(hour_of(minute))
+                key = minute_key(minute, self.writer)
+                if minute not in self._loaded:
+                    # A previous run of this writer may have stored this minute already.
+                    existing = await self.store.get(ns, key)
+                    if existing is not None:
+                        self._book.merge_rows(parse_minute_doc(existing))
+                    self._loaded.add(minute)
+                await self.store.set(ns, key, self._book.minute_doc(minute), ttl=self._ttl)
+            if dirty:
+                await self._index_hours({hour_of(m) for m in dirty})
+        except BaseException:
+            self._book.mark_dirty(dirty)
+            raise
         if dirty:
-            await self._index_hours({hour_of(m) for m in dirty})
             keep_from = dirty[-1] - _KEEP_MINUTES * MINUTE_MS
             self._book.drop_before(keep_from)
             self._loaded = {m for m in self._loaded if m >= keep_from}
@@ -205,20 +215,20 @@ class StoreSink:
             self._hours = {int(h) for h in stored} if isinstance(stored, list) else set()
         if hours <= self._hours:
             return
-        self._hours |= hours
+        indexed = self._hours | hours
         if self._ttl is not None:  # hours whose minutes have all expired leave the index
             oldest = hour_of(int((time.time() - self._ttl) * 1000)) - 1
-            self._hours = {h for h in self._hours if h >= oldest}
-        await self.store.set(ROLLUPS_NAMESPACE, self._index_key, sorted(self._hours),
-                             ttl=self._ttl)  # fmt: skip
+            indexed = {h for h in indexed if h >= oldest}
+        await self.store.set(ROLLUPS_NAMESPACE, self._index_key, sorted(indexed), ttl=self._ttl)
+        self._hours = indexed  # only once stored: a failed write is retried next time
 
     async def close(self) -> None:
         """Retry the backlog, write pending rollups and flush the store (it is not closed).
         Idempotent."""
         if self._closed:
             return
-        self._closed = True
         if self._backlog:
             await self.write([])
         await self.persist()
         await self.store.flush()
+        self._closed = True  # only now: a close that failed can be retried
