@@ -244,6 +244,11 @@ class Meter:
 
     # -- reading ---------------------------------------------------------------------------
     @property
+    def closed(self) -> bool:
+        """Whether :meth:`stop` ran (a stopped meter cannot start again)."""
+        return self._closed
+
+    @property
     def stats(self) -> MeterStats:
         """The meter's counters right now."""
         return MeterStats(
