@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 from mcp import Client, StdioServerParameters
 
 from aircore import AirError, define_server, define_tool
@@ -206,6 +208,41 @@ async def test_calls_over_stdio_with_the_official_client_reach_the_store(tmp_pat
     assert dict(snap.errors_by_type) == {"-32001": 1, "-32602": 1, "-32603": 1}
     failed = {e["error_type"]: e for e in logged if not e["ok"]}
     assert all(failed[code]["error_message"] for code in ("-32001", "-32602", "-32603"))
+
+
+async def test_sigterm_delivers_every_call_before_the_server_exits(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    n = 300
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aircore.cli", "serve", str(HERE / "aircore_metered_server.py"),
+        "--transport", "stdio", "--store", f"file://{data}",
+        cwd=str(ROOT), env={"PYTHONPATH": str(ROOT)},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        frames = b"".join(
+            orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                          "params": {"name": "echo", "arguments": {"text": str(i)}}}) + b"\n"
+            for i in range(n)
+        )  # fmt: skip
+        proc.stdin.write(frames)
+        await proc.stdin.drain()
+        async with asyncio.timeout(30):
+            answers = [orjson.loads(await proc.stdout.readline()) for _ in range(n)]
+            assert sorted(a["id"] for a in answers) == list(range(n))
+            proc.send_signal(signal.SIGTERM)  # stdin stays open: only the signal stops it
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    async with FileStore(data, read_only=True) as store:
+        logged = await store.query(CALLS_NAMESPACE, limit=2 * n)
+        assert (await snapshot(store)).total_calls == n
+    assert sorted(int(e["request_id"]) for e in logged) == list(range(n))
 
 
 async def _eventually(
