@@ -261,6 +261,16 @@ class Meter:
         """The sinks records go to, in order."""
         return tuple(self._sinks)
 
+    def add_sink(self, sink: Sink) -> None:
+        """Deliver to one more sink from the next batch on (``air serve --otel`` uses it).
+
+        Raises:
+            MeterClosedError: the meter was stopped.
+        """
+        if self._closed:
+            raise MeterClosedError("the meter was stopped; create a new one")
+        self._sinks.append(sink)
+
     @property
     def store(self) -> Store | None:
         """The store snapshots read, if any."""

@@ -25,8 +25,10 @@ from airmeter.classify import Classifier
 from airmeter.errors import BudgetExceededError, MeterConfigError
 from airmeter.layers import Layer
 from airmeter.meter import Meter
+from airmeter.otel_settings import otel_enabled
 from airmeter.record import RECORD_FIELDS
 from airmeter.redact import Redactor
+from airmeter.types import Sink
 from airmeter.usage import _CURRENT, CallUsage
 from airstore.types import Store
 
@@ -158,6 +160,10 @@ class MeterMiddleware:
         if self._meter is None or (self._owns_meter and self._meter.closed):
             options = dict(self._meter_options)
             options.setdefault("server", server_name or "air")
+            if otel_enabled():  # OTEL_EXPORTER_OTLP_*ENDPOINT set: export without --otel too
+                from airmeter.otel_attach import with_env_otel_sink
+
+                options["sinks"] = with_env_otel_sink(options.get("sinks", ()), options["server"])
             self._meter = Meter(store=store, **options)
         self._server = server_name or self._meter.server
         self._instance = self._meter.instance_id
@@ -165,6 +171,13 @@ class MeterMiddleware:
         budget_store = self._meter.store
         if self.budget is not None and budget_store is not None:
             await self.budget.load(budget_store)
+
+    def add_sink(self, sink: Sink) -> None:
+        """Add a sink to the meter, or to the meter :meth:`start` will create."""
+        if self._meter is not None:
+            self._meter.add_sink(sink)
+        else:
+            self._meter_options["sinks"] = [*self._meter_options.get("sinks", ()), sink]
 
     async def stop(self) -> None:
         """Stop the meter (delivering everything pending) if this middleware created it."""
