@@ -54,6 +54,9 @@ def blocked_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
+_INVALID_PARAMS = "-32602"
+
+
 def error_type_of(exc: BaseException) -> str:
     """``str(code)`` for an exception carrying an int JSON-RPC ``code``, else its type name."""
     code = getattr(exc, "code", None)
@@ -149,8 +152,12 @@ class MeterMiddleware:
         return self._meter
 
     async def start(self, *, server_name: str | None = None, store: Store | None = None) -> None:
-        """Create (if needed) and start the meter; seed the budget from the store."""
-        if self._meter is None:
+        """Create (if needed) and start the meter; seed the budget from the store.
+
+        A server started again after a stop gets a new meter (when this middleware created
+        the previous one), with the store it has now.
+        """
+        if self._meter is None or (self._owns_meter and self._meter.closed):
             options = dict(self._meter_options)
             options.setdefault("server", server_name or "air")
             if otel_enabled():  # OTEL_EXPORTER_OTLP_*ENDPOINT set: export without --otel too
@@ -229,8 +236,13 @@ class MeterMiddleware:
                 self._finish(ctx, tool, info, ts, latency, True, None, None, usage, None)
             else:
                 message = str(exc) if not isinstance(exc, asyncio.CancelledError) else None
-                self._finish(ctx, tool, info, ts, latency, False, error_type_of(exc), message,
-                             usage, None)  # fmt: skip
+                etype = error_type_of(exc)
+                if etype == _INVALID_PARAMS:  # refused arguments: the call costs nothing
+                    self._record(ctx, tool, info, ts, latency, False, etype, message, usage,
+                                 0.0, None)  # fmt: skip
+                else:
+                    self._finish(ctx, tool, info, ts, latency, False, etype, message, usage,
+                                 None)  # fmt: skip
             raise
         finally:
             _CURRENT.reset(token)
