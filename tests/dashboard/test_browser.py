@@ -170,6 +170,32 @@ def _check_sorting(driver: WebDriver) -> None:
     assert all(v.count(".") == 1 and len(v.split(".")[1]) == 2 for v in _column(driver, "p50"))
 
 
+def _pick(driver: WebDriver, dropdown: str, value: str) -> None:
+    driver.find_element(By.ID, dropdown).click()
+    option = f"label.dash-dropdown-option:has(input[value='{value}'])"
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, option))
+    driver.find_element(By.CSS_SELECTOR, option).click()
+
+
+def test_layer_and_server_filters_narrow_the_page(
+    browser: WebDriver, served: tuple[DashboardServer, list[dict[str, Any]]]
+) -> None:
+    server, records = served
+    browser.get(server.url)
+    _wait_text(browser, "kpi-calls", f"{len(_count(records, '1h')):,}")
+    browser.find_element(By.XPATH, "//*[@id='range']//label[contains(., '24 hours')]").click()
+    _wait_text(browser, "kpi-calls", f"{len(_count(records, '24h')):,}")
+    _pick(browser, "filter-server", "billing")
+    _wait_text(browser, "kpi-calls", f"{len(_count(records, '24h', server='billing')):,}")
+    _pick(browser, "filter-layer", "L5")
+    both = _count(records, "24h", server="billing", layer="L5")
+    _wait_text(browser, "kpi-calls", f"{len(both):,}")
+    assert set(_column(browser, "layer")) == {"L5"}
+    assert set(_column(browser, "tool")) == {r["tool"] for r in both}
+    layers = browser.find_elements(By.CSS_SELECTOR, "#errors-table td[data-dash-column='layer']")
+    assert {c.text for c in layers} <= {"L5"}
+
+
 def _wait_detail(driver: WebDriver, tool: str) -> None:
     WebDriverWait(driver, WAIT_S).until(
         lambda d: (
