@@ -39,6 +39,7 @@ from airstore._validate import (
     to_epoch_ms,
 )
 from airstore.errors import (
+    AirstoreError,
     InvalidArgumentError,
     ReadOnlyStoreError,
     StorageIOError,
@@ -150,8 +151,11 @@ class FileStore(Inspection):
         """Flush everything and release files and the lock. Idempotent.
 
         Raises:
-            StorageIOError: the final flush failed; the store stays open and keeps the data,
-                so ``close()`` can be retried once the disk is fixed.
+            StorageIOError: the final flush failed; the store stays open and keeps the data
+                (background flushing continues), so ``close()`` can be retried once the disk
+                is fixed.
+            InvalidValueError: a stored value was mutated (through ``get``) into something
+                that is not JSON; the store stays open the same way.
         """
         if self._closed:
             return
@@ -160,7 +164,7 @@ class FileStore(Inspection):
             await persist.stop()
             try:
                 await persist.flush()
-            except StorageIOError:
+            except AirstoreError:  # a disk error, or a value mutated into non-JSON
                 persist.start()  # keep retrying in the background; close() may be retried
                 raise
             persist.closed = True
