@@ -183,17 +183,40 @@ class AirServer(Registry):
                 await self.store.init()
             else:
                 await self._storage.init()
-            for plugin in self.plugins:
-                await _call_hook(plugin_hook(plugin, "on_init"), self)
-            for plugin in self.plugins:
-                await _call_hook(plugin_hook(plugin, "on_start"), self)
-            start = getattr(self.meter, "start", None)
-            if start is not None:
-                await start(server_name=self.name, store=self.store)
+            meter_started = False
+            try:
+                for plugin in self.plugins:
+                    await _call_hook(plugin_hook(plugin, "on_init"), self)
+                for plugin in self.plugins:
+                    await _call_hook(plugin_hook(plugin, "on_start"), self)
+                start = getattr(self.meter, "start", None)
+                if start is not None:
+                    await start(server_name=self.name, store=self.store)
+                    meter_started = True
+                for name in list(self.tools):
+                    self._register_with_plugins(name)
+            except BaseException:
+                await self._abort_start(meter_started=meter_started)
+                raise
             self._started = True
             self._stopped = False
-            for name in list(self.tools):
-                self._register_with_plugins(name)
+
+    async def _abort_start(self, *, meter_started: bool) -> None:
+        """Undo a failed :meth:`start`: stop a started meter, close an owned store (logged)."""
+        self._chains.clear()
+        self._listing = None
+        stop = getattr(self.meter, "stop", None)
+        if meter_started and stop is not None:
+            try:
+                await stop()
+            except Exception:
+                logger.exception("meter stop failed after a failed start")
+        if self.store is not None and self._owns_store:
+            try:
+                await self.store.close()
+            except Exception:
+                logger.exception("closing the store failed after a failed start")
+            self.store = None
 
     def _register_with_plugins(self, name: str) -> None:
         tool = self.tools[name]
