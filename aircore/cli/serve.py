@@ -16,10 +16,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from aircore.errors import DefinitionError
+from aircore.errors import AirError, DefinitionError
 from aircore.server import AirServer
 from aircore.transports.detect import detect_transport
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT
+from airstore.errors import AirstoreError
 
 __all__ = ["load_server", "register"]
 
@@ -109,12 +110,29 @@ def load_server(target: str) -> AirServer:
     return servers[0]
 
 
+def _one_line(exc: BaseException) -> str:
+    """The exception's message folded onto one line (problem lists joined with ``; ``)."""
+    parts = [part.strip() for part in str(exc).splitlines() if part.strip()]
+    if not parts:
+        return type(exc).__name__
+    head, rest = parts[0], parts[1:]
+    return f"{head} {'; '.join(rest)}" if rest else head
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         server = load_server(args.target)
     except DefinitionError as exc:
-        print(f"air serve: {exc}", file=sys.stderr)
+        print(f"air serve: {_one_line(exc)}", file=sys.stderr)
         return 2
+    try:
+        return _serve(server, args)
+    except (AirError, AirstoreError, OSError) as exc:  # the server refused to start
+        print(f"air serve: cannot start {server.name!r}: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _serve(server: AirServer, args: argparse.Namespace) -> int:
     if args.store:
         server.use_storage(args.store)
     kind = args.transport
