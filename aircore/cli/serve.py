@@ -128,7 +128,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return _serve(server, args)
     except (AirError, AirstoreError, OSError) as exc:  # the server refused to start
-        print(f"air serve: cannot start {server.name!r}: {_one_line(exc)}", file=sys.stderr)
+        reason = f"{type(exc).__name__}: {_one_line(exc)}"
+        print(f"air serve: cannot start {server.name!r}: {reason}", file=sys.stderr)
         return 1
 
 

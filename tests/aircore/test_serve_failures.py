@@ -59,7 +59,7 @@ def test_a_tool_definition_error_at_start_is_one_line(tmp_path: Path, transport:
     target = _undefined_tool_server(tmp_path)
     extra = ("--port", "0") if transport == "http" else ()
     done = _serve(str(target), "--store", "memory://", *extra, transport=transport)
-    _assert_one_line_refusal(done, "'undefined'", "lonely_tool")
+    _assert_one_line_refusal(done, "'undefined'", "DefinitionNotFoundError", "lonely_tool")
 
 
 def test_a_bad_store_url_is_one_line() -> None:
@@ -73,7 +73,7 @@ async def test_a_locked_store_is_one_line_and_the_holder_keeps_it(tmp_path: Path
     try:
         await holder.set("keep", "k", {"v": 1})
         done = _serve(DEMO, "--store", f"file://{data}")
-        _assert_one_line_refusal(done, "locked")
+        _assert_one_line_refusal(done, "StoreLockedError", "locked")
         assert await holder.get("keep", "k") == {"v": 1}
     finally:
         await holder.close()
