@@ -183,3 +183,32 @@ async def test_sigterm_stops_the_server_and_runs_on_stop(proc: Proc, events: Pat
     proc.proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(proc.proc.wait(), WAIT) == 0
     assert _events(events) == ["init", "start", "register:echo", "stop"]
+
+
+@pytest.mark.parametrize("source", ["file", "devnull"])
+async def test_stdin_from_a_file_or_dev_null_is_served_to_its_end(
+    tmp_path: Path, events: Path, source: str
+) -> None:
+    frames = tmp_path / "frames.jsonl"
+    frames.write_bytes(_frame(CALL) + _frame({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+    path = frames if source == "file" else Path(os.devnull)
+    with path.open("rb") as stdin:
+        p = await asyncio.create_subprocess_exec(
+            *serve_args(LIFECYCLE, "--transport", "stdio"),
+            stdin=stdin,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "AIR_TEST_EVENTS": str(events)},
+        )
+    try:
+        out, err = await asyncio.wait_for(p.communicate(), WAIT)
+    finally:
+        if p.returncode is None:
+            p.kill()
+            await p.wait()
+    assert p.returncode == 0, err
+    assert b"Traceback" not in err, err
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert sorted(str(a["id"]) for a in answers) == (["2", "ok"] if source == "file" else [])
+    assert all("result" in a for a in answers)
+    assert _events(events)[-1] == "stop"
