@@ -81,7 +81,15 @@ def _import_target(spec: str) -> ModuleType:
         sys.path.insert(0, str(path.parent))
         module_spec.loader.exec_module(module)
         return module
-    return importlib.import_module(spec)
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as exc:  # the target itself (not an import inside it) is missing
+        if exc.name is None or not (spec == exc.name or spec.startswith(exc.name + ".")):
+            raise
+        raise DefinitionError(
+            f"no module named {exc.name!r}; TARGET is path/to/file.py[:server] "
+            "or package.module[:server]"
+        ) from exc
 
 
 def load_server(target: str) -> AirServer:
@@ -139,6 +147,12 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
     kind = args.transport
     if kind == "auto":
         kind = detect_transport(os.environ, sys.stdin)
+    if kind not in ("stdio", "http"):
+        raise DefinitionError(f"unknown transport {kind!r} (MCP_TRANSPORT); use stdio or http")
+    if not 0 <= args.port <= 65535:
+        raise DefinitionError(f"--port {args.port} is not a port (0-65535; 0: any free port)")
+    if args.max_message is not None and args.max_message < 1:
+        raise DefinitionError(f"--max-message {args.max_message} must be a positive byte count")
     limit: dict[str, Any] = {}
     if kind == "stdio":
         if args.max_message:

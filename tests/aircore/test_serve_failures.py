@@ -5,6 +5,7 @@ Each test runs ``air serve`` as a real process.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 from pathlib import Path
@@ -89,3 +90,49 @@ def test_a_taken_port_is_one_line(tmp_path: Path) -> None:
         _assert_one_line_refusal(done, str(port))
     finally:
         taken.close()
+
+
+def test_a_missing_module_target_is_one_line() -> None:
+    done = _serve("no_such_package.server:app")
+    _assert_one_line_refusal(done, "no_such_package")
+
+
+def test_a_module_that_imports_something_missing_still_shows_its_traceback(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "broken_target.py").write_text("import no_such_dependency_xyz\n")
+    done = subprocess.run(
+        serve_args("broken_target", "--transport", "stdio"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+        timeout=STARTUP_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "no_such_dependency_xyz" in done.stderr  # the user's bug, where it is
+
+
+def test_an_unknown_mcp_transport_is_refused_not_served_over_http() -> None:
+    done = subprocess.run(
+        serve_args(DEMO, "--store", "memory://"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "MCP_TRANSPORT": "carrier-pigeon"},
+        timeout=STARTUP_TIMEOUT,
+        check=False,
+    )
+    _assert_one_line_refusal(done, "carrier-pigeon")
+
+
+@pytest.mark.parametrize(
+    ("option", "transport"),
+    [(("--port", "70000"), "http"), (("--port", "-1"), "http"), (("--max-message", "0"), "stdio")],
+)
+def test_out_of_range_options_are_one_line(option: tuple[str, str], transport: str) -> None:
+    done = _serve(DEMO, "--store", "memory://", *option, transport=transport)
+    _assert_one_line_refusal(done, option[0], option[1])
