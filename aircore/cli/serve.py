@@ -136,8 +136,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return _serve(server, args)
     except (AirError, AirstoreError, OSError) as exc:  # the server refused to start
-        reason = f"{type(exc).__name__}: {_one_line(exc)}"
-        print(f"air serve: cannot start {server.name!r}: {reason}", file=sys.stderr)
+        message = _one_line(exc)
+        if "cannot start" not in message:
+            message = f"cannot start {server.name!r}: {message}"
+        print(f"air serve: {type(exc).__name__}: {message}", file=sys.stderr)
         return 1
 
 
