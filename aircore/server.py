@@ -21,6 +21,8 @@ from typing import Any, Self
 
 from aircore.context import ToolContext
 from aircore.errors import (
+    INTERNAL_ERROR,
+    AirError,
     DefinitionError,
     InvalidParamsError,
 )
@@ -232,7 +234,11 @@ class AirServer(Registry):
 
     def _compose(self, tool: Tool) -> Callable[[ToolContext], Any]:
         async def handler(ctx: ToolContext) -> Any:
-            return await tool.invoke(ctx.arguments, ctx)
+            try:
+                return await tool.invoke(ctx.arguments, ctx)
+            except SystemExit as exc:  # e.g. argparse in a wrapped CLI: a failure, not a shutdown
+                message = f"tool {tool.name!r} tried to exit the server (SystemExit: {exc.code})"
+                raise AirError(INTERNAL_ERROR, message) from exc
 
         layers = list(self._plugin_middleware) + list(self._user_middleware)
         if tool.output_validator is not None:
