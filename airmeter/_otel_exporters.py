@@ -13,21 +13,12 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from airmeter.otel_settings import OtelSettings
 
-__all__ = ["grpc_available", "metric_exporter", "span_exporter"]
+__all__ = ["metric_exporter", "span_exporter"]
 
 logger = logging.getLogger(__name__)
 
 _GRPC_TRACES = "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"
 _GRPC_METRICS = "opentelemetry.exporter.otlp.proto.grpc.metric_exporter"
-
-
-def grpc_available() -> bool:
-    """Whether ``opentelemetry-exporter-otlp-proto-grpc`` is importable."""
-    try:
-        importlib.import_module(_GRPC_TRACES)
-    except ImportError:
-        return False
-    return True
 
 
 def _grpc(module: str, cls: str, endpoint: str, timeout: float) -> Any:

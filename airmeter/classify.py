@@ -306,10 +306,14 @@ class Classifier:
         layer: Layer | int | str | None = None,
     ) -> Classification:
         """Classify ``tool``; the first answer for a name is cached and returned afterwards.
+        An explicit ``layer`` answers at once and is not cached (it belongs to one tool
+        definition, not to every tool of that name).
 
         Raises:
             MeterConfigError: ``layer`` is invalid.
         """
+        if layer is not None:
+            return _classify(tool, None, None, layer, self._rules, self._default)
         cached = self._cache.get(tool)
         if cached is not None:
             return cached

@@ -40,6 +40,8 @@ DEFAULT_MAX_PENDING = 100_000
 DEFAULT_BATCH_SIZE = 2_048
 DEFAULT_FLUSH_INTERVAL = 0.25
 DEFAULT_MEMORY_RETENTION_MINUTES = 24 * 60
+SINK_ERROR_LOG_INTERVAL = 60.0
+"""Seconds between two logged failures of one sink (the others are counted, not logged)."""
 
 
 INSTANCE_ID_ENV = "AIR_INSTANCE_ID"
@@ -125,6 +127,8 @@ class Meter:
         self._lock: asyncio.Lock | None = None
         self._stopping = False
         self._closed = False
+        self._sink_logged: dict[int, float] = {}
+        self._sink_quiet: dict[int, int] = {}
 
     # -- hot path --------------------------------------------------------------------------
     def record(self, record: CallRecord) -> None:
@@ -238,11 +242,29 @@ class Meter:
                         await sink.write(batch)
                     except Exception:
                         self._sink_errors += 1
-                        logger.exception("airmeter: sink %r failed on %d records", sink,
-                                         len(batch))  # fmt: skip
+                        self._log_sink_error(sink, len(batch))
                 self._delivered += len(batch)
 
+    def _log_sink_error(self, sink: Sink, n: int) -> None:
+        """Log a sink failure with its traceback, then at most once a minute per sink (an
+        outage would otherwise log every delivery)."""
+        now = time.monotonic()
+        key = id(sink)
+        last = self._sink_logged.get(key)
+        if last is not None and now - last < SINK_ERROR_LOG_INTERVAL:
+            self._sink_quiet[key] = self._sink_quiet.get(key, 0) + 1
+            return
+        self._sink_logged[key] = now
+        quiet = self._sink_quiet.pop(key, 0)
+        more = f" ({quiet} more failures not logged)" if quiet else ""
+        logger.error("airmeter: sink %r failed on %d records%s", sink, n, more, exc_info=True)
+
     # -- reading ---------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`stop` ran (a stopped meter cannot start again)."""
+        return self._closed
+
     @property
     def stats(self) -> MeterStats:
         """The meter's counters right now."""
@@ -255,6 +277,16 @@ class Meter:
     def sinks(self) -> Sequence[Sink]:
         """The sinks records go to, in order."""
         return tuple(self._sinks)
+
+    def add_sink(self, sink: Sink) -> None:
+        """Deliver to one more sink from the next batch on (``air serve --otel`` uses it).
+
+        Raises:
+            MeterClosedError: the meter was stopped.
+        """
+        if self._closed:
+            raise MeterClosedError("the meter was stopped; create a new one")
+        self._sinks.append(sink)
 
     @property
     def store(self) -> Store | None:

@@ -1,14 +1,21 @@
-"""A tiny ASGI app that serves Prometheus text at ``/metrics``; mountable in any ASGI server."""
+"""Serve Prometheus text at ``/metrics``: a tiny ASGI app, and the hook aircore's HTTP
+transport loads (by name) to add that route beside ``/mcp``."""
 
 from __future__ import annotations
 
+import hmac
+import inspect
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
-from airmeter.prometheus import CONTENT_TYPE
+from airmeter.errors import MeterConfigError
+from airmeter.meter import Meter
+from airmeter.prometheus import CONTENT_TYPE, PrometheusSink
+from airmeter.prometheus_snapshot import render_snapshot
 
-__all__ = ["ASGIApp", "metrics_app"]
+__all__ = ["MetricsApp", "metrics_app", "prometheus_text", "server_metrics_app"]
 
 logger = logging.getLogger(__name__)
 
@@ -16,7 +23,37 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Render = Callable[[], str | Awaitable[str]]
+
+_TEXT = "text/plain; charset=utf-8"
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def _hostname(value: str) -> str | None:
+    try:
+        return urlsplit(value).hostname
+    except ValueError:
+        return None
+
+
+def _host_ok(host: bytes | None, allowed: frozenset[str]) -> bool:
+    if host is None:
+        return False
+    text = host.decode("latin-1").lower()
+    if text in allowed:
+        return True
+    name = _hostname(f"//{text}")
+    return name is not None and (name in _LOCAL_HOSTS or name in allowed)
+
+
+def _origin_ok(origin: bytes | None, allowed: frozenset[str]) -> bool:
+    if origin is None:  # not a browser
+        return True
+    text = origin.decode("latin-1").rstrip("/")
+    if text in allowed or "*" in allowed:
+        return True
+    name = _hostname(text)
+    return name is not None and name in _LOCAL_HOSTS
 
 
 async def _respond(
@@ -35,44 +72,182 @@ async def _respond(
     await send({"type": "http.response.body", "body": b"" if head else body})
 
 
-def metrics_app(render: Callable[[], str], *, path: str = "/metrics") -> ASGIApp:
-    """Build an ASGI app answering ``GET``/``HEAD path`` with ``render()``.
+class MetricsApp:
+    """An ASGI app answering ``GET``/``HEAD`` at ``path`` with ``render()`` (sync or async).
 
-    Use it alone (``uvicorn.run(metrics_app(sink.render))``) or mount it beside an MCP
-    endpoint. Other paths answer 404, other methods 405; lifespan events are acknowledged.
-
-    Args:
-        render: Produces the exposition text, e.g. :meth:`PrometheusSink.render`.
-        path: The route served.
-
-    Returns:
-        The ASGI callable.
+    Other paths answer 404, other methods 405, a failing render 500. Guards, like the MCP
+    endpoint's: a browser ``Origin`` that is not localhost (or in ``allowed_origins``) gets 403;
+    with ``check_host``, a ``Host`` that is not localhost (or in ``allowed_hosts``) gets 421;
+    with ``token``, a missing ``Authorization: Bearer <token>`` gets 401. Lifespan events are
+    acknowledged, so it also runs alone under uvicorn.
     """
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(
+        self,
+        render: Render,
+        *,
+        path: str = "/metrics",
+        token: str | None = None,
+        check_host: bool = False,
+        allowed_hosts: Collection[str] = (),
+        allowed_origins: Collection[str] = (),
+    ) -> None:
+        self._render = render
+        self._path = path
+        self._auth = None if token is None else f"Bearer {token}".encode()
+        self._check_host = check_host
+        self._hosts = frozenset(h.lower() for h in allowed_hosts)
+        self._origins = frozenset(o.rstrip("/") for o in allowed_origins)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _refusal(self, headers: dict[bytes, bytes]) -> tuple[int, bytes] | None:
+        """Same guards as the MCP endpoint: Host (DNS rebinding), Origin, bearer token."""
+        if self._check_host and not _host_ok(headers.get(b"host"), self._hosts):
+            return 421, b"misdirected request\n"
+        if not _origin_ok(headers.get(b"origin"), self._origins):
+            return 403, b"forbidden: invalid Origin\n"
+        if self._auth is not None and not hmac.compare_digest(
+            headers.get(b"authorization", b""), self._auth
+        ):
+            return 401, b"unauthorized\n"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await self._lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
-        if scope["path"] != path:
-            await _respond(send, 404, b"not found\n", "text/plain; charset=utf-8")
+        if scope["path"] != self._path:
+            await _respond(send, 404, b"not found\n", _TEXT)
             return
         method = scope["method"]
         if method not in ("GET", "HEAD"):
-            await _respond(send, 405, b"method not allowed\n", "text/plain; charset=utf-8")
+            await _respond(send, 405, b"method not allowed\n", _TEXT)
+            return
+        refusal = self._refusal(dict(scope.get("headers") or ()))
+        if refusal is not None:
+            await _respond(send, refusal[0], refusal[1], _TEXT)
             return
         try:
-            body = render().encode()
+            text = self._render()
+            if inspect.isawaitable(text):
+                text = await text
+            body = text.encode()
         except Exception:
-            logger.exception("rendering /metrics failed")
-            await _respond(send, 500, b"metrics unavailable\n", "text/plain; charset=utf-8")
+            logger.exception("rendering %s failed", self._path)
+            await _respond(send, 500, b"metrics unavailable\n", _TEXT)
             return
         await _respond(send, 200, body, CONTENT_TYPE, head=method == "HEAD")
 
-    return app
+
+def metrics_app(
+    render: Render,
+    *,
+    path: str = "/metrics",
+    token: str | None = None,
+    check_host: bool = False,
+    allowed_hosts: Collection[str] = (),
+    allowed_origins: Collection[str] = (),
+) -> MetricsApp:
+    """Build the ASGI app serving ``render()`` at ``path``.
+
+    Use it alone (``uvicorn.run(metrics_app(sink.render))``) or mount it beside an MCP
+    endpoint (a Starlette ``Route(path, app)``).
+
+    Args:
+        render: Produces the exposition text, e.g. :meth:`PrometheusSink.render`; may be async.
+        path: The route served.
+        token: Require ``Authorization: Bearer <token>``.
+        check_host: Refuse a ``Host`` other than localhost or ``allowed_hosts`` (421).
+        allowed_hosts: Extra ``Host`` names accepted.
+        allowed_origins: Extra browser ``Origin`` values accepted besides localhost.
+
+    Returns:
+        The ASGI app.
+    """
+    return MetricsApp(
+        render,
+        path=path,
+        token=token,
+        check_host=check_host,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )
+
+
+async def prometheus_text(source: object) -> str:
+    """The exposition text of a meter, wherever it lives.
+
+    Args:
+        source: A :class:`PrometheusSink`; a :class:`Meter` (its ``PrometheusSink`` when it
+            has one, which carries the advised histogram buckets, else
+            :func:`render_snapshot` of its whole history); or anything with a ``meter``
+            attribute holding one (the :class:`~airmeter.MeterMiddleware`).
+
+    Returns:
+        The text; an empty exposition when the meter has not started yet.
+
+    Raises:
+        MeterConfigError: ``source`` is none of these.
+    """
+    if isinstance(source, PrometheusSink):
+        return source.render()
+    meter: object = source
+    if not isinstance(meter, Meter):
+        try:
+            meter = getattr(source, "meter", None)
+        except MeterConfigError:  # a middleware before start(): nothing recorded yet
+            return PrometheusSink().render()
+    if not isinstance(meter, Meter):
+        raise MeterConfigError(f"no meter to render in {type(source).__name__}")
+    for sink in meter.sinks:
+        if isinstance(sink, PrometheusSink):
+            return sink.render()
+    return render_snapshot(await meter.snapshot())
+
+
+def server_metrics_app(
+    server: object,
+    *,
+    token: str | None = None,
+    check_host: bool = False,
+    allowed_hosts: Collection[str] = (),
+    allowed_origins: Collection[str] = (),
+) -> MetricsApp | None:
+    """The ``/metrics`` app for an aircore server, or ``None`` when it has no meter.
+
+    aircore's HTTP transport loads this by name (``airmeter.metrics_app:server_metrics_app``)
+    so that aircore never imports airmeter.
+
+    Args:
+        server: An ``AirServer`` (anything with a ``meter`` attribute).
+        token: The bearer token the MCP endpoint requires, required here too.
+        check_host: Check ``Host`` as the MCP endpoint does.
+        allowed_hosts: Extra ``Host`` names accepted.
+        allowed_origins: Extra browser ``Origin`` values accepted.
+
+    Returns:
+        The app, or ``None``.
+    """
+    if getattr(server, "meter", None) is None:
+        return None
+
+    async def render() -> str:
+        return await prometheus_text(getattr(server, "meter", None))
+
+    return MetricsApp(
+        render,
+        token=token,
+        check_host=check_host,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )

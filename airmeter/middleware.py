@@ -25,8 +25,10 @@ from airmeter.classify import Classifier
 from airmeter.errors import BudgetExceededError, MeterConfigError
 from airmeter.layers import Layer
 from airmeter.meter import Meter
+from airmeter.otel_settings import otel_enabled
 from airmeter.record import RECORD_FIELDS
 from airmeter.redact import Redactor
+from airmeter.types import Sink
 from airmeter.usage import _CURRENT, CallUsage
 from airstore.types import Store
 
@@ -50,6 +52,9 @@ _now = time.time
 def blocked_result(message: str) -> dict[str, Any]:
     """The ``isError`` tool result a blocked call answers with."""
     return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+_INVALID_PARAMS = "-32602"
 
 
 def error_type_of(exc: BaseException) -> str:
@@ -147,10 +152,18 @@ class MeterMiddleware:
         return self._meter
 
     async def start(self, *, server_name: str | None = None, store: Store | None = None) -> None:
-        """Create (if needed) and start the meter; seed the budget from the store."""
-        if self._meter is None:
+        """Create (if needed) and start the meter; seed the budget from the store.
+
+        A server started again after a stop gets a new meter (when this middleware created
+        the previous one), with the store it has now.
+        """
+        if self._meter is None or (self._owns_meter and self._meter.closed):
             options = dict(self._meter_options)
             options.setdefault("server", server_name or "air")
+            if otel_enabled():  # OTEL_EXPORTER_OTLP_*ENDPOINT set: export without --otel too
+                from airmeter.otel_attach import with_env_otel_sink
+
+                options["sinks"] = with_env_otel_sink(options.get("sinks", ()), options["server"])
             self._meter = Meter(store=store, **options)
         self._server = server_name or self._meter.server
         self._instance = self._meter.instance_id
@@ -158,6 +171,13 @@ class MeterMiddleware:
         budget_store = self._meter.store
         if self.budget is not None and budget_store is not None:
             await self.budget.load(budget_store)
+
+    def add_sink(self, sink: Sink) -> None:
+        """Add a sink to the meter, or to the meter :meth:`start` will create."""
+        if self._meter is not None:
+            self._meter.add_sink(sink)
+        else:
+            self._meter_options["sinks"] = [*self._meter_options.get("sinks", ()), sink]
 
     async def stop(self) -> None:
         """Stop the meter (delivering everything pending) if this middleware created it."""
@@ -216,8 +236,13 @@ class MeterMiddleware:
                 self._finish(ctx, tool, info, ts, latency, True, None, None, usage, None)
             else:
                 message = str(exc) if not isinstance(exc, asyncio.CancelledError) else None
-                self._finish(ctx, tool, info, ts, latency, False, error_type_of(exc), message,
-                             usage, None)  # fmt: skip
+                etype = error_type_of(exc)
+                if etype == _INVALID_PARAMS:  # refused arguments: the call costs nothing
+                    self._record(ctx, tool, info, ts, latency, False, etype, message, usage,
+                                 0.0, None)  # fmt: skip
+                else:
+                    self._finish(ctx, tool, info, ts, latency, False, etype, message, usage,
+                                 None)  # fmt: skip
             raise
         finally:
             _CURRENT.reset(token)

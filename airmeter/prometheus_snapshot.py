@@ -51,7 +51,8 @@ def render_snapshot(snapshot: Snapshot) -> str:
     tools = sorted(snapshot.tools, key=lambda t: t.tool)
     out.family(CALLS, "counter", "MCP tool calls by tool, cost layer and outcome.")
     for t in tools:
-        out.sample(CALLS, t.calls - t.errors, tool=t.tool, layer=t.layer, ok="true")
+        if t.calls > t.errors:  # like the sink: only series that were observed
+            out.sample(CALLS, t.calls - t.errors, tool=t.tool, layer=t.layer, ok="true")
         if t.errors:
             out.sample(CALLS, t.errors, tool=t.tool, layer=t.layer, ok="false")
     out.family(ERRORS, "counter", "Failed MCP tool calls by tool and error type.")

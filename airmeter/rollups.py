@@ -259,6 +259,11 @@ class RollupBook:
         self._dirty.clear()
         return dirty
 
+    def mark_dirty(self, minutes: Iterable[int]) -> None:
+        """Mark ``minutes`` changed again (their write failed); minutes no longer held are
+        ignored."""
+        self._dirty.update(m for m in minutes if m in self._minutes)
+
     def minute_doc(self, minute: int) -> dict[str, Any]:
         """One minute's JSON document, as stored."""
         rows = self._minutes.get(minute, {})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from airmeter.errors import MeterConfigError
@@ -31,6 +31,8 @@ DEFAULT_ROLLUP_TTL = 40 * 24 * 3600.0
 DEFAULT_PERSIST_INTERVAL = 1.0
 DEFAULT_MAX_BACKLOG = 100_000
 _KEEP_MINUTES = 5
+APPEND_CHUNK = 2048
+"""Most records per ``append_many`` call: one transaction (SQLite) or round trip (Redis)."""
 
 
 def _stripped(rec: CallRecord) -> CallRecord:
@@ -95,6 +97,8 @@ class StoreSink:
     async def write(self, records: Sequence[CallRecord]) -> None:
         """Append each record to the call log and count it in its minute's rollup.
 
+        With a store that has ``append_many`` (SqliteStore, RedisStore) records go in chunks of
+        :data:`APPEND_CHUNK`, one transaction / round trip each; otherwise one ``append`` each.
         A record the store refuses as invalid is written without its captured ``arguments``
         and ``result``, or skipped and counted in :attr:`rejected`. When the store fails, the
         unwritten records are kept (up to ``max_backlog``, oldest dropped and counted in
@@ -106,19 +110,22 @@ class StoreSink:
         if self._backlog:
             records = [*self._backlog, *records]
             self._backlog = []
-        append = self.store.append
-        add = self._book.add
+        many = getattr(self.store, "append_many", None)
         done = 0
         try:
-            for rec in records:
-                try:
-                    await append(CALLS_NAMESPACE, rec.to_log())
-                except InvalidValueError:
-                    if not await self._append_stripped(rec):
-                        done += 1
+            while done < len(records):
+                if many is not None:
+                    chunk = records[done : done + APPEND_CHUNK]
+                    if await self._append_chunk(many, chunk):
+                        done += len(chunk)
                         continue
-                add(rec)
-                done += 1
+                    # one record of the chunk was refused and nothing was written: one by one
+                    stop = done + len(chunk)
+                else:
+                    stop = len(records)
+                while done < stop:
+                    await self._append_one(records[done])
+                    done += 1
         except Exception:
             rest = list(records[done:])
             if len(rest) > self._max_backlog:
@@ -130,6 +137,28 @@ class StoreSink:
             self.written += done
         if time.monotonic() - self._last_persist >= self._interval:
             await self.persist()
+
+    async def _append_chunk(
+        self, many: Callable[..., Awaitable[object]], chunk: Sequence[CallRecord]
+    ) -> bool:
+        """One ``append_many``; False when the store refused a record (it wrote nothing then:
+        ``append_many`` validates every entry first)."""
+        try:
+            await many(CALLS_NAMESPACE, [rec.to_log() for rec in chunk])
+        except InvalidValueError:
+            return False
+        add = self._book.add
+        for rec in chunk:
+            add(rec)
+        return True
+
+    async def _append_one(self, rec: CallRecord) -> None:
+        try:
+            await self.store.append(CALLS_NAMESPACE, rec.to_log())
+        except InvalidValueError:
+            if not await self._append_stripped(rec):
+                return
+        self._book.add(rec)
 
     async def _append_stripped(self, rec: CallRecord) -> bool:
         """Retry without captured arguments/result; False (counted) when still refused."""
@@ -150,21 +179,31 @@ class StoreSink:
         return len(self._backlog)
 
     async def persist(self) -> None:
-        """Write the rollups of every minute that changed since the last time."""
+        """Write the rollups of every minute that changed since the last time.
+
+        Raises:
+            airstore.AirstoreError: the store failed; every minute taken is marked changed
+                again, so the next persist rewrites it.
+        """
         self._last_persist = time.monotonic()
         dirty = self._book.take_dirty()
-        for minute in dirty:
-            ns = hour_namespace(hour_of(minute))
-            key = minute_key(minute, self.writer)
-            if minute not in self._loaded:
-                # A previous run of this writer may have stored this minute already.
-                existing = await self.store.get(ns, key)
-                if existing is not None:
-                    self._book.merge_rows(parse_minute_doc(existing))
-                self._loaded.add(minute)
-            await self.store.set(ns, key, self._book.minute_doc(minute), ttl=self._ttl)
+        try:
+            for minute in dirty:
+                ns = hour_namespace(hour_of(minute))
+                key = minute_key(minute, self.writer)
+                if minute not in self._loaded:
+                    # A previous run of this writer may have stored this minute already.
+                    existing = await self.store.get(ns, key)
+                    if existing is not None:
+                        self._book.merge_rows(parse_minute_doc(existing))
+                    self._loaded.add(minute)
+                await self.store.set(ns, key, self._book.minute_doc(minute), ttl=self._ttl)
+            if dirty:
+                await self._index_hours({hour_of(m) for m in dirty})
+        except BaseException:
+            self._book.mark_dirty(dirty)
+            raise
         if dirty:
-            await self._index_hours({hour_of(m) for m in dirty})
             keep_from = dirty[-1] - _KEEP_MINUTES * MINUTE_MS
             self._book.drop_before(keep_from)
             self._loaded = {m for m in self._loaded if m >= keep_from}
@@ -176,20 +215,20 @@ class StoreSink:
             self._hours = {int(h) for h in stored} if isinstance(stored, list) else set()
         if hours <= self._hours:
             return
-        self._hours |= hours
+        indexed = self._hours | hours
         if self._ttl is not None:  # hours whose minutes have all expired leave the index
             oldest = hour_of(int((time.time() - self._ttl) * 1000)) - 1
-            self._hours = {h for h in self._hours if h >= oldest}
-        await self.store.set(ROLLUPS_NAMESPACE, self._index_key, sorted(self._hours),
-                             ttl=self._ttl)  # fmt: skip
+            indexed = {h for h in indexed if h >= oldest}
+        await self.store.set(ROLLUPS_NAMESPACE, self._index_key, sorted(indexed), ttl=self._ttl)
+        self._hours = indexed  # only once stored: a failed write is retried next time
 
     async def close(self) -> None:
         """Retry the backlog, write pending rollups and flush the store (it is not closed).
         Idempotent."""
         if self._closed:
             return
-        self._closed = True
         if self._backlog:
             await self.write([])
         await self.persist()
         await self.store.flush()
+        self._closed = True  # only now: a close that failed can be retried

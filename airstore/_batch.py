@@ -57,8 +57,8 @@ class Batcher(Generic[Op]):
 
     async def _drain(self) -> None:
         try:
-            # Let the rest of this loop turn add its operations before the first batch runs.
-            await asyncio.sleep(0)
+            # This task's first step runs after the loop turn that created it, so every
+            # operation submitted during that turn is already queued here.
             while self._ops:
                 ops = self._ops[: self._max_batch]
                 futs = self._futures[: self._max_batch]

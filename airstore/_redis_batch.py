@@ -13,7 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Group", "plan", "queue"]
+from redis import exceptions as rex
+
+from airstore._redis_codec import decode_value, translate
+from airstore.errors import CorruptDataError
+
+__all__ = ["Group", "command", "outcomes", "plan"]
 
 Group = tuple[str, list[int]]
 """(kind, indices of the batch's operations it carries)."""
@@ -30,15 +35,30 @@ end
 return #KEYS
 """
 
-# ARGV: maxlen ('' keeps all), then (ts, body) pairs. An id "<ts>-*" that is not above the
-# stream's newest id (a back-dated or odd _ts) falls back to "*", the next free id.
+# ARGV[1]: maxlen ('' keeps all); ARGV[2]: the entries as "<ts> <json>" lines (orjson never
+# writes a raw newline), so the client packs two arguments instead of two per entry. An id
+# "<ts>-*" below the stream's last generated id (a back-dated or odd _ts) would be refused,
+# so the script tracks that id and uses "*", the next free id, for those.
 XADD_SCRIPT = """#!lua
 local key = KEYS[1]
+local top = -1
+local info = redis.pcall('XINFO', 'STREAM', key)
+if type(info) == 'table' and not info.err then
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then
+      top = tonumber(string.match(info[i + 1], '^(%d+)'))
+    end
+  end
+end
 local n = 0
-for i = 2, #ARGV, 2 do
-  local ok = redis.pcall('XADD', key, ARGV[i] .. '-*', 'd', ARGV[i + 1])
-  if type(ok) == 'table' and ok.err then
-    redis.call('XADD', key, '*', 'd', ARGV[i + 1])
+for ts, body in string.gmatch(ARGV[2], '([^ \\n]+) ([^\\n]+)') do
+  local ms = tonumber(ts)
+  if ms and ms >= top and ms < 9007199254740992 and ms == math.floor(ms) then
+    redis.call('XADD', key, ts .. '-*', 'd', body)
+    top = ms
+  else
+    local id = redis.call('XADD', key, '*', 'd', body)
+    top = tonumber(string.match(id, '^(%d+)'))
   end
   n = n + 1
 end
@@ -70,19 +90,47 @@ def plan(ops: Sequence[tuple[Any, ...]]) -> list[Group]:
     return groups
 
 
-def queue(pipe: Any, kind: str, ops: list[tuple[Any, ...]], max_log: int | None) -> None:
-    """Add the one command that carries ``ops`` (all of ``kind``) to ``pipe``."""
+def command(kind: str, ops: list[tuple[Any, ...]], max_log: int | None) -> tuple[Any, ...]:
+    """The one command that carries ``ops`` (all of ``kind``)."""
     if kind == "get":
-        pipe.execute_command("MGET", *(op[1] for op in ops))
-    elif kind == "del":
-        pipe.execute_command("GETDEL", ops[0][1])
-    elif kind == "set":
+        return ("MGET", *(op[1] for op in ops))
+    if kind == "del":
+        return ("GETDEL", ops[0][1])
+    if kind == "set":
+        rows = [row for op in ops for row in op[1]]
         args: list[Any] = []
-        for op in ops:
-            args += (op[2], b"" if op[3] is None else op[3])
-        pipe.execute_command("EVAL", SET_SCRIPT, len(ops), *(op[1] for op in ops), *args)
-    else:
-        args = [b"" if max_log is None else max_log]
-        for op in ops:
-            args += (op[2], op[3])
-        pipe.execute_command("EVAL", XADD_SCRIPT, 1, ops[0][1], *args)
+        for _key, payload, px in rows:
+            args += (payload, b"" if px is None else px)
+        return ("EVAL", SET_SCRIPT, len(rows), *(row[0] for row in rows), *args)
+    lines = b"\n".join(b"%d %s" % row for op in ops for row in op[2])
+    trim = b"" if max_log is None else max_log
+    return ("EVAL", XADD_SCRIPT, 1, ops[0][1], trim, lines)
+
+
+def outcomes(
+    ops: Sequence[tuple[Any, ...]], groups: list[Group], replies: list[Any], now: float, where: str
+) -> list[Any]:
+    """One result per operation (an exception instance fails just that operation)."""
+    results: list[Any] = [None] * len(ops)
+    for (kind, members), reply in zip(groups, replies, strict=True):
+        if isinstance(reply, rex.RedisError):
+            error = translate(reply, where, kind.upper())
+            for i in members:
+                results[i] = error
+        elif kind == "get":
+            for i, payload in zip(members, reply, strict=True):
+                results[i] = _decoded(ops[i][1], payload, now, where, want_live=False)
+        elif kind == "del":
+            results[members[0]] = _decoded(ops[members[0]][1], reply, now, where, want_live=True)
+    return results
+
+
+def _decoded(key: str, payload: bytes | None, now: float, where: str, *, want_live: bool) -> Any:
+    """A get's value, or a delete's "was it live", or the CorruptDataError to raise."""
+    if payload is None:
+        return False if want_live else None
+    try:
+        live, value = decode_value(payload, now, f"{where} {key!r}")
+    except CorruptDataError as exc:
+        return exc
+    return live if want_live else value

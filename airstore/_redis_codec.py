@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 from redis import exceptions as rex
@@ -21,6 +22,7 @@ __all__ = [
     "encode_value_payload",
     "escape_glob",
     "needle",
+    "split_prefix",
     "translate",
 ]
 
@@ -76,3 +78,14 @@ def translate(exc: rex.RedisError, where: str, action: str) -> AirstoreError:
     else:
         why = "the server refused the command"
     return StorageIOError(f"redis {action} at {where} failed: {why}: {exc}", path=where)
+
+
+def split_prefix(url: str) -> tuple[str, str | None]:
+    """Take a ``prefix`` query parameter out of ``url`` (redis-py would reject it)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefixes = [v for k, v in query if k == "prefix"]
+    if not prefixes:
+        return url, None
+    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    return urlunsplit(parts._replace(query=rest)), prefixes[-1]

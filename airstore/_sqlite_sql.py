@@ -2,25 +2,42 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 from typing import Any
 
+import aiosqlite
 import orjson
 
+from airstore._validate import matches
 from airstore.errors import AirstoreError, CorruptDataError, ReadOnlyStoreError, StorageIOError
 
 __all__ = [
+    "DELETE",
+    "INSERT_LOG",
+    "LIVE",
+    "PURGE",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "UPSERT",
+    "connect",
     "decode_json",
     "filter_sql",
+    "filtered_rows",
+    "log_query",
     "no_schema",
     "prefix_bounds",
     "translate",
 ]
 
 SCHEMA_VERSION = 1
+
+UPSERT = "INSERT OR REPLACE INTO kv (ns, key, value, expires_at) VALUES (?, ?, ?, ?)"
+INSERT_LOG = "INSERT INTO log (ns, ts, body) VALUES (?, ?, ?)"
+DELETE = "DELETE FROM kv WHERE ns = ? AND key = ? RETURNING expires_at"
+PURGE = "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?"
+LIVE = "(expires_at IS NULL OR expires_at > ?)"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
@@ -76,6 +93,27 @@ def filter_sql(flt: dict[str, Any] | None) -> tuple[list[str], list[Any], bool]:
     return conds, params, exact
 
 
+def log_query(
+    ns: str, lo: int | None, hi: int | None, flt: dict[str, Any] | None
+) -> tuple[str, list[Any], bool]:
+    """The newest-first ``SELECT body`` of a log query, without LIMIT/OFFSET.
+
+    Returns:
+        ``(sql, parameters, exact)``; see :func:`filter_sql` for ``exact``.
+    """
+    conds, params, exact = filter_sql(flt)
+    where = ["ns = ?"]
+    args: list[Any] = [ns]
+    if lo is not None:
+        where.append("ts >= ?")
+        args.append(lo)
+    if hi is not None:
+        where.append("ts < ?")
+        args.append(hi)
+    sql = f"SELECT body FROM log WHERE {' AND '.join(where + conds)} ORDER BY ts DESC, id DESC"
+    return sql, args + params, exact
+
+
 def prefix_bounds(prefix: str) -> tuple[str, str | None]:
     """Return ``(lo, hi)`` so that ``lo <= key < hi`` selects exactly the keys with ``prefix``."""
     stripped = prefix.rstrip("\U0010ffff")
@@ -111,3 +149,66 @@ def decode_json(text: str, path: str, ns: str) -> Any:
             path=path,
             namespace=ns,
         ) from exc
+
+
+async def connect(target: str, *, uri: bool, busy_timeout: float) -> aiosqlite.Connection:
+    """Open an autocommit aiosqlite connection and read the header (so a file that is not a
+    database fails here, not at the first query).
+
+    Raises:
+        sqlite3.Error: the caller translates it with :func:`translate`.
+    """
+    pending = aiosqlite.connect(target, uri=uri, isolation_level=None, timeout=busy_timeout)
+    try:
+        db = await pending
+    except BaseException:
+        # A failed connect stops aiosqlite's worker thread without waiting for it; wait here,
+        # or the thread may call back into an event loop that has closed since.
+        await asyncio.to_thread(pending._thread.join, 10)
+        raise
+    try:
+        await db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        await db.execute_fetchall("PRAGMA schema_version")
+    except BaseException:
+        await db.close()
+        raise
+    return db
+
+
+_PAGE = 1000
+
+
+async def filtered_rows(
+    db: aiosqlite.Connection,
+    sql: str,
+    args: list[Any],
+    path: str,
+    ns: str,
+    limit: int,
+    offset: int,
+    flt: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """Stream ``sql``'s rows in pages, keeping entries that ``matches(flt)``, after ``offset``,
+    up to ``limit`` (for filters SQL could not take entirely).
+
+    Raises:
+        sqlite3.Error: the caller translates it.
+    """
+    out: list[dict[str, Any]] = []
+    skipped = 0
+    async with db.execute(sql, args) as cursor:
+        while len(out) < limit:
+            rows = await cursor.fetchmany(_PAGE)
+            if not rows:
+                break
+            for row in rows:
+                entry = decode_json(row[0], path, ns)
+                if not matches(entry, flt):
+                    continue
+                if skipped < offset:
+                    skipped += 1
+                    continue
+                out.append(entry)
+                if len(out) >= limit:
+                    break
+    return out

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -18,12 +19,13 @@ from redis.backoff import ExponentialBackoff
 
 from airstore._batch import Batcher
 from airstore._entry import stamp
-from airstore._redis_batch import plan, queue
+from airstore._redis_batch import command, outcomes, plan
 from airstore._redis_codec import (
     decode_value,
     encode_value_payload,
     escape_glob,
     needle,
+    split_prefix,
     translate,
 )
 from airstore._validate import (
@@ -62,8 +64,8 @@ _SCAN_COUNT = 1000
 _PAGE = 1000
 _BODY = b"d"
 
-# One queued command: ("get", key) | ("set", key, payload, px) | ("del", key)
-#                   | ("app", stream, ts, body, entry)
+# One queued command: ("get", key) | ("set", [(key, payload, px), …]) | ("del", key)
+#                   | ("app", stream, [(ts, body), …]); the *_many calls queue many rows at once
 _Op = tuple[Any, ...]
 
 
@@ -80,7 +82,8 @@ class RedisStore:
     it is ordered and time-windowed by when it arrived (its ``_ts`` is kept unchanged).
 
     Args:
-        url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``).
+        url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``); a
+            ``?prefix=app:`` query parameter sets ``prefix`` (handy with ``create_storage``).
         prefix: prepended to every Redis key; separates applications sharing one database.
         default_ttl: TTL in seconds applied when ``set`` gets ``ttl=None``.
         clock: seconds since the epoch; injectable for tests.
@@ -112,19 +115,24 @@ class RedisStore:
             raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
         if max_log_entries is not None and max_log_entries <= 0:
             raise InvalidArgumentError("max_log_entries must be positive or None")
+        url, url_prefix = split_prefix(url)
         self._default_ttl = check_ttl(default_ttl)
         self._clock = clock
-        self._prefix = prefix
+        self._prefix = url_prefix if url_prefix is not None and prefix == DEFAULT_PREFIX else prefix
         self._max_log = max_log_entries
         self._read_only = read_only
         try:
-            self._client: Any = aioredis.Redis.from_url(
+            # A blocking pool makes callers beyond max_connections wait for a free
+            # connection (up to socket_timeout) instead of failing at once.
+            pool = aioredis.BlockingConnectionPool.from_url(
                 url,
                 socket_timeout=socket_timeout,
                 socket_connect_timeout=connect_timeout,
                 max_connections=max_connections,
+                timeout=socket_timeout,
                 retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), retries=2),
             )
+            self._client: Any = aioredis.Redis.from_pool(pool)
         except ValueError as exc:
             raise InvalidArgumentError(f"bad redis URL {url!r}: {exc}") from exc
         kwargs = self._client.connection_pool.connection_kwargs
@@ -132,6 +140,7 @@ class RedisStore:
             f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}"
             f"/{kwargs.get('db', 0)}"
         )
+        self._max_batch = max_batch
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
         self._opened = False
         self._closed = False
@@ -206,38 +215,24 @@ class RedisStore:
     # -- the pipeline ------------------------------------------------------------------------
     async def _run_batch(self, ops: Sequence[_Op]) -> list[Any]:
         groups = plan(ops)
+        commands = [
+            command(kind, [ops[i] for i in members], self._max_log) for kind, members in groups
+        ]
+        replies: list[Any]
         try:
-            async with self._client.pipeline(transaction=False) as pipe:
-                for kind, members in groups:
-                    queue(pipe, kind, [ops[i] for i in members], self._max_log)
-                replies: list[Any] = await pipe.execute(raise_on_error=False)
+            if len(commands) == 1:  # a lone command needs no pipeline
+                try:
+                    replies = [await self._client.execute_command(*commands[0])]
+                except rex.ResponseError as exc:
+                    replies = [exc]
+            else:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for cmd in commands:
+                        pipe.execute_command(*cmd)
+                    replies = await pipe.execute(raise_on_error=False)
         except rex.RedisError as exc:
             raise translate(exc, self.where, "pipeline") from exc
-        now = self._clock()
-        results: list[Any] = [None] * len(ops)
-        for (kind, members), reply in zip(groups, replies, strict=True):
-            if isinstance(reply, rex.RedisError):
-                error = translate(reply, self.where, kind.upper())
-                for i in members:
-                    results[i] = error
-            elif kind == "get":
-                for i, payload in zip(members, reply, strict=True):
-                    results[i] = self._decoded(ops[i][1], payload, now, want_live=False)
-            elif kind == "del":
-                results[members[0]] = self._decoded(ops[members[0]][1], reply, now, want_live=True)
-            elif kind == "app":
-                for i in members:
-                    results[i] = ops[i][4]
-        return results
-
-    def _decoded(self, key: str, payload: bytes | None, now: float, *, want_live: bool) -> Any:
-        if payload is None:
-            return False if want_live else None
-        try:
-            live, value = decode_value(payload, now, f"{self.where} {key!r}")
-        except CorruptDataError as exc:
-            return exc
-        return live if want_live else value
+        return outcomes(ops, groups, replies, self._clock(), self.where)
 
     # -- key-value ---------------------------------------------------------------------------
     async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
@@ -246,15 +241,38 @@ class RedisStore:
         Raises:
             InvalidValueError: not JSON. StorageIOError: unreachable, read-only replica, OOM.
         """
+        await self._submit(("set", [self._set_row(ns, key, value, ttl)]), write=True)
+
+    async def set_many(
+        self, ns: str, items: Iterable[tuple[str, JSONValue]], ttl: float | None = None
+    ) -> None:
+        """Store many ``(key, value)`` pairs in as few round trips as ``max_batch`` allows.
+        Every pair is validated before anything is sent.
+
+        Raises:
+            InvalidKeyError, InvalidValueError: a bad pair (nothing written).
+            StorageIOError: Redis failed (earlier batches may have been written).
+        """
+        await self._submit_rows([self._set_row(ns, k, v, ttl) for k, v in items], "set")
+
+    def _set_row(self, ns: str, key: str, value: JSONValue, ttl: float | None) -> _Op:
         check_key(check_namespace(ns), key)
         json = encode_value(ns, key, value)
         ttl = self._default_ttl if ttl is None else check_ttl(ttl)
         if ttl is None:
-            op: _Op = ("set", self._kv_key(ns, key), encode_value_payload(json, None), None)
-        else:
-            payload = encode_value_payload(json, self._clock() + ttl)
-            op = ("set", self._kv_key(ns, key), payload, max(1, math.ceil(ttl * 1000)))
-        await self._submit(op, write=True)
+            return (self._kv_key(ns, key), encode_value_payload(json, None), None)
+        payload = encode_value_payload(json, self._clock() + ttl)
+        return (self._kv_key(ns, key), payload, max(1, math.ceil(ttl * 1000)))
+
+    async def _submit_rows(self, rows: builtins.list[_Op], kind: str, *head: Any) -> None:
+        self._ensure_open()
+        step = self._max_batch
+        await asyncio.gather(
+            *(
+                self._submit((kind, *head, rows[i : i + step]), write=True)
+                for i in range(0, len(rows), step)
+            )
+        )
 
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the live value or ``None``."""
@@ -303,10 +321,17 @@ class RedisStore:
     # -- append log --------------------------------------------------------------------------
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry`` to the namespace stream (``XADD``); returns it with ``_ts``."""
+        stored, ts, body = stamp(check_namespace(ns), entry, self._clock)
+        await self._submit(("app", self._log_key(ns), [(ts, body)]), write=True)
+        return stored
+
+    async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
+        """Append many entries (validated first) in as few round trips as possible."""
         check_namespace(ns)
-        stored, ts, body = stamp(ns, entry, self._clock)
-        result: Entry = await self._submit(("app", self._log_key(ns), ts, body, stored), write=True)
-        return result
+        stamped = [stamp(ns, entry, self._clock) for entry in entries]
+        rows = [(ts, body) for _, ts, body in stamped]
+        await self._submit_rows(rows, "app", self._log_key(ns))
+        return [stored for stored, _, _ in stamped]
 
     async def query(
         self,

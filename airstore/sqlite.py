@@ -8,7 +8,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -19,10 +19,17 @@ import aiosqlite
 from airstore._batch import Batcher
 from airstore._entry import stamp
 from airstore._sqlite_sql import (
+    DELETE,
+    INSERT_LOG,
+    LIVE,
+    PURGE,
     SCHEMA,
     SCHEMA_VERSION,
+    UPSERT,
+    connect,
     decode_json,
-    filter_sql,
+    filtered_rows,
+    log_query,
     no_schema,
     prefix_bounds,
     translate,
@@ -33,10 +40,10 @@ from airstore._validate import (
     check_namespace,
     check_ttl,
     encode_value,
-    matches,
     to_epoch_ms,
 )
 from airstore.errors import (
+    CorruptDataError,
     InvalidArgumentError,
     ReadOnlyStoreError,
     StorageIOError,
@@ -50,24 +57,15 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a statement waits for another process's write lock before failing."""
-
 DEFAULT_MAX_BATCH = 10_000
 """The most writes committed in one transaction."""
-
 PURGE_INTERVAL = 1.0
 """Store-clock seconds between two deletions of expired keys (done inside a write batch)."""
+_IN_CHUNK = 900  # bound parameters per SELECT … IN (…), under SQLite's old 999 limit
 
-_PAGE = 1000
-
-# One queued write: ("set", ns, key, json, expires_at) | ("del", ns, key)
-#                 | ("app", ns, ts, json, entry)
+# One queued write: ("set", [(ns, key, json, expires_at), …]) | ("del", ns, key)
+#                 | ("app", [(ns, ts, json), …]); set_many/append_many queue many rows at once
 _Op = tuple[Any, ...]
-
-_UPSERT = "INSERT OR REPLACE INTO kv (ns, key, value, expires_at) VALUES (?, ?, ?, ?)"
-_INSERT_LOG = "INSERT INTO log (ns, ts, body) VALUES (?, ?, ?)"
-_DELETE = "DELETE FROM kv WHERE ns = ? AND key = ? RETURNING expires_at"
-_PURGE = "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?"
-_LIVE = "(expires_at IS NULL OR expires_at > ?)"
 
 
 class SqliteStore:
@@ -111,7 +109,9 @@ class SqliteStore:
         self._busy_timeout = busy_timeout
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._max_batch = max_batch
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
+        self._gets: Batcher[tuple[str, str]] = Batcher(self._run_gets, max_batch=max_batch)
         self._last_purge = float("-inf")
         self._opened = False
         self._closed = False
@@ -148,24 +148,7 @@ class SqliteStore:
 
     async def _connect(self, *, read_only: bool) -> aiosqlite.Connection:
         target = self._ro_uri if read_only else self.path
-        pending = aiosqlite.connect(
-            target, uri=read_only, isolation_level=None, timeout=self._busy_timeout
-        )
-        try:
-            db = await pending
-        except BaseException:
-            # A failed connect stops aiosqlite's worker thread without waiting for it; wait
-            # here, or the thread may call back into an event loop that has closed since.
-            await asyncio.to_thread(pending._thread.join, 10)
-            raise
-        try:
-            await db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-            # Reading the header here turns "not a database" into an error at open time.
-            await db.execute_fetchall("PRAGMA schema_version")
-        except BaseException:
-            await db.close()
-            raise
-        return db
+        return await connect(target, uri=read_only, busy_timeout=self._busy_timeout)
 
     async def _disconnect(self) -> None:
         for db in (self._writer, self._reader):
@@ -182,6 +165,7 @@ class SqliteStore:
             return
         try:
             await self._batcher.drain()
+            await self._gets.drain()
         finally:
             self._closed = True
             await self._disconnect()
@@ -224,6 +208,12 @@ class SqliteStore:
             self._read_db()  # raises the "not open" error
         return self._batcher.submit(op)
 
+    async def _submit_rows(self, kind: str, rows: builtins.list[_Op]) -> None:
+        self._ensure_open()
+        step = self._max_batch
+        chunks = [self._submit((kind, rows[i : i + step])) for i in range(0, len(rows), step)]
+        await asyncio.gather(*chunks)
+
     # -- the write batch ---------------------------------------------------------------------
     async def _run_batch(self, ops: Sequence[_Op]) -> list[Any]:
         db = self._writer
@@ -239,19 +229,17 @@ class SqliteStore:
                     j = i
                     while j < len(ops) and ops[j][0] == kind and kind != "del":
                         j += 1
-                    if kind == "set":
-                        await db.executemany(_UPSERT, [op[1:] for op in ops[i:j]])
+                    if kind != "del":
+                        rows = [row for op in ops[i:j] for row in op[1]]
+                        await db.executemany(UPSERT if kind == "set" else INSERT_LOG, rows)
                         results.extend([None] * (j - i))
-                    elif kind == "app":
-                        await db.executemany(_INSERT_LOG, [op[1:4] for op in ops[i:j]])
-                        results.extend(op[4] for op in ops[i:j])
                     else:
                         j = i + 1
                         results.append(await self._delete(db, ops[i]))
                     i = j
                 now = self._clock()
                 if now - self._last_purge >= PURGE_INTERVAL:
-                    await db.execute(_PURGE, (now,))
+                    await db.execute(PURGE, (now,))
                     self._last_purge = now
                 await db.commit()
             except BaseException:
@@ -262,7 +250,7 @@ class SqliteStore:
         return results
 
     async def _delete(self, db: aiosqlite.Connection, op: _Op) -> bool:
-        rows = list(await db.execute_fetchall(_DELETE, op[1:3]))
+        rows = list(await db.execute_fetchall(DELETE, op[1:3]))
         if not rows:
             return False
         expires_at = rows[0][0]
@@ -275,19 +263,54 @@ class SqliteStore:
         Raises:
             InvalidValueError: ``value`` is not JSON. StorageIOError: the write failed.
         """
+        await self._submit(("set", [self._set_row(ns, key, value, ttl)]))
+
+    async def set_many(
+        self, ns: str, items: Iterable[tuple[str, JSONValue]], ttl: float | None = None
+    ) -> None:
+        """Store many ``(key, value)`` pairs, committed in as few transactions as ``max_batch``
+        allows. Every pair is validated before anything is queued.
+
+        Raises:
+            InvalidKeyError, InvalidValueError: a bad pair (nothing written).
+            StorageIOError: a transaction failed (earlier ones may have committed).
+        """
+        await self._submit_rows("set", [self._set_row(ns, k, v, ttl) for k, v in items])
+
+    def _set_row(self, ns: str, key: str, value: JSONValue, ttl: float | None) -> _Op:
         check_key(check_namespace(ns), key)
         text = encode_value(ns, key, value).decode()
         ttl = self._default_ttl if ttl is None else check_ttl(ttl)
-        expires_at = None if ttl is None else self._clock() + ttl
-        await self._submit(("set", ns, key, text, expires_at))
+        return (ns, key, text, None if ttl is None else self._clock() + ttl)
 
     async def get(self, ns: str, key: str) -> JSONValue:
-        """Return the live value or ``None``."""
+        """Return the live value or ``None``; concurrent gets share one ``SELECT``."""
         check_key(check_namespace(ns), key)
-        rows = await self._read(
-            f"SELECT value FROM kv WHERE ns = ? AND key = ? AND {_LIVE}", (ns, key, self._clock())
-        )
-        return self._decode(rows[0][0], ns) if rows else None
+        self._read_db()
+        return await self._gets.submit((ns, key))
+
+    async def _run_gets(self, ops: Sequence[tuple[str, str]]) -> builtins.list[Any]:
+        now = self._clock()
+        found: dict[tuple[str, str], str] = {}
+        by_ns: dict[str, dict[str, None]] = {}
+        for ns, key in ops:
+            by_ns.setdefault(ns, {})[key] = None
+        for ns, keys in by_ns.items():
+            unique = builtins.list(keys)
+            for start in range(0, len(unique), _IN_CHUNK):
+                chunk = unique[start : start + _IN_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT key, value FROM kv WHERE ns = ? AND key IN ({marks}) AND {LIVE}"
+                for key, text in await self._read(sql, (ns, *chunk, now)):
+                    found[ns, key] = text
+        out: builtins.list[Any] = []
+        for op in ops:
+            text = found.get(op)
+            try:
+                out.append(None if text is None else self._decode(text, op[0]))
+            except CorruptDataError as exc:
+                out.append(exc)
+        return out
 
     async def delete(self, ns: str, key: str) -> bool:
         """Remove ``key``; True if it was present and live."""
@@ -307,7 +330,7 @@ class SqliteStore:
         if not isinstance(prefix, str):
             raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
         lo, hi = prefix_bounds(prefix)
-        sql = f"SELECT {columns} FROM kv WHERE ns = ? AND key >= ? AND {_LIVE}"
+        sql = f"SELECT {columns} FROM kv WHERE ns = ? AND key >= ? AND {LIVE}"
         params: tuple[Any, ...] = (ns, lo, self._clock())
         if hi is not None:
             sql += " AND key < ?"
@@ -317,10 +340,16 @@ class SqliteStore:
     # -- append log --------------------------------------------------------------------------
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry``; returns the stored copy with ``_ts`` once committed."""
+        stored, ts, body = stamp(check_namespace(ns), entry, self._clock)
+        await self._submit(("app", [(ns, ts, body.decode())]))
+        return stored
+
+    async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
+        """Append many entries (validated first) in as few transactions as possible."""
         check_namespace(ns)
-        stored, ts, body = stamp(ns, entry, self._clock)
-        result: Entry = await self._submit(("app", ns, ts, body.decode(), stored))
-        return result
+        stamped = [stamp(ns, entry, self._clock) for entry in entries]
+        await self._submit_rows("app", [(ns, ts, body.decode()) for _, ts, body in stamped])
+        return [stored for stored, _, _ in stamped]
 
     async def query(
         self,
@@ -342,56 +371,18 @@ class SqliteStore:
             raise InvalidArgumentError(f"filter must be a dict or None, got {filter!r}")
         if limit == 0:
             return []
-        conds, params, exact = filter_sql(filter)
-        where = ["ns = ?"]
-        args: list[Any] = [ns]
-        if lo is not None:
-            where.append("ts >= ?")
-            args.append(lo)
-        if hi is not None:
-            where.append("ts < ?")
-            args.append(hi)
-        where += conds
-        args += params
-        sql = f"SELECT body FROM log WHERE {' AND '.join(where)} ORDER BY ts DESC, id DESC"
+        sql, args, exact = log_query(ns, lo, hi, filter)
         if exact:
             rows = await self._read(sql + " LIMIT ? OFFSET ?", (*args, limit, offset))
             return [self._decode(row[0], ns) for row in rows]
-        return await self._query_in_python(sql, args, ns, limit, offset, filter)
-
-    async def _query_in_python(
-        self,
-        sql: str,
-        args: builtins.list[Any],
-        ns: str,
-        limit: int,
-        offset: int,
-        flt: dict[str, Any] | None,
-    ) -> builtins.list[Entry]:
-        out: builtins.list[Entry] = []
-        skipped = 0
-        db = self._read_db()
         try:
-            async with db.execute(sql, args) as cursor:
-                while len(out) < limit:
-                    rows = await cursor.fetchmany(_PAGE)
-                    if not rows:
-                        break
-                    for row in rows:
-                        entry = self._decode(row[0], ns)
-                        if not matches(entry, flt):
-                            continue
-                        if skipped < offset:
-                            skipped += 1
-                            continue
-                        out.append(entry)
-                        if len(out) >= limit:
-                            break
+            return await filtered_rows(
+                self._read_db(), sql, args, self.path, ns, limit, offset, filter
+            )
         except sqlite3.Error as exc:
             if no_schema(exc):
                 return []
             raise translate(exc, self.path, "read") from exc
-        return out
 
     # -- reading -----------------------------------------------------------------------------
     async def _read(self, sql: str, params: Sequence[Any]) -> builtins.list[Any]:

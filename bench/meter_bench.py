@@ -5,13 +5,15 @@ fast a snapshot over a large history is.
    meter middleware (hot path only, and amortized with background delivery), against a bare
    OpenTelemetry SDK span (no exporter), and a real aircore server's ``call_tool`` with and
    without ``meter=``.
-2. Records per second sustained into a store through ``StoreSink`` (FileStore and
-   MemoryStore), against the anti-pattern peer (one ``aiofiles`` append per record).
+2. Records per second sustained into a store through ``StoreSink`` (FileStore, MemoryStore,
+   SqliteStore and RedisStore — a real ``redis-server`` started for the run), against the
+   anti-pattern peer (one ``aiofiles`` append per record).
 3. Snapshot over N calls (default 1 M) written by ``StoreSink`` to a FileStore: cold (another
    process opens the store read-only and summarizes) and warm (the same reader again),
    against the peer that parses the whole call log and computes the same numbers.
 
-Run: ``python bench/meter_bench.py`` (1 M-call history) or ``--quick`` (100 k).
+Run: ``python bench/meter_bench.py`` (1 M-call history) or ``--quick`` (100 k);
+``--sections 2`` runs only the store-delivery table, ``--skip-redis`` leaves Redis out.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from airmeter import (
     snapshot,
 )
 from airmeter.store_sink import StoreSink
-from airstore import MemoryStore
+from airstore import MemoryStore, RedisStore, SqliteStore
 from airstore.file import FileStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -285,11 +287,23 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="100 k-call history")
     parser.add_argument("--calls", type=int, default=None, help="history size")
+    parser.add_argument("--sections", default="1,2,3", help="which tables, e.g. 2 or 1,3")
+    parser.add_argument("--skip-redis", action="store_true", help="no RedisStore row")
     args = parser.parse_args()
+    sections = {int(x) for x in args.sections.split(",")}
     n_hist = args.calls or (100_000 if args.quick else 1_000_000)
     n_calls, repeats = (20_000, 3) if args.quick else (100_000, 5)
 
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if 1 in sections:
+        await section_per_call(n_calls, repeats)
+    if 2 in sections:
+        await section_write_rate(args.quick, args.skip_redis)
+    if 3 in sections:
+        await section_snapshot(n_hist)
+
+
+async def section_per_call(n_calls: int, repeats: int) -> None:
     print("\n## 1. Added latency per call (in process, best of runs)\n")
     rows = await per_call(n_calls, repeats)
     base = rows[0][1]
@@ -304,24 +318,33 @@ async def main() -> None:
         f"({metered / plain:.2f}x of no meter)"
     )
 
+
+async def section_write_rate(quick: bool, skip_redis: bool) -> None:
     print("\n## 2. Records per second into a store (StoreSink, batches of 2048)\n")
-    records = make_records(200_000 if not args.quick else 50_000, minutes=60)
+    records = make_records(200_000 if not quick else 50_000, minutes=60)
+    rows: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         async with FileStore(os.path.join(tmp, "w")) as store:
-            file_rate = await write_rate(records, store)
-        mem = MemoryStore()
-        mem_rate = await write_rate(records, mem)
+            rows.append(("StoreSink → FileStore", await write_rate(records, store)))
+        rows.append(("StoreSink → MemoryStore", await write_rate(records, MemoryStore())))
+        async with SqliteStore(os.path.join(tmp, "w.db")) as sql:
+            rows.append(("StoreSink → SqliteStore", await write_rate(records, sql)))
+        if not skip_redis:
+            from tests.redis_server import RedisServer
+
+            with RedisServer() as server:
+                async with RedisStore(server.url(), max_log_entries=None) as red:
+                    rows.append(("StoreSink → RedisStore", await write_rate(records, red)))
         peer_n = 5_000
         peer_rate = await aiofiles_peer(records[:peer_n], os.path.join(tmp, "peer.jsonl"))
+    rows.append(("peer: one aiofiles append per record", peer_rate))
     print("| sink | records/s | vs aiofiles-per-record peer |")
     print("|---|---:|---:|")
-    for label, rate in (
-        ("StoreSink → FileStore", file_rate),
-        ("StoreSink → MemoryStore", mem_rate),
-        ("peer: one aiofiles append per record", peer_rate),
-    ):
+    for label, rate in rows:
         print(f"| {label} | {rate:,.0f} | {rate / peer_rate:.1f}x |")
 
+
+async def section_snapshot(n_hist: int) -> None:
     print(f"\n## 3. Snapshot over {n_hist:,} calls (24 h, {len(TOOLS)} tools)\n")
     history = make_records(n_hist, minutes=24 * 60, seed=2)
     with tempfile.TemporaryDirectory() as tmp:

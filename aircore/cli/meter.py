@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import re
 import sys
@@ -70,13 +69,12 @@ def _run(args: argparse.Namespace) -> int:
         kind, location = parse_store_url(args.store)
         if kind == "file" and location is not None and not os.path.isdir(location):
             raise _NotFoundError(f"store directory {location!r} does not exist ({args.store})")
+        if kind == "sqlite" and location is not None and not os.path.isfile(location):
+            raise _NotFoundError(f"database file {location!r} does not exist ({args.store})")
         text = asyncio.run(_report(args))
     except (AirstoreError, AirmeterError, OSError, _NotFoundError) as exc:
         print(f"air meter report: {exc}", file=sys.stderr)
         return 1
-    except _NotAvailableError as exc:
-        print(f"air meter report: {exc}", file=sys.stderr)
-        return 2
     try:
         print(text)
     except BrokenPipeError:  # `air meter report | head`
@@ -84,38 +82,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-class _NotAvailableError(Exception):
-    pass
-
-
-# Where the Prometheus text renderer of a Snapshot may live (the export work provides it).
-_RENDERERS = (
-    ("airmeter.prometheus_snapshot", "render_snapshot"),
-    ("airmeter.prometheus", "render"),
-)
-
-
-def _prometheus_renderer() -> Any:
-    for module_name, attr in _RENDERERS:
-        try:
-            return getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError):
-            continue
-    raise _NotAvailableError(
-        "--format prometheus is not available yet (no Prometheus renderer in airmeter)"
-    )
-
-
 class _NotFoundError(Exception):
     pass
 
 
 async def _report(args: argparse.Namespace) -> str:
-    render: Any = None
-    if args.format == "prometheus":
-        render = _prometheus_renderer()
     kind, _ = parse_store_url(args.store)
-    options: dict[str, Any] = {"read_only": True} if kind == "file" else {}
+    options: dict[str, Any] = {} if kind == "memory" else {"read_only": True}
     store = await create_storage(args.store, **options)
     try:
         snap = await snapshot(
@@ -130,8 +103,10 @@ async def _report(args: argparse.Namespace) -> str:
         await store.close()
     if args.format == "json":
         return snap.to_json()
-    if render is not None:
-        return str(render(snap))
+    if args.format == "prometheus":
+        from airmeter.prometheus_snapshot import render_snapshot
+
+        return render_snapshot(snap)
     return format_table(snap)
 
 

@@ -64,6 +64,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="HOST",
         help="an extra Host name accepted on HTTP (repeatable)",
     )
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="export calls over OTLP (also on when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -127,6 +132,21 @@ def _one_line(exc: BaseException) -> str:
     return f"{head} {'; '.join(rest)}" if rest else head
 
 
+OTEL_ATTACH = "airmeter.otel_attach:attach_otel"
+"""Loaded by name (aircore never imports airmeter): adds an OtelSink to the server's meter."""
+
+
+def _attach_otel(server: AirServer, *, requested: bool) -> None:
+    module_name, _, attr = OTEL_ATTACH.partition(":")
+    try:
+        attach = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        if requested:
+            print(f"air serve: --otel needs airmeter: {exc}", file=sys.stderr)
+        return
+    attach(server, requested=requested)
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         server = load_server(args.target)
@@ -146,6 +166,7 @@ def _run(args: argparse.Namespace) -> int:
 def _serve(server: AirServer, args: argparse.Namespace) -> int:
     if args.store:
         server.use_storage(args.store)
+    _attach_otel(server, requested=args.otel)
     kind = args.transport
     if kind == "auto":
         kind = detect_transport(os.environ, sys.stdin)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
+import logging
 import signal
 import socket
 import sys
@@ -22,6 +24,25 @@ if TYPE_CHECKING:
 
 __all__ = ["build_app", "serve_http"]
 
+logger = logging.getLogger(__name__)
+
+
+METRICS_APP_FACTORY = "airmeter.metrics_app:server_metrics_app"
+"""Loaded by name only for a server with a meter; aircore never imports airmeter itself."""
+
+
+def _metrics_app(server: AirServer, **guards: Any) -> Any:
+    """The ``/metrics`` ASGI app of a metered server (Prometheus text), or ``None``."""
+    if server.meter is None:
+        return None
+    module_name, _, attr = METRICS_APP_FACTORY.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError):
+        logger.warning("no /metrics: %s is not available", METRICS_APP_FACTORY)
+        return None
+    return factory(server, **guards)
+
 
 def build_app(
     server: AirServer,
@@ -33,7 +54,8 @@ def build_app(
     check_host: bool = True,
     allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
-    """The Starlette app: ``path`` (MCP) and ``/`` (a small status JSON).
+    """The Starlette app: ``path`` (MCP), ``/`` (a small status JSON) and, for a server with
+    a meter, ``/metrics`` (Prometheus text, behind the same Host/Origin/token guards).
 
     With ``check_host`` (the default, and always when bound to a loopback address) a request
     whose ``Host`` is not localhost / 127.0.0.1 / [::1] (or in ``allowed_hosts``) gets 421.
@@ -61,12 +83,20 @@ def build_app(
             }
         )
 
-    app = Starlette(
-        routes=[
-            Route(path, endpoint, methods=["GET", "POST", "DELETE"]),
-            Route("/", status, methods=["GET"]),
-        ]
+    routes = [
+        Route(path, endpoint, methods=["GET", "POST", "DELETE"]),
+        Route("/", status, methods=["GET"]),
+    ]
+    metrics = _metrics_app(
+        server,
+        token=token,
+        check_host=check_host,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
     )
+    if metrics is not None:
+        routes.append(Route("/metrics", metrics, methods=["GET", "HEAD"]))
+    app = Starlette(routes=routes)
     app.state.mcp = endpoint
     return app
 

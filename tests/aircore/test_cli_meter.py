@@ -12,10 +12,12 @@ import orjson
 import pytest
 
 from aircore.cli import main
-from aircore.cli.meter import _prometheus_renderer, parse_since
+from aircore.cli.meter import parse_since
 from airmeter import CALLS_NAMESPACE, Meter
+from airstore import SqliteStore
 from airstore.file import FileStore
 from tests.airmeter.helpers import close, independent, make_records
+from tests.airmeter.prom_parser import parse
 
 
 async def _fill(path: Path, n: int = 2000) -> list[dict[str, object]]:
@@ -105,25 +107,43 @@ def test_missing_store_and_bad_since_are_clear_errors(
         main(["meter", "report", "--since", "yesterday-ish"])
 
 
-def _has_renderer() -> bool:
-    try:
-        _prometheus_renderer()
-    except Exception:
-        return False
-    return True
-
-
-def test_prometheus_format_renders_or_says_it_is_not_available(
-    capsys: pytest.CaptureFixture[str],
+async def test_report_reads_a_sqlite_store_read_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["meter", "report", "--store", "memory://", "--format", "prometheus"])
-    captured = capsys.readouterr()
-    if _has_renderer():
-        assert code == 0
-        assert "# TYPE" in captured.out
-    else:
-        assert code == 2
-        assert "not available yet" in captured.err
+    db = tmp_path / "meter.db"
+    async with SqliteStore(db) as store:
+        async with Meter(store=store, instance_id="w1") as meter:
+            for r in make_records(300):
+                meter.record(r)
+        exp = independent(await store.query(CALLS_NAMESPACE, limit=1000))
+        # the writer is still open: the report opens its own read-only connection
+        argv = ["meter", "report", "--store", f"sqlite:///{db}", "--since", "all"]
+        assert await _in_thread([*argv, "--format", "json"]) == 0
+    data = orjson.loads(capsys.readouterr().out)
+    assert (data["total_calls"], data["error_count"]) == (exp["total"], exp["errors"])
+    assert await _in_thread(["meter", "report", "--store", f"sqlite:///{tmp_path / 'no.db'}"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "no.db").exists()
+
+
+async def test_prometheus_format_exposes_the_logged_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raw = await _fill(tmp_path / "data", n=500)
+    exp = independent(raw)
+    url = f"file://{tmp_path / 'data'}"
+    argv = ["meter", "report", "--store", url, "--since", "all", "--format", "prometheus"]
+    assert await _in_thread(argv) == 0
+    families = parse(capsys.readouterr().out)  # strict: a scraper would accept it
+    calls = families["air_mcp_calls_total"].samples
+    assert sum(x.value for x in calls) == exp["total"]
+    assert sum(x.value for x in calls if x.labels["ok"] == "false") == exp["errors"]
+    by_layer = {x.labels["layer"]: x.value for x in families["air_mcp_layer_calls_total"].samples}
+    assert {k: v for k, v in by_layer.items() if v} == exp["by_layer"]
+    errors: dict[str, float] = {}
+    for x in families["air_mcp_errors_total"].samples:
+        errors[x.labels["error_type"]] = errors.get(x.labels["error_type"], 0) + x.value
+    assert errors == exp["by_type"]
 
 
 def test_since_parses_durations_times_and_all() -> None:

@@ -32,6 +32,10 @@ async def generate_text(params: dict[str, Any], ctx: ToolContext) -> str:
     return "generated"
 
 
+def format_date(params: dict[str, Any]) -> dict[str, Any]:
+    return {"day": "monday"}  # not the integer its outputSchema promises
+
+
 server = define_server(
     name="metered",
     tools=[
@@ -40,6 +44,12 @@ server = define_server(
         define_tool(name="fetch_url", params={"url": "string"}, handler=fetch_url),
         define_tool(name="refuse", params={}, handler=refuse, layer=3),
         define_tool(name="generate_text", params={"prompt": "string"}, handler=generate_text),
+        define_tool(
+            name="format_date",
+            params={"date": "string"},
+            output_schema={"day": "integer"},
+            handler=format_date,
+        ),
     ],
     meter=True,
 )

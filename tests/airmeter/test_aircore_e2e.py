@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 from mcp import Client, StdioServerParameters
 
 from aircore import AirError, define_server, define_tool
@@ -64,6 +66,56 @@ async def test_in_process_calls_are_recorded_with_error_types() -> None:
     snap = await snapshot(store)
     assert snap.total_calls == 5
     assert dict(snap.errors_by_type) == {"-32001": 1, "ConnectionError": 1, "tool_error": 1}
+    await store.close()
+
+
+async def test_refused_arguments_and_output_off_schema_are_recorded_as_failures() -> None:
+    from tests.airmeter import aircore_metered_server as mod
+
+    server = mod.server
+    store = MemoryStore()
+    server.use_storage(store)
+    async with server:
+        bad_args = await server.call_tool("get_user", {"user_id": 5}, request_id="a")
+        missing = await server.call_tool("echo", {}, request_id="b")
+        bad_out = await server.call_tool("format_date", {"date": "2026-01-05"}, request_id="c")
+    for reply in (bad_args, missing, bad_out):
+        assert reply["isError"] is True
+    assert bad_args["content"][0]["text"].startswith("[-32602]")
+    assert bad_out["content"][0]["text"].startswith("[-32603]")
+    logged = {e["request_id"]: e for e in await store.query(CALLS_NAMESPACE, limit=10)}
+    assert {k: (e["tool"], e["ok"], e["error_type"]) for k, e in logged.items()} == {
+        "a": ("get_user", False, "-32602"),
+        "b": ("echo", False, "-32602"),
+        "c": ("format_date", False, "-32603"),
+    }
+    assert "user_id" in logged["a"]["error_message"]
+    assert "text" in logged["b"]["error_message"]
+    assert "outputSchema" in logged["c"]["error_message"]
+    assert logged["a"]["cost"] == logged["b"]["cost"] == 0  # refused: nothing ran
+    assert "cost" not in logged["c"]  # the handler ran: the layer weight counts
+    snap = await snapshot(store)
+    assert dict(snap.errors_by_type) == {"-32602": 2, "-32603": 1}
+    by_tool = {t.tool: t for t in snap.tools}
+    assert by_tool["echo"].cost == by_tool["get_user"].cost == 0
+    assert by_tool["format_date"].cost == Layer.L3.weight
+    await store.close()
+
+
+async def test_a_server_started_again_meters_with_a_new_meter() -> None:
+    store = MemoryStore()
+    server = define_server(
+        name="again",
+        tools=[define_tool(name="echo", params={"text": "string"}, handler=lambda p: p["text"])],
+        storage=store,
+        meter=True,
+    )
+    for text in ("first run", "second run"):
+        async with server:
+            assert not (await server.call_tool("echo", {"text": text})).get("isError")
+    logged = await store.query(CALLS_NAMESPACE, limit=10)
+    assert len(logged) == 2
+    assert (await snapshot(store)).total_calls == 2
     await store.close()
 
 
@@ -137,21 +189,60 @@ async def test_calls_over_stdio_with_the_official_client_reach_the_store(tmp_pat
         assert not (await client.call_tool("echo", {"text": "a"})).is_error
         assert (await client.call_tool("get_user", {"user_id": "nobody"})).is_error
         assert not (await client.call_tool("generate_text", {"prompt": "p"})).is_error
+        assert (await client.call_tool("get_user", {"user_id": 5})).is_error
+        assert (await client.call_tool("format_date", {"date": "d"})).is_error
         for i in range(20):
             await client.call_tool("echo", {"text": str(i)})
     # The server stops on stdin EOF and its meter delivers everything before exiting.
     async with FileStore(data, read_only=True) as store:
-        snap = await _eventually(lambda: snapshot(store), lambda s: s.total_calls >= 23)
+        snap = await _eventually(lambda: snapshot(store), lambda s: s.total_calls >= 25)
         logged = await store.query(CALLS_NAMESPACE, limit=100)
-    assert len(logged) == 23
+    assert len(logged) == 25
     assert {e["transport"] for e in logged} == {"pipe"}
     assert {e["client_name"] for e in logged} == {"mcp"}
     assert all(e["protocol_version"] for e in logged)
     by_tool = {t.tool: t for t in snap.tools}
     assert by_tool["echo"].calls == 21
-    assert by_tool["get_user"].errors == 1
+    assert by_tool["get_user"].errors == 2
     assert by_tool["generate_text"].layer == "L6"
-    assert snap.error_count == 1
+    assert dict(snap.errors_by_type) == {"-32001": 1, "-32602": 1, "-32603": 1}
+    failed = {e["error_type"]: e for e in logged if not e["ok"]}
+    assert all(failed[code]["error_message"] for code in ("-32001", "-32602", "-32603"))
+
+
+async def test_sigterm_delivers_every_call_before_the_server_exits(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    n = 300
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aircore.cli", "serve", str(HERE / "aircore_metered_server.py"),
+        "--transport", "stdio", "--store", f"file://{data}",
+        cwd=str(ROOT), env={"PYTHONPATH": str(ROOT)},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        frames = b"".join(
+            orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                          "params": {"name": "echo", "arguments": {"text": str(i)}}}) + b"\n"
+            for i in range(n)
+        )  # fmt: skip
+        proc.stdin.write(frames)
+        await proc.stdin.drain()
+        async with asyncio.timeout(30):
+            answers = [orjson.loads(await proc.stdout.readline()) for _ in range(n)]
+            assert sorted(a["id"] for a in answers) == list(range(n))
+            proc.send_signal(signal.SIGTERM)  # stdin stays open: only the signal stops it
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    async with FileStore(data, read_only=True) as store:
+        logged = await store.query(CALLS_NAMESPACE, limit=2 * n)
+        assert (await snapshot(store)).total_calls == n
+    assert sorted(int(e["request_id"]) for e in logged) == list(range(n))
 
 
 async def _eventually(

@@ -246,6 +246,14 @@ def test_classifier_caches_per_tool_and_rules_reset_the_cache() -> None:
     classifier.forget()
 
 
+def test_an_explicit_layer_is_not_cached_for_other_tools_of_that_name() -> None:
+    classifier = Classifier()
+    assert classifier.classify("get_user", layer=7).layer is Layer.L7
+    assert classifier.classify("get_user").layer is Layer.L2
+    assert classifier.layer_of("get_user") is Layer.L2
+    assert classifier.classify("get_user", layer="L5").reason == "explicit"
+
+
 def test_classifier_cache_stays_bounded() -> None:
     classifier = Classifier(max_cached=4)
     for i in range(10):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -99,6 +100,22 @@ async def test_a_failing_sink_is_counted_and_does_not_stop_the_others() -> None:
         await good.wait_for(1)
     assert meter.stats.sink_errors >= 1
     assert len(good.records) == 1
+
+
+async def test_a_sink_failing_on_every_delivery_is_logged_once_not_each_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bad = MemorySink(fail=RuntimeError("collector down"))
+    meter = Meter(sinks=[bad])
+    with caplog.at_level(logging.ERROR, logger="airmeter.meter"):
+        for i in range(10):
+            meter.record(rec(i))
+            await meter.flush()
+    assert meter.stats.sink_errors == 10
+    logged = [r for r in caplog.records if "failed on" in r.getMessage()]
+    assert len(logged) == 1
+    assert logged[0].exc_info is not None
+    assert "collector down" in caplog.text
 
 
 async def test_records_after_stop_are_dropped_and_start_is_refused() -> None:

@@ -328,3 +328,33 @@ def test_settings_follow_the_environment() -> None:
     assert otel_settings({}, service_name="x").service_name == "x"
     with pytest.raises(MeterConfigError, match="export_timeout_s"):
         otel_settings({}, export_timeout_s=0)
+
+
+async def test_grpc_without_its_package_falls_back_to_http(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airmeter import _otel_exporters
+
+    monkeypatch.setattr(_otel_exporters, "_GRPC_TRACES", "airmeter_no_such_module.traces")
+    monkeypatch.setattr(_otel_exporters, "_GRPC_METRICS", "airmeter_no_such_module.metrics")
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    sink = OtelSink.from_env(env)
+    assert sink is not None
+    assert sink.settings.traces_protocol == "grpc"
+    try:
+        await sink.write(RECORDS[:1])
+        assert await sink.force_flush()
+        assert receiver.wait_for(lambda: len(receiver.spans()) == 1)
+    finally:
+        await sink.close()
+
+
+async def test_global_providers_are_used_when_asked_and_never_shut_down() -> None:
+    before = trace.get_tracer_provider()
+    sink = OtelSink(settings=otel_settings({}, requested=True), use_global_providers=True)
+    await sink.write(RECORDS)
+    assert await sink.force_flush()
+    await sink.close()
+    assert sink.write_errors == 0
+    assert sink.spans_started == len(RECORDS)  # started on the global (here no-op) provider
+    assert trace.get_tracer_provider() is before

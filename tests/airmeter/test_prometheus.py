@@ -116,6 +116,10 @@ def test_any_records_render_parseable_text_with_consistent_counts(
         sink.observe(_rec(tool, layer, latency, error))
     families = parse(sink.render())
     assert sum(s.value for s in families["air_mcp_calls_total"].samples) == len(rows)
+    # label values survive escaping exactly
+    assert {s.labels["tool"] for s in families["air_mcp_calls_total"].samples} == {
+        tool for tool, *_ in rows
+    }
     counts = [
         s.value
         for s in families["mcp_server_operation_duration_seconds"].samples
@@ -165,3 +169,24 @@ async def test_metrics_app_answers_500_when_rendering_fails() -> None:
     transport = httpx.ASGITransport(app=metrics_app(broken))
     async with httpx.AsyncClient(transport=transport, base_url="http://air.test") as client:
         assert (await client.get("/metrics")).status_code == 500
+
+
+async def test_metrics_app_guards_host_origin_and_token_like_the_mcp_endpoint() -> None:
+    sink = PrometheusSink()
+    app = metrics_app(sink.render, token="t", check_host=True, allowed_hosts=["metrics.internal"])
+    auth = {"authorization": "Bearer t"}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:9") as local:
+        assert (await local.get("/metrics", headers=auth)).status_code == 200
+        assert (await local.get("/metrics")).status_code == 401
+        assert (
+            await local.get("/metrics", headers={**auth, "authorization": "Bearer x"})
+        ).status_code == 401
+        evil = {**auth, "origin": "http://evil.example"}
+        assert (await local.get("/metrics", headers=evil)).status_code == 403
+        ok_origin = {**auth, "origin": "http://localhost:3000"}
+        assert (await local.get("/metrics", headers=ok_origin)).status_code == 200
+    async with httpx.AsyncClient(transport=transport, base_url="http://rebound.example") as far:
+        assert (await far.get("/metrics", headers=auth)).status_code == 421
+    async with httpx.AsyncClient(transport=transport, base_url="http://metrics.internal") as named:
+        assert (await named.get("/metrics", headers=auth)).status_code == 200

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from pathlib import Path
 
 import pytest
 
+from aircore.cli import main
 from airmeter import CallRecord, Layer, Meter, PrometheusSink
 from airmeter.prometheus_snapshot import render_snapshot
 from airmeter.snapshot_types import Snapshot
 from airstore import MemoryStore
+from airstore.file import FileStore
 from tests.airmeter.prom_parser import parse
 
 
@@ -91,3 +95,20 @@ async def test_the_sink_and_the_snapshot_agree_on_calls_and_errors() -> None:
             (tuple(sorted(s.labels.items())), s.value) for s in from_snapshot[family].samples
         )
         assert a == b
+
+
+def test_air_meter_report_prometheus_is_strictly_valid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def fill() -> None:
+        async with FileStore(tmp_path / "data") as store, Meter(store=store) as meter:
+            for record in RECORDS:
+                meter.record(record)
+
+    asyncio.run(fill())
+    url = f"file://{tmp_path / 'data'}"
+    code = main(["meter", "report", "--store", url, "--since", "all", "--format", "prometheus"])
+    assert code == 0
+    families = parse(capsys.readouterr().out)
+    total = sum(s.value for s in families["air_mcp_calls_total"].samples)
+    assert total == len(RECORDS)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from airmeter import CALLS_NAMESPACE, CallRecord, Layer, Meter, StoreSink, snapshot
 from airmeter.histogram import bucket_of, percentiles
-from airmeter.rollups import RollupBook, parse_minute_doc
+from airmeter.rollups import ROLLUPS_NAMESPACE, RollupBook, parse_minute_doc
 from airstore import MemoryStore
 from airstore.errors import StorageIOError
 from tests.airmeter.helpers import T0, exact_percentile, make_records
@@ -97,6 +98,42 @@ async def test_a_record_the_store_refuses_is_kept_without_its_captured_values() 
     logged = await store.query(CALLS_NAMESPACE)
     assert sorted(e["request_id"] for e in logged) == ["1", "2"]
     assert all("arguments" not in e for e in logged)
+
+
+class FailingOnceStore(MemoryStore):
+    """A MemoryStore whose first ``set`` into namespaces starting with ``target`` fails."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        self.target = target
+        self.failures = 0
+
+    async def set(self, ns: str, key: str, value: Any, ttl: float | None = None) -> None:
+        if ns.startswith(self.target) and self.failures == 0:
+            self.failures += 1
+            raise StorageIOError("connection reset", namespace=ns)
+        await super().set(ns, key, value, ttl=ttl)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [f"{ROLLUPS_NAMESPACE}.", ROLLUPS_NAMESPACE],
+    ids=["minute-document", "hour-index"],
+)
+async def test_rollups_whose_persist_failed_are_written_by_the_next_one(target: str) -> None:
+    store = FailingOnceStore(target)
+    records = make_records(200, minutes=3)
+    sink = StoreSink(store, writer="w", persist_interval=3600)
+    await sink.write(records)
+    with pytest.raises(StorageIOError):
+        await sink.persist()
+    assert store.failures == 1
+    await sink.persist()  # no new records: only the minutes re-marked after the failure
+    snap = await snapshot(store)
+    assert snap.total_calls == 200
+    assert snap.error_count == sum(1 for r in records if not r.ok)
+    with contextlib.suppress(StorageIOError):
+        await sink.close()
 
 
 latencies = st.lists(

@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 
 from airstore import (
     CorruptDataError,
+    InvalidValueError,
     MemoryStore,
     ReadOnlyStoreError,
     RedisStore,
@@ -129,6 +130,20 @@ async def test_two_stores_on_one_database_share_everything(
         assert [e["from"] for e in await rs.query("log")] == ["two"]
 
 
+async def test_more_concurrent_readers_than_connections_all_get_answers(
+    redis_server: RedisServer,
+) -> None:
+    async with RedisStore(redis_server.url(), prefix=unique_prefix(), max_connections=2) as store:
+        await store.append_many("log", [{"i": i} for i in range(50)])
+        await store.set("ns", "k", 1)
+        results = await asyncio.gather(
+            *(store.query("log", limit=5) for _ in range(40)),
+            *(store.list("ns") for _ in range(40)),
+        )
+        assert all([e["i"] for e in r] == [49, 48, 47, 46, 45] for r in results[:40])
+        assert all(r == ["k"] for r in results[40:])
+
+
 async def test_a_foreign_value_is_reported_as_corrupt(rs: RedisStore, raw: Any) -> None:
     await raw.set(rs._kv_key("ns", "k"), b"not framed")
     with pytest.raises(CorruptDataError):
@@ -153,6 +168,16 @@ async def test_create_storage_opens_a_redis_url(redis_server: RedisServer) -> No
         assert isinstance(store, RedisStore)
         await store.set("ns", "k", 1)
         assert await store.get("ns", "k") == 1
+    finally:
+        await store.close()
+
+
+async def test_a_prefix_in_the_url_scopes_the_keys(redis_server: RedisServer, raw: Any) -> None:
+    prefix = unique_prefix()
+    store = await create_storage(f"{redis_server.url()}?prefix={prefix}")
+    try:
+        await store.set("ns", "k", 1)
+        assert await raw.exists(f"{prefix}kv:ns:k") == 1
     finally:
         await store.close()
 
@@ -242,3 +267,51 @@ async def test_out_of_memory_gives_clear_errors_and_keeps_data(own_server: Redis
             assert await store.entries("ns") == [("k", "kept"), ("new", "x")]
     finally:
         await admin.aclose()
+
+
+async def test_mixed_commands_of_one_turn_keep_their_order(rs: RedisStore) -> None:
+    results = await asyncio.gather(
+        rs.set("ns", "k", 1),
+        rs.get("ns", "k"),
+        rs.append("a", {"n": 1}),
+        rs.append("b", {"n": 1}),
+        rs.set("ns", "k", 2, ttl=30),
+        rs.append("a", {"n": 2}),
+        rs.get("ns", "k"),
+        rs.delete("ns", "k"),
+        rs.get("ns", "k"),
+        rs.delete("ns", "k"),
+    )
+    assert results[1] == 1
+    assert results[6] == 2
+    assert results[7:] == [True, None, False]
+    assert [e["n"] for e in await rs.query("a")] == [2, 1]
+    assert [e["n"] for e in await rs.query("b")] == [1]
+
+
+async def test_set_many_and_append_many_validate_first_then_write(
+    rs: RedisStore, clock: FakeClock
+) -> None:
+    await rs.set_many("ns", [(f"k{i}", i) for i in range(3000)], ttl=60)
+    assert len(await rs.list("ns")) == 3000
+    with pytest.raises(InvalidValueError):
+        await rs.set_many("ns", [("good", 1), ("bad", {1, 2})])
+    assert await rs.get("ns", "good") is None
+    clock.advance(61)
+    assert await rs.list("ns") == []
+    stored = await rs.append_many("log", [{"i": i} for i in range(2500)])
+    assert [e["i"] for e in stored] == list(range(2500))
+    assert [e["i"] for e in await rs.query("log", limit=2)] == [2499, 2498]
+
+
+async def test_appends_after_the_newest_entry_was_deleted_still_work(
+    rs: RedisStore, raw: Any, clock: FakeClock
+) -> None:
+    await rs.append("log", {"n": 1})
+    clock.advance(5)
+    newest = await rs.append("log", {"n": 2})
+    ids = await raw.xrevrange(rs._log_key("log"), count=1)
+    await raw.xdel(rs._log_key("log"), ids[0][0])  # someone else removed the newest entry
+    await rs.append("log", {"n": 3, "_ts": newest["_ts"] - 1000})
+    await rs.append("log", {"n": 4})
+    assert [e["n"] for e in await rs.query("log")] == [4, 3, 1]

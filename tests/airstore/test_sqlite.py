@@ -14,6 +14,7 @@ import pytest
 
 from airstore import (
     CorruptDataError,
+    InvalidValueError,
     MemoryStore,
     ReadOnlyStoreError,
     SqliteStore,
@@ -214,3 +215,27 @@ async def test_two_processes_read_and_write_the_same_file(tmp_path: Path) -> Non
         for who in ("parent", "child"):
             got = await store.query("log", limit=1000, filter={"who": who})
             assert sorted(e["i"] for e in got) == list(range(300))
+
+
+async def test_concurrent_gets_return_each_callers_value(sq: SqliteStore, clock: FakeClock) -> None:
+    await asyncio.gather(*(sq.set("a", f"k{i}", i) for i in range(2000)))
+    await sq.set("b", "k1", "other namespace")
+    await sq.set("a", "short", 1, ttl=1)
+    clock.advance(2)
+    keys = [("a", f"k{i}") for i in range(1999, -1, -1)]
+    keys += [("b", "k1"), ("a", "k1"), ("a", "missing"), ("a", "short"), ("b", "k1")]
+    got = await asyncio.gather(*(sq.get(ns, key) for ns, key in keys))
+    assert got == [*range(1999, -1, -1), "other namespace", 1, None, None, "other namespace"]
+
+
+async def test_set_many_and_append_many_validate_first_then_commit(sq: SqliteStore) -> None:
+    await sq.set_many("ns", [(f"k{i}", i) for i in range(3000)], ttl=60)
+    assert len(await sq.list("ns")) == 3000
+    with pytest.raises(InvalidValueError):
+        await sq.set_many("ns", [("good", 1), ("bad", {1, 2})])
+    assert await sq.get("ns", "good") is None
+    stored = await sq.append_many("log", [{"i": i} for i in range(2500)])
+    assert [e["i"] for e in stored] == list(range(2500))
+    assert all(isinstance(e["_ts"], int) for e in stored)
+    assert [e["i"] for e in await sq.query("log", limit=2)] == [2499, 2498]
+    assert await sq.append_many("log", []) == []
