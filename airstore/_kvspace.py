@@ -228,6 +228,8 @@ class KVSpace:
                 if type(seq) is not int or type(key) is not str or op not in ("s", "d"):
                     raise ValueError("not a journal record")
             except (orjson.JSONDecodeError, ValueError, TypeError, IndexError, KeyError) as exc:
+                if not from_start:
+                    return False  # read from an offset that is no longer a line start
                 if not self._read_only and first_line is not None:
                     self._report("corrupt_line", self._journal_path, number, str(exc))
                 continue
@@ -235,6 +237,8 @@ class KVSpace:
                 continue
             if applied_first and from_start and snap_seq >= 0 and seq > snap_seq + 1:
                 return False  # compacted after we read the snapshot: start over
+            if applied_first and not from_start and seq != self.seq + 1:
+                return False  # truncated in place and regrown past our offset: start over
             applied_first = False
             if op == "s":
                 exp = rec[4]
@@ -264,8 +268,8 @@ class KVSpace:
             and journal[1] >= self._journal_offset
         ):
             self._journal_sig = journal
-            self._replay_journal(self.seq, from_start=False)
-            return
+            if self._replay_journal(self.seq, from_start=False):
+                return
         self.load()
 
     # -- mutations ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 from functools import lru_cache
@@ -19,9 +20,12 @@ from airstore.types import Entry, TimeBound
 
 __all__ = [
     "JSON_OPTS",
+    "check_filter",
+    "check_finite",
     "check_key",
     "check_limits",
     "check_namespace",
+    "check_prefix",
     "check_ttl",
     "encode_entry",
     "encode_value",
@@ -63,14 +67,43 @@ def check_key(ns: str, key: object) -> str:
     )
 
 
+def _non_finite(value: Any) -> bool:
+    """True if a float NaN or ±Infinity hides anywhere in ``value``."""
+    if type(value) is float:
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_non_finite(v) for v in value)
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def check_finite(ns: str, key: str | None, value: Any, data: bytes) -> None:
+    """Refuse NaN and ±Infinity, which orjson would quietly write as ``null``.
+
+    ``data`` is the value's JSON; only when it contains ``null`` is the value walked, so the
+    common case costs one bytes search.
+
+    Raises:
+        InvalidValueError: the value holds a non-finite float.
+    """
+    if b"null" in data and _non_finite(value):
+        where = f"value for {ns!r}/{key!r}" if key is not None else f"log entry for {ns!r}"
+        raise InvalidValueError(
+            f"{where} is not JSON: NaN and Infinity have no JSON form", namespace=ns, key=key
+        )
+
+
 def encode_value(ns: str, key: str, value: Any) -> bytes:
     """Serialize ``value`` as JSON, raising :class:`InvalidValueError` naming ``ns``/``key``."""
     try:
-        return orjson.dumps(value, option=JSON_OPTS)
+        data = orjson.dumps(value, option=JSON_OPTS)
     except TypeError as exc:
         raise InvalidValueError(
             f"value for {ns!r}/{key!r} is not JSON-serializable: {exc}", namespace=ns, key=key
         ) from exc
+    check_finite(ns, key, value, data)
+    return data
 
 
 def encode_entry(ns: str, entry: Any) -> bytes:
@@ -81,11 +114,27 @@ def encode_entry(ns: str, entry: Any) -> bytes:
             namespace=ns,
         )
     try:
-        return orjson.dumps(entry, option=JSON_OPTS)
+        data = orjson.dumps(entry, option=JSON_OPTS)
     except TypeError as exc:
         raise InvalidValueError(
             f"log entry for namespace {ns!r} is not JSON-serializable: {exc}", namespace=ns
         ) from exc
+    check_finite(ns, None, entry, data)
+    return data
+
+
+def check_prefix(prefix: object) -> str:
+    """Return ``prefix`` if it is a str (``list``/``entries``)."""
+    if type(prefix) is not str:
+        raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
+    return prefix
+
+
+def check_filter(flt: object) -> dict[str, Any] | None:
+    """Return ``flt`` if it is ``None`` or a dict (``query``'s field-equality filter)."""
+    if flt is not None and not isinstance(flt, dict):
+        raise InvalidArgumentError(f"filter must be a dict or None, got {flt!r}")
+    return flt
 
 
 def check_ttl(ttl: object) -> float | None:
@@ -112,7 +161,7 @@ def to_epoch_ms(bound: TimeBound) -> int | None:
         return None
     if isinstance(bound, datetime):
         return int(bound.timestamp() * 1000)
-    if isinstance(bound, bool) or not isinstance(bound, int | float):
+    if isinstance(bound, bool) or not isinstance(bound, int | float) or not math.isfinite(bound):
         raise InvalidArgumentError(
             f"time bound must be a datetime or epoch milliseconds, got {bound!r}"
         )

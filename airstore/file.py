@@ -27,15 +27,19 @@ from airstore._persist import Persister
 from airstore._recovery import CorruptLineLog, Finding
 from airstore._validate import (
     JSON_OPTS,
+    check_filter,
+    check_finite,
     check_key,
     check_limits,
     check_namespace,
+    check_prefix,
     check_ttl,
     encode_entry,
     encode_value,
     to_epoch_ms,
 )
 from airstore.errors import (
+    AirstoreError,
     InvalidArgumentError,
     ReadOnlyStoreError,
     StorageIOError,
@@ -147,8 +151,11 @@ class FileStore(Inspection):
         """Flush everything and release files and the lock. Idempotent.
 
         Raises:
-            StorageIOError: the final flush failed; the store stays open and keeps the data,
-                so ``close()`` can be retried once the disk is fixed.
+            StorageIOError: the final flush failed; the store stays open and keeps the data
+                (background flushing continues), so ``close()`` can be retried once the disk
+                is fixed.
+            InvalidValueError: a stored value was mutated (through ``get``) into something
+                that is not JSON; the store stays open the same way.
         """
         if self._closed:
             return
@@ -157,7 +164,7 @@ class FileStore(Inspection):
             await persist.stop()
             try:
                 await persist.flush()
-            except StorageIOError:
+            except AirstoreError:  # a disk error, or a value mutated into non-JSON
                 persist.start()  # keep retrying in the background; close() may be retried
                 raise
             persist.closed = True
@@ -302,6 +309,7 @@ class FileStore(Inspection):
     def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
         self._ensure_open()
         space = self._space(ns)
+        check_prefix(prefix)
         now = self._clock()
         if not self.read_only:
             space.sweep(now)
@@ -332,6 +340,7 @@ class FileStore(Inspection):
         except TypeError:
             encode_entry(ns, stored)
             raise
+        check_finite(ns, None, stored, line)
         buf = log.pending
         buf += line
         buf += b"\n"
@@ -355,7 +364,11 @@ class FileStore(Inspection):
         self._ensure_open()
         limit, offset = check_limits(limit, offset)
         collector = Collector(
-            limit=limit, offset=offset, lo=to_epoch_ms(since), hi=to_epoch_ms(until), flt=filter
+            limit=limit,
+            offset=offset,
+            lo=to_epoch_ms(since),
+            hi=to_epoch_ms(until),
+            flt=check_filter(filter),
         )
         writer = None if self.read_only else self._logs.get(check_namespace(ns))
         if writer is None and not self.read_only and self._has_log(ns):

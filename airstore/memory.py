@@ -10,9 +10,11 @@ from types import TracebackType
 from typing import Any, Self
 
 from airstore._validate import (
+    check_filter,
     check_key,
     check_limits,
     check_namespace,
+    check_prefix,
     check_ttl,
     encode_entry,
     encode_value,
@@ -153,6 +155,7 @@ class MemoryStore:
     def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
         self._ensure_open()
         check_namespace(ns)
+        check_prefix(prefix)
         now = self._clock()
         self._sweep(now)
         bucket = self._kv.get(ns, {})
@@ -203,6 +206,7 @@ class MemoryStore:
         check_namespace(ns)
         limit, offset = check_limits(limit, offset)
         lo, hi = to_epoch_ms(since), to_epoch_ms(until)
+        check_filter(filter)
         out: builtins.list[Entry] = []
         if limit == 0:
             return out

@@ -28,10 +28,13 @@ from airstore._redis_codec import (
     split_prefix,
     translate,
 )
+from airstore._redis_filter import scan_filtered
 from airstore._validate import (
+    check_filter,
     check_key,
     check_limits,
     check_namespace,
+    check_prefix,
     check_ttl,
     encode_value,
     matches,
@@ -295,8 +298,7 @@ class RedisStore:
     async def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
         self._ensure_open()
         check_namespace(ns)
-        if not isinstance(prefix, str):
-            raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
+        check_prefix(prefix)
         base = self._kv_key(ns, "")
         pattern = escape_glob(base + prefix) + "*"
         out: builtins.list[tuple[str, JSONValue]] = []
@@ -344,24 +346,29 @@ class RedisStore:
     ) -> builtins.list[Entry]:
         """Entries newest first (``XREVRANGE``), ``since`` ≤ id time < ``until``.
 
-        ``filter`` (field equality) is checked on pages of entries as they stream in; string
-        and null values are first matched on the raw bytes so most entries are never parsed.
+        ``filter`` (field equality): with a string or null value Redis scans the stream and
+        sends only entries holding its bytes; otherwise pages are checked here.
         """
         self._ensure_open()
         check_namespace(ns)
         limit, offset = check_limits(limit, offset)
         lo, hi = to_epoch_ms(since), to_epoch_ms(until)
-        if filter is not None and not isinstance(filter, dict):
-            raise InvalidArgumentError(f"filter must be a dict or None, got {filter!r}")
+        filter = check_filter(filter)
         if limit == 0 or (hi is not None and (hi <= 0 or (lo is not None and lo >= hi))):
             return []
         upper = "+" if hi is None else f"({hi}-0"
         lower = "-" if lo is None or lo <= 0 else f"{lo}-0"
         needles = [n for f, v in (filter or {}).items() if (n := needle(f, v)) is not None]
+        key = self._log_key(ns)
+        if filter and needles:
+            bounds, window = (upper, lower), (limit, offset)
+            where = self.where
+            return await scan_filtered(
+                self._client, key, bounds, window, filter, needles, where, ns
+            )
         out: builtins.list[Entry] = []
         skipped = 0
         page = min(_PAGE, offset + limit) if not filter else _PAGE
-        key = self._log_key(ns)
         try:
             while len(out) < limit:
                 rows = await self._client.xrevrange(key, max=upper, min=lower, count=page)

@@ -5,7 +5,10 @@ newest-100 query and a filtered query (field equality matching ~0.1 % of entries
 the whole log), also right after a read-only reopen where the backend has one.
 
 Peers: a plain dict (the physical floor, synchronous), diskcache, raw sqlite3 (one
-transaction). Other backends join by adding a ``Backend`` row to ``backends()``.
+transaction), redis-py used naively (one await per op). RedisStore and the redis-py peer each
+start a private ``redis-server`` on a free 127.0.0.1 port (tests/redis_server.py) and stop it at
+the end; both are left out when ``redis-server`` is not installed. Other backends join by adding
+a ``Backend`` row to ``backends()``.
 
 Run: ``python bench/store_bench.py`` (N=100 k, L=1 M) or ``--quick`` (N=10 k, L=100 k).
 """
@@ -17,6 +20,7 @@ import asyncio
 import gc
 import importlib
 import os
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -211,6 +215,31 @@ async def bench_sqlite_store(tmp: str, n: int, log_n: int, res: Results) -> None
     await run_store("SqliteStore", open_sqlite, open_reader, tmp, n, log_n, res, batch=1000)
 
 
+async def bench_redis_store(tmp: str, n: int, log_n: int, res: Results) -> None:
+    from tests.redis_server import RedisServer
+
+    cls = importlib.import_module("airstore.redis_store").RedisStore
+    server = RedisServer().start()  # a private redis-server on a free 127.0.0.1 port
+
+    async def open_redis(_path: str) -> Store:
+        # max_log_entries=None: the 1 M-entry log must not be trimmed under the queries
+        store: Store = cls(server.url(), prefix="bench:", max_log_entries=None)
+        await store.init()
+        return store
+
+    async def open_reader(_path: str) -> Store:
+        store: Store = cls(server.url(), prefix="bench:", read_only=True)
+        await store.init()
+        return store
+
+    try:
+        # RedisStore pipelines the calls of one loop turn; sequential awaits would measure one
+        # round trip per call, so its calls are issued 1000 at a time (like SqliteStore).
+        await run_store("RedisStore", open_redis, open_reader, tmp, n, log_n, res, batch=1000)
+    finally:
+        server.stop()
+
+
 # -- peers -----------------------------------------------------------------------------------
 async def bench_dict(tmp: str, n: int, log_n: int, res: Results) -> None:
     name = "dict (floor)"
@@ -263,6 +292,34 @@ async def bench_diskcache(tmp: str, n: int, log_n: int, res: Results) -> None:
         for i in range(n):
             cache.push(make_entry(i), prefix="log")
         res.put(name, "append", n / (time.perf_counter() - t0))
+
+
+async def bench_redis_naive(tmp: str, n: int, log_n: int, res: Results) -> None:
+    """redis-py used naively: one awaited round trip per operation (issue 6's reference)."""
+    import redis.asyncio as aioredis
+
+    from tests.redis_server import RedisServer
+
+    name = "redis-py (1 await/op)"
+    n = min(n, 20_000)  # one round trip per op: a rate from 20 k ops is as good
+    server = RedisServer().start()
+    client = aioredis.Redis.from_url(server.url())
+    try:
+        t0 = time.perf_counter()
+        for i in range(n):
+            await client.set(f"kv:key:{i}", orjson.dumps({"i": i, "name": "value", "ok": True}))
+        res.put(name, "set", n / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(n):
+            orjson.loads(await client.get(f"kv:key:{i}"))
+        res.put(name, "get", n / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(n):
+            await client.xadd("log", {"d": orjson.dumps(make_entry(i))})
+        res.put(name, "append", n / (time.perf_counter() - t0))
+    finally:
+        await client.aclose()
+        server.stop()
 
 
 async def bench_sqlite3(tmp: str, n: int, log_n: int, res: Results) -> None:
@@ -325,11 +382,16 @@ def backends() -> list[Backend]:
         rows.append(Backend("SqliteStore", bench_sqlite_store, ours=True))
     except ImportError:
         pass
+    redis_ok = shutil.which("redis-server") is not None
+    if redis_ok:
+        rows.append(Backend("RedisStore", bench_redis_store, ours=True))
     rows += [
         Backend("dict (floor)", bench_dict),
         Backend("diskcache", bench_diskcache),
         Backend("sqlite3 (1 txn)", bench_sqlite3),
     ]
+    if redis_ok:
+        rows.append(Backend("redis-py (1 await/op)", bench_redis_naive))
     return rows
 
 

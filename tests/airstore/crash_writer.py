@@ -5,7 +5,8 @@ Usage: ``python crash_writer.py DATA_DIR DURABILITY START ACK_FILE``
 After each acknowledged operation it writes one line to ACK_FILE with ``os.write`` (so the
 line survives the SIGKILL): ``s<i>`` (set ``k<i>`` = i), ``a<i>`` (appended ``{"i": i}``),
 ``f<i>`` (an explicit flush returned after set ``i``). The loop yields every ``YIELD_EVERY``
-iterations, like a server handling requests.
+iterations, like a server handling requests. The log rotates every 32 KiB, so kills also land
+around rotations.
 """
 
 from __future__ import annotations
@@ -18,11 +19,17 @@ from airstore import FileStore
 
 YIELD_EVERY = 64
 FLUSH_EVERY = 500
+MAX_LOG_BYTES = 32 * 1024
 
 
 async def main(path: str, durability: str, start: int, ack_path: str) -> None:
     ack = os.open(ack_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    store = FileStore(path, durability=durability, flush_interval=0.2)  # type: ignore[arg-type]
+    store = FileStore(
+        path,
+        durability=durability,  # type: ignore[arg-type]
+        flush_interval=0.2,
+        max_log_bytes=MAX_LOG_BYTES,  # kills also land around log rotations
+    )
     await store.init()
     i = start
     while True:

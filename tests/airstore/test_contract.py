@@ -164,6 +164,12 @@ async def test_bad_namespace_is_rejected(store: Store, ns: object) -> None:
         await store.append(ns, {"a": 1})  # type: ignore[arg-type]
     with pytest.raises(InvalidNamespaceError):
         await store.query(ns)  # type: ignore[arg-type]
+    with pytest.raises(InvalidNamespaceError):
+        await store.delete(ns, "k")  # type: ignore[arg-type]
+    with pytest.raises(InvalidNamespaceError):
+        await store.list(ns)  # type: ignore[arg-type]
+    with pytest.raises(InvalidNamespaceError):
+        await store.entries(ns)  # type: ignore[arg-type]
 
 
 async def test_namespace_of_128_chars_is_accepted(store: Store) -> None:
@@ -180,7 +186,19 @@ async def test_bad_key_is_rejected(store: Store, key: object) -> None:
         await store.get("ns", key)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("value", [{1, 2}, b"bytes", object(), {"k": {1, 2}}, {1: "int key"}])
+@pytest.mark.parametrize(
+    "value",
+    [
+        {1, 2},
+        b"bytes",
+        object(),
+        {"k": {1, 2}},
+        {1: "int key"},
+        float("nan"),  # orjson would write these as null: refused instead
+        {"a": [1, float("inf")]},
+        [None, -float("inf")],
+    ],
+)
 async def test_non_json_value_is_rejected_at_set_naming_ns_and_key(
     store: Store, value: object
 ) -> None:
@@ -194,7 +212,10 @@ async def test_non_json_value_is_rejected_at_set_naming_ns_and_key(
     await store.flush()
 
 
-@pytest.mark.parametrize("entry", [{"x": b"bytes"}, {"s": {1}}, ["not", "a", "dict"]])
+@pytest.mark.parametrize(
+    "entry",
+    [{"x": b"bytes"}, {"s": {1}}, ["not", "a", "dict"], {"x": None, "y": float("nan")}],
+)
 async def test_non_json_entry_is_rejected_at_append(store: Store, entry: object) -> None:
     await store.append("log", {"ok": 1})
     with pytest.raises(InvalidValueError):
@@ -217,6 +238,14 @@ async def test_bad_query_arguments_are_rejected(store: Store) -> None:
         await store.query("log", offset=-1)
     with pytest.raises(InvalidArgumentError):
         await store.query("log", since="yesterday")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        await store.query("log", until=float("nan"))
+    with pytest.raises(InvalidArgumentError):
+        await store.query("log", filter=[("tool", "x")])  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        await store.list("ns", prefix=5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        await store.entries("ns", prefix=None)  # type: ignore[arg-type]
 
 
 async def test_use_after_close_raises(backend: Backend, tmp_path: Path, clock: FakeClock) -> None:

@@ -23,7 +23,7 @@ import pytest
 
 from airstore import FileStore
 from airstore._recovery import check_directory
-from tests.airstore.crash_writer import YIELD_EVERY
+from tests.airstore.crash_writer import MAX_LOG_BYTES, YIELD_EVERY
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 ROUNDS = 7  # per mode; 21 in all
@@ -89,7 +89,7 @@ async def test_sigkilled_writer_loses_at_most_its_window(mode: str, tmp_path: Pa
         before = check_directory(str(data))
         assert {f.kind for f in before.findings} <= {"torn_tail"}, before.findings
 
-        store = FileStore(data, durability=mode)  # type: ignore[arg-type]
+        store = FileStore(data, durability=mode, max_log_bytes=MAX_LOG_BYTES)  # type: ignore[arg-type]
         await store.init()
         try:
             lost = [i for i in sets if await store.get("crash", f"k{i}") != i]
@@ -118,3 +118,5 @@ async def test_sigkilled_writer_loses_at_most_its_window(mode: str, tmp_path: Pa
             await store.close()
         assert check_directory(str(data)).ok
         start = max(sets[-1], appends[-1] if appends else 0) + 1000
+    rotated = [n for n in os.listdir(data) if n.startswith("crash.log.log.0")]
+    assert rotated, "the log never rotated: kills around rotations were not exercised"

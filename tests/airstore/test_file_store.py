@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from airstore import FileStore, InvalidArgumentError
+from airstore import FileStore, InvalidArgumentError, InvalidValueError
 from tests.airstore.backends import FakeClock
 
 
@@ -130,3 +130,27 @@ async def test_sigterm_handler_is_installed_only_when_nobody_else_handles_it(
             assert signal.getsignal(signal.SIGTERM) is app_handler
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+async def test_close_failing_on_a_mutated_value_keeps_the_store_open_and_flushing(
+    tmp_path: Path,
+) -> None:
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "k", {"a": 1})
+    store = FileStore(tmp_path, durability="snapshot", flush_interval=0.05)
+    await store.init()
+    value = await store.get("ns", "k")  # loaded from disk: the cached object itself
+    assert isinstance(value, dict)
+    value["bad"] = {1, 2}  # mutated into something that is not JSON
+    await store.set("ns", "other", 1)
+    with pytest.raises(InvalidValueError):
+        await store.close()
+    del value["bad"]
+    snapshot = tmp_path / "ns.json"
+    for _ in range(400):  # background snapshots go on after the failed close (bounded wait)
+        if b'"other"' in snapshot.read_bytes():
+            break
+        await asyncio.sleep(0.025)
+    else:
+        raise AssertionError("no background snapshot after the failed close()")
+    await store.close()

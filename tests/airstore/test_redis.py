@@ -120,6 +120,35 @@ async def test_filters_agree_with_python_equality_across_pages(rs: RedisStore) -
     await memory.close()
 
 
+async def test_server_side_filter_continues_past_its_scan_budget_and_windows(
+    rs: RedisStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("airstore._redis_filter.SCAN_BUDGET", 7)  # many script calls
+    memory = MemoryStore(clock=clock)
+    for i in range(300):
+        entry = {"i": i, "tool": "rare" if i % 23 == 0 else f"t{i % 5}", "note": None}
+        await memory.append("log", await rs.append("log", entry))
+        clock.advance(0.01)
+    now_ms = int(clock.now * 1000)
+    windows = [(1000, 0, None, None), (4, 3, None, None), (50, 1, now_ms - 2500, now_ms - 400)]
+    for flt in [{"tool": "rare"}, {"tool": "t3", "note": None}, {"tool": "none"}]:
+        for limit, offset, lo, hi in windows:
+            want = await memory.query(
+                "log", limit=limit, offset=offset, since=lo, until=hi, filter=flt
+            )
+            got = await rs.query("log", limit=limit, offset=offset, since=lo, until=hi, filter=flt)
+            assert [e["i"] for e in got] == [e["i"] for e in want], (flt, limit, offset, lo)
+    assert len(await rs.query("log", filter={"tool": "rare"}, limit=1000)) == 14
+    await memory.close()
+
+
+async def test_server_side_filter_reports_a_foreign_stream_entry(rs: RedisStore, raw: Any) -> None:
+    await rs.append("log", {"tool": "x"})
+    await raw.xadd(rs._log_key("log"), {"other": b"{}"})
+    with pytest.raises(CorruptDataError):
+        await rs.query("log", filter={"tool": "x"})
+
+
 async def test_two_stores_on_one_database_share_everything(
     redis_server: RedisServer, rs: RedisStore
 ) -> None:
@@ -246,6 +275,7 @@ async def test_a_read_only_replica_gives_clear_errors_and_keeps_data(
                 await store.delete("ns", "k")
             assert await store.get("ns", "k") == {"v": 1}
             assert [e["n"] for e in await store.query("log")] == [1]
+            assert await store.query("log", filter={"n": 1, "_ts": None}) == []  # server-side
 
 
 async def test_out_of_memory_gives_clear_errors_and_keeps_data(own_server: RedisServer) -> None:

@@ -83,11 +83,35 @@ def machine_for(backend: Backend) -> type[RuleBasedStateMachine]:
             limit=st.integers(0, 5),
             offset=st.integers(0, 3),
             tool=st.none() | st.sampled_from(["a", "b"]),
+            since=st.none() | st.integers(-13_000, 500),
+            until=st.none() | st.integers(-13_000, 500),
         )
-        def query(self, ns: str, limit: int, offset: int, tool: str | None) -> None:
+        def query(
+            self,
+            ns: str,
+            limit: int,
+            offset: int,
+            tool: str | None,
+            since: int | None,
+            until: int | None,
+        ) -> None:
+            # time bounds are drawn relative to now (ms), so they cut through the recent log
+            now_ms = int(self.clock.now * 1000)
+            lo = None if since is None else now_ms + since
+            hi = None if until is None else now_ms + until
             flt = None if tool is None else {"tool": tool}
-            want = [e for e in reversed(self.logs.get(ns, [])) if flt is None or e["tool"] == tool]
-            got = self.run(self.store.query(ns + ".log", limit=limit, offset=offset, filter=flt))
+            want = [
+                e
+                for e in reversed(self.logs.get(ns, []))
+                if (flt is None or e["tool"] == tool)
+                and (lo is None or e["_ts"] >= lo)
+                and (hi is None or e["_ts"] < hi)
+            ]
+            got = self.run(
+                self.store.query(
+                    ns + ".log", limit=limit, offset=offset, since=lo, until=hi, filter=flt
+                )
+            )
             assert got == want[offset : offset + limit]
 
         @precondition(lambda self: backend.persistent)

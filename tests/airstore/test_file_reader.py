@@ -1,0 +1,66 @@
+"""A read-only FileStore beside a writer in the same process, at the awkward moments."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from airstore import FileStore
+from airstore._kvspace import KVSpace
+
+
+async def test_reader_between_snapshot_and_journal_compaction_misses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader loads the new snapshot while the old journal is still whole; the writer then
+    truncates the journal (same inode) and writes past the reader's old offset."""
+    deferred: list[tuple[KVSpace, int, int]] = []
+    original = KVSpace.compact_journal
+
+    def defer(self: KVSpace, seq: int, journal_end: int) -> None:
+        deferred.append((self, seq, journal_end))
+
+    async with (
+        FileStore(tmp_path, flush_interval=3600) as writer,
+        FileStore(tmp_path, read_only=True) as reader,
+    ):
+        for i in range(20):
+            await writer.set("ns", f"a{i:02d}", i)
+        monkeypatch.setattr(KVSpace, "compact_journal", defer)
+        await writer.flush()  # snapshot written, compaction held back
+        assert len(await reader.list("ns")) == 20  # reader: new snapshot + whole journal
+        monkeypatch.setattr(KVSpace, "compact_journal", original)
+        space, seq, end = deferred.pop()
+        space.compact_journal(seq, end)  # journal truncated in place
+        for i in range(40):  # the new journal grows past the reader's old offset
+            await writer.set("ns", f"b{i:02d}", i)
+        await asyncio.sleep(0)  # the writer's loop turn ends: lines written
+        want = [f"a{i:02d}" for i in range(20)] + [f"b{i:02d}" for i in range(40)]
+        assert await reader.list("ns") == want
+        assert await reader.get("ns", "b00") == 0
+
+
+async def test_reader_sees_every_written_line_across_rotations_and_retention(
+    tmp_path: Path,
+) -> None:
+    async with (
+        FileStore(tmp_path, max_log_bytes=1500, max_log_segments=2) as writer,
+        FileStore(tmp_path, read_only=True) as reader,
+    ):
+        written: list[int] = []
+        for i in range(300):
+            await writer.append("log", {"i": i, "pad": "y" * (i % 40)})
+            written.append(i)
+            if i % 7 == 0:
+                await asyncio.sleep(0)  # the loop turn ends: lines written (and maybe rotated)
+                seen = [e["i"] for e in await reader.query("log", limit=10_000)]
+                mine = [e["i"] for e in await writer.query("log", limit=10_000)]
+                assert seen == mine  # same lines, newest first, nothing missed or doubled
+                assert seen[0] == written[-1]
+                assert seen == list(range(written[-1], written[-1] - len(seen), -1))
+        segments = [n for n in os.listdir(tmp_path) if n.startswith("log.log.0")]
+        assert len(segments) == 2  # rotated and pruned while the reader read
+        assert reader.recovery == []
