@@ -6,8 +6,8 @@ From the call context it reads (each optional) ``tool_name``, ``arguments``, ``r
 ``annotations``, ``tool_meta`` and ``usage`` (a dict where handlers put ``tokens_in``,
 ``tokens_out``, ``cost``); handlers may also call :func:`airmeter.report_usage`. Failed calls
 are recorded with their error type (``tool_error`` for an ``isError`` result, the JSON-RPC code
-of an exception carrying ``code``, else the exception's type name) and the exception is
-re-raised: the meter never swallows an error.
+of an exception carrying ``code``, ``cancelled`` for an ``asyncio.CancelledError``, else the
+exception's type name) and the exception is re-raised: the meter never swallows an error.
 """
 
 from __future__ import annotations
@@ -32,7 +32,13 @@ from airmeter.types import Sink
 from airmeter.usage import _CURRENT, CallUsage
 from airstore.types import Store
 
-__all__ = ["MeterMiddleware", "blocked_result", "create_meter_hook", "error_type_of"]
+__all__ = [
+    "CANCELLED_ERROR_TYPE",
+    "MeterMiddleware",
+    "blocked_result",
+    "create_meter_hook",
+    "error_type_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +61,10 @@ def blocked_result(message: str) -> dict[str, Any]:
 
 
 _INVALID_PARAMS = "-32602"
+CANCELLED_ERROR_TYPE = "cancelled"
+"""The ``error_type`` of a call cancelled before it finished (``notifications/cancelled`` from
+the client, or the server shutting down): ``ok`` is false, but it is not the tool's failure."""
+_CANCELLED_MESSAGE = "the call was cancelled before it finished"
 
 
 def error_type_of(exc: BaseException) -> str:
@@ -234,8 +244,11 @@ class MeterMiddleware:
             latency = (_perf() - t0) * 1000.0
             if type(exc).__name__ == "InputRequired":  # elicitation: a normal outcome
                 self._finish(ctx, tool, info, ts, latency, True, None, None, usage, None)
+            elif isinstance(exc, asyncio.CancelledError):  # not the tool's failure
+                self._finish(ctx, tool, info, ts, latency, False, CANCELLED_ERROR_TYPE,
+                             _CANCELLED_MESSAGE, usage, None)  # fmt: skip
             else:
-                message = str(exc) if not isinstance(exc, asyncio.CancelledError) else None
+                message = str(exc)
                 etype = error_type_of(exc)
                 if etype == _INVALID_PARAMS:  # refused arguments: the call costs nothing
                     self._record(ctx, tool, info, ts, latency, False, etype, message, usage,
