@@ -83,6 +83,26 @@ def _is_error_result(value: Any) -> bool:
     return getattr(value, "isError", None) is True or getattr(value, "is_error", None) is True
 
 
+def _arguments_refused(ctx: Any) -> bool:
+    """Whether the context's arguments fail its tool's validator (aircore's ``tool.validator``).
+
+    aircore meters a call it refuses for its arguments by handing the meter a ``call_next``
+    that raises -32602; the client gets that refusal whatever the meter answers. A budget that
+    would block such a call lets it through to ``call_next`` instead, so the record says what
+    the client got (and the refusal, which runs nothing, costs nothing).
+    """
+    validate = getattr(getattr(getattr(ctx, "tool", None), "validator", None), "validate", None)
+    if validate is None:
+        return False
+    try:
+        validate(getattr(ctx, "arguments", None))
+    except ValueError:
+        return True
+    except Exception:  # a validator that cannot judge: keep the budget's refusal
+        return False
+    return False
+
+
 def _size(value: Any) -> int | None:
     try:
         return len(_dumps(value, default=str))
@@ -227,7 +247,7 @@ class MeterMiddleware:
         ts = _now()
         if budget is not None:
             refusal = budget.check_call()
-            if refusal is not None:
+            if refusal is not None and not _arguments_refused(ctx):
                 self._record(ctx, tool, info, ts, 0.0, False, BUDGET_ERROR_TYPE, refusal,
                              usage, 0.0, None)  # fmt: skip
                 return blocked_result(refusal)
