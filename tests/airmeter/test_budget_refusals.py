@@ -1,14 +1,17 @@
-"""A blocking budget and aircore's argument refusals, through a real aircore server: the record
-says what the client got, and a refused call costs nothing."""
+"""Blocking budgets through a real aircore server: a call refused for its arguments is recorded
+as the refusal the client got and costs nothing; the monthly limit follows the UTC month."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from aircore import define_server, define_tool
 from airmeter import Budget, MemorySink, Meter, MeterMiddleware
 from airmeter.budget import BUDGET_ERROR_TYPE
 from tests.airmeter.helpers import Clock
+
+DAY = 86_400.0
 
 
 def _server(budget: Budget, sink: MemorySink, ran: list[str]) -> tuple[Any, Meter]:
@@ -65,3 +68,37 @@ async def test_refused_arguments_over_an_exceeded_budget_are_recorded_as_the_ref
         assert rec.error_message is not None
         assert rec.error_message in answer["content"][0]["text"]
     assert budget.status().spent_today == 40.0  # the refusals did not count
+
+
+async def test_monthly_block_budget_holds_across_days_and_resets_with_the_utc_month() -> None:
+    jan_30_noon = datetime(2027, 1, 30, 12, tzinfo=UTC).timestamp()
+    clock = Clock(jan_30_noon)
+    budget = Budget(monthly_limit=50, on_exceed="block", clock=clock)
+    sink, ran = MemorySink(), []
+    server, meter = _server(budget, sink, ran)
+    answers: list[tuple[str, dict[str, Any]]] = []
+
+    async def call(rid: str) -> None:
+        answers.append((rid, await server.call_tool("fetch_url", {"url": rid}, request_id=rid)))
+
+    async with server:
+        for rid in ("a", "b", "c"):  # 20, 40, 60: the third still runs (40 < 50)
+            await call(rid)
+        await call("d")  # 60 >= 50: refused
+        clock.advance(DAY)  # Jan 31: a new day, the same month
+        assert (budget.status().spent_today, budget.status().spent_month) == (0.0, 60.0)
+        await call("e")
+        clock.now = datetime(2027, 1, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+        await call("f")
+        clock.advance(1.0)  # Feb 1 00:00:00 UTC: the month resets
+        await call("g")
+        assert (budget.status().spent_today, budget.status().spent_month) == (20.0, 20.0)
+    await meter.stop()
+    assert ran == ["a", "b", "c", "g"]
+    refused = {rid for rid, answer in answers if answer.get("isError")}
+    assert refused == {"d", "e", "f"}
+    texts = {answer["content"][0]["text"] for rid, answer in answers if rid in refused}
+    assert texts == {"monthly budget exceeded: spent 60 of 50; the call was not run"}
+    recs = {r.request_id: r for r in sink.records}
+    assert {rid for rid, r in recs.items() if r.error_type == BUDGET_ERROR_TYPE} == refused
+    assert [recs[rid].cost for rid in "abcdefg"] == [20.0, 20.0, 20.0, 0.0, 0.0, 0.0, 20.0]
