@@ -89,9 +89,13 @@ def retry_plugin(
     )
 
 
-def _cache_key(tool: str, arguments: Any) -> str:
-    raw = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS, default=str)
-    return f"{tool}:{hashlib.sha256(raw).hexdigest()[:32]}"
+def _cache_key(ctx: Any) -> str:
+    """``tool:hash`` of the server name, the tool's version and the arguments, so servers
+    sharing one store, or a new version of a tool, never answer from each other's entries."""
+    version = (ctx.tool_meta or {}).get("version")
+    scope = [ctx.server_name, version, ctx.arguments]
+    raw = orjson.dumps(scope, option=orjson.OPT_SORT_KEYS, default=str)
+    return f"{ctx.tool_name}:{hashlib.sha256(raw).hexdigest()[:32]}"
 
 
 class _CacheHooks:
@@ -103,7 +107,7 @@ class _CacheHooks:
     async def before(self, ctx: Any) -> dict[str, Any] | None:
         if ctx.store is None or (self.tools is not None and ctx.tool_name not in self.tools):
             return None
-        key = _cache_key(ctx.tool_name, ctx.arguments)
+        key = _cache_key(ctx)
         ctx.meta["cache_key"] = key
         hit = await ctx.store.get(self.namespace, key)
         if hit is not None:

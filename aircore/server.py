@@ -21,6 +21,8 @@ from typing import Any, Self
 
 from aircore.context import ToolContext
 from aircore.errors import (
+    INTERNAL_ERROR,
+    AirError,
     DefinitionError,
     InvalidParamsError,
 )
@@ -183,17 +185,40 @@ class AirServer(Registry):
                 await self.store.init()
             else:
                 await self._storage.init()
-            for plugin in self.plugins:
-                await _call_hook(plugin_hook(plugin, "on_init"), self)
-            for plugin in self.plugins:
-                await _call_hook(plugin_hook(plugin, "on_start"), self)
-            start = getattr(self.meter, "start", None)
-            if start is not None:
-                await start(server_name=self.name, store=self.store)
+            meter_started = False
+            try:
+                for plugin in self.plugins:
+                    await _call_hook(plugin_hook(plugin, "on_init"), self)
+                for plugin in self.plugins:
+                    await _call_hook(plugin_hook(plugin, "on_start"), self)
+                start = getattr(self.meter, "start", None)
+                if start is not None:
+                    await start(server_name=self.name, store=self.store)
+                    meter_started = True
+                for name in list(self.tools):
+                    self._register_with_plugins(name)
+            except BaseException:
+                await self._abort_start(meter_started=meter_started)
+                raise
             self._started = True
             self._stopped = False
-            for name in list(self.tools):
-                self._register_with_plugins(name)
+
+    async def _abort_start(self, *, meter_started: bool) -> None:
+        """Undo a failed :meth:`start`: stop a started meter, close an owned store (logged)."""
+        self._chains.clear()
+        self._listing = None
+        stop = getattr(self.meter, "stop", None)
+        if meter_started and stop is not None:
+            try:
+                await stop()
+            except Exception:
+                logger.exception("meter stop failed after a failed start")
+        if self.store is not None and self._owns_store:
+            try:
+                await self.store.close()
+            except Exception:
+                logger.exception("closing the store failed after a failed start")
+            self.store = None
 
     def _register_with_plugins(self, name: str) -> None:
         tool = self.tools[name]
@@ -209,7 +234,11 @@ class AirServer(Registry):
 
     def _compose(self, tool: Tool) -> Callable[[ToolContext], Any]:
         async def handler(ctx: ToolContext) -> Any:
-            return await tool.invoke(ctx.arguments, ctx)
+            try:
+                return await tool.invoke(ctx.arguments, ctx)
+            except SystemExit as exc:  # e.g. argparse in a wrapped CLI: a failure, not a shutdown
+                message = f"tool {tool.name!r} tried to exit the server (SystemExit: {exc.code})"
+                raise AirError(INTERNAL_ERROR, message) from exc
 
         layers = list(self._plugin_middleware) + list(self._user_middleware)
         if tool.output_validator is not None:

@@ -11,8 +11,7 @@ import builtins
 import logging
 import os
 import time
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 import orjson
 
@@ -20,6 +19,7 @@ from airstore import _exit
 from airstore._filenames import log_path
 from airstore._inspect import Inspection
 from airstore._kvspace import KVSpace, remove_stale_temp_files
+from airstore._lifecycle import StoreBase
 from airstore._lock import DirLock
 from airstore._logfile import LogFile, LogOptions, query_log
 from airstore._logread import Collector
@@ -56,7 +56,7 @@ DEFAULT_FLUSH_INTERVAL = 5.0
 DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
 
 
-class FileStore(Inspection):
+class FileStore(Inspection, StoreBase):
     """A store kept in a directory of JSON and JSONL files.
 
     Args:
@@ -189,18 +189,6 @@ class FileStore(Inspection):
         """Synchronous final flush for interpreter exit and SIGTERM (no event loop needed)."""
         if not self._closed and self._persist is not None:
             self._persist.flush_now()
-
-    async def __aenter__(self) -> Self:
-        await self.init()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def _ensure_open(self) -> None:
         if self._closed:

@@ -6,9 +6,9 @@ import builtins
 import heapq
 import time
 from collections import deque
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from airstore._lifecycle import StoreBase
 from airstore._validate import (
     check_filter,
     check_key,
@@ -29,7 +29,7 @@ __all__ = ["MemoryStore"]
 _Item = tuple[Any, float | None]  # (value, expire_at in clock seconds or None)
 
 
-class MemoryStore:
+class MemoryStore(StoreBase):
     """Keeps everything in dicts; nothing survives the process.
 
     Expired keys vanish lazily when touched and actively: every TTL'd key sits in a heap that
@@ -71,18 +71,6 @@ class MemoryStore:
     async def flush(self) -> None:
         """Nothing to write."""
         self._ensure_open()
-
-    async def __aenter__(self) -> Self:
-        await self.init()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def _ensure_open(self) -> None:
         if self._closed:

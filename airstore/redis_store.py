@@ -8,8 +8,7 @@ import logging
 import math
 import time
 from collections.abc import Iterable, Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import orjson
 import redis.asyncio as aioredis
@@ -19,6 +18,7 @@ from redis.backoff import ExponentialBackoff
 
 from airstore._batch import Batcher
 from airstore._entry import stamp
+from airstore._lifecycle import StoreBase
 from airstore._redis_batch import command, outcomes, plan
 from airstore._redis_codec import (
     decode_value,
@@ -72,7 +72,7 @@ _BODY = b"d"
 _Op = tuple[Any, ...]
 
 
-class RedisStore:
+class RedisStore(StoreBase):
     """Key-value with TTL plus a log per namespace (a Redis Stream), shared by many processes.
 
     Commands issued during one event-loop turn go to Redis in one pipeline, folded into a few
@@ -186,18 +186,6 @@ class RedisStore:
         """Wait until every command submitted so far has been answered."""
         self._ensure_open()
         await self._batcher.drain()
-
-    async def __aenter__(self) -> Self:
-        await self.init()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def _ensure_open(self) -> None:
         if self._closed:

@@ -10,14 +10,14 @@ import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.request import pathname2url
 
 import aiosqlite
 
 from airstore._batch import Batcher
 from airstore._entry import stamp
+from airstore._lifecycle import StoreBase
 from airstore._sqlite_sql import (
     DELETE,
     INSERT_LOG,
@@ -68,7 +68,7 @@ _IN_CHUNK = 900  # bound parameters per SELECT … IN (…), under SQLite's old 
 _Op = tuple[Any, ...]
 
 
-class SqliteStore:
+class SqliteStore(StoreBase):
     """Key-value with TTL plus an append log per namespace, in one SQLite database file.
 
     Writes (``set``, ``delete``, ``append``) made during one event-loop turn are committed in one
@@ -174,18 +174,6 @@ class SqliteStore:
         """Wait until every write submitted so far is committed."""
         self._ensure_open()
         await self._batcher.drain()
-
-    async def __aenter__(self) -> Self:
-        await self.init()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def _ensure_open(self) -> None:
         if self._closed:

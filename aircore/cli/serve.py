@@ -16,10 +16,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from aircore.errors import DefinitionError
+from aircore.errors import AirError, DefinitionError
 from aircore.server import AirServer
 from aircore.transports.detect import detect_transport
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT
+from airstore.errors import AirstoreError
 
 __all__ = ["load_server", "register"]
 
@@ -85,7 +86,15 @@ def _import_target(spec: str) -> ModuleType:
         sys.path.insert(0, str(path.parent))
         module_spec.loader.exec_module(module)
         return module
-    return importlib.import_module(spec)
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as exc:  # the target itself (not an import inside it) is missing
+        if exc.name is None or not (spec == exc.name or spec.startswith(exc.name + ".")):
+            raise
+        raise DefinitionError(
+            f"no module named {exc.name!r}; TARGET is path/to/file.py[:server] "
+            "or package.module[:server]"
+        ) from exc
 
 
 def load_server(target: str) -> AirServer:
@@ -114,6 +123,15 @@ def load_server(target: str) -> AirServer:
     return servers[0]
 
 
+def _one_line(exc: BaseException) -> str:
+    """The exception's message folded onto one line (problem lists joined with ``; ``)."""
+    parts = [part.strip() for part in str(exc).splitlines() if part.strip()]
+    if not parts:
+        return type(exc).__name__
+    head, rest = parts[0], parts[1:]
+    return f"{head} {'; '.join(rest)}" if rest else head
+
+
 OTEL_ATTACH = "airmeter.otel_attach:attach_otel"
 """Loaded by name (aircore never imports airmeter): adds an OtelSink to the server's meter."""
 
@@ -133,14 +151,31 @@ def _run(args: argparse.Namespace) -> int:
     try:
         server = load_server(args.target)
     except DefinitionError as exc:
-        print(f"air serve: {exc}", file=sys.stderr)
+        print(f"air serve: {_one_line(exc)}", file=sys.stderr)
         return 2
+    try:
+        return _serve(server, args)
+    except (AirError, AirstoreError, OSError) as exc:  # the server refused to start
+        message = _one_line(exc)
+        if "cannot start" not in message:
+            message = f"cannot start {server.name!r}: {message}"
+        print(f"air serve: {type(exc).__name__}: {message}", file=sys.stderr)
+        return 1
+
+
+def _serve(server: AirServer, args: argparse.Namespace) -> int:
     if args.store:
         server.use_storage(args.store)
     _attach_otel(server, requested=args.otel)
     kind = args.transport
     if kind == "auto":
         kind = detect_transport(os.environ, sys.stdin)
+    if kind not in ("stdio", "http"):
+        raise DefinitionError(f"unknown transport {kind!r} (MCP_TRANSPORT); use stdio or http")
+    if not 0 <= args.port <= 65535:
+        raise DefinitionError(f"--port {args.port} is not a port (0-65535; 0: any free port)")
+    if args.max_message is not None and args.max_message < 1:
+        raise DefinitionError(f"--max-message {args.max_message} must be a positive byte count")
     limit: dict[str, Any] = {}
     if kind == "stdio":
         if args.max_message:

@@ -139,6 +139,9 @@ class Dispatcher:
         except Exception as exc:
             logger.exception("internal error handling %s", method)
             return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {exc}")
+        except SystemExit as exc:  # a resource/prompt handler must not end the server
+            logger.error("a handler of %s raised SystemExit(%s)", method, exc.code)
+            return error_response(msg_id, INTERNAL_ERROR, f"Internal error: SystemExit({exc.code})")
         return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
     def notification(self, message: dict[str, Any], conn: Connection) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -88,6 +89,14 @@ def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> 
     return isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta)
 
 
+def _bearer_ok(header: str | None, token: str) -> bool:
+    """``Authorization: Bearer <token>`` (scheme case-insensitive), compared in constant time."""
+    scheme, _, given = (header or "").partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(given.strip().encode(), token.encode())
+
+
 class McpEndpoint:
     """The ASGI endpoint serving ``/mcp`` for one :class:`~aircore.server.AirServer`."""
 
@@ -148,7 +157,7 @@ class McpEndpoint:
                 send, error_response(None, INVALID_REQUEST, "Forbidden: invalid Origin"), 403
             )
             return
-        if self.token is not None and headers.get("authorization") != f"Bearer {self.token}":
+        if self.token is not None and not _bearer_ok(headers.get("authorization"), self.token):
             await self._json(
                 send,
                 error_response(None, INVALID_REQUEST, "Unauthorized"),

@@ -155,8 +155,13 @@ async def serve_http(
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no Nagle delay)
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:  # e.g. the port is taken: undo the start, name the address
+        sock.close()
+        await server.stop()
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from exc
     bound = sock.getsockname()[1]
     config = uvicorn.Config(
         app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=5

@@ -179,7 +179,9 @@ async def _stdin_chunks(stop: asyncio.Event) -> Any:
     """Yield chunks from stdin: a pipe reader when pollable, else a reader thread."""
     loop = asyncio.get_running_loop()
     fd = sys.stdin.fileno()
-    if _is_pollable(fd) and not os.isatty(fd):
+    mode = os.fstat(fd).st_mode
+    # only pipes and sockets can be polled; /dev/null and other devices use the thread
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         reader = asyncio.StreamReader(limit=_CHUNK)
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0, closefd=False)

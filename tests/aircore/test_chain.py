@@ -395,6 +395,26 @@ async def test_cache_plugin_entries_expire_with_their_ttl() -> None:
     await store.close()
 
 
+async def test_cache_plugin_entries_belong_to_their_server_and_tool_version() -> None:
+    from airstore import MemoryStore
+
+    store = MemoryStore()
+
+    def server(name: str, answer: str, version: str) -> Any:
+        tool = define_tool("who", handler=lambda p: answer, meta={"version": version})
+        return define_server(name=name, tools=[tool], storage=store, use=[cache_plugin(60)])
+
+    async with server("alpha", "from alpha", "1.0.0") as alpha:
+        assert _text(await alpha.call_tool("who", {})) == "from alpha"
+    async with server("beta", "from beta", "1.0.0") as beta:  # same store, same tool name
+        assert _text(await beta.call_tool("who", {})) == "from beta"
+    async with server("alpha", "alpha 2", "2.0.0") as upgraded:  # a new version of the tool
+        assert _text(await upgraded.call_tool("who", {})) == "alpha 2"
+    async with server("alpha", "not run", "1.0.0") as again:  # the old entry still serves 1.0.0
+        assert _text(await again.call_tool("who", {})) == "from alpha"
+    await store.close()
+
+
 def test_builtin_plugins_reject_bad_options() -> None:
     with pytest.raises(DefinitionError):
         timeout_plugin(0)

@@ -93,6 +93,9 @@ async def test_missing_or_wrong_bearer_token_is_401(http: httpx.AsyncClient) -> 
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     assert (await _post(http, ping, authorization="")).status_code == 401
     assert (await _post(http, ping, authorization="Bearer nope")).status_code == 401
+    assert (await _post(http, ping, authorization=f"Basic {TOKEN}")).status_code == 401
+    assert (await _post(http, ping, authorization=f"Bearer {TOKEN}x")).status_code == 401
+    assert (await _post(http, ping, authorization=f"bearer {TOKEN}")).status_code != 401
 
 
 async def test_foreign_origin_is_403_and_localhost_origin_is_served(

@@ -367,3 +367,46 @@ async def test_completion_uses_the_prompt_completer() -> None:
         "hasMore": False,
     }
     assert missing["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize(
+    "method", ["tools/list", "resources/list", "resources/templates/list", "prompts/list"]
+)
+async def test_modern_lists_carry_ttl_and_cache_scope(server: AirServer, method: str) -> None:
+    result = (await _ask(server, _req(method, {"_meta": META})))["result"]
+    assert result["resultType"] == "complete"
+    assert result["ttlMs"] == 0
+    assert result["cacheScope"] == "private"
+    legacy = (await _ask(server, _req(method)))["result"]
+    assert "ttlMs" not in legacy
+    assert "resultType" not in legacy
+
+
+async def test_a_dispatched_call_gets_a_full_tool_context() -> None:
+    from aircore import ToolContext
+
+    seen: dict[str, Any] = {}
+
+    def look(params: dict[str, Any], ctx: ToolContext) -> str:
+        ctx.state["calls"] = ctx.state.get("calls", 0) + 1
+        seen.update(
+            request_id=ctx.request_id,
+            server_name=ctx.server_name,
+            started_at=ctx.started_at,
+            store=ctx.store,
+        )
+        return "seen"
+
+    s = define_server(name="ctx-server", tools=[define_tool("look", handler=look)])
+    async with s:
+        out = await _ask(s, _req("tools/call", {"_meta": META, "name": "look"}, msg_id="r-42"))
+        assert out["result"]["content"][0]["text"] == "seen"
+        assert seen["request_id"] == "r-42"
+        assert seen["server_name"] == "ctx-server"
+        assert isinstance(seen["started_at"], float)
+        assert seen["started_at"] > 0
+        assert seen["store"] is s.store
+        assert s.store is not None
+        await _ask(s, _req("tools/call", {"name": "look"}, msg_id=7))
+        assert s.state["calls"] == 2  # one server-wide dict, shared by calls of both eras
+        assert seen["request_id"] == "7"  # ids are carried as text

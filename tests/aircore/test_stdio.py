@@ -183,3 +183,77 @@ async def test_sigterm_stops_the_server_and_runs_on_stop(proc: Proc, events: Pat
     proc.proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(proc.proc.wait(), WAIT) == 0
     assert _events(events) == ["init", "start", "register:echo", "stop"]
+
+
+@pytest.mark.parametrize("source", ["file", "devnull"])
+async def test_stdin_from_a_file_or_dev_null_is_served_to_its_end(
+    tmp_path: Path, events: Path, source: str
+) -> None:
+    frames = tmp_path / "frames.jsonl"
+    frames.write_bytes(_frame(CALL) + _frame({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+    path = frames if source == "file" else Path(os.devnull)
+    with path.open("rb") as stdin:
+        p = await asyncio.create_subprocess_exec(
+            *serve_args(LIFECYCLE, "--transport", "stdio"),
+            stdin=stdin,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "AIR_TEST_EVENTS": str(events)},
+        )
+    try:
+        out, err = await asyncio.wait_for(p.communicate(), WAIT)
+    finally:
+        if p.returncode is None:
+            p.kill()
+            await p.wait()
+    assert p.returncode == 0, err
+    assert b"Traceback" not in err, err
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert sorted(str(a["id"]) for a in answers) == (["2", "ok"] if source == "file" else [])
+    assert all("result" in a for a in answers)
+    assert _events(events)[-1] == "stop"
+
+
+EXITING_SERVER = """\
+import sys
+from aircore import define_resource, define_server, define_tool
+
+def bye(params):
+    sys.exit(3)  # as argparse does inside a wrapped CLI
+
+server = define_server(
+    name="exiting",
+    tools=[define_tool("bye", handler=bye), define_tool("ping", handler=lambda p: "pong")],
+    resources=[define_resource("exit://now", handler=lambda uri: sys.exit(4))],
+)
+"""
+
+
+async def test_a_handler_calling_sys_exit_is_a_failed_call_not_a_shutdown(tmp_path: Path) -> None:
+    target = tmp_path / "exiting_server.py"
+    target.write_text(EXITING_SERVER)
+    p = await asyncio.create_subprocess_exec(
+        *serve_args(str(target), "--transport", "stdio", "--store", "memory://"),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    proc = Proc(p)
+    try:
+        call = {"jsonrpc": "2.0", "method": "tools/call"}
+        bye = await proc.ask(_frame({**call, "id": 1, "params": {"name": "bye", "arguments": {}}}))
+        assert bye["result"]["isError"] is True
+        assert "SystemExit: 3" in bye["result"]["content"][0]["text"]
+        read = {"jsonrpc": "2.0", "id": 2, "method": "resources/read"}
+        gone = await proc.ask(_frame({**read, "params": {"uri": "exit://now"}}))
+        assert gone["error"]["code"] == -32603
+        again = {**call, "id": 3, "params": {"name": "ping", "arguments": {}}}
+        ping = await proc.ask(_frame(again))
+        assert ping["result"]["content"][0]["text"] == "pong"  # still serving
+        assert p.stdin is not None
+        p.stdin.close()
+        assert await asyncio.wait_for(p.wait(), WAIT) == 0
+    finally:
+        if p.returncode is None:
+            p.kill()
+        await p.wait()
