@@ -6,8 +6,8 @@ From the call context it reads (each optional) ``tool_name``, ``arguments``, ``r
 ``annotations``, ``tool_meta`` and ``usage`` (a dict where handlers put ``tokens_in``,
 ``tokens_out``, ``cost``); handlers may also call :func:`airmeter.report_usage`. Failed calls
 are recorded with their error type (``tool_error`` for an ``isError`` result, the JSON-RPC code
-of an exception carrying ``code``, else the exception's type name) and the exception is
-re-raised: the meter never swallows an error.
+of an exception carrying ``code``, ``cancelled`` for an ``asyncio.CancelledError``, else the
+exception's type name) and the exception is re-raised: the meter never swallows an error.
 """
 
 from __future__ import annotations
@@ -32,7 +32,13 @@ from airmeter.types import Sink
 from airmeter.usage import _CURRENT, CallUsage
 from airstore.types import Store
 
-__all__ = ["MeterMiddleware", "blocked_result", "create_meter_hook", "error_type_of"]
+__all__ = [
+    "CANCELLED_ERROR_TYPE",
+    "MeterMiddleware",
+    "blocked_result",
+    "create_meter_hook",
+    "error_type_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +61,10 @@ def blocked_result(message: str) -> dict[str, Any]:
 
 
 _INVALID_PARAMS = "-32602"
+CANCELLED_ERROR_TYPE = "cancelled"
+"""The ``error_type`` of a call cancelled before it finished (``notifications/cancelled`` from
+the client, or the server shutting down): ``ok`` is false, but it is not the tool's failure."""
+_CANCELLED_MESSAGE = "the call was cancelled before it finished"
 
 
 def error_type_of(exc: BaseException) -> str:
@@ -71,6 +81,26 @@ def _is_error_result(value: Any) -> bool:
     if isinstance(value, Mapping):
         return value.get("isError") is True
     return getattr(value, "isError", None) is True or getattr(value, "is_error", None) is True
+
+
+def _arguments_refused(ctx: Any) -> bool:
+    """Whether the context's arguments fail its tool's validator (aircore's ``tool.validator``).
+
+    aircore meters a call it refuses for its arguments by handing the meter a ``call_next``
+    that raises -32602; the client gets that refusal whatever the meter answers. A budget that
+    would block such a call lets it through to ``call_next`` instead, so the record says what
+    the client got (and the refusal, which runs nothing, costs nothing).
+    """
+    validate = getattr(getattr(getattr(ctx, "tool", None), "validator", None), "validate", None)
+    if validate is None:
+        return False
+    try:
+        validate(getattr(ctx, "arguments", None))
+    except ValueError:
+        return True
+    except Exception:  # a validator that cannot judge: keep the budget's refusal
+        return False
+    return False
 
 
 def _size(value: Any) -> int | None:
@@ -217,7 +247,7 @@ class MeterMiddleware:
         ts = _now()
         if budget is not None:
             refusal = budget.check_call()
-            if refusal is not None:
+            if refusal is not None and not _arguments_refused(ctx):
                 self._record(ctx, tool, info, ts, 0.0, False, BUDGET_ERROR_TYPE, refusal,
                              usage, 0.0, None)  # fmt: skip
                 return blocked_result(refusal)
@@ -234,8 +264,11 @@ class MeterMiddleware:
             latency = (_perf() - t0) * 1000.0
             if type(exc).__name__ == "InputRequired":  # elicitation: a normal outcome
                 self._finish(ctx, tool, info, ts, latency, True, None, None, usage, None)
+            elif isinstance(exc, asyncio.CancelledError):  # not the tool's failure
+                self._finish(ctx, tool, info, ts, latency, False, CANCELLED_ERROR_TYPE,
+                             _CANCELLED_MESSAGE, usage, None)  # fmt: skip
             else:
-                message = str(exc) if not isinstance(exc, asyncio.CancelledError) else None
+                message = str(exc)
                 etype = error_type_of(exc)
                 if etype == _INVALID_PARAMS:  # refused arguments: the call costs nothing
                     self._record(ctx, tool, info, ts, latency, False, etype, message, usage,
