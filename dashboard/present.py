@@ -67,13 +67,23 @@ _JSONRPC_ERRORS = {
     "-32603": "internal error",
 }
 
+_METER_ERRORS = {
+    "cancelled": "cancelled",
+    "budget_exceeded": "budget exceeded",
+}
+"""The meter's own error types: a call the client cancelled, a call refused by a budget."""
+
 
 def error_label(error_type: str) -> str:
     """A recorded error type as people read it: ``invalid params (-32602)``, ``RuntimeError``.
 
     The meter records a JSON-RPC error's code (``"-32602"``: refused arguments, or a handler's
-    ``AirError(-32602, ...)``), an exception's class name otherwise.
+    ``AirError(-32602, ...)``), ``cancelled`` for a call the client cancelled before it
+    finished, ``budget_exceeded`` for a call a budget refused, an exception's class name
+    otherwise.
     """
+    if error_type in _METER_ERRORS:
+        return _METER_ERRORS[error_type]
     name = _JSONRPC_ERRORS.get(error_type)
     return f"{name} ({error_type})" if name else error_type
 

@@ -20,7 +20,7 @@ TOOLS: tuple[tuple[str, Layer, float, float], ...] = (
     ("plan_trip", Layer.L7, 2500.0, 0.2),
 )
 SERVERS = ("demo", "billing")
-ERROR_TYPES = ("tool_error", "-32602", "TimeoutError")
+ERROR_TYPES = ("tool_error", "-32602", "TimeoutError", "cancelled", "budget_exceeded")
 
 
 def make_records(*, now_ms: int, count: int, span_ms: int, seed: int = 7) -> list[dict[str, Any]]:
@@ -37,7 +37,7 @@ def make_records(*, now_ms: int, count: int, span_ms: int, seed: int = 7) -> lis
             layer=layer,
             latency_ms=round(rnd.lognormvariate(0, 0.8) * typical, 3),
             ok=ok,
-            error_type=None if ok else ERROR_TYPES[rnd.randrange(3)],
+            error_type=None if ok else ERROR_TYPES[i % len(ERROR_TYPES)],
             error_message=None if ok else f"{tool} failed (#{i})",
             request_id=f"req-{i}",
             cost=0.5 if (layer == Layer.L6 and rnd.random() < 0.3) else None,

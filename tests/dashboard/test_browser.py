@@ -85,7 +85,12 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
     by_type = Counter(r["error_type"] for r in hour if not r["ok"])
     summary = _text(browser, "error-summary")
     assert summary.startswith(f"{errors:,} failed calls in this range: ")
-    named = {"-32602": "invalid params (-32602)"}
+    named = {
+        "-32602": "invalid params (-32602)",
+        "cancelled": "cancelled",
+        "budget_exceeded": "budget exceeded",
+    }
+    assert "cancelled" in by_type
     for error_type, n in by_type.items():
         assert f"{named.get(error_type, error_type)} {n:,}" in summary
     last_error = max((r for r in hour if not r["ok"]), key=lambda r: r["_ts"])

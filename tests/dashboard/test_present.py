@@ -33,6 +33,8 @@ def test_jsonrpc_codes_are_named_and_exception_names_kept() -> None:
     assert error_label("-32603") == "internal error (-32603)"
     assert error_label("RuntimeError") == "RuntimeError"
     assert error_label("-32001") == "-32001"  # a server's own code stays as recorded
+    assert error_label("cancelled") == "cancelled"
+    assert error_label("budget_exceeded") == "budget exceeded"
 
 
 def test_error_rows_name_the_type_and_keep_the_whole_message() -> None:
@@ -48,8 +50,9 @@ def test_error_rows_name_the_type_and_keep_the_whole_message() -> None:
 
 
 def test_summary_counts_failures_by_type() -> None:
-    view = _view((("-32602", 1_280), ("RuntimeError", 15)), ())
+    view = _view((("-32602", 1_280), ("RuntimeError", 15), ("cancelled", 3)), ())
     assert error_summary(view) == (
-        "1,295 failed calls in this range: invalid params (-32602) 1,280 · RuntimeError 15"
+        "1,298 failed calls in this range: invalid params (-32602) 1,280 · RuntimeError 15"
+        " · cancelled 3"
     )
     assert error_summary(_view((), ())) == "no failed calls in this range"
