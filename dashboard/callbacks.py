@@ -11,6 +11,7 @@ from dashboard import figures, present
 from dashboard.errors import DashboardError, StoreUnavailableError
 from dashboard.ranges import CUSTOM, parse_instant
 from dashboard.reader import SyncReader
+from dashboard.servers import parse_server_choice
 from dashboard.types import Filters
 
 __all__ = ["register_callbacks"]
@@ -39,7 +40,8 @@ def _query_args(
         kwargs["start_ms"] = parse_instant(start)
         kwargs["end_ms"] = parse_instant(end) if end else None
     parsed: Layer | None = parse_layer(layer) if layer else None
-    return kwargs, Filters(tool=tool or None, layer=parsed, server=server or None)
+    name, instance = parse_server_choice(server or None)
+    return kwargs, Filters(tool=tool or None, layer=parsed, server=name, instance=instance)
 
 
 def _banner(exc: DashboardError) -> list[Any]:
@@ -98,7 +100,7 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
             [{"message": {"value": row["message"], "type": "text"}} for row in errors],
             present.error_summary(view),
             [{"label": t, "value": t} for t in view.tool_names],
-            [{"label": s, "value": s} for s in view.server_names],
+            [{"label": c.label, "value": c.value} for c in view.server_choices],
             _SHOW if empty else _HIDE,
             _HIDE if empty else _SHOW,
             "",

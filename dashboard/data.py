@@ -28,6 +28,7 @@ from airstore import AirstoreError, Store, create_storage, parse_store_url
 from airstore.factory import BACKENDS
 from dashboard.errors import StoreUnavailableError
 from dashboard.ranges import resolve_range
+from dashboard.servers import parse_server_choice, server_choices
 from dashboard.types import (
     CallRow,
     DashboardView,
@@ -42,7 +43,15 @@ from dashboard.types import (
     ToolRow,
 )
 
-__all__ = ["DETAIL_SAMPLE", "RECENT_ERRORS", "DashboardData", "latency_histogram", "open_store"]
+__all__ = [
+    "DETAIL_SAMPLE",
+    "RECENT_ERRORS",
+    "DashboardData",
+    "latency_histogram",
+    "open_store",
+    "parse_server_choice",
+    "server_choices",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +149,8 @@ def _store_filter(filters: Filters, *, skip_tool: bool = False) -> dict[str, Any
         out["layer"] = filters.layer.code
     if filters.server is not None:
         out["server"] = filters.server
+    if filters.instance is not None:
+        out["instance_id"] = filters.instance
     return out
 
 
@@ -180,7 +191,7 @@ class DashboardData:
         self.url = url
         self._clock = clock
         self._known_tools: set[str] = set()
-        self._known_servers: set[str] = set()
+        self._known_servers: dict[str, set[str]] = {}
 
     @classmethod
     async def open(cls, url: str, *, clock: Any = time.time) -> DashboardData:
@@ -218,6 +229,7 @@ class DashboardData:
                 tool=filters.tool,
                 layer=filters.layer,
                 server=filters.server,
+                instance=filters.instance,
                 bucket_ms=rng.bucket_ms,
             )
         except (AirstoreError, AirmeterError, OSError) as exc:
@@ -237,7 +249,8 @@ class DashboardData:
         filters = filters or Filters()
         snap = await self._snapshot(rng, filters)
         self._known_tools.update(t.tool for t in snap.tools)
-        self._known_servers.update(s.server for s in snap.servers)
+        for row in snap.servers:
+            self._known_servers.setdefault(row.server, set()).add(row.instance_id)
         flt = _store_filter(filters)
         failed = await self._query(
             limit=RECENT_ERRORS,
@@ -265,6 +278,7 @@ class DashboardData:
             recent_errors=tuple(_error_row(e) for e in failed),
             tool_names=tuple(sorted(known)),
             server_names=tuple(sorted(s for s in self._known_servers if s)),
+            server_choices=server_choices(self._known_servers),
             store_empty=store_empty,
             errors_by_type=tuple(
                 sorted(snap.errors_by_type.items(), key=lambda kv: (-kv[1], kv[0]))

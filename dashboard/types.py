@@ -18,6 +18,7 @@ __all__ = [
     "Headline",
     "HistogramBin",
     "LayerSlice",
+    "ServerChoice",
     "TimeBucket",
     "TimeRange",
     "ToolDetail",
@@ -42,11 +43,30 @@ class TimeRange:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Filters:
-    """Optional equality filters; ``None`` means "all"."""
+    """Optional equality filters; ``None`` means "all".
+
+    ``server`` is a server name (all its instances); ``instance`` narrows to one instance id.
+    """
 
     tool: str | None = None
     layer: Layer | None = None
     server: str | None = None
+    instance: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerChoice:
+    """One entry of the server filter: a whole server (``instance`` None) or one instance.
+
+    ``value`` is what the dropdown carries (see :func:`dashboard.data.parse_server_choice`),
+    ``label`` what people read: ``billing``, ``billing (all 2 instances)``,
+    ``billing (web-2)``.
+    """
+
+    value: str
+    label: str
+    server: str
+    instance: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,7 +170,8 @@ class DashboardView:
     """Everything the main page shows for one range and set of filters.
 
     ``store_empty`` is True when the store holds no call at all (the page then explains how to
-    produce some); ``tools``/``servers`` list the choices for the filter dropdowns;
+    produce some); ``tool_names``/``server_choices`` list the choices for the filter dropdowns
+    (``server_names`` the server names alone);
     ``errors_by_type`` counts every failed call in the range by error type, most frequent first.
     """
 
@@ -166,6 +187,7 @@ class DashboardView:
     store_empty: bool
     errors_by_type: tuple[tuple[str, int], ...] = ()
     generated_at_ms: int = field(default=0)
+    server_choices: tuple[ServerChoice, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

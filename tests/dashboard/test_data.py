@@ -12,7 +12,13 @@ import pytest
 
 from airmeter import Layer
 from airstore import FileStore, MemoryStore, Store
-from dashboard.data import RECENT_ERRORS, DashboardData, open_store
+from dashboard.data import (
+    RECENT_ERRORS,
+    DashboardData,
+    open_store,
+    parse_server_choice,
+    server_choices,
+)
 from dashboard.errors import InvalidRangeError, StoreUnavailableError
 from dashboard.ranges import RANGES, resolve_range
 from dashboard.types import Filters, TimeRange
@@ -251,3 +257,19 @@ async def test_unreadable_store_gives_a_clear_typed_error(tmp_path: Path) -> Non
         await open_store(url)
     assert "cannot read store" in info.value.message
     assert info.value.url == url
+
+
+def test_server_choices_list_instances_only_for_servers_with_several() -> None:
+    choices = server_choices({"b": {"b-1"}, "a": {"x:1", "a-2"}, "": {"z"}, "c": {""}})
+    assert [(c.label, c.server, c.instance) for c in choices] == [
+        ("a (all 2 instances)", "a", None),
+        ("a (a-2)", "a", "a-2"),
+        ("a (x:1)", "a", "x:1"),
+        ("b", "b", None),
+        ("c", "c", None),
+    ]
+    assert [parse_server_choice(c.value) for c in choices] == [
+        (c.server, c.instance) for c in choices
+    ]
+    assert parse_server_choice(None) == parse_server_choice("") == (None, None)
+    assert parse_server_choice("[not json") == ("[not json", None)
