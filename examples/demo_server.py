@@ -100,8 +100,8 @@ def fetch_url(params: dict[str, Any]) -> dict[str, Any]:
 
 def generate_text(params: dict[str, Any], ctx: ToolContext) -> str:
     prompt: str = params["prompt"]
-    # Tokens only: the meter prices the call like every other (layer weight × unit price), so the
-    # dashboard's cost column stays in one unit. A handler may also report its own ``cost``.
+    # Tokens only: the meter prices the call like every other (layer weight times unit
+    # price), so the dashboard's cost stays in one unit. A handler may also report ``cost``.
     ctx.usage.update(tokens_in=len(prompt.split()), tokens_out=12)
     return f"(simulated model) A short reply about: {prompt[:60]}"
 
