@@ -65,8 +65,9 @@ def minute_key(minute_ms: int, writer: str) -> str:
     return f"{minute_ms:013d}:{writer}"
 
 
-class RollupRow:
-    """The running sums of one minute for one server instance, tool and layer."""
+class Sums:
+    """Counts, errors by type, latency sum/max, histogram, cost and tokens, and how to add two
+    of them: shared by a stored minute (:class:`RollupRow`) and a snapshot row (``Acc``)."""
 
     __slots__ = (
         "calls",
@@ -74,23 +75,13 @@ class RollupRow:
         "errors",
         "errors_by_type",
         "hist",
-        "instance",
         "latency_max",
         "latency_sum",
-        "layer",
-        "minute",
-        "server",
         "tokens_in",
         "tokens_out",
-        "tool",
     )
 
-    def __init__(self, minute: int, server: str, instance: str, tool: str, layer: int) -> None:
-        self.minute = minute
-        self.server = server
-        self.instance = instance
-        self.tool = tool
-        self.layer = layer
+    def __init__(self) -> None:
         self.calls = 0
         self.errors = 0
         self.errors_by_type: dict[str, int] = {}
@@ -100,6 +91,33 @@ class RollupRow:
         self.tokens_in = 0
         self.tokens_out = 0
         self.hist: dict[int, int] = {}
+
+    def merge(self, other: Sums) -> None:
+        """Add another row's sums into this one."""
+        self.calls += other.calls
+        self.errors += other.errors
+        for etype, count in other.errors_by_type.items():
+            self.errors_by_type[etype] = self.errors_by_type.get(etype, 0) + count
+        self.latency_sum += other.latency_sum
+        self.latency_max = max(self.latency_max, other.latency_max)
+        self.cost += other.cost
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+        merge_into(self.hist, other.hist)
+
+
+class RollupRow(Sums):
+    """The running sums of one minute for one server instance, tool and layer."""
+
+    __slots__ = ("instance", "layer", "minute", "server", "tool")
+
+    def __init__(self, minute: int, server: str, instance: str, tool: str, layer: int) -> None:
+        super().__init__()
+        self.minute = minute
+        self.server = server
+        self.instance = instance
+        self.tool = tool
+        self.layer = layer
 
     def add(self, rec: CallRecord) -> None:
         """Count one record (its minute and key must match this row)."""
@@ -122,19 +140,6 @@ class RollupRow:
             self.tokens_in += rec.tokens_in
         if rec.tokens_out:
             self.tokens_out += rec.tokens_out
-
-    def merge(self, other: RollupRow) -> None:
-        """Add another row's sums into this one."""
-        self.calls += other.calls
-        self.errors += other.errors
-        for etype, count in other.errors_by_type.items():
-            self.errors_by_type[etype] = self.errors_by_type.get(etype, 0) + count
-        self.latency_sum += other.latency_sum
-        self.latency_max = max(self.latency_max, other.latency_max)
-        self.cost += other.cost
-        self.tokens_in += other.tokens_in
-        self.tokens_out += other.tokens_out
-        merge_into(self.hist, other.hist)
 
     def to_json(self) -> dict[str, Any]:
         """The row's JSON form (without the minute, which its document carries)."""

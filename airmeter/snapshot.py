@@ -227,7 +227,7 @@ def aggregate(
             layers_here[code] = layers_here.get(code, 0) + r.calls
     total = Acc()
     for point in series:
-        total.add_acc(point)
+        total.merge(point)
 
     p50, p95, p99 = total.percentiles()
     layer_rows = {

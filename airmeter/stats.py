@@ -3,38 +3,17 @@
 from __future__ import annotations
 
 from airmeter.histogram import merge_into, percentiles
-from airmeter.rollups import RollupRow
+from airmeter.rollups import RollupRow, Sums
 
 __all__ = ["Acc"]
 
 _QS = (50.0, 95.0, 99.0)
 
 
-class Acc:
+class Acc(Sums):
     """Sums rollup rows: counts, errors by type, latency, histogram, cost and tokens."""
 
-    __slots__ = (
-        "calls",
-        "cost",
-        "errors",
-        "errors_by_type",
-        "hist",
-        "latency_max",
-        "latency_sum",
-        "tokens_in",
-        "tokens_out",
-    )
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.errors = 0
-        self.errors_by_type: dict[str, int] = {}
-        self.latency_sum = 0.0
-        self.latency_max = 0.0
-        self.cost = 0.0
-        self.tokens_in = 0
-        self.tokens_out = 0
-        self.hist: dict[int, int] = {}
+    __slots__ = ()
 
     def add_row(self, row: RollupRow, *, histogram: bool = True) -> None:
         """Add one rollup row (``histogram=False`` skips the latency histogram)."""
@@ -52,19 +31,6 @@ class Acc:
         self.tokens_out += row.tokens_out
         if histogram:
             merge_into(self.hist, row.hist)
-
-    def add_acc(self, other: Acc) -> None:
-        """Add another accumulator's sums."""
-        self.calls += other.calls
-        self.errors += other.errors
-        for etype, count in other.errors_by_type.items():
-            self.errors_by_type[etype] = self.errors_by_type.get(etype, 0) + count
-        self.latency_sum += other.latency_sum
-        self.latency_max = max(self.latency_max, other.latency_max)
-        self.cost += other.cost
-        self.tokens_in += other.tokens_in
-        self.tokens_out += other.tokens_out
-        merge_into(self.hist, other.hist)
 
     def mean(self) -> float | None:
         """Mean latency in ms, ``None`` without calls."""
