@@ -13,10 +13,9 @@ minutes x tools, never with calls.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from math import log as _log
 from typing import Any
 
-from airmeter.histogram import BASE_MS, GROWTH, from_json, merge_into, to_json
+from airmeter.histogram import bucket_of, from_json, merge_into, to_json
 from airmeter.layers import LAYERS
 from airmeter.record import CallRecord
 
@@ -40,8 +39,6 @@ MINUTE_MS = 60_000
 ROLLUP_FORMAT = 2  # 2: histograms as flat [bucket, count, ...] lists
 _READABLE_FORMATS = (2,)  # format 1 used other bucket bounds: its documents are skipped
 _WEIGHTS = tuple(info.weight for info in LAYERS)
-_LOG_BASE = _log(BASE_MS)
-_INV_LOG_GROWTH = 1.0 / _log(GROWTH)
 
 _RowKey = tuple[str, str, str, int]  # server, instance, tool, layer
 
@@ -130,8 +127,7 @@ class RollupRow(Sums):
         self.latency_sum += latency
         if latency > self.latency_max:
             self.latency_max = latency
-        # bucket_of(), inlined: this runs once per call on the sink's write path
-        index = int((_log(latency) - _LOG_BASE) * _INV_LOG_GROWTH) + 1 if latency > BASE_MS else 0
+        index = bucket_of(latency)
         hist = self.hist
         hist[index] = hist.get(index, 0) + 1
         cost = rec.cost
@@ -219,25 +215,7 @@ class RollupBook:
         row = rows.get(key)
         if row is None:
             row = rows[key] = RollupRow(minute, key[0], key[1], key[2], int(key[3]))
-        # RollupRow.add, inlined: this runs once per call on the sink's write path
-        row.calls += 1
-        if not rec.ok:
-            row.errors += 1
-            etype = rec.error_type or "error"
-            row.errors_by_type[etype] = row.errors_by_type.get(etype, 0) + 1
-        latency = rec.latency_ms
-        row.latency_sum += latency
-        if latency > row.latency_max:
-            row.latency_max = latency
-        index = int((_log(latency) - _LOG_BASE) * _INV_LOG_GROWTH) + 1 if latency > BASE_MS else 0
-        hist = row.hist
-        hist[index] = hist.get(index, 0) + 1
-        cost = rec.cost
-        row.cost += _WEIGHTS[row.layer - 1] if cost is None else cost
-        if rec.tokens_in:
-            row.tokens_in += rec.tokens_in
-        if rec.tokens_out:
-            row.tokens_out += rec.tokens_out
+        row.add(rec)
 
     def merge_rows(self, rows: Iterable[RollupRow]) -> None:
         """Add stored rows into the book (their minutes are not marked dirty)."""
