@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +16,7 @@ from airstore import FileStore
 from dashboard.errors import DashboardError
 from dashboard.reader import SyncReader
 from dashboard.server import DashboardServer, is_loopback
+from tests.air_process import air, serving
 
 
 @pytest.fixture
@@ -84,43 +83,19 @@ def test_without_a_token_loopback_serves_the_page(store_url: str) -> None:
         assert "air · MCP dashboard" in response.text
 
 
-def _air(*args: str) -> list[str]:
-    return [sys.executable, "-m", "aircore.cli", *args]
-
-
 def test_air_help_lists_the_dashboard_command() -> None:
-    out = subprocess.run(_air("--help"), capture_output=True, text=True, check=True, timeout=60)
+    out = subprocess.run(air("--help"), capture_output=True, text=True, check=True, timeout=60)
     assert "dashboard" in out.stdout
 
 
 def test_air_dashboard_prints_its_url_serves_and_stops_on_ctrl_c(store_url: str) -> None:
-    proc = subprocess.Popen(
-        _air("dashboard", "--store", store_url, "--port", "0"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    try:
-        line = proc.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        assert match, line
-        with httpx.Client() as client:
-            assert client.get(match.group(0)).status_code == 200
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        assert proc.stderr is not None
-        proc.stderr.close()
+    with serving("dashboard", "--store", store_url, "--port", "0") as url, httpx.Client() as client:
+        assert client.get(url).status_code == 200
 
 
 def test_air_dashboard_explains_a_missing_or_unreadable_store(tmp_path: Path) -> None:
     missing = subprocess.run(
-        _air("dashboard", "--store", f"file://{tmp_path}/none", "--port", "0"),
+        air("dashboard", "--store", f"file://{tmp_path}/none", "--port", "0"),
         capture_output=True,
         text=True,
         timeout=60,
@@ -131,7 +106,7 @@ def test_air_dashboard_explains_a_missing_or_unreadable_store(tmp_path: Path) ->
     assert "Traceback" not in missing.stderr
     (tmp_path / "bad" / "meter.calls.log.jsonl").mkdir(parents=True)
     unreadable = subprocess.run(
-        _air("dashboard", "--store", f"file://{tmp_path}/bad", "--port", "0"),
+        air("dashboard", "--store", f"file://{tmp_path}/bad", "--port", "0"),
         capture_output=True,
         text=True,
         timeout=60,
@@ -143,7 +118,7 @@ def test_air_dashboard_explains_a_missing_or_unreadable_store(tmp_path: Path) ->
 
 def test_air_dashboard_refuses_a_remote_bind_without_a_token(store_url: str) -> None:
     result = subprocess.run(
-        _air("dashboard", "--store", store_url, "--host", "0.0.0.0", "--allow-remote"),
+        air("dashboard", "--store", store_url, "--host", "0.0.0.0", "--allow-remote"),
         capture_output=True,
         text=True,
         timeout=60,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
-import signal
 import subprocess
 import sys
 from collections import Counter
@@ -20,12 +18,9 @@ from mcp.client.stdio import StdioServerParameters
 from aircore.cli._traffic import plan_calls
 from aircore.cli.demo import DEMO_SERVER
 from dashboard.data import DashboardData
+from tests.air_process import air, serving
 
 pytestmark = pytest.mark.slow
-
-
-def _air(*args: str) -> list[str]:
-    return [sys.executable, "-m", "aircore.cli", *args]
 
 
 async def _listed_tools() -> list[Any]:
@@ -46,7 +41,7 @@ def _refused_by_validation(tool: Any, arguments: dict[str, Any]) -> bool:
 def test_air_demo_records_every_call_it_makes(tmp_path: Path) -> None:
     store = tmp_path / "data"
     result = subprocess.run(
-        _air(
+        air(
             "demo", "--calls", "200", "--no-dashboard", "--store", f"file://{store}", "--seed", "5"
         ),
         capture_output=True,
@@ -85,27 +80,9 @@ def test_air_demo_records_every_call_it_makes(tmp_path: Path) -> None:
 
 def test_air_demo_serves_the_dashboard_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     store = tmp_path / "data"
-    proc = subprocess.Popen(
-        _air("demo", "--calls", "60", "--store", f"file://{store}", "--port", "0"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert proc.stdout is not None
-    try:
-        line = proc.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        assert match, line
-        with httpx.Client() as client:
-            assert client.get(match.group(0)).status_code == 200
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
+    demo = ("demo", "--calls", "60", "--store", f"file://{store}", "--port", "0")
+    with serving(*demo, cwd=tmp_path, stop_timeout=60) as url, httpx.Client() as client:
+        assert client.get(url).status_code == 200
     # Everything the server recorded, including live-trickle calls, is in the log and in the
     # meter's rollups: the server flushed both when the demo closed its client.
     lines = (store / "meter.calls.log.jsonl").read_bytes().splitlines()
@@ -131,7 +108,7 @@ def test_air_demo_explains_a_server_that_cannot_start(tmp_path: Path) -> None:
         async with FileStore(store):  # holds the writer lock: the demo server cannot open it
             return await asyncio.to_thread(
                 subprocess.run,
-                _air("demo", "--calls", "10", "--no-dashboard", "--store", f"file://{store}"),
+                air("demo", "--calls", "10", "--no-dashboard", "--store", f"file://{store}"),
                 capture_output=True,
                 text=True,
                 timeout=120,
