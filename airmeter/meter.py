@@ -131,8 +131,13 @@ class Meter:
         self._sink_quiet: dict[int, int] = {}
 
     # -- hot path --------------------------------------------------------------------------
-    def record(self, record: CallRecord) -> None:
-        """Accept one finished call: O(1), never blocks, never raises."""
+    def record(self, record: CallRecord | tuple[Any, ...]) -> None:
+        """Accept one finished call: O(1), never blocks, never raises.
+
+        ``record`` is a :class:`CallRecord`, or its values as a tuple in ``RECORD_FIELDS``
+        order (what the meter middleware passes: the frozen record is then built by the
+        delivery task, or by :meth:`recent`, which keeps the call path under a microsecond).
+        """
         self._recorded += 1
         self._ring.append(record)
         pending = self._pending
@@ -144,22 +149,8 @@ class Meter:
             self._woken = True
             self._wake.set()
 
-    def record_fields(self, values: tuple[Any, ...]) -> None:
-        """Like :meth:`record`, given the record's values in ``RECORD_FIELDS`` order.
-
-        The frozen :class:`CallRecord` is built later by the delivery task (or by
-        :meth:`recent`), which keeps the call path under a microsecond.
-        """
-        self._recorded += 1
-        self._ring.append(values)
-        pending = self._pending
-        if len(pending) >= self._max_pending or self._closed:
-            self._dropped += 1
-            return
-        pending.append(values)
-        if len(pending) >= self._batch_size and not self._woken and self._wake is not None:
-            self._woken = True
-            self._wake.set()
+    record_fields = record
+    """The same method; the name says a tuple of ``RECORD_FIELDS`` values is passed."""
 
     def layer_of(self, tool: str) -> Layer:
         """The cached layer of ``tool`` from this meter's classifier."""

@@ -89,18 +89,22 @@ class Sums:
         self.tokens_out = 0
         self.hist: dict[int, int] = {}
 
-    def merge(self, other: Sums) -> None:
-        """Add another row's sums into this one."""
+    def merge(self, other: Sums, *, histogram: bool = True) -> None:
+        """Add another row's sums into this one (``histogram=False`` skips the histogram)."""
         self.calls += other.calls
-        self.errors += other.errors
-        for etype, count in other.errors_by_type.items():
-            self.errors_by_type[etype] = self.errors_by_type.get(etype, 0) + count
+        if other.errors:
+            self.errors += other.errors
+            ebt = self.errors_by_type
+            for etype, count in other.errors_by_type.items():
+                ebt[etype] = ebt.get(etype, 0) + count
         self.latency_sum += other.latency_sum
-        self.latency_max = max(self.latency_max, other.latency_max)
+        if other.latency_max > self.latency_max:
+            self.latency_max = other.latency_max
         self.cost += other.cost
         self.tokens_in += other.tokens_in
         self.tokens_out += other.tokens_out
-        merge_into(self.hist, other.hist)
+        if histogram:
+            merge_into(self.hist, other.hist)
 
 
 class RollupRow(Sums):
@@ -255,10 +259,6 @@ class RollupBook:
             "minute": minute,
             "rows": [row.to_json() for row in rows.values()],
         }
-
-    def has_minute(self, minute: int) -> bool:
-        """Whether the book holds rows for ``minute``."""
-        return minute in self._minutes
 
     def drop_before(self, minute: int) -> None:
         """Forget minutes older than ``minute`` (they are already stored)."""

@@ -27,6 +27,8 @@ from airmeter.rollups import (
 )
 from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
 from airmeter.stats import Acc
+from airstore._validate import to_epoch_ms  # the same bound rules as the store
+from airstore.errors import InvalidArgumentError
 from airstore.types import Store
 
 __all__ = [
@@ -53,15 +55,14 @@ def to_ms(bound: Bound, now_ms: int) -> int | None:
     Raises:
         MeterConfigError: the bound is of another type.
     """
-    if bound is None:
-        return None
     if isinstance(bound, timedelta):
         return now_ms - int(bound.total_seconds() * 1000)
-    if isinstance(bound, datetime):
-        return int(bound.timestamp() * 1000)
-    if isinstance(bound, int | float) and not isinstance(bound, bool):
-        return int(bound)
-    raise MeterConfigError(f"time bound must be a datetime, timedelta or epoch ms: {bound!r}")
+    try:
+        return to_epoch_ms(bound)
+    except InvalidArgumentError as exc:
+        raise MeterConfigError(
+            f"time bound must be a datetime, timedelta or finite epoch ms: {bound!r}"
+        ) from exc
 
 
 def _floor(ms: int) -> int:
@@ -209,20 +210,20 @@ def aggregate(
                 or (instance is not None and r.instance != instance)
             ):
                 continue
-            point.add_row(r)
-            by_layer[r.layer - 1].add_row(r, histogram=False)
+            point.merge(r)
+            by_layer[r.layer - 1].merge(r, histogram=False)
             acc = by_tool.get(r.tool)
             if acc is None:
                 acc = by_tool[r.tool] = Acc()
                 tool_layers[r.tool] = {}
-            acc.add_row(r)
+            acc.merge(r)
             counts = tool_layers[r.tool]
             counts[r.layer] = counts.get(r.layer, 0) + r.calls
             skey = (r.server, r.instance)
             sacc = by_server.get(skey)
             if sacc is None:
                 sacc = by_server[skey] = Acc()
-            sacc.add_row(r)
+            sacc.merge(r)
             code = f"L{r.layer}"
             layers_here[code] = layers_here.get(code, 0) + r.calls
     total = Acc()

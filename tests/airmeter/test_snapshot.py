@@ -172,6 +172,9 @@ async def test_bad_snapshot_arguments_are_config_errors() -> None:
         await snapshot(store, layer="L9")
     with pytest.raises(MeterConfigError):
         await snapshot(store, since="yesterday")  # type: ignore[arg-type]
+    for bound in (float("inf"), float("nan")):
+        with pytest.raises(MeterConfigError):
+            await snapshot(store, until=bound)
     with pytest.raises(MeterConfigError):
         await snapshot(store, bucket_ms=0)
     await store.close()
