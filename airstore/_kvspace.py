@@ -216,7 +216,6 @@ class KVSpace:
                 f"cut {len(data) - end} bytes of an unfinished record",
             )
         body = data[:end]
-        first_line = 1 if from_start else None
         applied_first = True
         now = self._clock()
         for number, line in enumerate(body.split(b"\n")[:-1], 1):
@@ -230,7 +229,7 @@ class KVSpace:
             except (orjson.JSONDecodeError, ValueError, TypeError, IndexError, KeyError) as exc:
                 if not from_start:
                     return False  # read from an offset that is no longer a line start
-                if not self._read_only and first_line is not None:
+                if not self._read_only:
                     self._report("corrupt_line", self._journal_path, number, str(exc))
                 continue
             if seq <= snap_seq:
@@ -294,7 +293,6 @@ class KVSpace:
             buf += b","
             buf += encoded_value
             buf += b",null]\n" if exp is None else b",%r]\n" % exp
-        return
 
     def journal_delete(self, key: str) -> None:
         """Record a delete in the journal buffer."""
@@ -315,8 +313,8 @@ class KVSpace:
                 self.encoded.pop(key, None)
 
     # -- snapshots ---------------------------------------------------------------------------
-    def encode_snapshot(self) -> tuple[bytes, int, int]:
-        """Serialize live items; returns ``(data, seq, journal_end)`` and clears ``dirty``."""
+    def encode_snapshot(self) -> tuple[bytes, int]:
+        """Serialize live items; returns ``(data, journal_end)`` and clears ``dirty``."""
         now = self._clock()
         enc = self.encoded
         items = {
@@ -334,10 +332,10 @@ class KVSpace:
             ) from exc
         self.dirty = False
         journal_end = self.journal.end if self.journal is not None else 0
-        return data, self.seq, journal_end
+        return data, journal_end
 
-    def compact_journal(self, seq: int, journal_end: int) -> None:
-        """After a durable snapshot at ``seq``: drop journal bytes before ``journal_end``."""
+    def compact_journal(self, journal_end: int) -> None:
+        """After a durable snapshot: drop the journal bytes it covers (before ``journal_end``)."""
         journal = self.journal
         if journal is None or journal.fd is None:
             return

@@ -169,7 +169,7 @@ class Persister:
 
     async def _snapshot_dirty(self) -> None:
         for space in [s for s in self.spaces.values() if s.dirty]:
-            data, seq, journal_end = space.encode_snapshot()
+            data, journal_end = space.encode_snapshot()
             try:
                 await asyncio.to_thread(write_atomic, space.snapshot_path, data)
             except OSError as exc:
@@ -181,7 +181,7 @@ class Persister:
                     path=space.snapshot_path,
                 ) from exc
             try:
-                space.compact_journal(seq, journal_end)
+                space.compact_journal(journal_end)
             except OSError as exc:  # the snapshot is durable; the journal stays correct
                 self._report_io_error("journal compaction", space.snapshot_path, exc)
 
@@ -192,13 +192,13 @@ class Persister:
             raise StorageIOError(f"cannot write to {self.path}: {exc}", path=self.path) from exc
         try:
             for space in [s for s in self.spaces.values() if s.dirty]:
-                data, seq, journal_end = space.encode_snapshot()
+                data, journal_end = space.encode_snapshot()
                 try:
                     write_atomic(space.snapshot_path, data)
                 except OSError:
                     space.dirty = True
                     raise
-                space.compact_journal(seq, journal_end)
+                space.compact_journal(journal_end)
             _sync_all(self.files())
         except OSError as exc:
             raise StorageIOError(

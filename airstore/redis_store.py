@@ -348,7 +348,7 @@ class RedisStore(StoreBase):
         lower = "-" if lo is None or lo <= 0 else f"{lo}-0"
         needles = [n for f, v in (filter or {}).items() if (n := needle(f, v)) is not None]
         key = self._log_key(ns)
-        if filter and needles:
+        if filter and needles:  # matching entries are found server-side
             bounds, window = (upper, lower), (limit, offset)
             where = self.where
             return await scan_filtered(
@@ -361,10 +361,7 @@ class RedisStore(StoreBase):
             while len(out) < limit:
                 rows = await self._client.xrevrange(key, max=upper, min=lower, count=page)
                 for _id, fields in rows:
-                    raw = fields[_BODY]
-                    if needles and not all(n in raw for n in needles):
-                        continue
-                    entry = orjson.loads(raw)
+                    entry = orjson.loads(fields[_BODY])
                     if filter and not matches(entry, filter):
                         continue
                     if skipped < offset:

@@ -35,9 +35,11 @@ from airstore._sqlite_sql import (
     translate,
 )
 from airstore._validate import (
+    check_filter,
     check_key,
     check_limits,
     check_namespace,
+    check_prefix,
     check_ttl,
     encode_value,
     to_epoch_ms,
@@ -315,9 +317,7 @@ class SqliteStore(StoreBase):
 
     async def _scan(self, columns: str, ns: str, prefix: str) -> builtins.list[Any]:
         check_namespace(ns)
-        if not isinstance(prefix, str):
-            raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
-        lo, hi = prefix_bounds(prefix)
+        lo, hi = prefix_bounds(check_prefix(prefix))
         sql = f"SELECT {columns} FROM kv WHERE ns = ? AND key >= ? AND {LIVE}"
         params: tuple[Any, ...] = (ns, lo, self._clock())
         if hi is not None:
@@ -355,8 +355,7 @@ class SqliteStore(StoreBase):
         check_namespace(ns)
         limit, offset = check_limits(limit, offset)
         lo, hi = to_epoch_ms(since), to_epoch_ms(until)
-        if filter is not None and not isinstance(filter, dict):
-            raise InvalidArgumentError(f"filter must be a dict or None, got {filter!r}")
+        filter = check_filter(filter)
         if limit == 0:
             return []
         sql, args, exact = log_query(ns, lo, hi, filter)

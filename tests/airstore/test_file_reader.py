@@ -17,11 +17,11 @@ async def test_reader_between_snapshot_and_journal_compaction_misses_nothing(
 ) -> None:
     """The reader loads the new snapshot while the old journal is still whole; the writer then
     truncates the journal (same inode) and writes past the reader's old offset."""
-    deferred: list[tuple[KVSpace, int, int]] = []
+    deferred: list[tuple[KVSpace, int]] = []
     original = KVSpace.compact_journal
 
-    def defer(self: KVSpace, seq: int, journal_end: int) -> None:
-        deferred.append((self, seq, journal_end))
+    def defer(self: KVSpace, journal_end: int) -> None:
+        deferred.append((self, journal_end))
 
     async with (
         FileStore(tmp_path, flush_interval=3600) as writer,
@@ -33,8 +33,8 @@ async def test_reader_between_snapshot_and_journal_compaction_misses_nothing(
         await writer.flush()  # snapshot written, compaction held back
         assert len(await reader.list("ns")) == 20  # reader: new snapshot + whole journal
         monkeypatch.setattr(KVSpace, "compact_journal", original)
-        space, seq, end = deferred.pop()
-        space.compact_journal(seq, end)  # journal truncated in place
+        space, end = deferred.pop()
+        space.compact_journal(end)  # journal truncated in place
         for i in range(40):  # the new journal grows past the reader's old offset
             await writer.set("ns", f"b{i:02d}", i)
         await asyncio.sleep(0)  # the writer's loop turn ends: lines written
