@@ -13,9 +13,8 @@ import os
 import time
 from typing import Any, Literal
 
-import orjson
-
 from airstore import _exit
+from airstore._entry import stamp
 from airstore._filenames import log_path
 from airstore._inspect import Inspection
 from airstore._kvspace import KVSpace, remove_stale_temp_files
@@ -26,15 +25,12 @@ from airstore._logread import Collector
 from airstore._persist import Persister
 from airstore._recovery import CorruptLineLog, Finding
 from airstore._validate import (
-    JSON_OPTS,
     check_filter,
-    check_finite,
     check_key,
     check_limits,
     check_namespace,
     check_prefix,
     check_ttl,
-    encode_entry,
     encode_value,
     to_epoch_ms,
 )
@@ -318,17 +314,7 @@ class FileStore(Inspection, StoreBase):
         if persist is None or self._closed:
             persist = self._writer()
         log = self._logs.get(ns) or self._log(ns)
-        if type(entry) is not dict:
-            encode_entry(ns, entry)  # raises the typed error
-        stored = dict(entry)
-        if type(stored.get("_ts")) is not int:
-            stored["_ts"] = int(self._clock() * 1000)
-        try:
-            line = orjson.dumps(stored, option=JSON_OPTS)
-        except TypeError:
-            encode_entry(ns, stored)
-            raise
-        check_finite(ns, None, stored, line)
+        stored, _, line = stamp(ns, entry, self._clock)
         buf = log.pending
         buf += line
         buf += b"\n"

@@ -8,6 +8,7 @@ import time
 from collections import deque
 from typing import Any
 
+from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
 from airstore._validate import (
     check_filter,
@@ -16,7 +17,6 @@ from airstore._validate import (
     check_namespace,
     check_prefix,
     check_ttl,
-    encode_entry,
     encode_value,
     matches,
     to_epoch_ms,
@@ -172,11 +172,7 @@ class MemoryStore(StoreBase):
         log = self._logs.get(ns)
         if log is None:
             log = self._logs[check_namespace(ns)] = deque(maxlen=self._max_log)
-        encode_entry(ns, entry)
-        stored = dict(entry)
-        ts = stored.get("_ts")
-        if type(ts) is not int:
-            stored["_ts"] = int(self._clock() * 1000)
+        stored = stamp(ns, entry, self._clock)[0]
         log.append(stored)
         return stored
 
