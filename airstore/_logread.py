@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from airstore._validate import matches
+from airstore._validate import matches, needle
 from airstore.types import Entry
 
 __all__ = ["Collector", "iter_chunks", "needle_for"]
@@ -28,22 +28,20 @@ CorruptHook = Callable[[int], None]
 def needle_for(flt: dict[str, Any] | None) -> bytes | None:
     """Bytes every matching line must contain, or ``None`` when nothing safe can be derived.
 
-    A string value is searched as ``"field":"value"`` (orjson writes compact, canonical
-    strings, and only a string equals a string); for other values only ``"field":`` is safe
-    because ``1 == 1.0 == True`` in Python while their encodings differ.
+    The first field with a unique encoding (see :func:`needle`) gives ``"field":value``; else
+    only ``"field":`` is safe.
     """
     if not flt:
         return None
     best: bytes | None = None
     for field, value in flt.items():
-        try:
-            key = orjson.dumps(field)
-        except TypeError:
+        if type(field) is not str:
             return None
-        if isinstance(value, str):
-            return key + b":" + orjson.dumps(value)
+        exact = needle(field, value)
+        if exact is not None:
+            return exact
         if best is None:
-            best = key + b":"
+            best = orjson.dumps(field) + b":"
     return best
 
 

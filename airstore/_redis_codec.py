@@ -21,7 +21,6 @@ __all__ = [
     "decode_value",
     "encode_value_payload",
     "escape_glob",
-    "needle",
     "split_prefix",
     "translate",
 ]
@@ -55,14 +54,6 @@ def decode_value(payload: bytes, now: float, where: str) -> tuple[bool, Any]:
         return True, orjson.loads(body)
     except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
         raise CorruptDataError(f"value at {where} is not a RedisStore value: {exc}") from exc
-
-
-def needle(field: str, value: Any) -> bytes | None:
-    """Bytes that every matching encoded entry contains, or ``None`` when there is no such
-    unique encoding (numbers and bools: ``1 == 1.0 == True`` in Python)."""
-    if value is None or isinstance(value, str):
-        return orjson.dumps(field) + b":" + orjson.dumps(value)
-    return None
 
 
 def translate(exc: rex.RedisError, where: str, action: str) -> AirstoreError:

@@ -30,6 +30,7 @@ __all__ = [
     "encode_entry",
     "encode_value",
     "matches",
+    "needle",
     "to_epoch_ms",
 ]
 
@@ -176,3 +177,12 @@ def matches(entry: Entry, flt: dict[str, Any] | None) -> bool:
         if field not in entry or entry[field] != expected:
             return False
     return True
+
+
+def needle(field: str, value: Any) -> bytes | None:
+    """Bytes every entry matching ``field == value`` contains once encoded by orjson, or
+    ``None`` when there is no such unique encoding (numbers and bools: ``1 == 1.0 == True``
+    in Python while their encodings differ). Used to search raw log bytes before parsing."""
+    if value is None or isinstance(value, str):
+        return orjson.dumps(field) + b":" + orjson.dumps(value)
+    return None

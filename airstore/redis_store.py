@@ -24,7 +24,6 @@ from airstore._redis_codec import (
     decode_value,
     encode_value_payload,
     escape_glob,
-    needle,
     split_prefix,
     translate,
 )
@@ -38,6 +37,7 @@ from airstore._validate import (
     check_ttl,
     encode_value,
     matches,
+    needle,
     to_epoch_ms,
 )
 from airstore.errors import (
