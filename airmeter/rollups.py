@@ -26,8 +26,10 @@ __all__ = [
     "ROLLUPS_NAMESPACE",
     "RollupBook",
     "RollupRow",
+    "Sums",
     "hour_namespace",
     "hour_of",
+    "merge_row_into",
     "minute_key",
     "parse_minute_doc",
 ]
@@ -184,6 +186,16 @@ def parse_minute_doc(doc: Mapping[str, Any]) -> list[RollupRow]:
     return [RollupRow.from_json(minute, row) for row in doc["rows"]]
 
 
+def merge_row_into(rows: dict[_RowKey, RollupRow], row: RollupRow, minute: int) -> None:
+    """Add ``row`` to the row of ``rows`` with the same server, instance, tool and layer (made
+    for ``minute`` when missing)."""
+    key = (row.server, row.instance, row.tool, row.layer)
+    mine = rows.get(key)
+    if mine is None:
+        mine = rows[key] = RollupRow(minute, *key)
+    mine.merge(row)
+
+
 class RollupBook:
     """Rollup rows by minute, built from records; tracks which minutes changed.
 
@@ -224,12 +236,7 @@ class RollupBook:
     def merge_rows(self, rows: Iterable[RollupRow]) -> None:
         """Add stored rows into the book (their minutes are not marked dirty)."""
         for row in rows:
-            bucket = self._minutes.setdefault(row.minute, {})
-            key = (row.server, row.instance, row.tool, row.layer)
-            mine = bucket.get(key)
-            if mine is None:
-                mine = bucket[key] = RollupRow(row.minute, *key)
-            mine.merge(row)
+            merge_row_into(self._minutes.setdefault(row.minute, {}), row, row.minute)
 
     def _expire(self) -> None:
         if self._retention is None:

@@ -23,6 +23,7 @@ from airmeter.rollups import (
     ROLLUPS_NAMESPACE,
     RollupRow,
     hour_namespace,
+    merge_row_into,
     parse_minute_doc,
 )
 from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
@@ -103,11 +104,7 @@ def _merge(groups: Sequence[Sequence[RollupRow]], minute: int) -> list[RollupRow
     out: dict[tuple[str, str, str, int], RollupRow] = {}
     for rows in groups:
         for r in rows:
-            key = (r.server, r.instance, r.tool, r.layer)
-            merged = out.get(key)
-            if merged is None:
-                merged = out[key] = RollupRow(minute, *key)
-            merged.merge(r)
+            merge_row_into(out, r, minute)
     return list(out.values())
 
 
