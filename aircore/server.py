@@ -118,7 +118,7 @@ class AirServer(Registry):
             from aircore.definitions.plugin import definitions_plugin
 
             self.plugins.insert(0, definitions_plugin(self.definitions))
-        self.plugin_names = validate_plugins(self.plugins)
+        validate_plugins(self.plugins)
         self.meter = _load_meter(meter)
         self._user_middleware = [as_middleware(m) for m in middleware]
         self._plugin_middleware = [
@@ -131,7 +131,6 @@ class AirServer(Registry):
         self._started = False
         self._stopped = False
         self._lock = asyncio.Lock()
-        self.page_size = page_size
         for t in tools:
             self.add_tool(t)
         for r in resources:

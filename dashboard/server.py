@@ -76,14 +76,13 @@ class DashboardServer:
     """The dashboard app on a threaded WSGI server. Use as a context manager or start/stop.
 
     Args:
-        reader: the data reader; closed by :meth:`stop` when ``own_reader`` is True.
+        reader: the data reader; closed by :meth:`stop`.
         store_url: shown in the page header.
         host: address to bind (loopback by default).
         port: port to bind; 0 picks a free one.
         allow_remote: must be True to bind a non-loopback address.
         token: required with ``allow_remote``; every request must carry it.
         refresh_ms: the page's live refresh interval.
-        own_reader: close ``reader`` on stop.
         initial_range: the range selected when the page opens.
 
     Raises:
@@ -101,7 +100,6 @@ class DashboardServer:
         allow_remote: bool = False,
         token: str | None = None,
         refresh_ms: int = DEFAULT_REFRESH_MS,
-        own_reader: bool = True,
         initial_range: str = DEFAULT_RANGE,
     ) -> None:
         if not is_loopback(host):
@@ -113,7 +111,6 @@ class DashboardServer:
             if not token:
                 raise DashboardError(f"binding {host} with --allow-remote needs --token")
         self._reader = reader
-        self._own_reader = own_reader
         self.app = create_app(
             reader, store_url=store_url, refresh_ms=refresh_ms, initial_range=initial_range
         )
@@ -153,14 +150,13 @@ class DashboardServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving, close the socket and (if owned) the reader. Idempotent."""
+        """Stop serving, close the socket and the reader. Idempotent."""
         if self._thread is not None:
             self._wsgi.shutdown()
             self._thread.join(timeout=10)
             self._thread = None
         self._wsgi.server_close()
-        if self._own_reader:
-            self._reader.close()
+        self._reader.close()
 
     def __enter__(self) -> Self:
         return self.start()

@@ -79,10 +79,6 @@ class Dispatcher:
         }
 
     # ---- entry points -------------------------------------------------------------------
-    def classify(self, message: Any) -> tuple[int, dict[str, Any] | None]:
-        """Frame check (see :func:`aircore.protocol.framing.check`)."""
-        return check(message)
-
     async def handle(
         self,
         message: Any,
