@@ -304,6 +304,6 @@ def _elicit_result(answer: Any) -> ElicitResult:
         "decline",
         "cancel",
     ):
-        raise ElicitationError(-32603, f"invalid elicitation answer: {answer!r}")
+        raise ElicitationError(INTERNAL_ERROR, f"invalid elicitation answer: {answer!r}")
     content = answer.get("content")
     return ElicitResult(action=answer["action"], content=dict(content) if content else None)

@@ -20,7 +20,15 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aircore.errors import HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
+from aircore.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from aircore.protocol import modern
 from aircore.protocol.framing import (
     KIND_NOTIFICATION,
@@ -55,12 +63,12 @@ MAX_SESSIONS = 1024
 SESSION_HEADER = "mcp-session-id"
 
 STATUS = {
-    -32700: 400,
+    PARSE_ERROR: 400,
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
     HEADER_MISMATCH: 400,
-    -32021: 400,
-    -32022: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }
 
