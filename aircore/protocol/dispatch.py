@@ -111,7 +111,7 @@ class Dispatcher:
         method = message["method"]
         params = message.get("params") or {}
         try:
-            if modern.is_modern_request(params) or method == "server/discover":
+            if modern.is_modern(method, params):
                 version, caps, info = modern.check_envelope(method, params, headers)
                 conn.era = "modern"
                 conn.protocol_version = version

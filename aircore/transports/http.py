@@ -281,7 +281,7 @@ class McpEndpoint:
         method = message["method"]
         params = message.get("params") or {}
         extra: list[tuple[bytes, bytes]] = []
-        is_modern = modern.is_modern_request(params) or method == "server/discover"
+        is_modern = modern.is_modern(method, params)
         if is_modern:
             conn = Connection(transport="tcp")
             route_headers: dict[str, str] | None = headers
