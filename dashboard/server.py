@@ -7,8 +7,6 @@ carry it (``Authorization: Bearer T``, or ``?token=T`` once, which sets a cookie
 from __future__ import annotations
 
 import errno
-import hmac
-import ipaddress
 import logging
 import socket
 import threading
@@ -18,6 +16,7 @@ from typing import Self
 from flask import Flask, Response, request
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from aircore.transports.guards import bearer_token, is_loopback, token_ok
 from dashboard.app import DEFAULT_REFRESH_MS, create_app
 from dashboard.errors import DashboardError
 from dashboard.ranges import DEFAULT_RANGE
@@ -32,26 +31,13 @@ DEFAULT_PORT = 8050
 _COOKIE = "air_dashboard_token"
 
 
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP addresses."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _install_token_check(server: Flask, token: str) -> None:
-    expected = token.encode()
-
     def _ok(candidate: str | None) -> bool:
-        return candidate is not None and hmac.compare_digest(candidate.encode(), expected)
+        return token_ok(candidate, token)
 
     @server.before_request
     def _check() -> Response | None:
-        header = request.headers.get("Authorization", "")
-        bearer = header[7:] if header.lower().startswith("bearer ") else None
+        bearer = bearer_token(request.headers.get("Authorization"))
         if _ok(bearer) or _ok(request.cookies.get(_COOKIE)):
             return None
         if _ok(request.args.get("token")):

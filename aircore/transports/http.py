@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -41,7 +40,7 @@ from aircore.protocol.framing import (
 )
 from aircore.protocol.legacy import HANDSHAKE_VERSIONS
 from aircore.protocol.session import CURRENT_SENDER, Connection
-from aircore.transports.guards import host_ok, origin_ok
+from aircore.transports.guards import bearer_token, host_ok, origin_ok, token_ok
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -95,14 +94,6 @@ def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> 
         return method == "tools/call"
     meta = params.get("_meta")
     return isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta)
-
-
-def _bearer_ok(header: str | None, token: str) -> bool:
-    """``Authorization: Bearer <token>`` (scheme case-insensitive), compared in constant time."""
-    scheme, _, given = (header or "").partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(given.strip().encode(), token.encode())
 
 
 class McpEndpoint:
@@ -165,7 +156,8 @@ class McpEndpoint:
                 send, error_response(None, INVALID_REQUEST, "Forbidden: invalid Origin"), 403
             )
             return
-        if self.token is not None and not _bearer_ok(headers.get("authorization"), self.token):
+        given = bearer_token(headers.get("authorization"))
+        if self.token is not None and not token_ok(given, self.token):
             await self._json(
                 send,
                 error_response(None, INVALID_REQUEST, "Unauthorized"),
