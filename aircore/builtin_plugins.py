@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -24,6 +24,17 @@ DEFAULT_CACHE_TTL = 60.0
 CACHE_NAMESPACE = "air.cache"
 
 _Next = Callable[[Any], Awaitable[Any]]
+_T = TypeVar("_T")
+
+
+async def run_with_timeout(seconds: float, call: Awaitable[_T], message: str) -> _T:
+    """Await ``call``, cancelled after ``seconds``; it then fails with
+    ``ToolTimeoutError(message)``."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await call
+    except TimeoutError:
+        raise ToolTimeoutError(message) from None
 
 
 def timeout_plugin(seconds: float = DEFAULT_TIMEOUT) -> Plugin:
@@ -36,11 +47,8 @@ def timeout_plugin(seconds: float = DEFAULT_TIMEOUT) -> Plugin:
         raise DefinitionError(f"timeout_plugin: seconds must be > 0, got {seconds!r}")
 
     async def timeout(ctx: Any, call_next: _Next) -> Any:
-        try:
-            async with asyncio.timeout(seconds):
-                return await call_next(ctx)
-        except TimeoutError:
-            raise ToolTimeoutError(f"tool {ctx.tool_name!r} timed out after {seconds:g}s") from None
+        message = f"tool {ctx.tool_name!r} timed out after {seconds:g}s"
+        return await run_with_timeout(seconds, call_next(ctx), message)
 
     return Plugin(meta={"name": "air-timeout"}, middleware=(timeout,), options={"seconds": seconds})
 

@@ -295,7 +295,10 @@ class ToolContext:
 
 
 def _is_modern(version: str | None) -> bool:
-    return version is not None and version >= "2026-07-28"
+    # imported here: aircore.protocol imports this module
+    from aircore.protocol.modern import MODERN_VERSIONS
+
+    return version in MODERN_VERSIONS
 
 
 def _elicit_result(answer: Any) -> ElicitResult:
@@ -304,6 +307,6 @@ def _elicit_result(answer: Any) -> ElicitResult:
         "decline",
         "cancel",
     ):
-        raise ElicitationError(-32603, f"invalid elicitation answer: {answer!r}")
+        raise ElicitationError(INTERNAL_ERROR, f"invalid elicitation answer: {answer!r}")
     content = answer.get("content")
     return ElicitResult(action=answer["action"], content=dict(content) if content else None)

@@ -29,6 +29,7 @@ __all__ = [
     "InvalidRequestError",
     "MethodNotFoundError",
     "ToolTimeoutError",
+    "error_object",
 ]
 
 PARSE_ERROR = -32700
@@ -40,6 +41,14 @@ REQUEST_TIMEOUT = -32001
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+
+def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """The JSON-RPC ``error`` object (``data`` only when given)."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return err
 
 
 class AirError(Exception):
@@ -62,10 +71,7 @@ class AirError(Exception):
 
     def to_error(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object."""
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            err["data"] = self.data
-        return err
+        return error_object(self.code, self.message, self.data)
 
 
 class DefinitionError(AirError, ValueError):

@@ -118,7 +118,7 @@ class AirServer(Registry):
             from aircore.definitions.plugin import definitions_plugin
 
             self.plugins.insert(0, definitions_plugin(self.definitions))
-        self.plugin_names = validate_plugins(self.plugins)
+        validate_plugins(self.plugins)
         self.meter = _load_meter(meter)
         self._user_middleware = [as_middleware(m) for m in middleware]
         self._plugin_middleware = [
@@ -131,7 +131,6 @@ class AirServer(Registry):
         self._started = False
         self._stopped = False
         self._lock = asyncio.Lock()
-        self.page_size = page_size
         for t in tools:
             self.add_tool(t)
         for r in resources:
@@ -353,20 +352,22 @@ class AirServer(Registry):
         """Serve until stopped; the transport is auto-detected when not given.
 
         ``MCP_TRANSPORT`` (``stdio``/``http``) wins; else a piped stdin means stdio (a client
-        spawned us) and a terminal means HTTP (a developer ran us).
+        spawned us) and a terminal means HTTP (a developer ran us). ``options`` go to
+        :meth:`serve_stdio` or :meth:`serve_http`.
 
         Raises:
             DefinitionError: an unknown transport name.
         """
-        from aircore.transports.detect import detect_transport
+        from aircore.transports.detect import TRANSPORT_ENV, detect_transport
 
         kind = transport or detect_transport(os.environ, sys.stdin)
         if kind == "stdio":
-            asyncio.run(self.serve_stdio())
+            asyncio.run(self.serve_stdio(**options))
         elif kind == "http":
             asyncio.run(self.serve_http(**options))
         else:
-            raise DefinitionError(f"unknown transport {kind!r}; use 'stdio' or 'http'")
+            source = "" if transport else f" ({TRANSPORT_ENV})"
+            raise DefinitionError(f"unknown transport {kind!r}{source}; use 'stdio' or 'http'")
 
 
 def define_server(

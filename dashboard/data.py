@@ -277,7 +277,6 @@ class DashboardData:
             tools=tuple(_tool_row(t) for t in snap.tools),
             recent_errors=tuple(_error_row(e) for e in failed),
             tool_names=tuple(sorted(known)),
-            server_names=tuple(sorted(s for s in self._known_servers if s)),
             server_choices=server_choices(self._known_servers),
             store_empty=store_empty,
             errors_by_type=tuple(

@@ -7,8 +7,6 @@ carry it (``Authorization: Bearer T``, or ``?token=T`` once, which sets a cookie
 from __future__ import annotations
 
 import errno
-import hmac
-import ipaddress
 import logging
 import socket
 import threading
@@ -18,6 +16,7 @@ from typing import Self
 from flask import Flask, Response, request
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from aircore.transports.guards import bearer_token, is_loopback, token_ok
 from dashboard.app import DEFAULT_REFRESH_MS, create_app
 from dashboard.errors import DashboardError
 from dashboard.ranges import DEFAULT_RANGE
@@ -32,26 +31,13 @@ DEFAULT_PORT = 8050
 _COOKIE = "air_dashboard_token"
 
 
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP addresses."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _install_token_check(server: Flask, token: str) -> None:
-    expected = token.encode()
-
     def _ok(candidate: str | None) -> bool:
-        return candidate is not None and hmac.compare_digest(candidate.encode(), expected)
+        return token_ok(candidate, token)
 
     @server.before_request
     def _check() -> Response | None:
-        header = request.headers.get("Authorization", "")
-        bearer = header[7:] if header.lower().startswith("bearer ") else None
+        bearer = bearer_token(request.headers.get("Authorization"))
         if _ok(bearer) or _ok(request.cookies.get(_COOKIE)):
             return None
         if _ok(request.args.get("token")):
@@ -76,14 +62,13 @@ class DashboardServer:
     """The dashboard app on a threaded WSGI server. Use as a context manager or start/stop.
 
     Args:
-        reader: the data reader; closed by :meth:`stop` when ``own_reader`` is True.
+        reader: the data reader; closed by :meth:`stop`.
         store_url: shown in the page header.
         host: address to bind (loopback by default).
         port: port to bind; 0 picks a free one.
         allow_remote: must be True to bind a non-loopback address.
         token: required with ``allow_remote``; every request must carry it.
         refresh_ms: the page's live refresh interval.
-        own_reader: close ``reader`` on stop.
         initial_range: the range selected when the page opens.
 
     Raises:
@@ -101,7 +86,6 @@ class DashboardServer:
         allow_remote: bool = False,
         token: str | None = None,
         refresh_ms: int = DEFAULT_REFRESH_MS,
-        own_reader: bool = True,
         initial_range: str = DEFAULT_RANGE,
     ) -> None:
         if not is_loopback(host):
@@ -113,7 +97,6 @@ class DashboardServer:
             if not token:
                 raise DashboardError(f"binding {host} with --allow-remote needs --token")
         self._reader = reader
-        self._own_reader = own_reader
         self.app = create_app(
             reader, store_url=store_url, refresh_ms=refresh_ms, initial_range=initial_range
         )
@@ -153,14 +136,13 @@ class DashboardServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving, close the socket and (if owned) the reader. Idempotent."""
+        """Stop serving, close the socket and the reader. Idempotent."""
         if self._thread is not None:
             self._wsgi.shutdown()
             self._thread.join(timeout=10)
             self._thread = None
         self._wsgi.server_close()
-        if self._own_reader:
-            self._reader.close()
+        self._reader.close()
 
     def __enter__(self) -> Self:
         return self.start()

@@ -170,8 +170,7 @@ class DashboardView:
     """Everything the main page shows for one range and set of filters.
 
     ``store_empty`` is True when the store holds no call at all (the page then explains how to
-    produce some); ``tool_names``/``server_choices`` list the choices for the filter dropdowns
-    (``server_names`` the server names alone);
+    produce some); ``tool_names``/``server_choices`` list the choices for the filter dropdowns;
     ``errors_by_type`` counts every failed call in the range by error type, most frequent first.
     """
 
@@ -183,7 +182,6 @@ class DashboardView:
     tools: tuple[ToolRow, ...]
     recent_errors: tuple[ErrorRow, ...]
     tool_names: tuple[str, ...]
-    server_names: tuple[str, ...]
     store_empty: bool
     errors_by_type: tuple[tuple[str, int], ...] = ()
     generated_at_ms: int = field(default=0)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 from airstore.factory import DEFAULT_STORE_URL
 
-__all__ = ["register", "serve_dashboard"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "open_dashboard", "register", "serve_dashboard"]
 
 # Same as dashboard.server's defaults; repeated so `air --help` does not import Dash.
 DEFAULT_HOST = "127.0.0.1"
@@ -41,6 +43,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=_run)
 
 
+def open_dashboard(
+    store_url: str, *, prog: str, host: str, ports: Sequence[int], **options: Any
+) -> Any:
+    """Open ``store_url`` read-only and bind a :class:`~dashboard.server.DashboardServer` (not
+    started) on the first of ``ports`` that works; ``options`` go to it. A failure is told on
+    stderr as ``prog: ...`` and gives ``None``."""
+    from dashboard.errors import DashboardError, StoreUnavailableError
+    from dashboard.reader import SyncReader
+    from dashboard.server import DashboardServer
+
+    try:
+        reader = SyncReader.open(store_url, freeze_gc=True)
+    except DashboardError as exc:
+        print(f"{prog}: {exc.message}", file=sys.stderr)
+        if isinstance(exc, StoreUnavailableError) and exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
+        return None
+    for port in ports:
+        try:
+            return DashboardServer(reader, store_url=store_url, host=host, port=port, **options)
+        except DashboardError as exc:
+            print(f"{prog}: {exc.message}", file=sys.stderr)
+    reader.close()
+    return None
+
+
 def serve_dashboard(
     store_url: str,
     *,
@@ -52,30 +80,16 @@ def serve_dashboard(
     stop: threading.Event | None = None,
 ) -> int:
     """Serve until Ctrl+C (or ``stop`` is set); print the URL. Returns the exit code."""
-    from dashboard.errors import DashboardError, StoreUnavailableError
-    from dashboard.reader import SyncReader
-    from dashboard.server import DashboardServer
-
-    try:
-        reader = SyncReader.open(store_url, freeze_gc=True)
-    except StoreUnavailableError as exc:
-        print(f"air dashboard: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"  hint: {exc.hint}", file=sys.stderr)
-        return 2
-    try:
-        server = DashboardServer(
-            reader,
-            store_url=store_url,
-            host=host,
-            port=port,
-            allow_remote=allow_remote,
-            token=token,
-            refresh_ms=max(500, int(refresh_s * 1000)),
-        )
-    except DashboardError as exc:
-        reader.close()
-        print(f"air dashboard: {exc.message}", file=sys.stderr)
+    server = open_dashboard(
+        store_url,
+        prog="air dashboard",
+        host=host,
+        ports=[port],
+        allow_remote=allow_remote,
+        token=token,
+        refresh_ms=max(500, int(refresh_s * 1000)),
+    )
+    if server is None:
         return 2
     stop = stop or threading.Event()
     with server:

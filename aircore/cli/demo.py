@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aircore.cli._traffic import Progress, drive, plan_calls
+from aircore.cli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
 from airstore.factory import DEFAULT_STORE_URL
 
 __all__ = ["DEMO_SERVER", "register"]
@@ -49,8 +50,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--no-dashboard", action="store_true", help="stop after the traffic; serve no dashboard"
     )
-    parser.add_argument("--host", default="127.0.0.1", help="dashboard address (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8050, help="dashboard port (default 8050)")
+    parser.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"dashboard address (default {DEFAULT_HOST})"
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"dashboard port (default {DEFAULT_PORT})"
+    )
     parser.add_argument(
         "--concurrency",
         type=int,
@@ -181,25 +186,11 @@ def _say_log_tail(path: Path, start: int, lines: int = 6) -> None:
 
 def _start_dashboard(args: argparse.Namespace) -> Any:
     """Open the store read-only and serve the dashboard; a busy port falls back to a free one."""
-    from dashboard.errors import DashboardError
-    from dashboard.reader import SyncReader
-    from dashboard.server import DashboardServer
-
-    try:
-        reader = SyncReader.open(args.store, freeze_gc=True)
-    except DashboardError as exc:
-        _say(f"air demo: cannot open the dashboard: {exc.message}")
-        return None
     ports = [args.port, 0] if args.port else [0]
-    for port in ports:
-        try:
-            return DashboardServer(
-                reader, store_url=args.store, host=args.host, port=port, initial_range="15m"
-            ).start()
-        except DashboardError as exc:
-            _say(f"air demo: cannot serve the dashboard: {exc.message}")
-    reader.close()
-    return None
+    server = open_dashboard(
+        args.store, prog="air demo: dashboard", host=args.host, ports=ports, initial_range="15m"
+    )
+    return None if server is None else server.start()
 
 
 async def _trickle(client: Any, tools: Any, rate: float, seed: int) -> None:

@@ -7,7 +7,6 @@ TARGET is ``path/to/file.py[:name]`` or ``package.module[:name]``; ``name`` defa
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import importlib.util
 import os
@@ -167,31 +166,25 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
     if args.store:
         server.use_storage(args.store)
     _attach_otel(server, requested=args.otel)
-    kind = args.transport
-    if kind == "auto":
-        kind = detect_transport(os.environ, sys.stdin)
-    if kind not in ("stdio", "http"):
-        raise DefinitionError(f"unknown transport {kind!r} (MCP_TRANSPORT); use stdio or http")
+    transport = None if args.transport == "auto" else args.transport
+    kind = transport or detect_transport(os.environ, sys.stdin)  # to pick the options
     if not 0 <= args.port <= 65535:
         raise DefinitionError(f"--port {args.port} is not a port (0-65535; 0: any free port)")
     if args.max_message is not None and args.max_message < 1:
         raise DefinitionError(f"--max-message {args.max_message} must be a positive byte count")
-    limit: dict[str, Any] = {}
+    opts: dict[str, Any] = {}
     if kind == "stdio":
         if args.max_message:
-            limit["max_frame"] = args.max_message
-        asyncio.run(server.serve_stdio(**limit))
-    else:
+            opts["max_frame"] = args.max_message
+    elif kind == "http":
         if args.max_message:
-            limit["max_body"] = args.max_message
-        asyncio.run(
-            server.serve_http(
-                host=args.host,
-                port=args.port,
-                token=args.token,
-                allowed_origins=args.allow_origin,
-                allowed_hosts=args.allow_host,
-                **limit,
-            )
+            opts["max_body"] = args.max_message
+        opts.update(
+            host=args.host,
+            port=args.port,
+            token=args.token,
+            allowed_origins=args.allow_origin,
+            allowed_hosts=args.allow_host,
         )
+    server.run(transport, **opts)  # an unknown transport is a DefinitionError
     return 0

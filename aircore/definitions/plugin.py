@@ -11,17 +11,16 @@ the tool out of the server.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aircore.builtin_plugins import run_with_timeout
 from aircore.definitions.binding import BoundTool, ToolSpec, bind_tools, check_tools
 from aircore.definitions.config import GateConfig
 from aircore.definitions.errors import DefinitionNotFoundError, ToolDefinitionError
-from aircore.errors import ToolTimeoutError
 from aircore.plugins import Plugin
 from aircore.tool import Tool
 from aircore.validation import SchemaValidator
@@ -88,16 +87,13 @@ def apply_definition(tool: Tool, bound: BoundTool) -> Tool:
 def _with_timeout(name: str, handler: Callable[..., Any], seconds: float) -> Callable[..., Any]:
     """The handler, cancelled after ``seconds`` (only tools whose definition sets a timeout pay)."""
 
+    message = f"tool {name!r} timed out after {seconds:g}s (timeout_ms)"
+
     async def timed(*args: Any, **kwargs: Any) -> Any:
-        try:
-            async with asyncio.timeout(seconds):
-                value = handler(*args, **kwargs)
-                if inspect.isawaitable(value):
-                    value = await value
-                return value
-        except TimeoutError:
-            message = f"tool {name!r} timed out after {seconds:g}s (timeout_ms)"
-            raise ToolTimeoutError(message) from None
+        value = handler(*args, **kwargs)
+        if not inspect.isawaitable(value):  # a sync handler cannot be cancelled anyway
+            return value
+        return await run_with_timeout(seconds, value, message)
 
     return timed
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from aircore.context import LOG_LEVELS, InputRequired, ToolContext
 from aircore.errors import (
     INTERNAL_ERROR,
-    METHOD_NOT_FOUND,
     AirError,
     InvalidParamsError,
+    MethodNotFoundError,
 )
 from aircore.protocol import legacy, modern
 from aircore.protocol.framing import (
@@ -79,10 +79,6 @@ class Dispatcher:
         }
 
     # ---- entry points -------------------------------------------------------------------
-    def classify(self, message: Any) -> tuple[int, dict[str, Any] | None]:
-        """Frame check (see :func:`aircore.protocol.framing.check`)."""
-        return check(message)
-
     async def handle(
         self,
         message: Any,
@@ -115,7 +111,7 @@ class Dispatcher:
         method = message["method"]
         params = message.get("params") or {}
         try:
-            if modern.is_modern_request(params) or method == "server/discover":
+            if modern.is_modern(method, params):
                 version, caps, info = modern.check_envelope(method, params, headers)
                 conn.era = "modern"
                 conn.protocol_version = version
@@ -123,19 +119,19 @@ class Dispatcher:
                 if info is not None:
                     conn.client_info = info
                 if method in ("ping", "initialize"):
-                    raise AirError(METHOD_NOT_FOUND, f"Method not found: {method}", data=method)
+                    raise MethodNotFoundError(f"Method not found: {method}", data=method)
                 handler = self._methods.get(method)
                 if handler is None:
-                    raise AirError(METHOD_NOT_FOUND, f"Method not found: {method}", data=method)
+                    raise MethodNotFoundError(f"Method not found: {method}", data=method)
                 result = await handler(params, conn, msg_id)
                 result = modern.decorate(method, result, self.server.server_info)
             else:
                 handler = self._methods.get(method)
                 if handler is None:
-                    raise AirError(METHOD_NOT_FOUND, f"Method not found: {method}", data=method)
+                    raise MethodNotFoundError(f"Method not found: {method}", data=method)
                 result = await handler(params, conn, msg_id)
         except AirError as exc:
-            return {"jsonrpc": "2.0", "id": msg_id, "error": exc.to_error()}
+            return error_response(msg_id, exc.code, exc.message, exc.data)
         except Exception as exc:
             logger.exception("internal error handling %s", method)
             return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {exc}")

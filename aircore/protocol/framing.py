@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from aircore.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from aircore.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, error_object
 
 __all__ = [
     "KIND_NOTIFICATION",
@@ -33,10 +33,7 @@ _dumps = orjson.dumps
 
 def error_response(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
     """A JSON-RPC error response object."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": msg_id, "error": error}
+    return {"jsonrpc": "2.0", "id": msg_id, "error": error_object(code, message, data)}
 
 
 def parse_error(detail: str = "") -> dict[str, Any]:

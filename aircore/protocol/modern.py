@@ -31,6 +31,7 @@ __all__ = [
     "SERVER_INFO_KEY",
     "check_envelope",
     "decorate",
+    "is_modern",
     "is_modern_request",
 ]
 
@@ -54,6 +55,12 @@ def is_modern_request(params: Mapping[str, Any] | None) -> bool:
         return False
     meta = params.get("_meta")
     return meta.__class__ is dict and PROTOCOL_VERSION_KEY in meta
+
+
+def is_modern(method: str, params: Mapping[str, Any] | None) -> bool:
+    """Whether a request is served in the 2026-07-28 era: it carries the envelope, or it is
+    ``server/discover`` (which only that era has)."""
+    return is_modern_request(params) or method == "server/discover"
 
 
 def _decode_header(value: str | None) -> str | None:

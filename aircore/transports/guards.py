@@ -1,11 +1,15 @@
-"""HTTP request guards: ``Origin`` and ``Host`` checks (DNS-rebinding protection)."""
+"""HTTP request guards: ``Origin`` and ``Host`` checks (DNS-rebinding protection), the
+loopback test for bind addresses and the bearer-token check. Dependency-free: the dashboard
+uses them too."""
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 from collections.abc import Collection
 from urllib.parse import urlsplit
 
-__all__ = ["LOCAL_HOSTS", "host_ok", "origin_ok"]
+__all__ = ["LOCAL_HOSTS", "bearer_token", "host_ok", "is_loopback", "origin_ok", "token_ok"]
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 """Host names a loopback server answers to."""
@@ -37,3 +41,24 @@ def host_ok(host: str | None, allowed: Collection[str]) -> bool:
     except ValueError:
         return False
     return name is not None and (name in LOCAL_HOSTS or name in allowed)
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (not for a name like ``127.example``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (scheme case-insensitive)."""
+    scheme, _, given = (header or "").partition(" ")
+    return given.strip() if scheme.lower() == "bearer" else None
+
+
+def token_ok(candidate: str | None, token: str) -> bool:
+    """Whether ``candidate`` is ``token``, compared in constant time (``None`` never is)."""
+    return candidate is not None and hmac.compare_digest(candidate.encode(), token.encode())

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aircore.errors import HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
+from aircore.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from aircore.protocol import modern
 from aircore.protocol.framing import (
     KIND_NOTIFICATION,
@@ -33,7 +40,7 @@ from aircore.protocol.framing import (
 )
 from aircore.protocol.legacy import HANDSHAKE_VERSIONS
 from aircore.protocol.session import CURRENT_SENDER, Connection
-from aircore.transports.guards import host_ok, origin_ok
+from aircore.transports.guards import bearer_token, host_ok, origin_ok, token_ok
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -55,12 +62,12 @@ MAX_SESSIONS = 1024
 SESSION_HEADER = "mcp-session-id"
 
 STATUS = {
-    -32700: 400,
+    PARSE_ERROR: 400,
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
     HEADER_MISMATCH: 400,
-    -32021: 400,
-    -32022: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }
 
@@ -87,14 +94,6 @@ def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> 
         return method == "tools/call"
     meta = params.get("_meta")
     return isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta)
-
-
-def _bearer_ok(header: str | None, token: str) -> bool:
-    """``Authorization: Bearer <token>`` (scheme case-insensitive), compared in constant time."""
-    scheme, _, given = (header or "").partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(given.strip().encode(), token.encode())
 
 
 class McpEndpoint:
@@ -157,7 +156,8 @@ class McpEndpoint:
                 send, error_response(None, INVALID_REQUEST, "Forbidden: invalid Origin"), 403
             )
             return
-        if self.token is not None and not _bearer_ok(headers.get("authorization"), self.token):
+        given = bearer_token(headers.get("authorization"))
+        if self.token is not None and not token_ok(given, self.token):
             await self._json(
                 send,
                 error_response(None, INVALID_REQUEST, "Unauthorized"),
@@ -273,7 +273,7 @@ class McpEndpoint:
         method = message["method"]
         params = message.get("params") or {}
         extra: list[tuple[bytes, bytes]] = []
-        is_modern = modern.is_modern_request(params) or method == "server/discover"
+        is_modern = modern.is_modern(method, params)
         if is_modern:
             conn = Connection(transport="tcp")
             route_headers: dict[str, str] | None = headers

@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from aircore.transports.guards import is_loopback
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_MAX_BODY, DEFAULT_PORT, McpEndpoint
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ async def serve_http(
         ready: called with the endpoint URL once listening (default: log it to stderr).
     """
     await server.start()
-    loopback = host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+    loopback = is_loopback(host)
     app = build_app(
         server,
         path=path,

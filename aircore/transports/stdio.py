@@ -20,6 +20,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from aircore.errors import INVALID_REQUEST
 from aircore.protocol.framing import (
     KIND_NOTIFICATION,
     KIND_REQUEST,
@@ -120,7 +121,7 @@ class StdioSession:
     def _oversize(self) -> None:
         self.emit(
             error_response(
-                None, -32600, f"Invalid Request: frame larger than {self.max_frame} bytes"
+                None, INVALID_REQUEST, f"Invalid Request: frame larger than {self.max_frame} bytes"
             )
         )
 
@@ -139,7 +140,11 @@ class StdioSession:
         elif kind == KIND_REQUEST:
             msg_id = message["id"]
             if msg_id in self.conn.inflight:
-                self.emit(error_response(msg_id, -32600, "Invalid Request: duplicate id in flight"))
+                self.emit(
+                    error_response(
+                        msg_id, INVALID_REQUEST, "Invalid Request: duplicate id in flight"
+                    )
+                )
                 return
             task = self._loop.create_task(self._run(message))
             self.conn.inflight[msg_id] = task

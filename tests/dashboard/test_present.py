@@ -22,7 +22,6 @@ def _view(errors_by_type: tuple[tuple[str, int], ...], rows: tuple[ErrorRow, ...
         tools=(),
         recent_errors=rows,
         tool_names=(),
-        server_names=(),
         store_empty=False,
         errors_by_type=errors_by_type,
     )
