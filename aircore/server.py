@@ -8,7 +8,6 @@ order) → user middleware → handler. Boundary and validation are built into
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import logging
 import os
@@ -35,12 +34,9 @@ from aircore.resource import Resource
 from aircore.tool import Tool
 from airstore import MemoryStore, Store, create_storage
 
-__all__ = ["DEFAULT_METER_FACTORY", "AirServer", "define_server"]
+__all__ = ["AirServer", "define_server"]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_METER_FACTORY = "airmeter:create_meter_hook"
-"""Loaded (lazily, by name) only for ``meter=True``; aircore never imports airmeter itself."""
 
 
 async def _call_hook(hook: Any, *args: Any) -> None:
@@ -55,14 +51,9 @@ def _load_meter(meter: Any) -> Any:
     if meter is None or meter is False:
         return None
     if meter is True:
-        module_name, _, attr = DEFAULT_METER_FACTORY.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise DefinitionError(
-                f"meter=True needs {DEFAULT_METER_FACTORY} (install airmeter): {exc}"
-            ) from exc
-        return factory()
+        from airmeter import create_meter_hook  # imported only for servers that meter
+
+        return create_meter_hook()
     if not callable(meter):
         raise DefinitionError("meter must be None, True, or a MeterHook: async (ctx, call_next)")
     return meter

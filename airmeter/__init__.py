@@ -1,6 +1,5 @@
 """airmeter: classify, record, aggregate and export every MCP tool call."""
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from airmeter.budget import Budget, BudgetStatus
@@ -80,12 +79,15 @@ __all__ = [
     "split_words",
 ]
 
-# The OpenTelemetry SDK costs ~0.2 s to import: loaded on first use, not with `import airmeter`.
-_LAZY = {"OtelSink": "airmeter.otel", "annotate_current_span": "airmeter.otel_span"}
-
 
 def __getattr__(name: str) -> Any:
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+    # The OpenTelemetry SDK costs ~0.2 s to import: loaded on first use, not with `import airmeter`.
+    if name == "OtelSink":
+        from airmeter import otel
+
+        return otel.OtelSink
+    if name == "annotate_current_span":
+        from airmeter import otel_span
+
+        return otel_span.annotate_current_span
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,7 +28,7 @@ from airmeter.rollups import (
 )
 from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
 from airmeter.stats import Acc
-from airstore._validate import to_epoch_ms  # the same bound rules as the store
+from airstore import to_epoch_ms  # the same bound rules as the store
 from airstore.errors import InvalidArgumentError
 from airstore.types import Store
 

@@ -5,6 +5,7 @@ Backends: :class:`MemoryStore`, :class:`FileStore`, ``SqliteStore``, ``RedisStor
 """
 
 from airstore._recovery import CheckReport, Finding, NamespaceCheck, NamespaceStats
+from airstore._validate import to_epoch_ms
 from airstore.errors import (
     AirstoreError,
     CorruptDataError,
@@ -49,4 +50,5 @@ __all__ = [
     "TimeBound",
     "create_storage",
     "parse_store_url",
+    "to_epoch_ms",
 ]

@@ -27,8 +27,8 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from aircli.check import check_directory  # noqa: E402
 from aircore import define_server, define_tool  # noqa: E402
-from aircore.cli.check import check_directory  # noqa: E402
 from aircore.definitions import read_definition_files  # noqa: E402
 from tests.aircore.definitions.fixtures import clean_definition, write_definition  # noqa: E402
 

@@ -16,7 +16,7 @@ from typing import Self
 from flask import Flask, Response, request
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from aircore.transports.guards import bearer_token, is_loopback, token_ok
+from airhttp.guards import bearer_token, is_loopback, token_ok
 from dashboard.app import DEFAULT_REFRESH_MS, create_app
 from dashboard.errors import DashboardError
 from dashboard.ranges import DEFAULT_RANGE

@@ -19,7 +19,7 @@ export PATH="$PWD/$PREFIX/node_modules/.bin:$PATH"
 echo "==> node $(node --version)"
 
 LOG=$(mktemp)
-"$PY" -m aircore.cli serve examples/conformance_server.py --transport http --port 0 2>"$LOG" &
+"$PY" -m aircli serve examples/conformance_server.py --transport http --port 0 2>"$LOG" &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; rm -f "$LOG"' EXIT
 for _ in $(seq 1 300); do

@@ -15,7 +15,7 @@ _URL = re.compile(r"http://127\.0\.0\.1:\d+/")
 
 def air(*args: str) -> list[str]:
     """The argv of ``air ARGS`` run by this interpreter."""
-    return [sys.executable, "-m", "aircore.cli", *args]
+    return [sys.executable, "-m", "aircli", *args]
 
 
 @contextmanager

@@ -7,6 +7,15 @@ import importlib
 import pytest
 
 EXPECTED = {
+    "airhttp": [
+        "LOCAL_HOSTS",
+        "bearer_token",
+        "host_ok",
+        "is_loopback",
+        "origin_ok",
+        "token_ok",
+    ],
+    "aircli": ["COMMANDS", "build_parser", "main"],
     "dashboard": [
         "RANGES",
         "DashboardData",
@@ -100,6 +109,7 @@ EXPECTED = {
         "TimeBound",
         "create_storage",
         "parse_store_url",
+        "to_epoch_ms",
     ],
     "airmeter": [
         "CALLS_NAMESPACE",

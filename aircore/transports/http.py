@@ -40,7 +40,7 @@ from aircore.protocol.framing import (
 )
 from aircore.protocol.legacy import HANDSHAKE_VERSIONS
 from aircore.protocol.session import CURRENT_SENDER, Connection
-from aircore.transports.guards import bearer_token, host_ok, origin_ok, token_ok
+from airhttp.guards import bearer_token, host_ok, origin_ok, token_ok
 
 if TYPE_CHECKING:
     from aircore.server import AirServer

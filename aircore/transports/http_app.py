@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import signal
 import socket
@@ -17,8 +16,8 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aircore.transports.guards import is_loopback
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_MAX_BODY, DEFAULT_PORT, McpEndpoint
+from airhttp.guards import is_loopback
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -28,21 +27,13 @@ __all__ = ["build_app", "serve_http"]
 logger = logging.getLogger(__name__)
 
 
-METRICS_APP_FACTORY = "airmeter.metrics_app:server_metrics_app"
-"""Loaded by name only for a server with a meter; aircore never imports airmeter itself."""
-
-
 def _metrics_app(server: AirServer, **guards: Any) -> Any:
     """The ``/metrics`` ASGI app of a metered server (Prometheus text), or ``None``."""
     if server.meter is None:
         return None
-    module_name, _, attr = METRICS_APP_FACTORY.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError):
-        logger.warning("no /metrics: %s is not available", METRICS_APP_FACTORY)
-        return None
-    return factory(server, **guards)
+    from airmeter.metrics_app import server_metrics_app  # only for a metered server
+
+    return server_metrics_app(server, **guards)
 
 
 def build_app(

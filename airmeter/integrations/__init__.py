@@ -3,7 +3,6 @@ FastMCP. Each needs its framework installed; importing this package alone import
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -12,16 +11,15 @@ if TYPE_CHECKING:
 
 __all__ = ["FastMCPMeterMiddleware", "SdkMeterMiddleware", "instrument_mcp_server"]
 
-_HOMES = {
-    "FastMCPMeterMiddleware": "airmeter.integrations.fastmcp_middleware",
-    "SdkMeterMiddleware": "airmeter.integrations.mcp_sdk",
-    "instrument_mcp_server": "airmeter.integrations.mcp_sdk",
-}
-
 
 def __getattr__(name: str) -> Any:
     # Lazy, so that `mcp` and `fastmcp` stay optional for everyone who needs only one.
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+    if name == "FastMCPMeterMiddleware":
+        from airmeter.integrations import fastmcp_middleware
+
+        return fastmcp_middleware.FastMCPMeterMiddleware
+    if name in ("SdkMeterMiddleware", "instrument_mcp_server"):
+        from airmeter.integrations import mcp_sdk
+
+        return getattr(mcp_sdk, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

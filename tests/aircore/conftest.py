@@ -19,7 +19,7 @@ STARTUP_TIMEOUT = 30.0
 
 def serve_args(target: str, *extra: str) -> list[str]:
     """argv of ``air serve TARGET`` run by this interpreter."""
-    return [sys.executable, "-m", "aircore.cli", "serve", target, *extra]
+    return [sys.executable, "-m", "aircli", "serve", target, *extra]
 
 
 class HttpServer:

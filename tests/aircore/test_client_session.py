@@ -22,7 +22,7 @@ async def _streams(transport: str, http: HttpServer) -> AsyncIterator[Any]:
     if transport == "stdio":
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "aircore.cli", "serve", DEMO, "--store", "memory://"],
+            args=["-m", "aircli", "serve", DEMO, "--store", "memory://"],
         )
         async with stdio_client(params) as streams:
             yield streams

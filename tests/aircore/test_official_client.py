@@ -33,7 +33,7 @@ async def _client(
     if transport == "stdio":
         target = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "aircore.cli", "serve", DEMO, "--store", "memory://"],
+            args=["-m", "aircli", "serve", DEMO, "--store", "memory://"],
         )
     else:
         target = http.url

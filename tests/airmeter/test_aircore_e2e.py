@@ -174,7 +174,7 @@ async def test_calls_over_stdio_with_the_official_client_reach_the_store(tmp_pat
         command=sys.executable,
         args=[
             "-m",
-            "aircore.cli",
+            "aircli",
             "serve",
             str(HERE / "aircore_metered_server.py"),
             "--transport",
@@ -214,7 +214,7 @@ async def test_sigterm_delivers_every_call_before_the_server_exits(tmp_path: Pat
     data = tmp_path / "data"
     n = 300
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "aircore.cli", "serve", str(HERE / "aircore_metered_server.py"),
+        sys.executable, "-m", "aircli", "serve", str(HERE / "aircore_metered_server.py"),
         "--transport", "stdio", "--store", f"file://{data}",
         cwd=str(ROOT), env={"PYTHONPATH": str(ROOT)},
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

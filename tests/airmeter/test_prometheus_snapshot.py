@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aircore.cli import main
+from aircli import main
 from airmeter import CallRecord, Layer, Meter, PrometheusSink
 from airmeter.prometheus_snapshot import render_snapshot
 from airmeter.snapshot_types import Snapshot

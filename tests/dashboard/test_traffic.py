@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aircore.cli._traffic import SCENARIOS, SKIP_TOOLS, Progress, drive, plan_calls
+from aircli._traffic import SCENARIOS, SKIP_TOOLS, Progress, drive, plan_calls
 
 
 @dataclass

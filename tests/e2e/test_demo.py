@@ -15,8 +15,8 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from aircore.cli._traffic import plan_calls
-from aircore.cli.demo import DEMO_SERVER
+from aircli._traffic import plan_calls
+from aircli.demo import DEMO_SERVER
 from dashboard.data import DashboardData
 from tests.air_process import air, serving
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 async def _listed_tools() -> list[Any]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "aircore.cli", "serve", str(DEMO_SERVER), "--transport", "stdio"],
+        args=["-m", "aircli", "serve", str(DEMO_SERVER), "--transport", "stdio"],
         env={"AIR_STORE": "memory://"},
     )
     async with Client(params) as client:

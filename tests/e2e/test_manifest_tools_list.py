@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from aircore.cli._server_check import server_manifest
+from aircli._server_check import server_manifest
 from aircore.definitions.manifest import OPERATIONAL_KEYS
 from tests.aircore.conftest import DEMO, HttpServer
 
@@ -53,7 +53,7 @@ async def test_manifest_equals_live_tools_list(
     if transport == "stdio":
         target = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "aircore.cli", "serve", DEMO, "--store", "memory://"],
+            args=["-m", "aircli", "serve", DEMO, "--store", "memory://"],
             cwd=str(Path(DEMO).parent.parent),
         )
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from aircore.cli import main
+from aircli import main
 from tests.aircore.definitions.fixtures import clean_definition, write_definition
 
 
@@ -63,7 +63,7 @@ def test_check_without_path_uses_tool_definitions_in_the_working_directory(
     tmp_path: Path,
 ) -> None:
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    run = [sys.executable, "-m", "aircore.cli", "check"]
+    run = [sys.executable, "-m", "aircli", "check"]
     missing = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, env=env)
     assert missing.returncode == 1
     assert "tool-definitions: -: definitions directory not found" in missing.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from aircore.cli import main
+from aircli import main
 from aircore.definitions import render_tool
 from aircore.definitions.loader import load_definitions
 from tests.aircore.definitions.fixtures import clean_definition, write_definition
@@ -50,7 +50,7 @@ def test_examples_definitions_and_demo_server_pass_the_gate(
 
 
 def test_every_demo_tool_carries_its_definition() -> None:
-    from aircore.cli.serve import load_server
+    from aircli.serve import load_server
 
     server = load_server(str(EXAMPLES / "demo_server.py"))
     assert server.definitions is not None

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aircore.cli import main
-from aircore.cli.scaffold import ScaffoldError, scaffold_tool
+from aircli import main
+from aircli.scaffold import ScaffoldError, scaffold_tool
 
 
 def test_scaffold_output_passes_the_gate_immediately(

@@ -1,4 +1,4 @@
-from aircore.cli import dashboard as cli_dashboard
+from aircli import dashboard as cli_dashboard
 from dashboard import server
 
 

@@ -95,7 +95,7 @@ def check_target(target: str) -> CheckReport:
     Raises:
         ToolDefinitionError: the target cannot be loaded as a server.
     """
-    from aircore.cli._server_check import check_server_target
+    from aircli._server_check import check_server_target
 
     checked, problems = check_server_target(target)
     return CheckReport(target=target, mode="server", checked=checked, problems=tuple(problems))

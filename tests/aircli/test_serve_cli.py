@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from aircli import main
+from aircli.serve import load_server
 from aircore import AirServer, DefinitionError
-from aircore.cli import main
-from aircore.cli.serve import load_server
 from aircore.transports.detect import detect_transport
 from tests.aircore.conftest import DEMO, LIFECYCLE
 

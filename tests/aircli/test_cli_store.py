@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aircore.cli import main
+from aircli import main
 from airstore import FileStore
 
 
@@ -102,7 +102,7 @@ def test_air_store_check_as_a_process(tmp_path: Path) -> None:
     _fill(tmp_path)
     (tmp_path / "users.json").write_bytes(b"\x00garbage")
     result = subprocess.run(
-        [sys.executable, "-m", "aircore.cli", "store", "check", "--store", _url(tmp_path)],
+        [sys.executable, "-m", "aircli", "store", "check", "--store", _url(tmp_path)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,4 +1,4 @@
-from aircore.transports.guards import bearer_token, is_loopback, token_ok
+from airhttp.guards import bearer_token, is_loopback, token_ok
 
 
 def test_loopback_is_an_address_not_a_name_prefix() -> None:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aircore.cli.check import _is_directory_target
+from aircli.check import _is_directory_target
 from aircore.definitions import (
     DEFAULT_DEFINITIONS_DIR,
     ToolDefinitionError,
@@ -61,7 +61,7 @@ def build_target_manifest(target: str) -> dict[str, Any]:
             return manifest_from_definitions(definitions.values())
         except ValueError as exc:
             raise ToolDefinitionError([], summary=f"{exc}; run air manifest on the server") from exc
-    from aircore.cli._server_check import server_manifest
+    from aircli._server_check import server_manifest
 
     return server_manifest(target)
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from aircore.cli import main
+from aircli import main
 
 
 def test_air_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
@@ -17,6 +17,6 @@ def test_air_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_air_console_script_runs() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "aircore.cli", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "aircli", "--help"], capture_output=True, text=True, check=True
     )
     assert "usage: air" in out.stdout

@@ -117,7 +117,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aircore.cli import main
+from aircli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

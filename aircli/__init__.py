@@ -1,4 +1,6 @@
-"""The ``air`` command line: one module per subcommand, each exposing ``register(subparsers)``.
+"""The ``air`` command line, air's composition root: the one package that imports all the others.
+
+One module per subcommand, each exposing ``register(subparsers)``.
 
 A subcommand module registers an ``argparse`` parser and sets ``func`` (``args -> int`` exit code).
 """
@@ -6,24 +8,19 @@ A subcommand module registers an ``argparse`` parser and sets ``func`` (``args -
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from types import ModuleType
+
+from aircli import check, dashboard, demo, manifest, meter, scaffold, serve, store
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-# Subcommand modules under aircore.cli, in the order `air --help` lists them.
-COMMANDS: tuple[str, ...] = (
-    "serve",
-    "store",
-    "meter",
-    "demo",
-    "dashboard",
-    "check",
-    "manifest",
-    "scaffold",
-)
+# Subcommand modules, in the order `air --help` lists them (each imports its heavy parts,
+# such as Dash or the MCP client, inside the function that needs them).
+_MODULES: tuple[ModuleType, ...] = (serve, store, meter, demo, dashboard, check, manifest, scaffold)
+COMMANDS: tuple[str, ...] = tuple(m.__name__.rpartition(".")[2] for m in _MODULES)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,8 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug output to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        module = importlib.import_module(f"aircore.cli.{name}")
+    for module in _MODULES:
         module.register(sub)
     return parser
 

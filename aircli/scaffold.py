@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from aircore.cli import _scaffold_templates as templates
+from aircli import _scaffold_templates as templates
 from aircore.definitions import DEFAULT_DEFINITIONS_DIR
 from aircore.definitions.model import NAME_PATTERN
 

@@ -131,19 +131,10 @@ def _one_line(exc: BaseException) -> str:
     return f"{head} {'; '.join(rest)}" if rest else head
 
 
-OTEL_ATTACH = "airmeter.otel_attach:attach_otel"
-"""Loaded by name (aircore never imports airmeter): adds an OtelSink to the server's meter."""
-
-
 def _attach_otel(server: AirServer, *, requested: bool) -> None:
-    module_name, _, attr = OTEL_ATTACH.partition(":")
-    try:
-        attach = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        if requested:
-            print(f"air serve: --otel needs airmeter: {exc}", file=sys.stderr)
-        return
-    attach(server, requested=requested)
+    from airmeter.otel_attach import attach_otel  # the OTel SDK loads only when exporting
+
+    attach_otel(server, requested=requested)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aircore.cli.serve import load_server
+from aircli.serve import load_server
 from aircore.definitions import Problem, ToolDefinitionError, build_manifest
 from aircore.definitions.binding import bind_tools, check_tools
 from aircore.definitions.manifest import manifest_entry

@@ -19,13 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aircore.cli._traffic import Progress, drive, plan_calls
-from aircore.cli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
+from aircli._traffic import Progress, drive, plan_calls
+from aircli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
 from airstore.factory import DEFAULT_STORE_URL
 
 __all__ = ["DEMO_SERVER", "register"]
 
-DEMO_SERVER = Path(__file__).resolve().parents[2] / "examples" / "demo_server.py"
+DEMO_SERVER = Path(__file__).resolve().parents[1] / "examples" / "demo_server.py"
 """The server the demo runs (part of the source checkout)."""
 
 DEFAULT_CALLS = 3000
@@ -91,7 +91,7 @@ def _server_params(store_url: str) -> Any:
     from mcp.client.stdio import StdioServerParameters
 
     env = {"AIR_STORE": store_url, "AIR_DEMO_LATENCY": "1", "PYTHONUNBUFFERED": "1"}
-    args = ["-m", "aircore.cli", "serve", str(DEMO_SERVER), "--transport", "stdio"]
+    args = ["-m", "aircli", "serve", str(DEMO_SERVER), "--transport", "stdio"]
     args += ["--store", store_url]
     return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=os.getcwd())
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from aircore.cli import main
-from aircore.cli.meter import parse_since
+from aircli import main
+from aircli.meter import parse_since
 from airmeter import CALLS_NAMESPACE, Meter
 from airstore import SqliteStore
 from airstore.file import FileStore
@@ -158,7 +158,7 @@ def test_air_meter_report_runs_as_a_console_command(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "aircore.cli",
+            "aircli",
             "meter",
             "report",
             "--store",

@@ -1,0 +1,7 @@
+"""``python -m aircli``."""
+
+import sys
+
+from aircli import main
+
+sys.exit(main())

@@ -1,7 +1,0 @@
-"""``python -m aircore.cli``."""
-
-import sys
-
-from aircore.cli import main
-
-sys.exit(main())
