@@ -16,6 +16,7 @@ import re
 import time
 from typing import Any
 
+import aiofiles
 import orjson
 
 from airstore._appendfile import AppendFile
@@ -31,6 +32,7 @@ logger = logging.getLogger(__name__)
 Item = tuple[Any, float | None]  # (value, expire_at in epoch seconds or None)
 _Sig = tuple[int, int, int] | None  # (inode, size, mtime_ns) of a file, None when missing
 SNAPSHOT_FORMAT = 1
+LOAD_ATTEMPTS = 20  # a reader racing a writer's compactions retries this often, then gives up
 
 
 def _sig(path: str) -> _Sig:
@@ -39,6 +41,25 @@ def _sig(path: str) -> _Sig:
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_file(path: str, offset: int = 0) -> bytes | None:
+    """The file's bytes from ``offset`` on, or ``None`` when it does not exist."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+async def _aread_file(path: str) -> bytes | None:
+    """:func:`_read_file` off the event loop (one aiofiles call per file, never per line)."""
+    try:
+        async with aiofiles.open(path, "rb") as fh:
+            return await fh.read()
+    except FileNotFoundError:
+        return None
 
 
 _tmp_counter = itertools.count()
@@ -127,36 +148,48 @@ class KVSpace:
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
         """Read snapshot then journal into memory (writer: repairing; reader: only looking)."""
-        for _attempt in range(20):
-            if self._load_once():
+        for _attempt in range(LOAD_ATTEMPTS):
+            self._snap_sig = _sig(self.snapshot_path)
+            snap = _read_file(self.snapshot_path)
+            self._journal_sig = _sig(self._journal_path)
+            if self._load_once(snap, _read_file(self._journal_path)):
                 return
+        self._keeps_changing()
+
+    async def load_async(self) -> None:
+        """:meth:`load` with the files read off the event loop (aiofiles): the cold path of a
+        namespace's first access, which may read megabytes."""
+        for _attempt in range(LOAD_ATTEMPTS):
+            self._snap_sig = _sig(self.snapshot_path)
+            snap = await _aread_file(self.snapshot_path)
+            self._journal_sig = _sig(self._journal_path)
+            if self._load_once(snap, await _aread_file(self._journal_path)):
+                return
+        self._keeps_changing()
+
+    def _keeps_changing(self) -> None:
         raise CorruptDataError(
             f"journal of {self.ns!r} keeps changing under the reader",
             namespace=self.ns,
             path=self._journal_path,
         )
 
-    def _load_once(self) -> bool:
+    def _load_once(self, snap: bytes | None, journal: bytes | None) -> bool:
         self.items = {}
         self.encoded = {}
         self.expiry = []
-        self._snap_sig = _sig(self.snapshot_path)
-        snap_seq = self._read_snapshot()
+        snap_seq = self._read_snapshot(snap)
         self.seq = max(snap_seq, 0)
         self._journal_offset = 0
-        self._journal_sig = _sig(self._journal_path)
-        if not self._replay_journal(snap_seq, from_start=True):
+        if not self._replay_journal(snap_seq, journal, from_start=True):
             return False
         if self.journal is not None and self.journal.fd is None:
             self.journal.open()  # cuts the torn tail the replay has just reported
         return True
 
-    def _read_snapshot(self) -> int:
+    def _read_snapshot(self, data: bytes | None) -> int:
         """Load the snapshot; returns its seq (-1 when there is none or it was unreadable)."""
-        try:
-            with open(self.snapshot_path, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
+        if data is None:
             return -1
         try:
             doc = orjson.loads(data)
@@ -199,13 +232,9 @@ class KVSpace:
         self._findings.append(finding)
         logger.warning("airstore recovery: %s in %s line %s: %s", kind, path, line, detail)
 
-    def _replay_journal(self, snap_seq: int, *, from_start: bool) -> bool:
+    def _replay_journal(self, snap_seq: int, data: bytes | None, *, from_start: bool) -> bool:
         """Apply journal records after ``snap_seq``; False if a gap says 're-read everything'."""
-        try:
-            with open(self._journal_path, "rb") as fh:
-                fh.seek(self._journal_offset)
-                data = fh.read()
-        except FileNotFoundError:
+        if data is None:
             return True
         end = data.rfind(b"\n") + 1
         if from_start and end < len(data) and not self._read_only:
@@ -267,7 +296,8 @@ class KVSpace:
             and journal[1] >= self._journal_offset
         ):
             self._journal_sig = journal
-            if self._replay_journal(self.seq, from_start=False):
+            tail = _read_file(self._journal_path, self._journal_offset)
+            if self._replay_journal(self.seq, tail, from_start=False):
                 return
         self.load()
 

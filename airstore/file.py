@@ -7,11 +7,15 @@ parts: ``_kvspace`` (keys), ``_logfile``/``_logread`` (log), ``_persist`` (write
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import os
 import time
+from collections.abc import Iterable
 from typing import Any, Literal
+
+import orjson
 
 from airstore import _exit
 from airstore._entry import stamp
@@ -25,6 +29,9 @@ from airstore._logread import Collector
 from airstore._persist import Persister
 from airstore._recovery import CorruptLineLog, Finding
 from airstore._validate import (
+    JSON_OPTS,
+    check_by,
+    check_counter,
     check_filter,
     check_key,
     check_limits,
@@ -50,6 +57,8 @@ logger = logging.getLogger(__name__)
 Durability = Literal["journal", "snapshot", "sync"]
 DEFAULT_FLUSH_INTERVAL = 5.0
 DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
+
+_dumps = orjson.dumps
 
 
 class FileStore(Inspection, StoreBase):
@@ -109,6 +118,7 @@ class FileStore(Inspection, StoreBase):
         self._corrupt_lines = CorruptLineLog(self._findings)
         self._lock = DirLock(self.path)
         self._persist: Persister | None = None  # created by init() on the running loop
+        self._loading: dict[str, asyncio.Future[KVSpace]] = {}
         self._counted = False
         self._opened = False
         self._closed = False
@@ -201,10 +211,21 @@ class FileStore(Inspection, StoreBase):
         raise StoreClosedError(f"FileStore {self.path!r} is not open; await init()")
 
     # -- namespaces --------------------------------------------------------------------------
-    def _space(self, ns: str) -> KVSpace:
+    async def _space(self, ns: str) -> KVSpace:
+        """The namespace's keys: loaded on first use with the files read off the loop; a
+        reader re-reads what changed since its last look."""
         space = self._spaces.get(ns)
-        if space is None:
-            check_namespace(ns)
+        if space is not None:
+            if self.read_only:
+                self._io(space.refresh, ns)
+            return space
+        check_namespace(ns)
+        loading = self._loading.get(ns)
+        if loading is not None:  # another caller is loading it: share that load
+            return await asyncio.shield(loading)
+        fut: asyncio.Future[KVSpace] = asyncio.get_running_loop().create_future()
+        self._loading[ns] = fut
+        try:
             space = KVSpace(
                 self.path,
                 ns,
@@ -213,11 +234,22 @@ class FileStore(Inspection, StoreBase):
                 clock=self._clock,
                 findings=self._findings,
             )
-            self._io(space.load, ns)
+            try:
+                await space.load_async()
+            except OSError as exc:
+                raise StorageIOError(
+                    f"I/O error in namespace {ns!r}: {exc}", namespace=ns, path=self.path
+                ) from exc
+            self._ensure_open()
             self._spaces[ns] = space
-        elif self.read_only:
-            self._io(space.refresh, ns)
-        return space
+            fut.set_result(space)
+            return space
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # retrieved: the waiters re-raise it
+            raise
+        finally:
+            del self._loading[ns]
 
     def _log(self, ns: str) -> LogFile:
         log = LogFile(self.path, check_namespace(ns), self._log_options)
@@ -243,20 +275,55 @@ class FileStore(Inspection, StoreBase):
         persist = self._persist
         if persist is None or self._closed:
             persist = self._writer()
-        space = self._spaces.get(ns) or self._space(ns)
-        check_key(ns, key)
-        encoded = encode_value(ns, key, value)
+        space = self._spaces.get(ns) or await self._space(ns)
+        if type(key) is not str or key not in space.items:
+            check_key(ns, key)
+        try:
+            encoded = _dumps(value, None, JSON_OPTS)
+        except TypeError:
+            encoded = encode_value(ns, key, value)  # raises the typed error
+        if b"null" in encoded:
+            encode_value(ns, key, value)  # NaN/Infinity hide behind null: check properly
         ttl = self._default_ttl if ttl is None else check_ttl(ttl)
         now = self._clock()
         space.put(key, value, encoded, None if ttl is None else now + ttl, now)
-        if self._journaled:
+        journal = space.journal
+        if journal is not None:
+            persist.schedule(journal)
+            if self._sync:
+                await persist.written(journal)
+
+    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
+        """Add ``by`` to the counter at ``key``; see :meth:`airstore.Store.incr`.
+
+        Raises:
+            InvalidValueError: the key holds something other than an integer counter.
+            InvalidArgumentError: a bad ``by`` or ``ttl``, or the result would overflow.
+            ReadOnlyStoreError: the store is read-only.
+        """
+        persist = self._writer()
+        space = await self._space(ns)
+        check_key(ns, key)
+        by = check_by(ns, key, by)
+        ttl = self._default_ttl if ttl is None else check_ttl(ttl)
+        now = self._clock()
+        item = space.items.get(key)
+        if item is None or (item[1] is not None and item[1] <= now):
+            value, exp = check_counter(ns, key, 0, by), None if ttl is None else now + ttl
+        else:
+            value, exp = check_counter(ns, key, item[0], by), item[1]
+        space.put(key, value, b"%d" % value, exp, now)
+        if space.journal is not None:
             await persist.written(space.journal)
+        return value
 
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the value, or ``None`` when missing or expired."""
         if self._closed:
             self._ensure_open()
-        space = self._space(ns) if self.read_only else self._spaces.get(ns) or self._space(ns)
+        space = self._spaces.get(ns)
+        if space is None or self.read_only:
+            space = await self._space(ns)
         item = space.items.get(key) if type(key) is str else None
         if item is None:
             check_key(ns, key)
@@ -271,7 +338,7 @@ class FileStore(Inspection, StoreBase):
     async def delete(self, ns: str, key: str) -> bool:
         """Remove ``key``; True if it existed and had not expired."""
         persist = self._writer()
-        space = self._space(ns)
+        space = await self._space(ns)
         check_key(ns, key)
         item = space.items.pop(key, None)
         if item is None:
@@ -284,15 +351,15 @@ class FileStore(Inspection, StoreBase):
 
     async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
         """Live keys starting with ``prefix``, sorted."""
-        return [k for k, _ in self._live(ns, prefix)]
+        return [k for k, _ in await self._live(ns, prefix)]
 
     async def entries(self, ns: str, prefix: str = "") -> builtins.list[tuple[str, JSONValue]]:
         """Live ``(key, value)`` pairs starting with ``prefix``, sorted by key."""
-        return self._live(ns, prefix)
+        return await self._live(ns, prefix)
 
-    def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
+    async def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
         self._ensure_open()
-        space = self._space(ns)
+        space = await self._space(ns)
         check_prefix(prefix)
         now = self._clock()
         if not self.read_only:
@@ -318,8 +385,25 @@ class FileStore(Inspection, StoreBase):
         buf = log.pending
         buf += line
         buf += b"\n"
-        await persist.written(log)
+        persist.schedule(log)
+        if self._sync:
+            await persist.written(log)
         return stored
+
+    async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
+        """Append every entry, all validated and encoded first (a bad one appends nothing)."""
+        persist = self._writer()
+        log = self._logs.get(ns) or self._log(ns)
+        clock = self._clock
+        stamped = [stamp(ns, entry, clock) for entry in entries]
+        buf = log.pending
+        for _, _, line in stamped:
+            buf += line
+            buf += b"\n"
+        persist.schedule(log)
+        if self._sync:
+            await persist.written(log)
+        return [stored for stored, _, _ in stamped]
 
     async def query(
         self,

@@ -6,11 +6,17 @@ import builtins
 import heapq
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
+
+import orjson
 
 from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
 from airstore._validate import (
+    JSON_OPTS,
+    check_by,
+    check_counter,
     check_filter,
     check_key,
     check_limits,
@@ -25,6 +31,8 @@ from airstore.errors import InvalidArgumentError, StoreClosedError
 from airstore.types import Clock, Entry, JSONValue, TimeBound
 
 __all__ = ["MemoryStore"]
+
+_dumps = orjson.dumps
 
 _Item = tuple[Any, float | None]  # (value, expire_at in clock seconds or None)
 
@@ -79,25 +87,61 @@ class MemoryStore(StoreBase):
     # -- key-value ---------------------------------------------------------------------------
     async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
         """Store ``value``; see :meth:`airstore.Store.set`."""
-        if self._closed:
-            self._ensure_open()
         bucket = self._kv.get(ns)
-        if bucket is None:
-            bucket = self._kv[check_namespace(ns)] = {}
+        if bucket is None or self._closed:
+            bucket = self._bucket(ns)
         if type(key) is not str or key not in bucket:
             check_key(ns, key)
-        encode_value(ns, key, value)
-        ttl = self._default_ttl if ttl is None else check_ttl(ttl)
-        if ttl is None:
+        try:
+            data = _dumps(value, None, JSON_OPTS)
+        except TypeError:
+            data = encode_value(ns, key, value)  # raises the typed error
+        if b"null" in data:
+            encode_value(ns, key, value)  # NaN/Infinity hide behind null: check properly
+        seconds = self._default_ttl if ttl is None else check_ttl(ttl)
+        if seconds is None:
             bucket[key] = (value, None)
             if self._expiry:
                 self._sweep(self._clock())
             return
         now = self._clock()
-        expire_at = now + ttl
+        expire_at = now + seconds
         bucket[key] = (value, expire_at)
         heapq.heappush(self._expiry, (expire_at, ns, key))
         self._sweep(now)
+
+    def _bucket(self, ns: str) -> dict[str, _Item]:
+        """The namespace's dict, created on first use (the slow path of every write)."""
+        self._ensure_open()
+        bucket = self._kv.get(ns)
+        if bucket is None:
+            bucket = self._kv[check_namespace(ns)] = {}
+        return bucket
+
+    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
+        """Add ``by`` to the counter at ``key``; see :meth:`airstore.Store.incr`.
+
+        Raises:
+            InvalidValueError: the key holds something other than an integer counter.
+            InvalidArgumentError: a bad ``by`` or ``ttl``, or the result would overflow.
+        """
+        bucket = self._bucket(ns)
+        check_key(ns, key)
+        by = check_by(ns, key, by)
+        ttl = self._default_ttl if ttl is None else check_ttl(ttl)
+        now = self._clock()
+        item = bucket.get(key)
+        if item is None or (item[1] is not None and item[1] <= now):
+            value = check_counter(ns, key, 0, by)
+            expire_at = None if ttl is None else now + ttl
+        else:
+            value = check_counter(ns, key, item[0], by)
+            expire_at = item[1]
+        bucket[key] = (value, expire_at)
+        if expire_at is not None and (item is None or item[1] != expire_at):
+            heapq.heappush(self._expiry, (expire_at, ns, key))
+        self._sweep(now)
+        return value
 
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the value or ``None``."""
@@ -174,6 +218,18 @@ class MemoryStore(StoreBase):
             log = self._logs[check_namespace(ns)] = deque(maxlen=self._max_log)
         stored = stamp(ns, entry, self._clock)[0]
         log.append(stored)
+        return stored
+
+    async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
+        """Append every entry, all validated first (a bad one appends nothing)."""
+        self._ensure_open()
+        check_namespace(ns)
+        clock = self._clock
+        stored = [stamp(ns, entry, clock)[0] for entry in entries]
+        log = self._logs.get(ns)
+        if log is None:
+            log = self._logs[ns] = deque(maxlen=self._max_log)
+        log.extend(stored)
         return stored
 
     async def query(

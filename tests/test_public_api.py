@@ -91,6 +91,7 @@ EXPECTED = {
         "Entry",
         "FileStore",
         "Finding",
+        "Inspectable",
         "InvalidArgumentError",
         "InvalidKeyError",
         "InvalidNamespaceError",
@@ -100,6 +101,7 @@ EXPECTED = {
         "NamespaceCheck",
         "NamespaceStats",
         "ReadOnlyStoreError",
+        "ReadOnlyUnsupportedError",
         "RedisStore",
         "SqliteStore",
         "StorageIOError",
@@ -109,6 +111,7 @@ EXPECTED = {
         "TimeBound",
         "create_storage",
         "parse_store_url",
+        "store_exists",
         "to_epoch_ms",
     ],
     "airmeter": [
