@@ -21,6 +21,7 @@ from airstore.types import Entry, TimeBound
 __all__ = [
     "JSON_OPTS",
     "MAX_COUNTER",
+    "MAX_KEY_LENGTH",
     "check_by",
     "check_counter",
     "check_filter",
