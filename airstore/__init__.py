@@ -27,6 +27,7 @@ from airstore.errors import (
 )
 from airstore.factory import create_storage, parse_store_url, store_exists
 from airstore.file import FileStore
+from airstore.location import StoreLocation, default_locations, resolve_store_location
 from airstore.memory import MemoryStore
 from airstore.types import Entry, Inspectable, JSONValue, Store, TimeBound
 
@@ -57,10 +58,13 @@ __all__ = [
     "StorageIOError",
     "Store",
     "StoreClosedError",
+    "StoreLocation",
     "StoreLockedError",
     "TimeBound",
     "create_storage",
+    "default_locations",
     "parse_store_url",
+    "resolve_store_location",
     "store_exists",
     "to_epoch_ms",
 ]
