@@ -18,12 +18,13 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
+from airmeter.build import PendingCall
 from airmeter.classify import Classifier
 from airmeter.errors import MeterClosedError, MeterConfigError
 from airmeter.layers import Layer
-from airmeter.record import CallRecord, record_from_fields
+from airmeter.record import CallRecord
 from airmeter.rollups import RollupBook
 from airmeter.snapshot import DEFAULT_MAX_BUCKETS, Bound, aggregate, snapshot, to_ms
 from airmeter.snapshot_types import Snapshot
@@ -54,6 +55,10 @@ def default_instance_id() -> str:
     if configured and ":" not in configured:
         return configured
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _built(entry: CallRecord | PendingCall) -> CallRecord:
+    return entry.build() if isinstance(entry, PendingCall) else entry
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,8 +117,8 @@ class Meter:
         self._book = None if self._store is not None else RollupBook(
             retention_minutes=DEFAULT_MEMORY_RETENTION_MINUTES
         )  # fmt: skip
-        self._ring: deque[CallRecord | tuple[Any, ...]] = deque(maxlen=ring_size)
-        self._pending: list[CallRecord | tuple[Any, ...]] = []
+        self._ring: deque[CallRecord | PendingCall] = deque(maxlen=ring_size)
+        self._pending: list[CallRecord | PendingCall] = []
         self._max_pending = max_pending
         self._batch_size = batch_size
         self._interval = flush_interval
@@ -131,12 +136,12 @@ class Meter:
         self._sink_quiet: dict[int, int] = {}
 
     # -- hot path --------------------------------------------------------------------------
-    def record(self, record: CallRecord | tuple[Any, ...]) -> None:
+    def record(self, record: CallRecord | PendingCall) -> None:
         """Accept one finished call: O(1), never blocks, never raises.
 
-        ``record`` is a :class:`CallRecord`, or its values as a tuple in ``RECORD_FIELDS``
-        order (what the meter middleware passes: the frozen record is then built by the
-        delivery task, or by :meth:`recent`, which keeps the call path under a microsecond).
+        ``record`` is a :class:`CallRecord`, or a :class:`~airmeter.build.PendingCall` from
+        the metering engine (its record is then built once, by the delivery task or by
+        :meth:`recent`, which keeps the call path short).
         """
         self._recorded += 1
         self._ring.append(record)
@@ -148,9 +153,6 @@ class Meter:
         if len(pending) >= self._batch_size and not self._woken and self._wake is not None:
             self._woken = True
             self._wake.set()
-
-    record_fields = record
-    """The same method; the name says a tuple of ``RECORD_FIELDS`` values is passed."""
 
     def layer_of(self, tool: str) -> Layer:
         """The cached layer of ``tool`` from this meter's classifier."""
@@ -221,8 +223,7 @@ class Meter:
             lock = self._lock = asyncio.Lock()
         async with lock:
             while self._pending:
-                batch = [r if isinstance(r, CallRecord) else record_from_fields(r)
-                         for r in self._pending]  # fmt: skip
+                batch = [r if type(r) is CallRecord else _built(r) for r in self._pending]
                 self._pending = []
                 if self._book is not None:
                     add = self._book.add
@@ -288,8 +289,7 @@ class Meter:
         """The newest ``n`` records seen (all the ring holds by default), oldest first."""
         items = list(self._ring)
         items = items if n is None else items[-n:] if n > 0 else []
-        return [r if isinstance(r, CallRecord) else record_from_fields(r)
-                for r in items]  # fmt: skip
+        return [r if type(r) is CallRecord else _built(r) for r in items]
 
     def live(self, *, tool: str | None = None, layer: Layer | int | str | None = None) -> Snapshot:
         """A snapshot of the records in the ring buffer only (the newest ``ring_size`` calls,
