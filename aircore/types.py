@@ -14,6 +14,7 @@ from airmeter.types import CallInfo
 
 if TYPE_CHECKING:
     from aircore.context import ToolContext
+    from aircore.server import AirServer
     from airstore import Store
 
 __all__ = [
@@ -25,13 +26,14 @@ __all__ = [
     "MeterHook",
     "Middleware",
     "MiddlewareFn",
+    "NetworkTransport",
     "Transport",
 ]
 
 JSONDict: TypeAlias = dict[str, Any]
 """A JSON object."""
 
-Transport: TypeAlias = str
+NetworkTransport: TypeAlias = str
 """``"pipe"`` (stdio), ``"tcp"`` (HTTP) or ``"inproc"`` (``handle_message``)."""
 
 Handler: TypeAlias = Callable[..., Any]
@@ -71,3 +73,18 @@ class GatedMeterHook(MeterHook, Protocol):
 
     def gate(self) -> MiddlewareFn:
         """The link to compose inside validation (the hook stops doing its work itself)."""
+
+
+class Transport(Protocol):
+    """One way of serving an :class:`~aircore.AirServer` (stdio, Streamable HTTP…).
+
+    ``aircore.transports.TRANSPORTS`` maps each name to a factory; ``AirServer.run`` and
+    ``air serve`` look the name up there. ``options`` names the keyword options ``serve``
+    takes, so a caller holding options for every transport passes each only its own.
+    """
+
+    name: str
+    options: frozenset[str]
+
+    async def serve(self, server: AirServer, **options: Any) -> None:
+        """Start ``server``, serve until EOF or a signal, stop it."""
