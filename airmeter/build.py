@@ -24,7 +24,7 @@ from airmeter.fields import (
     utf8_size,
 )
 from airmeter.layers import Layer
-from airmeter.record import CallRecord
+from airmeter.record import FIELD_NAMES, CallRecord, assemble
 from airmeter.redact import Redactor
 from airmeter.types import CallInfo
 
@@ -37,6 +37,14 @@ ResultEncoder = Callable[[Any], bytes | None]
 
 _MIN_FIELD_BYTES: Final = 64
 
+assert FIELD_NAMES == (
+    "ts_ms", "server", "tool", "layer", "latency_ms", "ok", "error_type", "error_class",
+    "request_id", "session_id", "protocol_version", "transport", "client_name", "instance_id",
+    "input_bytes", "output_bytes", "tokens_in", "tokens_out", "cost", "error_message",
+    "error_message_bytes", "category", "tool_version", "arguments", "arguments_bytes", "result",
+    "result_bytes", "result_tokens",
+), "RecordBuilder.build passes values in this order"  # fmt: skip
+
 
 def encode_json(value: Any) -> bytes | None:
     """``value`` as compact JSON (unknown types through ``str``), or ``None``."""
@@ -47,14 +55,16 @@ def encode_json(value: Any) -> bytes | None:
 
 
 class ToolInfo:
-    """What the engine caches per tool: its layer, category and version."""
+    """What the engine caches per tool: its name, layer, category and version (the texts cut
+    once, here)."""
 
-    __slots__ = ("category", "layer", "version")
+    __slots__ = ("category", "layer", "tool", "version")
 
-    def __init__(self, layer: Layer, category: str | None, version: str | None) -> None:
+    def __init__(self, tool: str, layer: Layer, category: str | None, version: str | None) -> None:
+        self.tool = cut_id(tool) or ""
         self.layer = layer
-        self.category = category
-        self.version = version
+        self.category = cut_id(category)
+        self.version = cut_id(version)
 
 
 class PendingCall:
@@ -111,8 +121,7 @@ class PendingCall:
             except Exception:  # a bug must not lose the call: keep what needs no conversion
                 logger.exception("airmeter: building the record of a call failed")
                 record = CallRecord(
-                    ts_ms=int(self.ts * 1000), server=self.builder.server,
-                    tool=cut_id(self.call.tool_name) or "" if self.call is not None else "",
+                    ts_ms=int(self.ts * 1000), server=self.builder.server, tool=self.info.tool,
                     layer=self.info.layer, latency_ms=self.latency_ms, ok=self.ok,
                     error_type=cut_id(self.error_type), error_class=self.error_class,
                     instance_id=self.builder.instance_id, cost=self.cost,
@@ -165,6 +174,10 @@ class RecordBuilder:
         self.measure_sizes = measure_sizes
         self.max_field_bytes = max_field_bytes
         self.encode_result = encode_result
+        self._server_in: str | None = None
+        self._server_out = server
+        self._transport_in: str | None = None
+        self._transport_out: str | None = None
 
     def build(self, p: PendingCall) -> CallRecord:
         """The record of ``p`` (never raises for what a call carries)."""
@@ -193,35 +206,34 @@ class RecordBuilder:
         if message is not None:
             message, message_bytes = self._text(message)
         info = p.info
-        return CallRecord(
-            ts_ms=int(p.ts * 1000),
-            server=cut_id(call.server_name if call is not None else None) or self.server,
-            tool=(cut_id(call.tool_name) or "") if call is not None else "",
-            layer=info.layer,
-            latency_ms=p.latency_ms,
-            ok=p.ok,
-            error_type=cut_id(p.error_type),
-            error_class=p.error_class,
-            request_id=cut_id(call.request_id) if call is not None else None,
-            session_id=cut_id(call.session_id) if call is not None else None,
-            protocol_version=cut_id(call.protocol_version) if call is not None else None,
-            transport=cut_id(call.transport) if call is not None else None,
-            client_name=cut_id(call.client_name) if call is not None else None,
-            instance_id=self.instance_id,
-            input_bytes=input_bytes,
-            output_bytes=output_bytes,
-            tokens_in=p.tokens_in,
-            tokens_out=p.tokens_out,
-            cost=p.cost,
-            error_message=message,
-            error_message_bytes=message_bytes,
-            category=cut_id(info.category),
-            tool_version=cut_id(info.version),
-            arguments=arguments,
-            arguments_bytes=arguments_bytes,
-            result=captured,
-            result_bytes=result_bytes,
-        )
+        if call is None:
+            server, request_id, session_id, version, transport, client = (
+                self.server, None, None, None, None, None)  # fmt: skip
+        else:
+            server = self._server(call.server_name)
+            transport = self._transport(call.transport)
+            request_id, session_id = cut_id(call.request_id), cut_id(call.session_id)
+            version, client = cut_id(call.protocol_version), cut_id(call.client_name)
+        etype = p.error_type
+        # In FIELD_NAMES order (checked at import).
+        return assemble((
+            int(p.ts * 1000), server, info.tool, info.layer, p.latency_ms, p.ok,
+            None if etype is None else cut_id(etype), p.error_class, request_id, session_id,
+            version, transport, client, self.instance_id, input_bytes, output_bytes,
+            p.tokens_in, p.tokens_out, p.cost, message, message_bytes, info.category,
+            info.version, arguments, arguments_bytes, captured, result_bytes, None,
+        ))  # fmt: skip
+
+    def _server(self, name: str | None) -> str:
+        """The server name (cut), remembered for the next call, which has the same one."""
+        if name is not self._server_in:
+            self._server_in, self._server_out = name, cut_id(name) or self.server
+        return self._server_out
+
+    def _transport(self, name: str | None) -> str | None:
+        if name is not self._transport_in:
+            self._transport_in, self._transport_out = name, cut_id(name)
+        return self._transport_out
 
     def _text(self, text: str) -> tuple[str, int | None]:
         """``text`` redacted and cut to the cap, with its original UTF-8 size when cut.

@@ -125,7 +125,7 @@ class MeterEngine:
                 c, v = meta.get("category_key"), meta.get("version")
                 category = None if c is None else str(c)
                 version = None if v is None else str(v)
-            info = self._tools[tool] = ToolInfo(layer, category, version)
+            info = self._tools[tool] = ToolInfo(tool, layer, category, version)
         return info
 
     async def gate(self, call: CallInfo, call_next: Callable[[A], Awaitable[R]], arg: A) -> R:

@@ -87,6 +87,6 @@ def cut_text(text: str, limit: int) -> tuple[str, int | None]:
 
 def cut_id(text: str | None) -> str | None:
     """An identifier cut to :data:`MAX_ID_BYTES` (``None`` stays ``None``)."""
-    if text is None:
-        return None
+    if text is None or (len(text) * _WORST_ESCAPE <= MAX_ID_BYTES and text.isascii()):
+        return text  # short ASCII fits whatever it escapes, and holds no surrogate
     return cut_text(text, MAX_ID_BYTES)[0]
