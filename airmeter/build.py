@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Final
 
 import orjson
@@ -36,6 +37,10 @@ ResultEncoder = Callable[[Any], bytes | None]
 """Encodes a call's result (or arguments) as JSON bytes, ``None`` when it cannot."""
 
 _MIN_FIELD_BYTES: Final = 64
+_ID_FIELDS: Final = (
+    "server", "tool", "error_type", "request_id", "session_id", "protocol_version", "transport",
+    "client_name", "instance_id", "category", "tool_version",
+)  # fmt: skip
 
 assert FIELD_NAMES == (
     "ts_ms", "server", "tool", "layer", "latency_ms", "ok", "error_type", "error_class",
@@ -234,6 +239,44 @@ class RecordBuilder:
         if name is not self._transport_in:
             self._transport_in, self._transport_out = name, cut_id(name)
         return self._transport_out
+
+    def sanitize(self, rec: CallRecord) -> CallRecord:
+        """A record made elsewhere (not by :meth:`build`), bounded and redacted like one:
+        the same object when nothing in it needs a change.
+
+        Args:
+            rec: a record an application or another package created itself.
+
+        Returns:
+            ``rec``, or a copy with its texts cut and redacted.
+        """
+        changes: dict[str, Any] = {}
+        if rec.error_message is not None:
+            message, size = self._text(rec.error_message)
+            if message is not rec.error_message:
+                changes["error_message"] = message
+                changes["error_message_bytes"] = size
+        for name in _ID_FIELDS:
+            value = getattr(rec, name)
+            if value is not None and cut_id(value) is not value:
+                changes[name] = cut_id(value)
+        for name in ("arguments", "result"):
+            value = getattr(rec, name)
+            if value is not None:
+                bounded, size = self._bounded(value)
+                if bounded is not value:
+                    changes[name] = bounded
+                    changes[f"{name}_bytes"] = size
+        return replace(rec, **changes) if changes else rec
+
+    def _bounded(self, value: Any) -> tuple[Any, int | None]:
+        """``value`` itself when it is free of secrets and fits the cap, else its capture."""
+        redacted = self.redactor(value, max_text=self.max_field_bytes)
+        if redacted is value:
+            text = encode_json(value)
+            if text is not None and len(text) <= self.max_field_bytes:
+                return value, None
+        return self._capture(value, encode_json(value))
 
     def _text(self, text: str) -> tuple[str, int | None]:
         """``text`` redacted and cut to the cap, with its original UTF-8 size when cut.

@@ -18,13 +18,15 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Any, Self, TypeAlias
 
-from airmeter.build import PendingCall
+from airmeter.build import PendingCall, RecordBuilder
 from airmeter.classify import Classifier
 from airmeter.errors import MeterClosedError, MeterConfigError
+from airmeter.fields import DEFAULT_MAX_FIELD_BYTES
 from airmeter.layers import Layer
-from airmeter.record import CallRecord
+from airmeter.record import CallRecord, from_legacy
+from airmeter.redact import Redactor
 from airmeter.rollups import RollupBook
 from airmeter.snapshot import DEFAULT_MAX_BUCKETS, Bound, aggregate, snapshot, to_ms
 from airmeter.snapshot_types import Snapshot
@@ -32,7 +34,7 @@ from airmeter.store_sink import StoreSink
 from airmeter.types import Sink
 from airstore.types import Store
 
-__all__ = ["INSTANCE_ID_ENV", "Meter", "MeterStats", "default_instance_id"]
+__all__ = ["INSTANCE_ID_ENV", "Entry", "Meter", "MeterStats", "default_instance_id"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +47,9 @@ SINK_ERROR_LOG_INTERVAL = 60.0
 """Seconds between two logged failures of one sink (the others are counted, not logged)."""
 
 
+Entry: TypeAlias = CallRecord | PendingCall | tuple[Any, ...]
+"""What :meth:`Meter.record` takes."""
+
 INSTANCE_ID_ENV = "AIR_INSTANCE_ID"
 """Environment variable naming this server instance (stable across restarts when set)."""
 
@@ -55,10 +60,6 @@ def default_instance_id() -> str:
     if configured and ":" not in configured:
         return configured
     return f"{socket.gethostname()}-{os.getpid()}"
-
-
-def _built(entry: CallRecord | PendingCall) -> CallRecord:
-    return entry.build() if isinstance(entry, PendingCall) else entry
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,9 +86,12 @@ class Meter:
         max_pending: the bound of the pending batch; more records are dropped and counted.
         batch_size: a pending batch this large wakes the delivery task early.
         flush_interval: seconds between deliveries otherwise.
+        max_field_bytes: cap of the texts of records made elsewhere (the metering engine cuts
+            its own with its own cap).
+        redactor: redacts records made elsewhere (the engine redacts its own).
 
     Raises:
-        MeterConfigError: a size or interval is not positive.
+        MeterConfigError: a size or interval is not positive, or a bad ``max_field_bytes``.
     """
 
     def __init__(
@@ -102,6 +106,8 @@ class Meter:
         max_pending: int = DEFAULT_MAX_PENDING,
         batch_size: int = DEFAULT_BATCH_SIZE,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+        max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES,
+        redactor: Redactor | None = None,
     ) -> None:
         if min(ring_size, max_pending, batch_size) <= 0 or flush_interval <= 0:
             raise MeterConfigError("ring_size, max_pending, batch_size, flush_interval must be > 0")
@@ -117,8 +123,12 @@ class Meter:
         self._book = None if self._store is not None else RollupBook(
             retention_minutes=DEFAULT_MEMORY_RETENTION_MINUTES
         )  # fmt: skip
-        self._ring: deque[CallRecord | PendingCall] = deque(maxlen=ring_size)
-        self._pending: list[CallRecord | PendingCall] = []
+        self._ring: deque[Entry] = deque(maxlen=ring_size)
+        self._pending: list[Entry] = []
+        self._sanitizer = RecordBuilder(
+            server=server, instance_id=self.instance_id, redactor=redactor,
+            max_field_bytes=max_field_bytes,
+        )  # fmt: skip
         self._max_pending = max_pending
         self._batch_size = batch_size
         self._interval = flush_interval
@@ -136,12 +146,14 @@ class Meter:
         self._sink_quiet: dict[int, int] = {}
 
     # -- hot path --------------------------------------------------------------------------
-    def record(self, record: CallRecord | PendingCall) -> None:
+    def record(self, record: Entry) -> None:
         """Accept one finished call: O(1), never blocks, never raises.
 
-        ``record`` is a :class:`CallRecord`, or a :class:`~airmeter.build.PendingCall` from
-        the metering engine (its record is then built once, by the delivery task or by
-        :meth:`recent`, which keeps the call path short).
+        ``record`` is a :class:`CallRecord` (its texts are cut and redacted by the delivery
+        task, like every record's), or a :class:`~airmeter.build.PendingCall` from the
+        metering engine (its record is then built once, by the delivery task or by
+        :meth:`recent`, which keeps the call path short). A plain tuple of values in
+        ``airmeter.record.LEGACY_FIELDS`` order is still taken (deprecated).
         """
         self._recorded += 1
         self._ring.append(record)
@@ -223,7 +235,8 @@ class Meter:
             lock = self._lock = asyncio.Lock()
         async with lock:
             while self._pending:
-                batch = [r if type(r) is CallRecord else _built(r) for r in self._pending]
+                final = self._final
+                batch = [rec for r in self._pending if (rec := final(r)) is not None]
                 self._pending = []
                 if self._book is not None:
                     add = self._book.add
@@ -289,7 +302,20 @@ class Meter:
         """The newest ``n`` records seen (all the ring holds by default), oldest first."""
         items = list(self._ring)
         items = items if n is None else items[-n:] if n > 0 else []
-        return [r if type(r) is CallRecord else _built(r) for r in items]
+        return [rec for r in items if (rec := self._final(r)) is not None]
+
+    def _final(self, entry: Entry) -> CallRecord | None:
+        """The record of an entry: built (once) for a pending call, bounded and redacted for a
+        record made elsewhere."""
+        if isinstance(entry, PendingCall):
+            return entry.build()
+        try:
+            if isinstance(entry, CallRecord):
+                return self._sanitizer.sanitize(entry)
+            return self._sanitizer.sanitize(from_legacy(entry))
+        except Exception:  # an entry that is not a record must not stop delivery: skipped
+            logger.exception("airmeter: a recorded entry is not a call record; skipped")
+            return None
 
     def live(self, *, tool: str | None = None, layer: Layer | int | str | None = None) -> Snapshot:
         """A snapshot of the records in the ring buffer only (the newest ``ring_size`` calls,

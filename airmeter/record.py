@@ -179,3 +179,24 @@ def assemble(values: tuple[Any, ...]) -> CallRecord:
     for setter, value in zip(_SETTERS, values, strict=True):
         setter(rec, value)
     return rec
+
+
+LEGACY_FIELDS: tuple[str, ...] = (
+    "ts_ms", "server", "tool", "layer", "latency_ms", "ok", "error_type", "request_id",
+    "session_id", "protocol_version", "transport", "client_name", "instance_id", "input_bytes",
+    "output_bytes", "tokens_in", "tokens_out", "cost", "error_message", "category",
+    "tool_version", "arguments", "result",
+)  # fmt: skip
+"""The order of the values ``Meter.record`` still takes as a plain tuple (deprecated: build a
+:class:`CallRecord`, or meter through :class:`~airmeter.MeterEngine`)."""
+
+
+def from_legacy(values: tuple[Any, ...]) -> CallRecord:
+    """A record from values in :data:`LEGACY_FIELDS` order.
+
+    Raises:
+        ValueError: not as many values as fields.
+    """
+    if len(values) != len(LEGACY_FIELDS):
+        raise ValueError(f"expected {len(LEGACY_FIELDS)} values, got {len(values)}")
+    return CallRecord(**dict(zip(LEGACY_FIELDS, values, strict=True)))

@@ -144,3 +144,34 @@ async def test_a_store_accepts_every_bounded_record(tmp_path: Path) -> None:
         await meter.stop()
         (rec,) = await store.query("meter.calls")
     assert rec["tool"] == "t"
+
+
+async def test_records_made_elsewhere_are_bounded_and_redacted_too() -> None:
+    from airmeter import CallRecord, Layer
+    from airmeter.record import LEGACY_FIELDS
+
+    sink = MemorySink()
+    meter = Meter(sinks=[sink], max_field_bytes=256)
+    plain = CallRecord(ts_ms=1, server="s", tool="t", layer=Layer.L2, latency_ms=1.0, ok=True)
+    leaky = CallRecord(
+        ts_ms=2, server="s", tool="t", layer=Layer.L2, latency_ms=1.0, ok=False,
+        error_type="ValueError", error_message="db password=hunter2pw " + "y" * 1000,
+        request_id="r" * 1000, arguments={"token": "abc", "q": "x"},
+    )  # fmt: skip
+    legacy = [None] * len(LEGACY_FIELDS)
+    legacy[:6] = [3, "s", "t", Layer.L5, 2.0, False]
+    legacy[LEGACY_FIELDS.index("error_message")] = "Bearer abcdefgh12345678"
+    meter.record(plain)
+    meter.record(leaky)
+    meter.record(tuple(legacy))
+    meter.record((1, 2))  # not a record: skipped, never stops delivery
+    await meter.stop()
+    first, second, third = sink.records
+    assert first is plain
+    assert second.error_message is not None
+    assert "hunter2pw" not in second.error_message
+    assert second.error_message_bytes == len("db password=hunter2pw ") + 1000
+    assert second.request_id is not None
+    assert len(second.request_id) < 1000
+    assert second.arguments == {"token": "[REDACTED]", "q": "x"}
+    assert (third.ts_ms, third.layer, third.error_message) == (3, Layer.L5, "Bearer [REDACTED]")
