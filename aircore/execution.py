@@ -22,8 +22,8 @@ from aircore.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     AirError,
 )
+from aircore.failure_log import FAILURES
 from aircore.results import to_call_result
-from airmeter.redact import redact_text
 
 __all__ = ["PROTOCOL_CODES", "error_result", "output_check", "run_call", "validate_arguments"]
 
@@ -35,14 +35,6 @@ PROTOCOL_CODES = frozenset(
     {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
 )
 """Codes that leave a tool call as JSON-RPC errors instead of ``isError`` results."""
-
-
-_LOGGED_CHARS = 1000
-
-
-def _head(text: str) -> str:
-    """The start of a message for the log (a handler's message can be megabytes)."""
-    return text if len(text) <= _LOGGED_CHARS else text[:_LOGGED_CHARS] + "…"
 
 
 def error_result(code: int, message: str) -> dict[str, Any]:
@@ -112,7 +104,5 @@ async def run_call(chain: Chain, ctx: ToolContext) -> dict[str, Any]:
             raise
         return error_result(exc.code, exc.message)
     except Exception as exc:
-        logger.warning(
-            "tool %s failed: %s: %s", tool.name, type(exc).__name__, redact_text(_head(str(exc)))
-        )
+        FAILURES.tool_failed(tool.name, ctx.request_id, exc)  # the traceback, for the author
         return error_result(INTERNAL_ERROR, str(exc) or type(exc).__name__)
