@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 
-from airgateway.errors import ConfigError, GatewayError
 from airhttp.guards import is_loopback
-from airstore.errors import AirstoreError
 
 __all__ = ["DEFAULT_GATEWAY_PORT", "register"]
 
@@ -35,8 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument(
         "--token",
-        default=os.environ.get("AIR_GATEWAY_TOKEN"),
-        help="require this bearer token (env AIR_GATEWAY_TOKEN)",
+        default=None,
+        help="require this bearer token (default: env AIR_GATEWAY_TOKEN)",
     )
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN")
@@ -45,6 +42,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from airgateway.errors import ConfigError, GatewayError  # the gateway loads only when run
+    from airgateway.settings import gateway_token
+    from airstore.errors import AirstoreError
+
+    args.token = args.token or gateway_token()
     if not 0 <= args.port <= 65535:
         print(f"air gateway: --port {args.port} is not a port (0-65535)", file=sys.stderr)
         return 2

@@ -7,8 +7,9 @@ Workloads (2026-07-28 stateless ``tools/call`` of a trivial ``echo``):
    or, without wrk, by a built-in asyncio HTTP/1.1 driver;
 2. p50 latency at one connection (the built-in driver), so the gateway's added time per hop is
    ``p50(gateway) - p50(direct)``;
-3. the upstream HTTP client libraries the gateway could use (httpx, aiohttp), each calling the
-   upstream directly, sequentially and 16 at a time.
+3. the upstream HTTP clients the gateway could use (httpx, aiohttp, and the small keep-alive
+   client it ships, ``airgateway._http11``), each calling the upstream directly, sequentially
+   and 16 at a time.
 
 The load generator, the gateway and the upstream share the machine's cores. Reports medians of
 ``--runs`` runs. Run: ``python bench/gateway_bench.py [--quick]``.
@@ -232,6 +233,26 @@ async def _aiohttp(url: str, conc: int, n: int) -> float:
         return n / (time.perf_counter() - t0)
 
 
+async def _own(url: str, conc: int, n: int) -> float:
+    from airgateway._http11 import Http11Pool
+
+    fixed = {k: v for k, v in HEADERS.items() if k in ("Content-Type", "Accept")}
+    extra = {k: v for k, v in HEADERS.items() if k not in fixed}
+    pool = Http11Pool(url, size=64, headers=fixed)
+
+    async def worker(k: int) -> None:
+        for _ in range(k):
+            resp = await pool.request("POST", BODY, extra)
+            if resp.status != 200:
+                raise RuntimeError(str(resp.status))
+
+    await worker(50)
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(n // conc) for _ in range(conc)))
+    await pool.close()
+    return n / (time.perf_counter() - t0)
+
+
 # ---- main ----------------------------------------------------------------------------------
 def _median(runs: int, measure: Any) -> tuple[float, float]:
     results = [measure() for _ in range(runs)]
@@ -264,7 +285,7 @@ def main() -> None:
             rows["fastmcp proxy"] = load(proxy, 16, max(seconds, 5.0))
             one["fastmcp proxy"] = drive(proxy, 1, max(seconds, 3.0))[1]
         n = 1000 if args.quick else 3000
-        for lib, fn in (("httpx", _httpx), ("aiohttp", _aiohttp)):
+        for lib, fn in (("httpx", _httpx), ("aiohttp", _aiohttp), ("airgateway._http11", _own)):
             libs[lib] = (asyncio.run(fn(upstream, 1, n)), asyncio.run(fn(upstream, 16, n)))
     direct_rps = rows["direct"][0]
     print()
@@ -296,9 +317,10 @@ def main() -> None:
     print("|---|---:|---:|")
     for lib, (seq, conc) in libs.items():
         print(f"| {lib} | {seq:,.0f} | {conc:,.0f} |")
-    print(
-        f"| aiohttp / httpx | {libs['aiohttp'][0] / libs['httpx'][0]:.1f}x | {libs['aiohttp'][1] / libs['httpx'][1]:.1f}x |"
-    )
+    for lib in ("aiohttp", "airgateway._http11"):
+        print(
+            f"| {lib} / httpx | {libs[lib][0] / libs['httpx'][0]:.1f}x | {libs[lib][1] / libs['httpx'][1]:.1f}x |"
+        )
 
 
 if __name__ == "__main__":
