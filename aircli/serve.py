@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from aircli.locate import STORE_HELP
+from aircli.settings import HTTP_TOKEN_ENV, cli_settings
 from aircore.errors import AirError, DefinitionError
 from aircore.server import AirServer
 from aircore.transports import TRANSPORTS, get_transport
@@ -38,11 +40,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP bind address")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP port (0: any free)")
-    parser.add_argument("--store", default=None, help="store URL, e.g. memory:// or file://DIR")
+    parser.add_argument("--store", default=None, help=f"{STORE_HELP} (for a metered server)")
     parser.add_argument(
         "--token",
-        default=os.environ.get("AIR_HTTP_TOKEN"),
-        help="require this bearer token on HTTP (env AIR_HTTP_TOKEN)",
+        default=cli_settings().http_token,
+        help=f"require this bearer token on HTTP (env {HTTP_TOKEN_ENV})",
     )
     parser.add_argument(
         "--max-message",
@@ -133,10 +135,16 @@ def _one_line(exc: BaseException) -> str:
     return f"{head} {'; '.join(rest)}" if rest else head
 
 
-def _attach_otel(server: AirServer, *, requested: bool) -> None:
-    from airmeter.otel_attach import attach_otel  # the OTel SDK loads only when exporting
+def _use_otel(server: AirServer, *, requested: bool) -> None:
+    from airmeter.otel_settings import otel_enabled
 
-    attach_otel(server, requested=requested)
+    if not otel_enabled(requested=requested):
+        return
+    from airmeter.otel_attach import otel_meter_hook  # the OTel SDK loads only when exporting
+
+    hook = otel_meter_hook(server.meter, service_name=server.name, requested=requested)
+    if hook is not None and hook is not server.meter:
+        server.use_meter(hook)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -158,7 +166,7 @@ def _run(args: argparse.Namespace) -> int:
 def _serve(server: AirServer, args: argparse.Namespace) -> int:
     if args.store:
         server.use_storage(args.store)
-    _attach_otel(server, requested=args.otel)
+    _use_otel(server, requested=args.otel)
     transport = None if args.transport == "auto" else args.transport
     kind = transport or detect_transport(os.environ, sys.stdin)
     chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)  # unknown: error

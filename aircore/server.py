@@ -1,7 +1,7 @@
 """``AirServer`` and ``define_server``: registries, lifecycle and the per-tool chain.
 
-The chain of one call, outermost first: error boundary → validation → meter → plugins (``use``
-order) → user middleware → handler. Boundary and validation are built into
+The chain of one call, outermost first: error boundary → meter → validation → the meter's gate
+(a budget) → output check → plugins (``use`` order) → user middleware → handler. The boundary is
 :meth:`AirServer.call_tool_ctx`; the rest is composed once per tool when the server starts.
 """
 
@@ -25,14 +25,15 @@ from aircore.errors import (
     DefinitionError,
     InvalidParamsError,
 )
-from aircore.execution import output_check, run_call
+from aircore.execution import output_check, run_call, validate_arguments
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
 from aircore.registry import Registry
 from aircore.resource import Resource
 from aircore.tool import Tool
-from airstore import MemoryStore, Store, create_storage
+from aircore.types import GatedMeterHook
+from airstore import MemoryStore, Store, StoreLocation, create_storage, resolve_store_location
 
 __all__ = ["AirServer", "define_server"]
 
@@ -118,6 +119,9 @@ class AirServer(Registry):
         self._storage = storage
         self._owns_store = isinstance(storage, str) or storage is None
         self.store: Store | None = storage if isinstance(storage, Store) else None
+        self.store_location: StoreLocation | None = None
+        """Where the store was opened (set at start when ``storage`` is a URL or the default)."""
+        self._announce = False
         self._chains: dict[str, Callable[[ToolContext], Any]] = {}
         self._started = False
         self._stopped = False
@@ -161,6 +165,21 @@ class AirServer(Registry):
         self._owns_store = isinstance(storage, str)
         self.store = storage if isinstance(storage, Store) else None
 
+    def use_meter(self, meter: Any) -> None:
+        """Replace the meter hook before the server starts (``air serve --otel`` gives one
+        that exports).
+
+        Args:
+            meter: ``None``, ``True`` (airmeter's default hook) or a
+                :class:`~aircore.types.MeterHook`.
+
+        Raises:
+            DefinitionError: the server already started, or ``meter`` is not a hook.
+        """
+        if self._started:
+            raise DefinitionError("cannot change the meter of a running server")
+        self.meter = _load_meter(meter)
+
     # ---- lifecycle ----------------------------------------------------------------------
     async def start(self) -> None:
         """Open the store, run plugins' ``on_init`` / ``on_start``, start the meter, run
@@ -168,13 +187,7 @@ class AirServer(Registry):
         async with self._lock:
             if self._started:
                 return
-            if isinstance(self._storage, str):
-                self.store = await create_storage(self._storage)
-            elif self._storage is None:
-                self.store = MemoryStore()
-                await self.store.init()
-            else:
-                await self._storage.init()
+            self.store = await self._open_store()
             meter_started = False
             try:
                 for plugin in self.plugins:
@@ -192,6 +205,27 @@ class AirServer(Registry):
                 raise
             self._started = True
             self._stopped = False
+            location = self.store_location
+            if location is not None and location.source != "explicit":
+                logger.info("%s: metering to %s", self.name, location.describe())
+                if self._announce:  # run() by a script or `air serve`: tell the user where
+                    print(f"air: {self.name} metering to {location.describe()}", file=sys.stderr)
+
+    async def _open_store(self) -> Store:
+        """The store of this run: the URL given, the default location when the server meters
+        (:func:`airstore.resolve_store_location`), else an in-memory store."""
+        if isinstance(self._storage, Store):
+            await self._storage.init()
+            return self._storage
+        if self._storage is None and self.meter is None:
+            self.store_location = None
+            memory = MemoryStore()
+            await memory.init()
+            return memory
+        location = resolve_store_location(self._storage)
+        store = await create_storage(location.url)
+        self.store_location = location
+        return store
 
     async def _abort_start(self, *, meter_started: bool) -> None:
         """Undo a failed :meth:`start`: stop a started meter, close an owned store (logged)."""
@@ -230,11 +264,17 @@ class AirServer(Registry):
                 message = f"tool {tool.name!r} tried to exit the server (SystemExit: {exc.code})"
                 raise AirError(INTERNAL_ERROR, message) from exc
 
-        layers = list(self._plugin_middleware) + list(self._user_middleware)
-        if tool.output_validator is not None:
-            layers.insert(0, output_check)
+        layers: list[Any] = []
         if self.meter is not None:
-            layers.insert(0, self.meter)
+            layers.append(self.meter)
+        if tool.validator is not None:
+            layers.append(validate_arguments)
+        if isinstance(self.meter, GatedMeterHook):
+            layers.append(self.meter.gate())
+        if tool.output_validator is not None:
+            layers.append(output_check)
+        layers += self._plugin_middleware
+        layers += self._user_middleware
         return compose(layers, handler)
 
     async def stop(self) -> None:
@@ -286,7 +326,7 @@ class AirServer(Registry):
         if chain is None:
             await self.start()
             chain = self._chains[ctx.tool.name]
-        return await run_call(chain, ctx, self.meter)
+        return await run_call(chain, ctx)
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, **context: Any
@@ -299,6 +339,9 @@ class AirServer(Registry):
         tool = self.tools.get(name)
         if tool is None:
             raise InvalidParamsError(f"Unknown tool: {name}")
+        if not self._started:  # used before `async with server`: start now, so ctx.store is set
+            await self.start()
+            tool = self.tools[name]  # plugins may have replaced it
         ctx = ToolContext(
             tool=tool,
             arguments=dict(arguments or {}),
@@ -355,6 +398,7 @@ class AirServer(Registry):
 
         kind = transport or detect_transport(os.environ, sys.stdin)
         chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)
+        self._announce = True  # print the default store location on stderr once started
         asyncio.run(chosen.serve(self, **options))
 
 
@@ -383,7 +427,10 @@ def define_server(
             :func:`define_prompt`; more can be added with ``@server.tool`` and ``add_*``.
         storage: a store URL (``"file://.air/data"``, ``"memory://"``…) opened at start and
             closed at stop, or an open :class:`~airstore.Store` (not closed by the server);
-            ``None``: an in-memory store.
+            ``None``: when the server meters, the default location (``AIR_DATA_DIR``, else
+            ``.air/data`` under the working directory when writable, else
+            ``~/.local/share/air/data``; see :func:`airstore.resolve_store_location`), printed
+            on stderr by :meth:`AirServer.run`; otherwise an in-memory store.
         meter: ``None`` (no metering), a :class:`~aircore.types.MeterHook`, or ``True`` to use
             ``airmeter``'s default hook.
         use: plugins, in order.
