@@ -2,7 +2,8 @@
 
 Serves Streamable HTTP on ``/mcp`` (both eras) and ``GET /status``; prints its URL on stderr.
 A non-loopback ``--host`` needs ``--allow-remote`` and ``--token``. SIGTERM / Ctrl+C stop it
-cleanly: stdio children are stopped and metering is flushed.
+cleanly: stdio children are stopped and metering is flushed. Sessions, rate counters and
+metering go to ``--store`` (else the default location every ``air`` command uses).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import asyncio
 import sys
 
+from aircli.locate import STORE_HELP, store_location
 from airhttp.guards import is_loopback
 
 __all__ = ["DEFAULT_GATEWAY_PORT", "register"]
@@ -27,8 +29,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--store",
         default=None,
-        help="sessions, rate limits and metering (redis://… shares them between gateways; "
-        "default: memory:// for sessions and limits, no metering)",
+        help="sessions, rate limits and metering; redis://… shares them between gateways. "
+        + STORE_HELP,
+    )
+    parser.add_argument(
+        "--no-meter",
+        action="store_true",
+        help="do not meter proxied calls (sessions still use --store)",
     )
     parser.add_argument(
         "--token",
@@ -83,10 +90,11 @@ async def _serve(config: object, args: argparse.Namespace) -> None:
     from airstore.factory import create_storage
 
     assert isinstance(config, GatewayConfig)
-    store = await create_storage(args.store or "memory://")
+    location = store_location("air gateway", args.store, reading=False)
+    store = await create_storage(location.url)
     try:
         meter = None
-        if args.store:
+        if not args.no_meter:
             meter = GatewayMeter(Meter(store=store, server="air-gateway"))
         gateway = Gateway(config, store=store, token=args.token, meter=meter)
         await serve_gateway(

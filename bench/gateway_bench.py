@@ -105,9 +105,10 @@ def _upstream() -> Any:
 def _gateway(upstream: str, folder: Path, *, metered: bool) -> Any:
     config = folder / f"gateway-{int(metered)}.yml"
     config.write_text(f"servers:\n  - name: bench\n    url: {upstream}\n")
-    argv = [sys.executable, "-m", "aircli", "gateway", "--config", str(config), "--port", "0"]
-    if metered:
-        argv += ["--store", "memory://"]
+    argv = [sys.executable, "-m", "aircli", "gateway", "--config", str(config), "--port", "0",
+            "--store", "memory://"]  # fmt: skip
+    if not metered:
+        argv.append("--no-meter")
     return _started(argv)
 
 

@@ -41,7 +41,8 @@ wait_url "$WORK/server.log" "${PIDS[-1]}"
 SERVER_URL=$URL
 printf 'servers:\n  - name: conformance\n    url: %s\n    timeout_s: 60\n' "$SERVER_URL" \
   >"$WORK/gateway.yml"
-"$PY" -m aircli gateway --config "$WORK/gateway.yml" --port 0 2>"$WORK/gateway.log" &
+"$PY" -m aircli gateway --config "$WORK/gateway.yml" --port 0 --store memory:// \
+  2>"$WORK/gateway.log" &
 PIDS+=($!)
 wait_url "$WORK/gateway.log" "${PIDS[-1]}"
 URL=${URL/127.0.0.1/localhost}

@@ -102,7 +102,8 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         sse_upstream() as sse,
     ):
         config = _config(tmp / "gateway.yml", ports["a"], ports["b"], sse.url)
-        with started(air("gateway", "--config", str(config), "--port", "0")) as gateway:
+        argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://")
+        with started(argv) as gateway:
             rig = Rig(gateway, {"a": a, "b": b}, ports)
             yield rig
             for replica in rig.replicas.values():  # restarted ones too
