@@ -49,14 +49,16 @@ Middleware: TypeAlias = Any
 class CallInfo(Protocol):
     """What the chain's context exposes to middleware and to the meter hook.
 
-    ``layer`` is the tool's L1-L7 hint (``None``: classify by name); ``usage`` is a dict where a
-    handler may put ``tokens_in``, ``tokens_out`` and ``cost``; ``meta`` collects ``before``
-    hooks' extra meta.
+    ``call_id`` is unique per call across processes (``request_id`` is the JSON-RPC id, which
+    clients number per connection); ``layer`` is the tool's L1-L7 hint (``None``: classify by
+    name); ``usage`` is a dict where a handler may put ``tokens_in``, ``tokens_out`` and
+    ``cost``; ``meta`` collects ``before`` hooks' extra meta.
     """
 
     tool_name: str
     arguments: dict[str, Any]
     request_id: str | None
+    call_id: str
     session_id: str | None
     protocol_version: str | None
     transport: str
