@@ -111,7 +111,11 @@ class ToolContext:
 
     Attributes:
         tool_name: the called tool.
-        arguments: the (validated) arguments; ``before`` hooks may replace them.
+        arguments: the (validated) JSON arguments; ``before`` hooks may replace them (assign a
+            new dict: a tool with typed parameters converts a replaced dict again).
+        bound_arguments: the arguments as the handler's annotated types (an ``Enum`` member, a
+            model instance …), set by validation for decorator tools whose signature needs
+            conversion; ``None`` otherwise.
         request_id: the JSON-RPC id as a string (``None`` in-process without an id); clients
             number their requests per connection, so it repeats across connections.
         call_id: unique per call across processes (a random per-process prefix and a
@@ -141,6 +145,8 @@ class ToolContext:
         "_progress_token",
         "_task",
         "arguments",
+        "bound_arguments",
+        "bound_source",
         "client_capabilities",
         "client_name",
         "meta",
@@ -197,6 +203,8 @@ class ToolContext:
         self._elicit_count = 0
         self._call_number = next(_call_counter)
         self._call_id: str | None = None
+        self.bound_arguments: dict[str, Any] | None = None
+        self.bound_source: dict[str, Any] | None = None  # the arguments bound_arguments came from
 
     @property
     def call_id(self) -> str:

@@ -12,20 +12,30 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aircore.context import ToolContext
 from aircore.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     AirError,
+    InvalidParamsError,
 )
-from aircore.results import to_call_result
+from aircore.results import structured_result, to_call_result
 
-__all__ = ["PROTOCOL_CODES", "error_result", "output_check", "run_call"]
+if TYPE_CHECKING:
+    from aircore.tool import Tool
+
+__all__ = [
+    "PROTOCOL_CODES",
+    "check_arguments",
+    "error_result",
+    "output_check",
+    "render_output",
+    "run_call",
+]
 
 Chain = Callable[[ToolContext], Awaitable[Any]]
 Middleware = Callable[[ToolContext, Chain], Awaitable[Any]]
@@ -48,22 +58,59 @@ def _is_content_result(value: Any) -> bool:
 
 
 async def output_check(ctx: ToolContext, call_next: Chain) -> Any:
-    """Middleware (just inside the meter) that refuses output not matching ``outputSchema``.
+    """Middleware (just inside the meter) for tools with an ``outputSchema``: the value becomes
+    ``structuredContent`` (a returned model, dataclass or ``TypedDict`` serialized, a non-object
+    type wrapped as ``{"result": …}``), checked, and the ``CallToolResult`` is built here.
 
     Raises:
         AirError: -32603 naming every mismatch, so the meter records the call as failed.
     """
-    value = await call_next(ctx)
-    validator = ctx.tool.output_validator
-    if validator is not None and not _is_content_result(value):
-        problems = validator.errors(value)
+    return render_output(ctx.tool, await call_next(ctx))
+
+
+def render_output(tool: Tool, value: Any) -> Any:
+    """The ``CallToolResult`` of a value of a tool with an ``outputSchema`` (see
+    :func:`output_check`); a content result (``{"content": [...]}``) passes as it is.
+
+    Raises:
+        AirError: -32603, the value does not match the ``outputSchema``.
+    """
+    if _is_content_result(value):
+        return value
+    structure = tool.structure
+    structured = value if structure is None else structure(value)
+    validator = tool.output_validator
+    if validator is not None:
+        problems = validator.errors(structured)
         if problems:
             raise AirError(
                 INTERNAL_ERROR,
-                f"Output of tool {ctx.tool.name!r} does not match its outputSchema: "
+                f"Output of tool {tool.name!r} does not match its outputSchema: "
                 + "; ".join(problems),
             )
-    return value
+    return structured_result(structured, wrapped=tool.output_wrapped)
+
+
+def check_arguments(ctx: ToolContext) -> None:
+    """The validation step: check ``ctx.arguments`` against the tool's compiled schema (schema
+    defaults filled in), then, for tools with typed parameters, convert them to the handler's
+    annotated types (``ctx.bound_arguments``).
+
+    Raises:
+        InvalidParamsError: -32602 naming every bad field.
+    """
+    tool = ctx.tool
+    validator = tool.validator
+    if validator is not None:
+        try:
+            ctx.arguments = validator.validate(ctx.arguments)
+        except ValueError as exc:
+            raise InvalidParamsError(f"Invalid arguments for tool {tool.name!r}: {exc}") from None
+    convert = tool.convert
+    if convert is not None:
+        arguments = ctx.arguments
+        ctx.bound_arguments = convert(arguments)
+        ctx.bound_source = arguments
 
 
 async def _metered_refusal(meter: Middleware, ctx: ToolContext, error: AirError) -> None:
@@ -89,20 +136,14 @@ async def run_call(
         AirError: only for :data:`PROTOCOL_CODES`.
     """
     tool = ctx.tool
-    validator = tool.validator
-    if validator is not None:
-        try:
-            ctx.arguments = validator.validate(ctx.arguments)
-        except ValueError as exc:
-            refusal = AirError(INVALID_PARAMS, f"Invalid arguments for tool {tool.name!r}: {exc}")
-            if meter is not None:
-                await _metered_refusal(meter, ctx, refusal)
-            return error_result(refusal.code, refusal.message)
     try:
-        value = await chain(ctx)
-        if tool.output_schema is not None and not _is_content_result(value):
-            return to_call_result(value, structured=True)
-        return to_call_result(value)
+        check_arguments(ctx)
+    except AirError as refusal:
+        if meter is not None:
+            await _metered_refusal(meter, ctx, refusal)
+        return error_result(refusal.code, refusal.message)
+    try:
+        return to_call_result(await chain(ctx))
     except AirError as exc:
         if exc.code in PROTOCOL_CODES:
             raise

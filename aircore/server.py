@@ -25,7 +25,7 @@ from aircore.errors import (
     DefinitionError,
     InvalidParamsError,
 )
-from aircore.execution import output_check, run_call
+from aircore.execution import output_check, render_output, run_call
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
@@ -231,8 +231,14 @@ class AirServer(Registry):
                 raise AirError(INTERNAL_ERROR, message) from exc
 
         layers = list(self._plugin_middleware) + list(self._user_middleware)
-        if tool.output_validator is not None:
+        if tool.output_schema is not None and layers:
             layers.insert(0, output_check)
+        elif tool.output_schema is not None:  # nothing between meter and handler: one step less
+
+            async def handler_with_output(ctx: ToolContext) -> Any:
+                return render_output(tool, await handler(ctx))
+
+            return compose([self.meter] if self.meter is not None else [], handler_with_output)
         if self.meter is not None:
             layers.insert(0, self.meter)
         return compose(layers, handler)
