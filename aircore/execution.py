@@ -149,5 +149,8 @@ async def run_call(
             raise
         return error_result(exc.code, exc.message)
     except Exception as exc:
-        logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)
+        logger.warning(
+            "tool %s failed (call %s, request %s): %s: %s",
+            tool.name, ctx.call_id, ctx.request_id, type(exc).__name__, exc,
+        )  # fmt: skip
         return error_result(INTERNAL_ERROR, str(exc) or type(exc).__name__)

@@ -179,3 +179,17 @@ async def test_the_seed_idiom_asks_a_real_client_that_elicits_and_falls_back_oth
             await _deploy_over_stdio(str(server_file), mode, None)
             == "production deployed without asking"
         )
+
+
+async def test_a_failing_call_is_logged_with_its_call_id(caplog: Any) -> None:
+    seen: list[str] = []
+
+    def fail(_p: dict[str, Any], ctx: ToolContext) -> str:
+        seen.append(ctx.call_id)
+        raise RuntimeError("boom")
+
+    server = define_server(name="e", tools=[define_tool("fail", handler=fail)])
+    with caplog.at_level("WARNING", logger="aircore"):
+        async with server:
+            await server.call_tool("fail", {})
+    assert any(seen[0] in r.getMessage() and "boom" in r.getMessage() for r in caplog.records)
