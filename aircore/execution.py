@@ -23,6 +23,7 @@ from aircore.errors import (
     AirError,
     InvalidParamsError,
 )
+from aircore.failure_log import FAILURES
 from aircore.results import structured_result, to_call_result
 
 if TYPE_CHECKING:
@@ -149,8 +150,6 @@ async def run_call(
             raise
         return error_result(exc.code, exc.message)
     except Exception as exc:
-        logger.warning(
-            "tool %s failed (call %s, request %s): %s: %s",
-            tool.name, ctx.call_id, ctx.request_id, type(exc).__name__, exc,
-        )  # fmt: skip
+        # the traceback, for the author
+        FAILURES.tool_failed(tool.name, ctx.request_id, exc, call_id=ctx.call_id)
         return error_result(INTERNAL_ERROR, str(exc) or type(exc).__name__)
