@@ -1,7 +1,8 @@
 """A tool function's signature → its schemas, context parameter and converters (decorator form).
 
 Read once, when the tool is defined. Parameters of plain types (:mod:`aircore.hints`) get their
-schema here without pydantic and reach the handler as the JSON gave them; any other parameter
+schema here without pydantic and reach the handler as the JSON gave them (numbers given their
+annotated ``int``/``float``); any other parameter
 makes the whole signature go through pydantic (:mod:`aircore.typed`), as in the official SDK's
 ``MCPServer``, and every argument then arrives as its annotated type (an ``Enum`` member, a
 model or dataclass instance, a ``datetime`` …). Parameter descriptions come from
@@ -13,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, get_origin, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 from aircore.docstrings import parse_docstring
 from aircore.errors import INTERNAL_ERROR, AirError, DefinitionError
@@ -222,7 +223,7 @@ def read_signature(
             extra = True
         elif p.kind is not p.VAR_POSITIONAL:
             hint = hints.get(pname, Any)
-            if hint is ToolContext or pname == "ctx":
+            if hint is ToolContext or ToolContext in get_args(hint) or pname == "ctx":
                 ctx_param = pname
             else:
                 params.append((pname, hint, p.default))
