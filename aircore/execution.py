@@ -1,15 +1,16 @@
-"""The fixed outer layers of every call: the error boundary and validation.
+"""The fixed links of every call: the error boundary, argument validation and the output check.
 
-``run_call`` validates the arguments (compiled once per tool), runs the composed chain (meter →
-output check → plugins → user middleware → handler) and shapes the ``CallToolResult``. Every
-failure becomes an ``isError`` result ``[code] message``; only the 2026-07-28 protocol errors
-propagate as JSON-RPC errors. Calls refused by validation never reach the chain, but the meter
-still sees them (through ``meter(ctx, <raises -32602>)``), so every call is metered.
+``run_call`` is the error boundary: it runs the composed chain (meter → validation → the meter's
+gate → output check → plugins → user middleware → handler) and shapes the ``CallToolResult``.
+Every failure becomes an ``isError`` result ``[code] message``; only the 2026-07-28 protocol
+errors propagate as JSON-RPC errors. Validation is a link like any other: a call refused for its
+arguments raises -32602 through the meter, which records it, and the boundary answers it.
+Validation checks the compiled schema and, for tools with typed parameters, converts the
+arguments to the handler's types in the same step (:func:`check_arguments`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -36,10 +37,10 @@ __all__ = [
     "output_check",
     "render_output",
     "run_call",
+    "validate_arguments",
 ]
 
 Chain = Callable[[ToolContext], Awaitable[Any]]
-Middleware = Callable[[ToolContext, Chain], Awaitable[Any]]
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def _is_content_result(value: Any) -> bool:
 
 
 async def output_check(ctx: ToolContext, call_next: Chain) -> Any:
-    """Middleware (just inside the meter) for tools with an ``outputSchema``: the value becomes
+    """Middleware (inside validation) for tools with an ``outputSchema``: the value becomes
     ``structuredContent`` (a returned model, dataclass or ``TypedDict`` serialized, a non-object
     type wrapped as ``{"result": …}``), checked, and the ``CallToolResult`` is built here.
 
@@ -114,35 +115,27 @@ def check_arguments(ctx: ToolContext) -> None:
         ctx.bound_source = arguments
 
 
-async def _metered_refusal(meter: Middleware, ctx: ToolContext, error: AirError) -> None:
-    async def refuse(_: ToolContext) -> Any:
-        raise error
+async def validate_arguments(ctx: ToolContext, call_next: Chain) -> Any:
+    """Middleware (just inside the meter): :func:`check_arguments`, then the rest of the chain.
 
-    # The meter re-raises what it recorded; the caller answers with the refusal itself.
-    with contextlib.suppress(AirError):
-        await meter(ctx, refuse)
+    Raises:
+        InvalidParamsError: -32602 naming every problem; nothing inside this link runs.
+    """
+    check_arguments(ctx)
+    return await call_next(ctx)
 
 
-async def run_call(
-    chain: Chain, ctx: ToolContext, meter: Middleware | None = None
-) -> dict[str, Any]:
-    """Validate, run ``chain`` and build the ``CallToolResult``.
+async def run_call(chain: Chain, ctx: ToolContext) -> dict[str, Any]:
+    """The error boundary: run ``chain`` and build the ``CallToolResult``.
 
     Args:
         chain: the composed per-tool chain (meter first, when there is one).
         ctx: the call's context.
-        meter: the meter middleware, told about calls that validation refuses.
 
     Raises:
         AirError: only for :data:`PROTOCOL_CODES`.
     """
     tool = ctx.tool
-    try:
-        check_arguments(ctx)
-    except AirError as refusal:
-        if meter is not None:
-            await _metered_refusal(meter, ctx, refusal)
-        return error_result(refusal.code, refusal.message)
     try:
         return to_call_result(await chain(ctx))
     except AirError as exc:

@@ -193,3 +193,30 @@ async def test_a_failing_call_is_logged_with_its_call_id(caplog: Any) -> None:
         async with server:
             await server.call_tool("fail", {})
     assert any(seen[0] in r.getMessage() and "boom" in r.getMessage() for r in caplog.records)
+
+
+async def test_the_meter_record_and_its_span_carry_the_call_id() -> None:
+    from airmeter import CallRecord, MemorySink, create_meter_hook
+    from airmeter.semconv import span_attributes
+
+    sink = MemorySink()
+    seen: list[str] = []
+
+    def remember(_p: dict[str, Any], ctx: ToolContext) -> str:
+        seen.append(ctx.call_id)
+        return "ok"
+
+    server = define_server(
+        name="ids",
+        tools=[define_tool("t", handler=remember)],
+        meter=create_meter_hook(sinks=[sink]),
+    )
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "t"}}
+    async with server:
+        await server.handle_message(call)
+        await server.handle_message(call)
+    records = await sink.wait_for(2, timeout=WAIT)
+    assert [r.call_id for r in records] == seen
+    assert [r.request_id for r in records] == ["7", "7"]
+    assert span_attributes(records[0])["air.call.id"] == seen[0]
+    assert CallRecord.from_log(records[1].to_log()).call_id == seen[1]
