@@ -88,6 +88,8 @@ def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> 
     2026-07-28 calls send progress or logs only when asked (``progressToken`` / ``logLevel``)
     and turn server→client requests into ``input_required`` results.
     """
+    if method == "subscriptions/listen":
+        return True  # the answer is a long-lived notification stream
     if method not in ("tools/call", "prompts/get", "resources/read"):
         return False
     if not is_modern:
@@ -317,6 +319,15 @@ class McpEndpoint:
                 )
                 return
             conn = session
+        if method == "subscriptions/listen" and not accepts_sse:
+            await self._json(
+                send,
+                error_response(
+                    message["id"], INVALID_REQUEST, "subscriptions/listen needs text/event-stream"
+                ),
+                406,
+            )
+            return
         wants_stream = accepts_sse and (
             not accepts_json or _may_talk_first(method, params, is_modern)
         )

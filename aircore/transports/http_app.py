@@ -164,6 +164,7 @@ async def serve_http(
 
     def _exit() -> None:
         userver.should_exit = True
+        server.dispatcher.close()  # listen streams end now, not at the shutdown timeout
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -187,5 +188,6 @@ async def serve_http(
             loop.remove_signal_handler(sig)
         for conn in app.state.mcp.sessions.values():
             conn.cancel_all()
+        server.dispatcher.close()
         sock.close()
         await server.stop()
