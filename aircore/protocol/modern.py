@@ -151,7 +151,7 @@ def check_envelope(
         if key is not None and params is not None:
             body_value = params.get(key)
             named = decode_header(header_value(headers, "mcp-name"))
-            if body_value is not None and named != body_value:
+            if isinstance(body_value, str) and named != body_value:  # else params are bad
                 raise AirError(HEADER_MISMATCH, f"Mcp-Name header does not match params.{key}")
     if not isinstance(version, str):
         raise AirError(INVALID_PARAMS, "the protocol version in params._meta must be a string")

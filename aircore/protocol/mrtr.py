@@ -95,10 +95,14 @@ class StateSealer:
         """A state carrying ``answers`` for the next round of the request ``binding`` names.
 
         Raises:
-            AirError: -32603 when the state would exceed :attr:`max_bytes`.
+            AirError: -32603 when the state would exceed :attr:`max_bytes` or an answer is
+                not JSON.
         """
         body = {"b": binding, "x": time.time() + self.ttl, "a": answers, "p": pending}
-        payload = _b64(orjson.dumps(body))
+        try:
+            payload = _b64(orjson.dumps(body))
+        except TypeError as exc:  # in-process callers may hand over anything
+            raise AirError(INTERNAL_ERROR, f"the answers cannot be carried: {exc}") from exc
         state = f"{_VERSION}.{payload}.{self._mac(payload)}"
         if len(state) > self.max_bytes:
             raise AirError(

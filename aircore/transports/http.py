@@ -84,7 +84,8 @@ def _status_of(response: Mapping[str, Any]) -> int:
 def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> bool:
     """Whether the answer to this request may be preceded by messages (so it needs SSE).
 
-    Legacy ``tools/call`` may send progress, log messages and elicitation/sampling requests;
+    Legacy ``tools/call`` and ``prompts/get`` may send progress, log messages and
+    elicitation/sampling/roots requests;
     2026-07-28 calls send progress or logs only when asked (``progressToken`` / ``logLevel``)
     and turn server→client requests into ``input_required`` results.
     """
@@ -93,7 +94,7 @@ def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> 
     if method not in ("tools/call", "prompts/get", "resources/read"):
         return False
     if not is_modern:
-        return method == "tools/call"
+        return method in ("tools/call", "prompts/get")  # prompt handlers may ask too
     meta = params.get("_meta")
     return isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta)
 
