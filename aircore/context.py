@@ -106,13 +106,12 @@ class ToolContext(RequestContext):
         log_level: str | None = None,
         tasking: TaskStarter | None = None,
     ) -> None:
-        RequestContext.__init__(
-            self,
-            protocol_version=protocol_version,
-            client_capabilities=client_capabilities,
-            peer=peer,
-            inputs=inputs,
-        )
+        # RequestContext's fields, set here rather than through its __init__ (hot path)
+        self.protocol_version = protocol_version
+        self.client_capabilities = client_capabilities
+        self._peer = peer
+        self._inputs = inputs
+        self._elicit_count = 0
         self.tool = tool
         self.arguments = arguments
         self.server_name = server_name

@@ -23,7 +23,7 @@ from aircore.protocol.framing import (
     check,
     error_response,
 )
-from aircore.protocol.mrtr import RoundInputs, StateSealer, binding_of
+from aircore.protocol.mrtr import RoundInputs, StateSealer
 from aircore.protocol.session import Connection, peer_for
 from aircore.protocol.subscriptions import SUBSCRIPTION_ID_KEY, SubscriptionHub
 from aircore.protocol.tasks import TASKS_EXTENSION, TaskStore
@@ -352,8 +352,7 @@ class Dispatcher:
                 peer=peer_for(conn),
             )
             return await prompt.render(arguments, ctx)
-        binding = binding_of("prompts/get", name, arguments)
-        inputs = RoundInputs.open(self.sealer, params, binding=binding)
+        inputs = RoundInputs.open(self.sealer, params, ("prompts/get", name, arguments))
         ctx = RequestContext(
             protocol_version=conn.protocol_version,
             client_capabilities=conn.client_capabilities,
@@ -362,4 +361,4 @@ class Dispatcher:
         try:
             return await prompt.render(arguments, ctx)
         except InputRequired as need:
-            return inputs.result(need, self.sealer, binding=binding)
+            return inputs.result(need, self.sealer)

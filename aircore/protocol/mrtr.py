@@ -43,6 +43,7 @@ DEFAULT_STATE_TTL = 600.0
 MAX_STATE_BYTES = 64 * 1024
 """Largest ``requestState`` minted or accepted (answers of earlier rounds count)."""
 _VERSION = "v1"
+_NOTHING: Mapping[str, Any] = {}
 _INVALID = "Invalid or expired requestState"
 
 
@@ -167,28 +168,47 @@ def read_responses(params: Mapping[str, Any]) -> dict[str, Any] | None:
 class RoundInputs:
     """The answers one 2026-07-28 round can give: those carried in the ``requestState`` plus
     this request's ``inputResponses`` (for the keys asked last round, or any key when the
-    request carries no state). Records which answers the handler used, to carry them on."""
+    request carries no state). Records which answers the handler used, to carry them on.
 
-    __slots__ = ("_answers", "used")
+    Args:
+        answers: what the round can answer.
+        request: ``(method, name or URI, arguments)``, what a state is bound to.
+    """
 
-    def __init__(self, answers: Mapping[str, Any]) -> None:
+    __slots__ = ("_answers", "_binding", "request", "used")
+
+    def __init__(self, answers: Mapping[str, Any], request: tuple[str, Any, Any]) -> None:
         self._answers = answers
+        self.request = request
+        self._binding: str | None = None
         self.used: dict[str, Any] = {}
 
+    @property
+    def binding(self) -> str:
+        """:func:`binding_of` the request (computed when a state is checked or minted)."""
+        if self._binding is None:
+            self._binding = binding_of(*self.request)
+        return self._binding
+
     @classmethod
-    def open(cls, sealer: StateSealer, params: Mapping[str, Any], *, binding: str) -> RoundInputs:
+    def open(
+        cls, sealer: StateSealer, params: Mapping[str, Any], request: tuple[str, Any, Any]
+    ) -> RoundInputs:
         """The round a request opens (state checked, responses read).
 
         Raises:
             InvalidParamsError: a bad ``requestState`` or ``inputResponses``.
         """
-        responses = read_responses(params) or {}
         state = params.get("requestState")
+        if state is None and "inputResponses" not in params:
+            return cls(_NOTHING, request)  # the common first round
+        responses = read_responses(params) or {}
         if state is None:
-            return cls(responses)
-        carried, pending = sealer.open(state, binding=binding)
-        fresh = {k: v for k, v in responses.items() if k in pending}
-        return cls({**carried, **fresh})
+            return cls(responses, request)
+        inputs = cls({}, request)
+        carried, pending = sealer.open(state, binding=inputs.binding)
+        inputs._answers = {**carried, **{k: v for k, v in responses.items() if k in pending}}
+        return inputs
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
         """The answers, or :class:`~aircore.context.InputRequired` for the missing ones."""
@@ -202,9 +222,9 @@ class RoundInputs:
             raise InputRequired(missing)
         return {key: self._answers[key] for key in requests}
 
-    def result(self, need: InputRequired, sealer: StateSealer, *, binding: str) -> dict[str, Any]:
+    def result(self, need: InputRequired, sealer: StateSealer) -> dict[str, Any]:
         """The ``input_required`` result for what the handler still needs."""
-        state = sealer.seal(binding=binding, answers=self.used, pending=list(need.requests))
+        state = sealer.seal(binding=self.binding, answers=self.used, pending=list(need.requests))
         return {
             "resultType": "input_required",
             "inputRequests": need.requests,

@@ -66,8 +66,12 @@ def _iso(ts: float) -> str:
 
 def client_has_tasks(capabilities: Mapping[str, Any] | None) -> bool:
     """Whether a request's client capabilities declare the tasks extension."""
-    extensions = (capabilities or {}).get("extensions")
-    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
+    if not capabilities:
+        return False
+    extensions = capabilities.get("extensions")  # hot path: no ABC check for the common None
+    return (
+        extensions is not None and isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
+    )
 
 
 def missing_tasks_capability(what: str) -> AirError:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aircore.context import InputRequired, ToolContext
 from aircore.errors import InvalidParamsError
 from aircore.protocol import modern
-from aircore.protocol.mrtr import RoundInputs, StateSealer, binding_of, read_responses
+from aircore.protocol.mrtr import RoundInputs, StateSealer, read_responses
 from aircore.protocol.param_headers import ParamHeader, check_param_headers, param_headers
 from aircore.protocol.session import Connection, peer_for
 from aircore.protocol.tasks import (
@@ -87,8 +87,11 @@ class ToolCalls:
             raise InvalidParamsError("tools/call: params.arguments must be an object")
         meta = params.get("_meta")
         is_modern = conn.era == "modern"
-        binding = binding_of("tools/call", name, arguments) if is_modern else ""
-        inputs = RoundInputs.open(self.sealer, params, binding=binding) if is_modern else None
+        inputs = (
+            RoundInputs.open(self.sealer, params, ("tools/call", name, arguments))
+            if is_modern
+            else None
+        )
         caps = conn.client_capabilities
         tasking = (
             CallTasking(self.tasks, available=True)
@@ -118,14 +121,14 @@ class ToolCalls:
         if inputs is None:
             return await self.server.call_tool_ctx(ctx)
         if tasking is not None:
-            return await self._call_or_task(ctx, inputs, tasking, binding)
+            return await self._call_or_task(ctx, inputs, tasking)
         try:
             return await self.server.call_tool_ctx(ctx)
         except InputRequired as need:
-            return inputs.result(need, self.sealer, binding=binding)
+            return inputs.result(need, self.sealer)
 
     async def _call_or_task(
-        self, ctx: ToolContext, inputs: RoundInputs, tasking: CallTasking, binding: str
+        self, ctx: ToolContext, inputs: RoundInputs, tasking: CallTasking
     ) -> dict[str, Any]:
         runner = asyncio.ensure_future(self.server.call_tool_ctx(ctx))
         started = asyncio.ensure_future(tasking.started.wait())
@@ -144,7 +147,7 @@ class ToolCalls:
         try:
             return runner.result()
         except InputRequired as need:
-            return inputs.result(need, self.sealer, binding=binding)
+            return inputs.result(need, self.sealer)
 
     def _task(self, method: str, params: Mapping[str, Any], conn: Connection) -> TaskRecord:
         if not client_has_tasks(conn.client_capabilities):
