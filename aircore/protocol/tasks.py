@@ -10,8 +10,9 @@ may ``tasks/cancel``.
 Tasks live in the server process (one :class:`TaskStore` per dispatcher), so ``tasks/*`` work
 across HTTP requests on a stateless server; behind several replicas, route them by the
 ``Mcp-Name`` header (the task id) to the replica that started the task. The store is bounded:
-at most :data:`MAX_TASKS` tasks, each forgotten (and cancelled if still running) ``ttlMs`` after
-it was created. Task ids are 192 random bits.
+at most :data:`MAX_TASKS` tasks (finished ones make room, oldest first), each forgotten (and
+cancelled if still running) ``ttlMs`` after it was created, and all at shutdown. Task ids are
+192 random bits.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class TaskRecord:
         "runner",
         "status",
         "status_message",
+        "timer",
         "ttl_ms",
         "updated",
         "used_keys",
@@ -115,6 +117,7 @@ class TaskRecord:
         self.pending: dict[str, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self.used_keys: set[str] = set()
         self.runner: asyncio.Future[Any] | None = None
+        self.timer: asyncio.TimerHandle | None = None
 
     def envelope(self) -> dict[str, Any]:
         """The ``Task`` fields (``CreateTaskResult`` adds ``resultType: "task"``)."""
@@ -171,24 +174,24 @@ class TaskStore:
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def _sweep(self) -> None:
-        now = time.monotonic()
-        for record in [r for r in self._tasks.values() if r.deadline <= now]:
-            del self._tasks[record.id]
-            if record.runner is not None and not record.runner.done():
-                record.runner.cancel()  # its time is up and nobody can ask for it any more
+    def _drop(self, record: TaskRecord) -> None:
+        self._tasks.pop(record.id, None)
+        if record.timer is not None:
+            record.timer.cancel()
+        if record.runner is not None and not record.runner.done():
+            record.runner.cancel()  # its time is up and nobody can ask for it any more
 
     def create(self, *, status_message: str | None = None) -> TaskRecord | None:
         """A new working task, or ``None`` when the store is full of running tasks."""
-        self._sweep()
         while len(self._tasks) >= self.max_tasks:
             finished = next((r for r in self._tasks.values() if r.status in TERMINAL), None)
             if finished is None:
                 logger.warning("task store full (%d running tasks): not starting one", len(self))
                 return None
-            del self._tasks[finished.id]
+            self._drop(finished)
         record = TaskRecord(ttl_ms=self.ttl_ms, poll_ms=self.poll_ms, status_message=status_message)
         self._tasks[record.id] = record
+        record.timer = asyncio.get_running_loop().call_later(self.ttl_ms / 1000, self._drop, record)
         return record
 
     def get(self, task_id: Any) -> TaskRecord:
@@ -197,7 +200,6 @@ class TaskStore:
         Raises:
             InvalidParamsError: -32602 for a missing, malformed, unknown or expired id.
         """
-        self._sweep()
         record = self._tasks.get(task_id) if isinstance(task_id, str) else None
         if record is None:
             raise InvalidParamsError(
@@ -259,10 +261,9 @@ class TaskStore:
             self.changed(record, "working")
 
     def close(self) -> None:
-        """Cancel every running task (server shutdown)."""
-        for record in self._tasks.values():
-            if record.runner is not None and not record.runner.done():
-                record.runner.cancel()
+        """Cancel every running task and forget every task (server shutdown)."""
+        for record in list(self._tasks.values()):
+            self._drop(record)
 
 
 class TaskInputs:

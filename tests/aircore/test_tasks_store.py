@@ -4,6 +4,7 @@ and what start_task does when no task can be made."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -57,9 +58,24 @@ async def test_an_expired_task_is_forgotten_and_its_work_cancelled() -> None:
     assert record is not None
     work: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     store.attach(record, work)
+    async with asyncio.timeout(10):
+        with contextlib.suppress(asyncio.CancelledError):
+            await work  # the expiry timer cancels it
+    assert work.cancelled()
     with pytest.raises(InvalidParamsError):
         store.get(record.id)
+    assert len(store) == 0
+
+
+async def test_shutdown_cancels_running_tasks_and_forgets_all() -> None:
+    store = TaskStore()
+    record = store.create()
+    assert record is not None
+    work: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    store.attach(record, work)
+    store.close()
     assert work.cancelled()
+    assert len(store) == 0
 
 
 async def test_answers_are_taken_only_for_outstanding_keys() -> None:
