@@ -20,6 +20,7 @@ from aircore.request_context import (
     RequestContext,
     TaskStarter,
 )
+from airmeter.types import CallInfo
 
 if TYPE_CHECKING:
     from aircore.protocol.session import Peer
@@ -162,6 +163,11 @@ class ToolContext(RequestContext):
         return self.tool.meta
 
     @property
+    def input_schema(self) -> Mapping[str, Any] | None:
+        """The tool's ``inputSchema`` (the meter classifies a tool by it)."""
+        return self.tool.input_schema
+
+    @property
     def can_start_task(self) -> bool:
         """Whether :meth:`start_task` would turn this call into a task (a 2026-07-28 request
         whose client declared the ``io.modelcontextprotocol/tasks`` extension)."""
@@ -245,3 +251,9 @@ class ToolContext(RequestContext):
         if logger is not None:
             params["logger"] = logger
         await self._peer.notify("notifications/message", params)
+
+
+def _is_call_info(ctx: ToolContext) -> CallInfo:
+    """Checked by mypy: a ToolContext is what the meter reads from a call (airmeter's
+    ``CallInfo``); a test checks the same at run time."""
+    return ctx

@@ -20,6 +20,7 @@ from aircore.errors import (
     ElicitationError,
 )
 from aircore.params import params_to_json_schema
+from airmeter.types import CallSuspended
 
 if TYPE_CHECKING:
     from aircore.protocol.session import Peer
@@ -43,11 +44,13 @@ class ElicitResult:
     content: dict[str, Any] | None = None
 
 
-class InputRequired(BaseException):
+class InputRequired(CallSuspended):
     """Raised by ``ask`` (``elicit``, ``sample``, ``list_roots``) in the 2026-07-28 era while
     answers are missing: the request answers ``resultType: "input_required"``.
 
-    A ``BaseException`` so that middleware catching ``Exception`` lets it through.
+    A ``BaseException`` (airmeter's :class:`~airmeter.types.CallSuspended`), so that middleware
+    catching ``Exception`` lets it through and the meter records a suspended call, not a
+    failed one.
 
     Attributes:
         requests: key → ``{"method", "params"}``, the ``inputRequests`` still unanswered.
