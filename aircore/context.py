@@ -7,12 +7,16 @@ ask the client for (elicitation, sampling, roots) in either protocol era.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
+import secrets
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aircore.errors import INTERNAL_ERROR, AirError
 from aircore.request_context import (
+    Elicit,
     ElicitResult,
     InputChannel,
     InputRequest,
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOG_LEVELS",
+    "Elicit",
     "ElicitResult",
     "InputChannel",
     "InputRequest",
@@ -44,14 +49,37 @@ LOG_LEVELS = {
 }  # fmt: skip
 """MCP log levels (syslog severities), lowest first."""
 
+# ctx.call_id: a random per-process prefix plus a counter (uuid4 costs 2-3 µs a call; this costs
+# one next() and, when read, one format). A forked child draws a new prefix, so ids stay unique
+# across processes.
+_CALL_PREFIX_BYTES = 8
+_call_prefix = secrets.token_hex(_CALL_PREFIX_BYTES)
+_call_counter = itertools.count(1)
+
+
+def _new_call_prefix() -> None:
+    global _call_prefix, _call_counter
+    _call_prefix = secrets.token_hex(_CALL_PREFIX_BYTES)
+    _call_counter = itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_new_call_prefix)
+
 
 class ToolContext(RequestContext):
     """Context of one tool call, shared by every middleware and the handler.
 
     Attributes:
         tool_name: the called tool.
-        arguments: the (validated) arguments; ``before`` hooks may replace them.
-        request_id: the JSON-RPC id as a string (``None`` in-process without an id).
+        arguments: the (validated) JSON arguments; ``before`` hooks may replace them (assign a
+            new dict: a tool with typed parameters converts a replaced dict again).
+        bound_arguments: the arguments as the handler's annotated types (an ``Enum`` member, a
+            model instance …), set by validation for decorator tools whose signature needs
+            conversion; ``None`` otherwise.
+        request_id: the JSON-RPC id as a string (``None`` in-process without an id); clients
+            number their requests per connection, so it repeats across connections.
+        call_id: unique per call across processes (a random per-process prefix and a
+            counter, ``"3f9a…c2-1a"``); the meter, spans (``air.call.id``) and logs carry it.
         session_id: the HTTP ``Mcp-Session-Id`` (legacy era), else ``None``.
         protocol_version: the negotiated or per-request protocol version (see also
             :class:`RequestContext`: ``ask``, ``elicit``, ``sample``, ``list_roots``).
@@ -69,11 +97,15 @@ class ToolContext(RequestContext):
     """
 
     __slots__ = (
+        "_call_id",
+        "_call_number",
         "_log_level",
         "_progress_token",
         "_task",
         "_tasking",
         "arguments",
+        "bound_arguments",
+        "bound_source",
         "client_name",
         "meta",
         "request_id",
@@ -129,6 +161,18 @@ class ToolContext(RequestContext):
         self._progress_token = progress_token
         self._log_level = log_level
         self._tasking = tasking
+        self._call_number = next(_call_counter)
+        self._call_id: str | None = None
+        self.bound_arguments: dict[str, Any] | None = None
+        self.bound_source: dict[str, Any] | None = None  # the arguments bound_arguments came from
+
+    @property
+    def call_id(self) -> str:
+        """This call's id, unique across calls and processes (the seed's ``requestId``)."""
+        call_id = self._call_id
+        if call_id is None:
+            call_id = self._call_id = f"{_call_prefix}-{self._call_number:x}"
+        return call_id
 
     @property
     def cancelled(self) -> bool:

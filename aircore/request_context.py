@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from aircore.protocol.session import Peer
 
 __all__ = [
+    "Elicit",
     "ElicitResult",
     "InputChannel",
     "InputRequest",
@@ -106,6 +107,35 @@ class TaskStarter(Protocol):
     def begin(self, *, status_message: str | None) -> InputChannel | None:
         """Create the task (the call answers ``CreateTaskResult``); return the input channel
         the rest of the call uses, or ``None`` when no task can be created right now."""
+
+
+class Elicit(Protocol):
+    """``ctx.elicit``: ``await ctx.elicit(message, schema)`` → :class:`ElicitResult`."""
+
+    async def __call__(
+        self, message: str, schema: Mapping[str, Any], *, key: str | None = None
+    ) -> ElicitResult: ...
+
+
+class _ElicitUnavailable:
+    """``ctx.elicit`` when the client cannot elicit: falsy, so ``if ctx.elicit:`` takes the
+    fallback; called anyway, it raises what the protocol asks (-32021 on 2026-07-28)."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self._ctx = ctx
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "<elicit unavailable: the client did not declare elicitation>"
+
+    async def __call__(
+        self, message: str, schema: Mapping[str, Any], *, key: str | None = None
+    ) -> ElicitResult:
+        return await self._ctx._elicit(message, schema, key=key)
 
 
 class InputChannel(Protocol):
@@ -198,7 +228,28 @@ class RequestContext:
         )
         return dict(zip(requests, answers, strict=True))
 
-    async def elicit(
+    @property
+    def can_elicit(self) -> bool:
+        """Whether the client declared elicitation and this request can reach it."""
+        caps = self.client_capabilities
+        if not caps or "elicitation" not in caps:
+            return False
+        if self._inputs is not None or _is_modern(self.protocol_version):
+            return True
+        return self._peer is not None
+
+    @property
+    def elicit(self) -> Elicit:
+        """``await ctx.elicit(message, schema, key=None)`` asks the user; falsy when the client
+        cannot.
+
+        So the seed's idiom works: ``if ctx.elicit: answer = await ctx.elicit(…) else: …``.
+        Called although the client cannot elicit, it raises :class:`ElicitationError`
+        (-32021 on 2026-07-28, an ``isError`` result in the legacy era). See :meth:`_elicit`.
+        """
+        return self._elicit if self.can_elicit else _ElicitUnavailable(self)
+
+    async def _elicit(
         self, message: str, schema: Mapping[str, Any], *, key: str | None = None
     ) -> ElicitResult:
         """Ask the user for input through the client (``elicitation/create``).
