@@ -132,6 +132,7 @@ EXPECTED = {
         "Entry",
         "FileStore",
         "Finding",
+        "Inspectable",
         "InvalidArgumentError",
         "InvalidKeyError",
         "InvalidNamespaceError",
@@ -141,6 +142,7 @@ EXPECTED = {
         "NamespaceCheck",
         "NamespaceStats",
         "ReadOnlyStoreError",
+        "ReadOnlyUnsupportedError",
         "RedisStore",
         "SqliteStore",
         "StorageIOError",
@@ -153,6 +155,7 @@ EXPECTED = {
         "default_locations",
         "parse_store_url",
         "resolve_store_location",
+        "store_exists",
         "to_epoch_ms",
     ],
     "airmeter": [
