@@ -103,8 +103,14 @@ class GatewayMeter:
         picked: Sequence[Replica],
         result: dict[str, Any] | None,
         error: BaseException | None,
+        *,
+        result_bytes: int | None = None,
     ) -> None:
-        """Record the call: O(1), never raises into the caller."""
+        """Record the call: O(1), never raises into the caller.
+
+        ``result_bytes`` is the result's encoded size when the caller has it (else it is
+        measured by encoding ``result``).
+        """
         latency = (_perf() - call.started) * 1000.0
         entry = call.entry
         message: str | None = None
@@ -119,13 +125,14 @@ class GatewayMeter:
             etype = str(code) if isinstance(code, int) else type(error).__name__
             message = str(error)
         arguments = call.params.get("arguments")
+        out_bytes = _size(result) if result_bytes is None else result_bytes
         meta = entry.definition.get("_meta")
         meta = meta if isinstance(meta, dict) else {}
         self.meter.record((
             int(call.ts * 1000), entry.server, entry.name, self._layer(entry), latency, ok, etype,
             call.request_id, call.session_id, call.protocol_version, "tcp", call.client,
             picked[-1].label if picked else None,
-            _size(arguments), _size(result), None, None, None, message,
+            _size(arguments), out_bytes, None, None, None, message,
             _text(meta.get("category_key")), _text(meta.get("version")), None, None,
         ))  # fmt: skip
 
