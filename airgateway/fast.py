@@ -159,6 +159,13 @@ class FastPath:
         await gateway.access.admit(client, entry.name)
         as_is = entry.upstream_name == entry.name
         upstream = params if as_is else {**params, "name": entry.upstream_name}
+        meter = gateway.meter
+        call = None
+        if meter is not None:
+            call = meter.begin(entry, upstream, client=client, request_id=msg_id,
+                               session_id=None, protocol_version=version)  # fmt: skip
+            if call.span is not None:  # the gateway's trace context goes upstream
+                upstream, as_is = call.params, False
         sent = body if as_is else None
 
         async def attempt(replica: Replica) -> tuple[JSONDict, bytes | None]:
@@ -180,11 +187,6 @@ class FastPath:
 
         picked: list[Replica] = []
         key = None if client is None else client.name
-        meter = gateway.meter
-        call = None
-        if meter is not None:
-            call = meter.begin(entry, upstream, client=client, request_id=msg_id,
-                               session_id=None, protocol_version=version)  # fmt: skip
         try:
             result, raw = await gateway.router.run(
                 entry.server, attempt, retry_safe=entry.retry_safe, session_key=key, picked=picked
