@@ -12,14 +12,12 @@ import asyncio
 import contextlib
 import logging
 import signal
-import socket
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT, McpEndpoint
@@ -32,6 +30,7 @@ from airhttp import (
     is_loopback,
     json_refusal,
 )
+from airhttp.server import HttpServer, listen_socket
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -140,20 +139,6 @@ def build_app(
     return GuardedApp(routes, policy=policy, limits=limits, render=json_refusal)
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:  # we own SIGTERM/SIGINT (on_stop must run)
-        yield
-
-
 async def serve_http(
     server: AirServer,
     *,
@@ -200,44 +185,27 @@ async def serve_http(
         limits=limits,
     )
     await server.start()
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no Nagle delay)
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:  # e.g. the port is taken: undo the start, name the address
-        sock.close()
+        sock = listen_socket(host, port)
+    except OSError:  # e.g. the port is taken: undo the start; the message names the address
         await server.stop()
-        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+        raise
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        lifespan="off",
-        access_log=False,
-        timeout_graceful_shutdown=5,
-        timeout_keep_alive=int(max(1, limits.idle_timeout)),
-    )
-    userver = _Server(config)
+    http = HttpServer(app, limits=limits)
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
-
-    def _exit() -> None:
-        userver.should_exit = True
-
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, _exit)
+            loop.add_signal_handler(sig, http.stop)
             installed.append(sig)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}{path}"
     try:
-        serving = asyncio.ensure_future(userver.serve(sockets=[sock]))
-        ready_wait = asyncio.ensure_future(userver.ready.wait())
+        serving = asyncio.ensure_future(http.serve(sock))
+        ready_wait = asyncio.ensure_future(http.ready.wait())
         await asyncio.wait({serving, ready_wait}, return_when=asyncio.FIRST_COMPLETED)
         ready_wait.cancel()
-        if userver.started:
+        if http.started:
             if ready is not None:
                 ready(url)
             else:
@@ -253,12 +221,16 @@ async def serve_http(
         await server.stop()
 
 
+_LIMIT_OPTIONS = ("header_timeout", "idle_timeout", "max_connections", "max_inflight")
+
+
 class HttpTransport:
     """The Streamable HTTP transport (:class:`aircore.types.Transport`).
 
     Options: ``host``, ``port``, ``path``, ``token``, ``allowed_origins``, ``allowed_hosts``,
-    ``max_message`` (the body limit in bytes; also accepted as ``max_body``), ``limits`` and
-    ``ready`` (see :func:`serve_http`).
+    ``max_message`` (the body limit in bytes; also accepted as ``max_body``), ``limits`` (an
+    :class:`airhttp.Limits`) or its fields one by one (``header_timeout``, ``idle_timeout``,
+    ``max_connections``, ``max_inflight``), and ``ready`` (see :func:`serve_http`).
     """
 
     name = "http"
@@ -274,6 +246,7 @@ class HttpTransport:
             "max_body",
             "limits",
             "ready",
+            *_LIMIT_OPTIONS,
         }
     )
 
@@ -282,9 +255,13 @@ class HttpTransport:
 
         Raises:
             DefinitionError: an option this transport does not take.
+            airhttp.LimitsError: a limit that cannot work.
         """
         check_options(self, options)
         max_message = options.pop("max_message", None)
         if max_message is not None:
             options["max_body"] = max_message
+        fields = {name: options.pop(name) for name in _LIMIT_OPTIONS if name in options}
+        if fields:
+            options["limits"] = replace(options.get("limits") or Limits(), **fields)
         await serve_http(server, **options)
