@@ -47,6 +47,7 @@ test: lint typecheck pytest
 # Every benchmark program: ours beside the peers, tables with ratios (several minutes in all).
 BENCHES := store_bench backends_bench mcp_bench meter_bench otel_bench dashboard_bench definitions_bench
 bench: $(STAMP) $(SYSDEPS_STAMP)
+	@command -v wrk >/dev/null 2>&1 || apt-get install -y -qq wrk >/dev/null 2>&1 || echo "no wrk: the HTTP bench uses its built-in keep-alive driver"
 	@for b in $(BENCHES); do echo "==> bench/$$b.py"; $(BIN)/python bench/$$b.py || exit 1; done
 
 # The official MCP conformance suite over HTTP (Node 22 from npm into .conformance/; not in `test`).

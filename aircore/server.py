@@ -32,6 +32,7 @@ from aircore.prompt import Prompt
 from aircore.registry import Registry
 from aircore.resource import Resource
 from aircore.tool import Tool
+from aircore.transports.loop import run_loop
 from airstore import MemoryStore, Store, create_storage
 
 __all__ = ["AirServer", "define_server"]
@@ -355,7 +356,7 @@ class AirServer(Registry):
 
         kind = transport or detect_transport(os.environ, sys.stdin)
         chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)
-        asyncio.run(chosen.serve(self, **options))
+        run_loop(chosen.serve(self, **options))
 
 
 def define_server(

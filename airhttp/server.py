@@ -97,6 +97,15 @@ class _Book:
         self.cap = cap
         self.open: dict[Any, None] = {}
 
+    def sweep(self, now: float, header_timeout: float, stats: ServerStats) -> None:
+        """Cut off every connection whose request head is overdue (one pass per tick, instead
+        of a timer per request)."""
+        for proto in list(self.open):
+            since = proto.head_since
+            if since and now - since > header_timeout and proto.is_idle():
+                stats.header_timeouts += 1
+                proto.cut(_SLOW)
+
     def make_room(self, stats: ServerStats) -> bool:
         """Close the oldest connection that is not handling a request; False if none is."""
         for proto in self.open:
@@ -111,13 +120,13 @@ class _Book:
 def _protocol_class(limits: Limits, book: _Book, stats: ServerStats) -> type[asyncio.Protocol]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    header_timeout = limits.header_timeout
     max_header_bytes = limits.max_header_bytes
 
     class LimitedProtocol(HttpToolsProtocol):
         """uvicorn's httptools protocol with the connection limits."""
 
-        _header_timer: asyncio.TimerHandle | None = None
+        head_since = 0.0
+        """Loop time the current request head started arriving (0: not reading a head)."""
         _header_bytes = 0
         _refused = False
         _lingering = False
@@ -132,7 +141,7 @@ def _protocol_class(limits: Limits, book: _Book, stats: ServerStats) -> type[asy
                 return
             super().connection_made(transport)
             book.open[self] = None
-            self._arm()  # a connection that never sends a byte is cut off too
+            self.head_since = self.loop.time()  # a connection that never sends is cut off too
 
         def is_idle(self) -> bool:
             return (self.cycle is None or self.cycle.response_complete) and not self.pipeline
@@ -140,42 +149,28 @@ def _protocol_class(limits: Limits, book: _Book, stats: ServerStats) -> type[asy
         def data_received(self, data: bytes) -> None:
             if self._refused or self._lingering:
                 return  # discarded: the answer is sent, the connection is closing
-            reading_head = self._header_timer is not None
+            reading_head = bool(self.head_since)
             super().data_received(data)
-            if reading_head and self._header_timer is not None:  # the head is still incomplete
+            if reading_head and self.head_since:  # the head is still incomplete
                 self._header_bytes += len(data)
                 if self._header_bytes > max_header_bytes:
                     stats.header_overflows += 1
-                    self._cut(_HUGE)
+                    self.cut(_HUGE)
 
         def on_message_begin(self) -> None:
-            self._arm()
+            if not self.head_since:
+                self.head_since = self.loop.time()
             super().on_message_begin()
 
         def on_headers_complete(self) -> None:
+            self.head_since = 0.0
             self._header_bytes = 0
-            self._disarm()
             super().on_headers_complete()
 
-        def _arm(self) -> None:
-            if self._header_timer is None:
-                self._header_timer = self.loop.call_later(header_timeout, self._too_slow)
-
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _too_slow(self) -> None:
-            self._header_timer = None
-            if self.is_idle() and not self.transport.is_closing():
-                stats.header_timeouts += 1
-                self._cut(_SLOW)
-
-        def _cut(self, answer: bytes) -> None:
+        def cut(self, answer: bytes) -> None:
             """Answer, then close gracefully: stop writing, discard what the client still
             sends for a moment (so the answer is not lost to a reset), then close."""
-            self._disarm()
+            self.head_since = 0.0
             transport = self.transport
             if transport.is_closing() or self._lingering:
                 return
@@ -186,7 +181,6 @@ def _protocol_class(limits: Limits, book: _Book, stats: ServerStats) -> type[asy
             self.loop.call_later(LINGER, transport.close)
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
             book.open.pop(self, None)
             if self._refused:
                 return
@@ -242,6 +236,8 @@ class HttpServer:
             lifespan="off",
             access_log=False,
             timeout_graceful_shutdown=5,
+            proxy_headers=False,  # no X-Forwarded-* rewriting: one middleware layer less
+            server_header=False,
             timeout_keep_alive=self.limits.idle_timeout,  # type: ignore[arg-type]
             backlog=min(2048, max(128, self.max_connections)),
         )
@@ -257,5 +253,20 @@ class HttpServer:
                 yield
 
         self._uvicorn = _Server(config)
-        with repeat_filter_installed(flt=self.log_filter):
-            await self._uvicorn.serve(sockets=[sock])
+        loop = asyncio.get_running_loop()
+        header_timeout = self.limits.header_timeout
+        tick = min(1.0, header_timeout / 4)
+        stats = self.stats
+        sweeper: asyncio.TimerHandle | None = None
+
+        def sweep() -> None:
+            nonlocal sweeper
+            book.sweep(loop.time(), header_timeout, stats)
+            sweeper = loop.call_later(tick, sweep)
+
+        sweeper = loop.call_later(tick, sweep)
+        try:
+            with repeat_filter_installed(flt=self.log_filter):
+                await self._uvicorn.serve(sockets=[sock])
+        finally:
+            sweeper.cancel()
