@@ -15,7 +15,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 
-from tests.aircore.conftest import DEMO, ROOT, STARTUP_TIMEOUT, HttpServer, serve_args
+from tests.aircore.conftest import DEMO, LIFECYCLE, ROOT, STARTUP_TIMEOUT, HttpServer, serve_args
 
 TOKEN = "sse-t0ken"
 WAIT = 20.0
@@ -163,3 +163,45 @@ def test_mcp_transport_sse_serves_the_legacy_transport() -> None:
         assert proc.wait(STARTUP_TIMEOUT) == 0
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def echo_sse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    events = tmp_path_factory.mktemp("sse") / "events.txt"
+    srv = HttpServer(LIFECYCLE, "--transport", "sse", env={"AIR_TEST_EVENTS": str(events)})
+    try:
+        yield srv
+    finally:
+        assert srv.close() == 0
+
+
+def test_a_session_whose_stream_is_never_read_is_closed_not_grown(echo_sse: HttpServer) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    sse = echo_sse
+    where = urlsplit(sse.base)
+    assert where.hostname is not None
+    assert where.port is not None
+    with socket.create_connection((where.hostname, where.port), timeout=WAIT) as stream:
+        stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stream.sendall(b"GET /sse HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n")
+        head = b""
+        while b"session_id=" not in head or not head.endswith(b"\n\n"):
+            head += stream.recv(1)
+        sid = head.split(b"session_id=")[1].split(b"\n")[0].decode()
+        text = "x" * (1024 * 1024)  # every answer carries 1 MiB back; nobody reads it
+        statuses: list[int] = []
+        with httpx.Client(base_url=sse.base, timeout=WAIT) as client:
+            for i in range(64):
+                call = {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": text}},
+                }
+                statuses.append(client.post(f"/messages?session_id={sid}", json=call).status_code)
+                if statuses[-1] == 404:
+                    break  # the server closed the session it could not deliver to
+    assert statuses[-1] == 404, statuses
+    assert len(statuses) < 64
