@@ -135,6 +135,7 @@ EXPECTED = {
         "Entry",
         "FileStore",
         "Finding",
+        "Inspectable",
         "InvalidArgumentError",
         "InvalidKeyError",
         "InvalidNamespaceError",
@@ -144,6 +145,7 @@ EXPECTED = {
         "NamespaceCheck",
         "NamespaceStats",
         "ReadOnlyStoreError",
+        "ReadOnlyUnsupportedError",
         "RedisStore",
         "SqliteStore",
         "StorageIOError",
@@ -156,6 +158,7 @@ EXPECTED = {
         "default_locations",
         "parse_store_url",
         "resolve_store_location",
+        "store_exists",
         "to_epoch_ms",
     ],
     "airmeter": [
