@@ -218,9 +218,14 @@ async def serve_http(
     http = HttpServer(app, limits=limits)
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
+
+    def _exit() -> None:
+        http.stop()
+        server.dispatcher.close()  # listen streams end now, not at the shutdown timeout
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, http.stop)
+            loop.add_signal_handler(sig, _exit)
             installed.append(sig)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}{SSE_PATH if sse else path}"
@@ -244,6 +249,7 @@ async def serve_http(
             routes.mcp.sessions.close_all()
             if routes.sse is not None:
                 routes.sse.close_all()
+        server.dispatcher.close()
         sock.close()
         await server.stop()
 
