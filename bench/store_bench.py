@@ -17,6 +17,10 @@ appending L/4 entries (aggregate rate; loss must be 0) and then each setting N/4
 (aggregate rate); then newest-100 and the filtered scan over their merged logs (4 writer
 slots), read by a read-only store.
 
+Segment rows (FileStore, issue 12 item 8): the L-entry log rotated every 8 MiB, once with
+plain segments and once gzip-compressed: bytes per record on disk, a page deep in the rotated
+segments (offset 90 % of L), and the filtered scan through them.
+
 Run: ``python bench/store_bench.py`` (N=100 k, L=1 M) or ``--quick`` (N=10 k, L=100 k).
 """
 
@@ -498,11 +502,59 @@ async def bench_multi(tmp: str, n: int, log_n: int, res: Results) -> None:
         assert len(await reader.list("multi")) == n // WORKERS * WORKERS
 
 
+# -- rotated segments, plain and compressed ----------------------------------------------------
+SEGMENT_BYTES = 8 << 20
+
+
+def _log_bytes(path: str, prefix: str) -> int:
+    files = [f for f in os.listdir(path) if f.startswith(prefix)]
+    return sum(os.path.getsize(os.path.join(path, f)) for f in files)
+
+
+async def _segments(name: str, path: str, log_n: int, res: Results, *, compress: bool) -> None:
+    store = FileStore(path, max_log_bytes=SEGMENT_BYTES, compress_segments=compress)
+    await store.init()
+    try:
+        for i in range(log_n):
+            await store.append("seg.log", make_entry(i))
+            if i % 4096 == 0:
+                await asyncio.sleep(0)
+        await store.flush()
+        res.put(name, "bytes/record on disk", _log_bytes(path, "seg.log.") / log_n)
+        deep = int(log_n * 0.9)
+        got = await store.query("seg.log", limit=100, offset=deep)
+        assert got[0]["i"] == log_n - 1 - deep, got[:1]
+        res.put(
+            name,
+            "page at offset 90 %",
+            await _amedian_time(lambda: store.query("seg.log", limit=100, offset=deep), 3),
+        )
+        res.put(
+            name,
+            "filtered scan",
+            await _amedian_time(lambda: store.query("seg.log", filter=FILTER, limit=10_000), 3),
+        )
+    finally:
+        await store.close()
+
+
+async def bench_plain_segments(tmp: str, n: int, log_n: int, res: Results) -> None:
+    path = os.path.join(tmp, "plain")
+    await _segments("FileStore plain segments", path, log_n, res, compress=False)
+
+
+async def bench_gz_segments(tmp: str, n: int, log_n: int, res: Results) -> None:
+    path = os.path.join(tmp, "gz")
+    await _segments("FileStore gz segments", path, log_n, res, compress=True)
+
+
 def backends() -> list[Backend]:
     """The table's columns; add a row here for a new backend."""
     rows = [
         Backend("FileStore", bench_file, ours=True),
         Backend("FileStore ×4 processes", bench_multi, ours=True),
+        Backend("FileStore plain segments", bench_plain_segments, ours=True),
+        Backend("FileStore gz segments", bench_gz_segments, ours=True),
         Backend("MemoryStore", bench_memory, ours=True),
     ]
     try:
@@ -527,7 +579,9 @@ def backends() -> list[Backend]:
 def _fmt(workload: str, value: float | None) -> str:
     if value is None:
         return "—"
-    if "newest" in workload or "scan" in workload or "reopen" in workload:
+    if "bytes" in workload:
+        return f"{value:.0f} B"
+    if any(word in workload for word in ("newest", "scan", "reopen", "page")):
         return f"{value * 1000:.2f} ms"
     return f"{value / 1000:,.0f} k/s"
 
@@ -551,7 +605,7 @@ def print_table(res: Results, order: list[str], n: int, log_n: int) -> None:
             r = res.rows.get(ref, {}).get(w)
             text = _fmt(w, v)
             if v is not None and r is not None and b != ref:
-                timed = "newest" in w or "scan" in w or "reopen" in w
+                timed = any(word in w for word in ("newest", "scan", "reopen", "page", "bytes"))
                 ratio = v / r if timed else r / v
                 text += f" ({ratio:.2g}×)"
             cells.append(text)
