@@ -156,6 +156,7 @@ EXPECTED = {
         "StoreLocation",
         "StoreLockedError",
         "TimeBound",
+        "UnsupportedFormatError",
         "create_storage",
         "default_locations",
         "parse_store_url",
