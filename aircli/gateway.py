@@ -9,10 +9,7 @@ metering go to ``--store`` (else the default location every ``air`` command uses
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-from collections.abc import Coroutine
-from typing import Any
 
 from aircli.locate import STORE_HELP, store_location
 from airhttp.guards import is_loopback
@@ -80,24 +77,15 @@ def _run(args: argparse.Namespace) -> int:
         print(f"air gateway: {exc}", file=sys.stderr)
         return 2
     try:
-        _loop_run(_serve(config, args))
+        from aircore.transports.loop import run_loop  # uvloop where installed
+
+        run_loop(_serve(config, args))
     except (GatewayError, AirstoreError, OSError) as exc:
         print(f"air gateway: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # a second Ctrl+C during the shutdown
         return 130
     return 0
-
-
-def _loop_run(main: Coroutine[Any, Any, None]) -> None:
-    """Run ``main`` on uvloop where it is installed (not on Windows), else on asyncio's loop."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(main)
-        return
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(main)
 
 
 async def _serve(config: object, args: argparse.Namespace) -> None:

@@ -8,7 +8,7 @@ the ASGI machinery around a request, not into routing. So each connection parses
 body; every other request goes through the ASGI app (``airhttp.GuardedApp`` around the
 endpoint) over a small bridge, whose answers are also written in one piece when their length
 is known. Connection limits come from :class:`airhttp.Limits`: the header-read timeout (408),
-the header size cap (431), the body cap (413), the keep-alive idle time, and the connection
+the head size cap (431), the body cap (413), the keep-alive idle time, and the connection
 cap (an idle connection is closed to make room; with none idle the new one gets 503).
 """
 
@@ -25,12 +25,10 @@ import httptools
 
 from airhttp import Limits
 
-__all__ = ["MAX_HEADER_BYTES", "FastHandler", "HttpServer", "Request"]
+__all__ = ["FastHandler", "HttpServer", "Request"]
 
 logger = logging.getLogger(__name__)
 
-MAX_HEADER_BYTES = 64 * 1024
-"""The largest request head (request line and headers) accepted; larger: 431."""
 TICK_S = 0.5
 """How often overdue heads and idle keep-alive connections are looked for."""
 LINGER_S = 2.0
@@ -156,7 +154,7 @@ class _Connection(asyncio.Protocol):
             return
         if self.head_since and not self.cutting:  # a head still arriving, counted as it comes
             self.head_bytes += len(data)
-            if self.head_bytes > MAX_HEADER_BYTES:
+            if self.head_bytes > self.server.limits.max_header_bytes:
                 self._too_big()
 
     def _too_big(self) -> None:
@@ -180,7 +178,7 @@ class _Connection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name.lower(), value))
         self.head_size += len(name) + len(value) + 4
-        if self.head_size > MAX_HEADER_BYTES and not self.cutting:
+        if self.head_size > self.server.limits.max_header_bytes and not self.cutting:
             self._too_big()  # a whole head in one read is measured here
 
     def on_headers_complete(self) -> None:

@@ -197,6 +197,8 @@ class FastPath:
             raise
         if meter is not None and call is not None:
             meter.end(call, picked, result, None, result_bytes=None if raw is None else len(raw))
+        if result.get("resultType") == "task":
+            await gateway.task_started(result, entry, picked, client)
         if raw is not None:
             return {}, raw
         result = modern.decorate("tools/call", dict(result), eras.GATEWAY_INFO)
