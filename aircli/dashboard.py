@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
+from aircli.remote import refuse_remote_bind
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "open_dashboard", "register", "serve_dashboard"]
 
@@ -101,6 +102,11 @@ def serve_dashboard(
 
 
 def _run(args: argparse.Namespace) -> int:
+    refused = refuse_remote_bind(
+        "air dashboard", args.host, allow_remote=args.allow_remote, token=args.token
+    )
+    if refused is not None:
+        return refused
     location = store_location("air dashboard", args.store, reading=True)
     if not location.exists():
         hint = elsewhere_hint(location)

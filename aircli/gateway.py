@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 
+from aircli.remote import refuse_remote_bind
+from aircli.settings import GATEWAY_TOKEN_ENV, cli_settings
 from airgateway.errors import ConfigError, GatewayError
-from airhttp.guards import is_loopback
 from airstore.errors import AirstoreError
 
 __all__ = ["DEFAULT_GATEWAY_PORT", "register"]
@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument(
         "--token",
-        default=os.environ.get("AIR_GATEWAY_TOKEN"),
-        help="require this bearer token (env AIR_GATEWAY_TOKEN)",
+        default=cli_settings().gateway_token,
+        help=f"require this bearer token (env {GATEWAY_TOKEN_ENV})",
     )
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN")
@@ -48,13 +48,11 @@ def _run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"air gateway: --port {args.port} is not a port (0-65535)", file=sys.stderr)
         return 2
-    if not is_loopback(args.host) and not (args.allow_remote and args.token):
-        print(
-            f"air gateway: binding {args.host} exposes the gateway beyond this machine: "
-            "pass --allow-remote and --token",
-            file=sys.stderr,
-        )
-        return 2
+    refused = refuse_remote_bind(
+        "air gateway", args.host, allow_remote=args.allow_remote, token=args.token
+    )
+    if refused is not None:
+        return refused
     from airgateway.config import load_config
 
     try:

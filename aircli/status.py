@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import urllib.error
 import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from aircli.settings import GATEWAY_TOKEN_ENV, cli_settings
 
 __all__ = ["format_table", "register", "status_url"]
 
@@ -23,8 +24,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--url", required=True, help="the gateway's URL (…/mcp or its root)")
     parser.add_argument(
         "--token",
-        default=os.environ.get("AIR_GATEWAY_TOKEN"),
-        help="bearer token (env AIR_GATEWAY_TOKEN)",
+        default=cli_settings().gateway_token,
+        help=f"bearer token (env {GATEWAY_TOKEN_ENV})",
     )
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.set_defaults(func=_run)
