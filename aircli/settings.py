@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "DASHBOARD_TOKEN_ENV",
     "DEMO_LATENCY_ENV",
     "GATEWAY_TOKEN_ENV",
     "HTTP_TOKEN_ENV",
@@ -20,6 +21,10 @@ HTTP_TOKEN_ENV = "AIR_HTTP_TOKEN"
 GATEWAY_TOKEN_ENV = "AIR_GATEWAY_TOKEN"
 """The bearer token ``air gateway`` requires when ``--token`` is not given."""
 
+DASHBOARD_TOKEN_ENV = "AIR_DASHBOARD_TOKEN"
+"""The token ``air dashboard`` requires when ``--token`` is not given (an environment variable
+keeps it out of the process list, where command-line arguments are visible)."""
+
 DEMO_LATENCY_ENV = "AIR_DEMO_LATENCY"
 """Set (to anything but ``0``/empty) by ``air demo``: the demo server sleeps a time typical of
 each tool's layer, so the dashboard shows a realistic latency picture."""
@@ -32,11 +37,13 @@ class CliSettings:
     Attributes:
         http_token: ``AIR_HTTP_TOKEN``.
         gateway_token: ``AIR_GATEWAY_TOKEN``.
+        dashboard_token: ``AIR_DASHBOARD_TOKEN``.
         demo_latency: whether ``AIR_DEMO_LATENCY`` is on.
     """
 
     http_token: str | None = None
     gateway_token: str | None = None
+    dashboard_token: str | None = None
     demo_latency: bool = False
 
 
@@ -54,5 +61,6 @@ def cli_settings(env: Mapping[str, str] | None = None) -> CliSettings:
     return CliSettings(
         http_token=env.get(HTTP_TOKEN_ENV, "").strip() or None,
         gateway_token=env.get(GATEWAY_TOKEN_ENV, "").strip() or None,
+        dashboard_token=env.get(DASHBOARD_TOKEN_ENV, "").strip() or None,
         demo_latency=latency,
     )
