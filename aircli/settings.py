@@ -9,7 +9,6 @@ from dataclasses import dataclass
 __all__ = [
     "DASHBOARD_TOKEN_ENV",
     "DEMO_LATENCY_ENV",
-    "GATEWAY_TOKEN_ENV",
     "HTTP_TOKEN_ENV",
     "CliSettings",
     "cli_settings",
@@ -17,9 +16,6 @@ __all__ = [
 
 HTTP_TOKEN_ENV = "AIR_HTTP_TOKEN"
 """The bearer token ``air serve`` requires on HTTP when ``--token`` is not given."""
-
-GATEWAY_TOKEN_ENV = "AIR_GATEWAY_TOKEN"
-"""The bearer token ``air gateway`` requires when ``--token`` is not given."""
 
 DASHBOARD_TOKEN_ENV = "AIR_DASHBOARD_TOKEN"
 """The token ``air dashboard`` requires when ``--token`` is not given (an environment variable
@@ -36,13 +32,11 @@ class CliSettings:
 
     Attributes:
         http_token: ``AIR_HTTP_TOKEN``.
-        gateway_token: ``AIR_GATEWAY_TOKEN``.
         dashboard_token: ``AIR_DASHBOARD_TOKEN``.
         demo_latency: whether ``AIR_DEMO_LATENCY`` is on.
     """
 
     http_token: str | None = None
-    gateway_token: str | None = None
     dashboard_token: str | None = None
     demo_latency: bool = False
 
@@ -60,7 +54,6 @@ def cli_settings(env: Mapping[str, str] | None = None) -> CliSettings:
     latency = env.get(DEMO_LATENCY_ENV, "").strip().lower() not in ("", "0", "false", "no")
     return CliSettings(
         http_token=env.get(HTTP_TOKEN_ENV, "").strip() or None,
-        gateway_token=env.get(GATEWAY_TOKEN_ENV, "").strip() or None,
         dashboard_token=env.get(DASHBOARD_TOKEN_ENV, "").strip() or None,
         demo_latency=latency,
     )
