@@ -1,37 +1,28 @@
-"""The environment variables aircore reads, in one place (listed in docs/settings.md)."""
+"""Environment variables aircore reads (all of them, in one place; see ``docs/settings.md``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-__all__ = ["TRANSPORT_ENV", "CoreSettings", "core_settings"]
+__all__ = ["REQUEST_STATE_KEY_ENV", "TRANSPORT_ENV", "forced_transport", "request_state_key"]
+
+REQUEST_STATE_KEY_ENV = "AIR_REQUEST_STATE_KEY"
+"""The secret that signs 2026-07-28 ``requestState`` values; give every replica of a server
+the same one so any replica can serve the next round. Unset: a random key per process."""
 
 TRANSPORT_ENV = "MCP_TRANSPORT"
 """Forces the transport of ``server.run()`` / ``air serve`` by name (``stdio``, ``http``…)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CoreSettings:
-    """aircore's view of the environment (empty values count as unset).
-
-    Attributes:
-        transport: ``MCP_TRANSPORT``, trimmed and lower-case (an unknown name is reported by
-            whoever looks it up).
-    """
-
-    transport: str | None = None
+def request_state_key(environ: Mapping[str, str] | None = None) -> bytes | None:
+    """The ``requestState`` signing secret from the environment, or ``None`` when unset."""
+    value = (os.environ if environ is None else environ).get(REQUEST_STATE_KEY_ENV, "")
+    return value.encode("utf-8") if value else None
 
 
-def core_settings(env: Mapping[str, str] | None = None) -> CoreSettings:
-    """Read aircore's variables.
-
-    Args:
-        env: the environment to read; ``os.environ`` by default.
-
-    Returns:
-        The settings.
-    """
-    env = os.environ if env is None else env
-    return CoreSettings(transport=env.get(TRANSPORT_ENV, "").strip().lower() or None)
+def forced_transport(environ: Mapping[str, str] | None = None) -> str | None:
+    """``$MCP_TRANSPORT`` trimmed and lower-case (an unknown name is reported by whoever looks
+    it up), or ``None`` when unset or empty."""
+    value = (os.environ if environ is None else environ).get(TRANSPORT_ENV, "")
+    return value.strip().lower() or None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aircore.settings import TRANSPORT_ENV, core_settings
+from aircore.settings import TRANSPORT_ENV, forced_transport
 
 __all__ = ["TRANSPORT_ENV", "detect_transport"]
 
@@ -13,7 +13,7 @@ __all__ = ["TRANSPORT_ENV", "detect_transport"]
 def detect_transport(environ: Mapping[str, str], stdin: Any) -> str:
     """``MCP_TRANSPORT`` if set (its name as given, lower-case: an unknown one is the
     caller's error to report); else ``"stdio"`` when stdin is a pipe, ``"http"`` for a TTY."""
-    forced = core_settings(environ).transport
+    forced = forced_transport(environ)
     if forced:
         return forced
     try:
