@@ -9,6 +9,7 @@ each process's calls under its own instance id, and their sum.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,23 +46,35 @@ server = define_server(
 PLAN = (12, 20, 31)  # calls per process; each also makes one failing call
 
 
-def _stores(tmp_path: Path) -> list[str]:
-    """The stores that several writer processes may share (FileStore joins once it is
-    multi-process)."""
-    return [f"sqlite:///{tmp_path / 'air.db'}"]
+def _stores(tmp_path: Path) -> list[tuple[str, dict[str, str]]]:
+    """The stores several writer processes share, as (URL, how the servers are pointed at it):
+    the default data dir (``AIR_DATA_DIR``, no ``--store``: what an MCP client's config does)
+    and a SQLite file."""
+    data = tmp_path / "data"
+    return [
+        (f"file://{data}", {"AIR_DATA_DIR": str(data)}),
+        (f"sqlite:///{tmp_path / 'air.db'}", {"--store": f"sqlite:///{tmp_path / 'air.db'}"}),
+    ]
 
 
-async def _one_process(script: Path, store: str, calls: int, errlog: Path) -> None:
+async def _one_process(script: Path, how: dict[str, str], calls: int, errlog: Path) -> str:
+    """Serve ``script`` as an MCP client spawns it, make ``calls`` calls; the server's stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "AIR_DATA_DIR"}
+    args = ["-m", "aircli", "serve", str(script), "--transport", "stdio"]
+    for key, value in how.items():
+        if key.startswith("--"):
+            args += [key, value]
+        else:
+            env[key] = value
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "aircli", "serve", str(script), "--transport", "stdio", "--store", store],
-        cwd=str(script.parent),
+        command=sys.executable, args=args, env=env, cwd=str(script.parent)
     )
     with errlog.open("w") as err:
         async with Client(stdio_client(params, err)) as client:
             for i in range(calls):
                 assert not (await client.call_tool("get_user", {"user_id": f"u{i}"})).is_error
             assert (await client.call_tool("get_user", {"user_id": "nobody"})).is_error
+    return await asyncio.to_thread(errlog.read_text)
 
 
 def _report(store: str, *fmt: str) -> str:
@@ -79,13 +92,15 @@ def _report(store: str, *fmt: str) -> str:
 async def test_report_and_dashboard_show_every_process_of_a_shared_store(tmp_path: Path) -> None:
     script = tmp_path / "shared_server.py"
     script.write_text(SERVER, encoding="utf-8")
-    for store in _stores(tmp_path):
-        await asyncio.gather(
+    for store, how in _stores(tmp_path):
+        said = await asyncio.gather(
             *(
-                _one_process(script, store, n, tmp_path / f"server-{i}.stderr")
+                _one_process(script, how, n, tmp_path / f"server-{i}.stderr")
                 for i, n in enumerate(PLAN)
             )
         )
+        if "AIR_DATA_DIR" in how:  # each process chose the default location, and said so
+            assert all(f"air: shared metering to {store} (from AIR_DATA_DIR)" in s for s in said)
         text = await asyncio.to_thread(_report, store, "--format", "json")
         snap: dict[str, Any] = orjson.loads(text)
         rows = snap["servers"]
