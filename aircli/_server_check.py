@@ -11,7 +11,6 @@ from typing import Any
 from aircli.serve import load_server
 from aircore.definitions import Problem, ToolDefinitionError, build_manifest
 from aircore.definitions.binding import bind_tools, check_tools
-from aircore.definitions.manifest import manifest_entry
 from aircore.definitions.plugin import apply_definition, tool_spec
 from aircore.server import AirServer
 from aircore.tool import Tool
@@ -78,14 +77,5 @@ def server_manifest(target: str) -> dict[str, Any]:
     server, tools = _load(target)
     assert server.definitions is not None
     bound = bind_tools([tool_spec(t) for t in tools.values()], server.definitions, target=target)
-    entries = []
-    for name, tool in tools.items():
-        b = bound[name]
-        entries.append(
-            manifest_entry(
-                apply_definition(tool, b).describe(),
-                timeout_ms=b.definition.timeout_ms,
-                enabled=b.definition.enabled,
-            )
-        )
+    entries = [apply_definition(tool, bound[name]).describe() for name, tool in tools.items()]
     return build_manifest(entries, server={"name": server.name, "version": server.version})

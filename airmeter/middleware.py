@@ -225,7 +225,9 @@ class MeterMiddleware:
             params = getattr(ctx, "arguments", None)
         layer = classifier.classify(tool, params, getattr(ctx, "annotations", None),
                                     explicit).layer  # fmt: skip
-        category = meta.get("category_key") if isinstance(meta, Mapping) else None
+        # "categoryKey" is the standard's _meta name; "category_key" what older servers sent
+        category = (meta.get("categoryKey", meta.get("category_key"))
+                    if isinstance(meta, Mapping) else None)  # fmt: skip
         version = meta.get("version") if isinstance(meta, Mapping) else None
         info = _ToolInfo(layer, None if category is None else str(category),
                          None if version is None else str(version))  # fmt: skip

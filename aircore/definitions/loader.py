@@ -155,6 +155,7 @@ def build_definition(file: DefinitionFile) -> ToolDefinition:
         layer=None if layer is None else parse_layer(layer),
         timeout_ms=data.get("timeout_ms"),
         enabled=bool(data.get("enabled", True)),
+        register=bool(data.get("register", True)),
         source=file.path,
     )
 

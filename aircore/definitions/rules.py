@@ -139,7 +139,7 @@ def rule_wording(file: str, data: Data, config: GateConfig) -> Iterable[Problem]
 
 def rule_hints(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
     """The behaviour hints are booleans, and ``read_only`` excludes ``destructive``."""
-    for key in ("read_only", "destructive", "idempotent", "open_world", "enabled"):
+    for key in ("read_only", "destructive", "idempotent", "open_world", "enabled", "register"):
         if key in data and not isinstance(data[key], bool):
             yield _p(file, key, f"must be true or false, found {data[key]!r}", "type")
     if data.get("read_only") is True and data.get("destructive") is True:

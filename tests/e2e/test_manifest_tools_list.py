@@ -11,7 +11,6 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from aircli._server_check import server_manifest
-from aircore.definitions.manifest import OPERATIONAL_KEYS
 from tests.aircore.conftest import DEMO, HttpServer
 
 
@@ -44,11 +43,7 @@ async def test_manifest_equals_live_tools_list(
     transport: str, mode: str, demo_http_server: HttpServer
 ) -> None:
     manifest = server_manifest(DEMO)
-    expected = {
-        e["name"]: {k: v for k, v in e.items() if k not in OPERATIONAL_KEYS}
-        for e in manifest["tools"]
-        if e["enabled"]
-    }
+    expected = {e["name"]: e for e in manifest["tools"] if e["_meta"]["enabled"]}
     target: Any = demo_http_server.url
     if transport == "stdio":
         target = StdioServerParameters(
@@ -62,8 +57,11 @@ async def test_manifest_equals_live_tools_list(
     assert sorted(live) == sorted(expected)
     for name, tool in live.items():
         assert tool == expected[name], name
-        # the definition's metadata made it through the wire
-        assert tool["_meta"]["category_key"]
+        # the definition's metadata made it through the wire, under the standard's names
+        assert tool["_meta"]["categoryKey"]
         assert tool["_meta"]["version"] == "1.0.0"
+        assert len(tool["_meta"]["exampleQueries"]) >= 3
+        assert tool["_meta"]["displayDescription"]
+        assert tool["_meta"]["register"] is True
         assert tool["annotations"]["title"] == tool["title"]
         assert tool["inputSchema"]["additionalProperties"] is False

@@ -118,10 +118,9 @@ def test_server_manifest_renders_the_definitions_with_server_info(
     manifest = orjson.loads(out.read_bytes())
     assert manifest["server"] == {"name": "cli-test", "version": "2.0.0"}
     (entry,) = manifest["tools"]
-    assert entry["timeoutMillis"] == 2500
-    assert entry["enabled"] is True
-    tool = {k: v for k, v in entry.items() if k not in ("timeoutMillis", "enabled")}
-    assert tool == render_tool(load_definitions(tmp_path / "defs")["search_documents"])
+    assert entry["_meta"]["timeoutMillis"] == 2500
+    assert entry["_meta"]["enabled"] is True
+    assert entry == render_tool(load_definitions(tmp_path / "defs")["search_documents"])
 
 
 def test_scaffolded_project_passes_the_gate_and_its_generated_tests(tmp_path: Path) -> None:
