@@ -116,6 +116,8 @@ def rule_lengths(file: str, data: Data, config: GateConfig) -> Iterable[Problem]
         low = config.min_length(key)
         if not low or not text.strip():  # empty text is the structural rules' problem
             continue
+        if find_placeholder(text, config.placeholders):  # reported once, as a placeholder
+            continue
         if key == "description.when_not_to_use" and is_explicit_none(text):
             continue
         weight = text_weight(text)

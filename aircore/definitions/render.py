@@ -18,9 +18,11 @@ import copy
 from aircore.definitions import meta as keys
 from aircore.definitions.model import ToolDefinition
 from aircore.definitions.types import JSONObject
+from aircore.definitions.wording import has_hangul
 
 __all__ = [
     "DESCRIPTION_LABELS",
+    "DESCRIPTION_LABELS_KO",
     "render_annotations",
     "render_description",
     "render_meta",
@@ -30,6 +32,10 @@ __all__ = [
 DESCRIPTION_LABELS: tuple[str, ...] = ("", "When to use: ", "When not to use: ", "Input/output: ")
 """Prefixes of the four parts in the rendered description (the function part has none)."""
 
+DESCRIPTION_LABELS_KO: tuple[str, ...] = ("", "사용 시점: ", "사용하지 않을 때: ", "입출력 제한: ")
+"""The prefixes for a definition written in Korean (any part in Hangul), so the model reads one
+language."""
+
 
 def render_description(definition: ToolDefinition) -> str:
     """The model-facing description: the four parts joined in order, blank-line separated.
@@ -38,11 +44,13 @@ def render_description(definition: ToolDefinition) -> str:
         definition: the tool definition.
 
     Returns:
-        ``function``, then ``When to use: …``, ``When not to use: …``, ``Input/output: …``.
+        ``function``, then ``When to use: …``, ``When not to use: …``, ``Input/output: …``
+        (``사용 시점: …``, ``사용하지 않을 때: …``, ``입출력 제한: …`` when written in Korean).
     """
     d = definition.description
     parts = (d.function, d.when_to_use, d.when_not_to_use, d.io_limits)
-    return "\n\n".join(label + text for label, text in zip(DESCRIPTION_LABELS, parts, strict=True))
+    labels = DESCRIPTION_LABELS_KO if any(has_hangul(p) for p in parts) else DESCRIPTION_LABELS
+    return "\n\n".join(label + text for label, text in zip(labels, parts, strict=True))
 
 
 def render_annotations(definition: ToolDefinition) -> JSONObject:

@@ -111,13 +111,18 @@ async def test_scaffolded_tool_from_placeholders_to_a_live_tools_list(
     assert scaffold.returncode == 0, scaffold.stderr
     assert "left to fill" in scaffold.stdout
 
-    failing = _air(tmp_path, "check")  # finds ./server.py by itself
+    failing = _air(tmp_path, "check")  # finds ./server.py by itself: server mode
     assert failing.returncode == 1
     assert "placeholder text 'TODO'" in failing.stdout
+    # the schema resource the handler passes is checked too, which only server mode can see
+    assert "outputSchema (explicit on the tool).properties.result.description" in failing.stdout
 
     _fill(tmp_path)
     passing = _air(tmp_path, "check")
     assert passing.returncode == 0, passing.stdout
+    assert passing.stdout.rstrip().endswith(
+        "1 definition(s) checked in server.py; 1 draft(s), register: false: smp_exchange_inquiry"
+    )
     manifest_run = _air(tmp_path, "manifest", "server.py")
     assert manifest_run.returncode == 0, manifest_run.stderr
     manifest = json.loads(manifest_run.stdout)

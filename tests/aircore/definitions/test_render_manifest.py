@@ -149,3 +149,18 @@ def test_build_manifest_records_the_server(tmp_path: Path) -> None:
     assert manifest["server"] == {"name": "demo", "version": "1.0.0"}
     assert manifest["tools"] == [{"name": "x_tool", "inputSchema": {"type": "object"}}]
     assert manifest["tools"][0] is not entry
+
+
+def test_a_korean_description_is_labelled_in_korean(tmp_path: Path) -> None:
+    from tests.aircore.definitions.korean import exchange_inquiry
+
+    write_definition(tmp_path, exchange_inquiry(), category="smp", relaxed=False)
+    (tmp_path / "air-check.yml").write_text("known_tools: [smp_exchange_history]\n")
+    d = load_definitions(tmp_path)["smp_exchange_inquiry"]
+    assert render_description(d) == (
+        "기준일의 통화별 매매기준율과 송금 환율을 조회해 돌려준다.\n\n"
+        "사용 시점: 사용자가 오늘이나 특정 날짜의 환율을 물을 때 사용한다.\n\n"
+        "사용하지 않을 때: 기간별 환율 추이가 필요하면 smp_exchange_history를 사용한다.\n\n"
+        "입출력 제한: 통화 코드는 ISO 4217 세 글자이고 날짜는 YYYY-MM-DD 형식이어야 한다. "
+        "결과는 통화 하나당 한 건이다."
+    )
