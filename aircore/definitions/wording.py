@@ -56,6 +56,7 @@ _REF = re.compile(
     r"|(?<![A-Za-z0-9_./])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![A-Za-z0-9_/])"  # snake_case words
 )
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
+_ALNUM = re.compile(r"[^\W_]")
 _INSTRUCTION = r"(?:을|를|은|는|이|가)?\s*(?:입력|작성|기재|추가|적어|채워|넣어)"
 
 
@@ -85,7 +86,16 @@ def _compiled(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
     cleaned = sorted({" ".join(p.split()) for p in phrases if p.strip()}, key=len, reverse=True)
     if not cleaned:
         return None
-    return re.compile("|".join(f"(?:{_phrase_regex(p)})" for p in cleaned), re.IGNORECASE)
+    # Latin phrases share one pair of word boundaries (one check per position, then literals);
+    # Korean ones each carry their own right-hand rule
+    latin = [p for p in cleaned if not has_hangul(p)]
+    korean = [p for p in cleaned if has_hangul(p)]
+    branches = []
+    if latin:
+        words = "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in latin)
+        branches.append(rf"(?<![\w#])(?:{words})(?!\w)")
+    branches += [f"(?:{_phrase_regex(p)})" for p in korean]
+    return re.compile("|".join(branches), re.IGNORECASE)
 
 
 def compile_phrases(phrases: Iterable[str]) -> re.Pattern[str] | None:
@@ -114,15 +124,30 @@ def _placeholder_regex(entry: str) -> str:
 
 
 @lru_cache(maxsize=64)
-def _placeholders(entries: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    out = []
-    for entry in entries:
-        if not entry.strip():
-            continue
-        # an all-capitals Latin entry (TODO, TBD) is matched in capitals only: "todo list" is fine
-        flags = 0 if entry.isupper() and not has_hangul(entry) else re.IGNORECASE
-        out.append((entry, re.compile(_placeholder_regex(entry), flags)))
-    return tuple(out)
+def _placeholders(entries: tuple[str, ...]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
+    """One pattern for all markers, each alternative its own group (so the match names it)."""
+    kept = tuple(e for e in entries if e.strip())
+    if not kept:
+        return None, ()
+    parts = []
+    for entry in kept:
+        # an all-capitals Latin entry (TODO, TBD) matches in capitals only: "todo list" is fine
+        flag = "" if entry.isupper() and not has_hangul(entry) else "i"
+        body = _placeholder_regex(entry)
+        parts.append(f"((?{flag}:{body}))" if flag else f"({body})")
+    return re.compile("|".join(parts)), kept
+
+
+@lru_cache(maxsize=4096)
+def _first_placeholder(text: str, entries: tuple[str, ...]) -> str | None:
+    pattern, kept = _placeholders(entries)
+    if pattern is None:
+        return None
+    found = pattern.search(text)
+    if found is None:
+        return None
+    assert found.lastindex is not None
+    return kept[found.lastindex - 1]
 
 
 def find_placeholder(text: str, placeholders: Sequence[str]) -> str | None:
@@ -139,24 +164,16 @@ def find_placeholder(text: str, placeholders: Sequence[str]) -> str | None:
         placeholders: the markers.
 
     Returns:
-        The marker as configured, or ``None``.
+        The marker as configured (the one matching earliest in the text), or ``None``.
     """
-    for entry, pattern in _placeholders(tuple(placeholders)):
-        if pattern.search(text):
-            return entry
-    return None
+    return _first_placeholder(text, tuple(placeholders))
 
 
 def text_weight(text: str) -> int:
     """The length the gate's minimums compare: letters and digits count one, a Hangul syllable or
     CJK character three; spaces and punctuation count nothing."""
-    weight = 0
-    for ch in text:
-        if _WIDE.match(ch):
-            weight += 3
-        elif ch.isalnum():
-            weight += 1
-    return weight
+    # a wide character is a letter too: it counts 1 there and 2 more here
+    return len(_ALNUM.findall(text)) + 2 * len(_WIDE.findall(text))
 
 
 def is_explicit_none(text: str) -> bool:
@@ -201,7 +218,11 @@ def near_duplicate_pairs(texts: Sequence[str], *, ratio: float) -> list[tuple[in
         for i in range(j):
             if not norm[i] or not norm[j]:
                 continue
-            sim = difflib.SequenceMatcher(None, norm[i], norm[j], autojunk=False).ratio()
+            matcher = difflib.SequenceMatcher(None, norm[i], norm[j], autojunk=False)
+            # the quick upper bounds rule most pairs out before the full comparison
+            if matcher.real_quick_ratio() < ratio or matcher.quick_ratio() < ratio:
+                continue
+            sim = matcher.ratio()
             if sim >= ratio:
                 pairs.append((i, j, sim))
                 break
