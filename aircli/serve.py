@@ -17,8 +17,10 @@ from typing import Any
 
 from aircore.errors import AirError, DefinitionError
 from aircore.server import AirServer
-from aircore.transports.detect import detect_transport
+from aircore.transports import TRANSPORTS, get_transport
+from aircore.transports.detect import TRANSPORT_ENV, detect_transport
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT
+from airhttp import AirhttpError
 from airstore.errors import AirstoreError
 
 __all__ = ["load_server", "register"]
@@ -30,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("target", help="path/to/file.py[:server] or package.module[:server]")
     parser.add_argument(
         "--transport",
-        choices=("auto", "stdio", "http"),
+        choices=("auto", *sorted(TRANSPORTS)),
         default="auto",
         help="default: MCP_TRANSPORT, else stdio when stdin is a pipe",
     )
@@ -145,7 +147,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     try:
         return _serve(server, args)
-    except (AirError, AirstoreError, OSError) as exc:  # the server refused to start
+    except (AirError, AirstoreError, AirhttpError, OSError) as exc:  # refused to start
         message = _one_line(exc)
         if "cannot start" not in message:
             message = f"cannot start {server.name!r}: {message}"
@@ -158,24 +160,21 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
         server.use_storage(args.store)
     _attach_otel(server, requested=args.otel)
     transport = None if args.transport == "auto" else args.transport
-    kind = transport or detect_transport(os.environ, sys.stdin)  # to pick the options
+    kind = transport or detect_transport(os.environ, sys.stdin)
+    chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)  # unknown: error
     if not 0 <= args.port <= 65535:
         raise DefinitionError(f"--port {args.port} is not a port (0-65535; 0: any free port)")
     if args.max_message is not None and args.max_message < 1:
         raise DefinitionError(f"--max-message {args.max_message} must be a positive byte count")
-    opts: dict[str, Any] = {}
-    if kind == "stdio":
-        if args.max_message:
-            opts["max_frame"] = args.max_message
-    elif kind == "http":
-        if args.max_message:
-            opts["max_body"] = args.max_message
-        opts.update(
-            host=args.host,
-            port=args.port,
-            token=args.token,
-            allowed_origins=args.allow_origin,
-            allowed_hosts=args.allow_host,
-        )
-    server.run(transport, **opts)  # an unknown transport is a DefinitionError
+    offered: dict[str, Any] = {
+        "max_message": args.max_message,
+        "host": args.host,
+        "port": args.port,
+        "token": args.token,
+        "allowed_origins": args.allow_origin,
+        "allowed_hosts": args.allow_host,
+    }
+    # each transport gets the options it takes (stdio: max_message only)
+    opts = {k: v for k, v in offered.items() if k in chosen.options and v is not None}
+    server.run(kind, **opts)
     return 0

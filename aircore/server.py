@@ -342,23 +342,20 @@ class AirServer(Registry):
     def run(self, transport: str | None = None, **options: Any) -> None:
         """Serve until stopped; the transport is auto-detected when not given.
 
-        ``MCP_TRANSPORT`` (``stdio``/``http``) wins; else a piped stdin means stdio (a client
-        spawned us) and a terminal means HTTP (a developer ran us). ``options`` go to
-        :meth:`serve_stdio` or :meth:`serve_http`.
+        ``MCP_TRANSPORT`` wins; else a piped stdin means stdio (a client spawned us) and a
+        terminal means HTTP (a developer ran us). The name is looked up in
+        :data:`aircore.transports.TRANSPORTS`; ``options`` go to that transport's ``serve``
+        (``max_message`` for both; ``host``, ``port``, ``token``… for HTTP).
 
         Raises:
-            DefinitionError: an unknown transport name.
+            DefinitionError: an unknown transport name, or an option it does not take.
         """
         from aircore.transports.detect import TRANSPORT_ENV, detect_transport
+        from aircore.transports.table import get_transport
 
         kind = transport or detect_transport(os.environ, sys.stdin)
-        if kind == "stdio":
-            asyncio.run(self.serve_stdio(**options))
-        elif kind == "http":
-            asyncio.run(self.serve_http(**options))
-        else:
-            source = "" if transport else f" ({TRANSPORT_ENV})"
-            raise DefinitionError(f"unknown transport {kind!r}{source}; use 'stdio' or 'http'")
+        chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)
+        asyncio.run(chosen.serve(self, **options))
 
 
 def define_server(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
     from aircore.context import ToolContext
+    from aircore.server import AirServer
     from airstore import Store
 
 __all__ = [
@@ -22,13 +23,14 @@ __all__ = [
     "MeterHook",
     "Middleware",
     "MiddlewareFn",
+    "NetworkTransport",
     "Transport",
 ]
 
 JSONDict: TypeAlias = dict[str, Any]
 """A JSON object."""
 
-Transport: TypeAlias = str
+NetworkTransport: TypeAlias = str
 """``"pipe"`` (stdio), ``"tcp"`` (HTTP) or ``"inproc"`` (``handle_message``)."""
 
 Handler: TypeAlias = Callable[..., Any]
@@ -85,3 +87,18 @@ class MeterHook(Protocol):
     async def start(self, *, server_name: str, store: Store | None) -> None: ...
 
     async def stop(self) -> None: ...
+
+
+class Transport(Protocol):
+    """One way of serving an :class:`~aircore.AirServer` (stdio, Streamable HTTP…).
+
+    ``aircore.transports.TRANSPORTS`` maps each name to a factory; ``AirServer.run`` and
+    ``air serve`` look the name up there. ``options`` names the keyword options ``serve``
+    takes, so a caller holding options for every transport passes each only its own.
+    """
+
+    name: str
+    options: frozenset[str]
+
+    async def serve(self, server: AirServer, **options: Any) -> None:
+        """Start ``server``, serve until EOF or a signal, stop it."""

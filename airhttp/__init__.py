@@ -1,6 +1,46 @@
 """airhttp: what every HTTP surface of air shares (the MCP endpoint, the dashboard, /metrics
-and the gateway): the Host/Origin/loopback/bearer guards. It imports none of air's packages."""
+and the gateway): the Host/Origin/loopback/bearer guards, media-type parsing, and the limits
+(header and idle timeouts, connection and in-flight caps, body size). It imports none of air's
+packages."""
 
+from airhttp.asgi import GuardedApp, json_refusal, send_refusal, text_refusal
+from airhttp.errors import AirhttpError, LimitsError
 from airhttp.guards import LOCAL_HOSTS, bearer_token, host_ok, is_loopback, origin_ok, token_ok
+from airhttp.limits import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_INFLIGHT,
+    Limits,
+)
+from airhttp.media import accepts, media_type
+from airhttp.policy import AccessPolicy, Refusal
+from airhttp.wsgi import GuardedWSGI, wsgi_refusal
 
-__all__ = ["LOCAL_HOSTS", "bearer_token", "host_ok", "is_loopback", "origin_ok", "token_ok"]
+__all__ = [
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_INFLIGHT",
+    "LOCAL_HOSTS",
+    "AccessPolicy",
+    "AirhttpError",
+    "GuardedApp",
+    "GuardedWSGI",
+    "Limits",
+    "LimitsError",
+    "Refusal",
+    "accepts",
+    "bearer_token",
+    "host_ok",
+    "is_loopback",
+    "json_refusal",
+    "media_type",
+    "origin_ok",
+    "send_refusal",
+    "text_refusal",
+    "token_ok",
+    "wsgi_refusal",
+]

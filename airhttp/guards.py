@@ -1,11 +1,12 @@
 """HTTP request guards: ``Origin`` and ``Host`` checks (DNS-rebinding protection), the
-loopback test for bind addresses and the bearer-token check. Dependency-free: the dashboard
-uses them too."""
+loopback test for bind addresses and RFC 6750 bearer tokens. Pure functions on header values;
+:class:`~airhttp.policy.AccessPolicy` combines them."""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 from collections.abc import Collection
 from urllib.parse import urlsplit
 
@@ -14,12 +15,18 @@ __all__ = ["LOCAL_HOSTS", "bearer_token", "host_ok", "is_loopback", "origin_ok",
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 """Host names a loopback server answers to."""
 
+# RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive (RFC 9110)
+_BEARER = re.compile(r"bearer +([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE | re.ASCII)
+B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*", re.ASCII)
+"""The syntax of a bearer token (RFC 6750 ``b64token``)."""
+
 
 def origin_ok(origin: str | None, allowed: Collection[str]) -> bool:
     """Whether a request's ``Origin`` may talk to us: none (not a browser), localhost, or listed
     in ``allowed`` (normalized without a trailing slash; ``"*"`` allows any)."""
     if origin is None:
         return True
+    origin = origin.strip()
     if origin.rstrip("/") in allowed or "*" in allowed:
         return True
     try:
@@ -34,7 +41,8 @@ def host_ok(host: str | None, allowed: Collection[str]) -> bool:
     lower-case, with or without port)."""
     if host is None:
         return False
-    if host.lower() in allowed:
+    host = host.strip().lower()
+    if host in allowed:
         return True
     try:
         name = urlsplit(f"//{host}").hostname
@@ -54,9 +62,16 @@ def is_loopback(host: str) -> bool:
 
 
 def bearer_token(header: str | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header (scheme case-insensitive)."""
-    scheme, _, given = (header or "").partition(" ")
-    return given.strip() if scheme.lower() == "bearer" else None
+    """The token of an ``Authorization: Bearer <token>`` header, per RFC 6750.
+
+    The scheme is case-insensitive and separated by one or more spaces; the token must be a
+    ``b64token``; surrounding whitespace is ignored. Anything else (another scheme, an empty
+    or malformed token, a token followed by more words) is ``None``.
+    """
+    if header is None:
+        return None
+    match = _BEARER.fullmatch(header.strip(" \t"))
+    return match.group(1) if match else None
 
 
 def token_ok(candidate: str | None, token: str) -> bool:

@@ -1,15 +1,15 @@
-"""Serve Prometheus text at ``/metrics``: a tiny ASGI app, and the hook aircore's HTTP
-transport loads (by name) to add that route beside ``/mcp``."""
+"""Serve Prometheus text at ``/metrics``: a tiny ASGI app behind airhttp's guards, and the
+app aircore's HTTP transport mounts beside ``/mcp``."""
 
 from __future__ import annotations
 
-import hmac
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Collection, MutableMapping
-from typing import Any
-from urllib.parse import urlsplit
+from collections.abc import Awaitable, Callable, Collection
 
+from starlette.types import Receive, Scope, Send
+
+from airhttp import AccessPolicy, GuardedApp
 from airmeter.errors import MeterConfigError
 from airmeter.meter import Meter
 from airmeter.prometheus import CONTENT_TYPE, PrometheusSink
@@ -19,41 +19,9 @@ __all__ = ["MetricsApp", "metrics_app", "prometheus_text", "server_metrics_app"]
 
 logger = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 Render = Callable[[], str | Awaitable[str]]
 
 _TEXT = "text/plain; charset=utf-8"
-_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-
-
-def _hostname(value: str) -> str | None:
-    try:
-        return urlsplit(value).hostname
-    except ValueError:
-        return None
-
-
-def _host_ok(host: bytes | None, allowed: frozenset[str]) -> bool:
-    if host is None:
-        return False
-    text = host.decode("latin-1").lower()
-    if text in allowed:
-        return True
-    name = _hostname(f"//{text}")
-    return name is not None and (name in _LOCAL_HOSTS or name in allowed)
-
-
-def _origin_ok(origin: bytes | None, allowed: frozenset[str]) -> bool:
-    if origin is None:  # not a browser
-        return True
-    text = origin.decode("latin-1").rstrip("/")
-    if text in allowed or "*" in allowed:
-        return True
-    name = _hostname(text)
-    return name is not None and name in _LOCAL_HOSTS
 
 
 async def _respond(
@@ -94,10 +62,14 @@ class MetricsApp:
     ) -> None:
         self._render = render
         self._path = path
-        self._auth = None if token is None else f"Bearer {token}".encode()
-        self._check_host = check_host
-        self._hosts = frozenset(h.lower() for h in allowed_hosts)
-        self._origins = frozenset(o.rstrip("/") for o in allowed_origins)
+        policy = AccessPolicy(
+            token=token,
+            check_host=check_host,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+        )
+        # airhttp's guard: the same Host/Origin/token checks as every other HTTP surface
+        self._guarded = GuardedApp(self._serve, policy=policy)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -108,18 +80,6 @@ class MetricsApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _refusal(self, headers: dict[bytes, bytes]) -> tuple[int, bytes] | None:
-        """Same guards as the MCP endpoint: Host (DNS rebinding), Origin, bearer token."""
-        if self._check_host and not _host_ok(headers.get(b"host"), self._hosts):
-            return 421, b"misdirected request\n"
-        if not _origin_ok(headers.get(b"origin"), self._origins):
-            return 403, b"forbidden: invalid Origin\n"
-        if self._auth is not None and not hmac.compare_digest(
-            headers.get(b"authorization", b""), self._auth
-        ):
-            return 401, b"unauthorized\n"
-        return None
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
@@ -129,14 +89,12 @@ class MetricsApp:
         if scope["path"] != self._path:
             await _respond(send, 404, b"not found\n", _TEXT)
             return
-        method = scope["method"]
-        if method not in ("GET", "HEAD"):
+        if scope["method"] not in ("GET", "HEAD"):
             await _respond(send, 405, b"method not allowed\n", _TEXT)
             return
-        refusal = self._refusal(dict(scope.get("headers") or ()))
-        if refusal is not None:
-            await _respond(send, refusal[0], refusal[1], _TEXT)
-            return
+        await self._guarded(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             text = self._render()
             if inspect.isawaitable(text):
@@ -146,7 +104,7 @@ class MetricsApp:
             logger.exception("rendering %s failed", self._path)
             await _respond(send, 500, b"metrics unavailable\n", _TEXT)
             return
-        await _respond(send, 200, body, CONTENT_TYPE, head=method == "HEAD")
+        await _respond(send, 200, body, CONTENT_TYPE, head=scope["method"] == "HEAD")
 
 
 def metrics_app(
@@ -225,8 +183,7 @@ def server_metrics_app(
 ) -> MetricsApp | None:
     """The ``/metrics`` app for an aircore server, or ``None`` when it has no meter.
 
-    aircore's HTTP transport loads this by name (``airmeter.metrics_app:server_metrics_app``)
-    so that aircore never imports airmeter.
+    aircore's HTTP transport mounts it beside ``/mcp`` for a metered server.
 
     Args:
         server: An ``AirServer`` (anything with a ``meter`` attribute).

@@ -1,3 +1,6 @@
-"""Transports: stdio (asyncio streams) and Streamable HTTP (uvicorn + starlette)."""
+"""Transports: stdio (asyncio streams) and Streamable HTTP (uvicorn), by name in
+:data:`TRANSPORTS`; each satisfies :class:`aircore.types.Transport`."""
 
-__all__: list[str] = []
+from aircore.transports.table import ALIASES, TRANSPORTS, TransportFactory, get_transport
+
+__all__ = ["ALIASES", "TRANSPORTS", "TransportFactory", "get_transport"]

@@ -8,14 +8,15 @@ from typing import Any
 __all__ = ["TRANSPORT_ENV", "detect_transport"]
 
 TRANSPORT_ENV = "MCP_TRANSPORT"
-"""Environment variable that forces the transport: ``stdio`` or ``http``."""
+"""Environment variable that forces the transport by name (``stdio``, ``http``…)."""
 
 
 def detect_transport(environ: Mapping[str, str], stdin: Any) -> str:
-    """``MCP_TRANSPORT`` if set; else ``"stdio"`` when stdin is a pipe, ``"http"`` for a TTY."""
+    """``MCP_TRANSPORT`` if set (its name as given, lower-case: an unknown one is the
+    caller's error to report); else ``"stdio"`` when stdin is a pipe, ``"http"`` for a TTY."""
     forced = environ.get(TRANSPORT_ENV, "").strip().lower()
     if forced:
-        return "http" if forced in ("http", "streamable-http", "sse") else forced
+        return forced
     try:
         tty = bool(stdin.isatty())
     except (AttributeError, ValueError):

@@ -1,12 +1,13 @@
 """Streamable HTTP transport at ``/mcp`` (uvicorn + starlette, an ASGI endpoint).
 
-- Binds 127.0.0.1 by default. A request whose ``Origin`` is not localhost (or listed in
-  ``allowed_origins``) gets 403. With ``token``, ``Authorization: Bearer <token>`` is required
-  (401). Bodies over ``max_body`` bytes get 413.
+- The Host/Origin/token guards and the limits are airhttp's (:class:`airhttp.GuardedApp`, put
+  around this endpoint by :func:`~aircore.transports.http_app.build_app`). Bodies over
+  ``max_body`` bytes get 413, a body that is not ``application/json`` 415.
 - POST answers JSON, or SSE when the client accepts only SSE or a ``tools/call`` may send
   messages before its answer (a ``progressToken``; legacy elicitation).
-- Legacy era: ``initialize`` opens a session (``Mcp-Session-Id``); later requests must carry it
-  (400 without, 404 unknown); DELETE ends it. 2026-07-28: stateless; headers are checked against
+- Legacy era: ``initialize`` opens a session (``Mcp-Session-Id``, bounded by
+  :class:`~aircore.transports.sessions.SessionTable`); later requests must carry it (400
+  without, 404 unknown); DELETE ends it. 2026-07-28: stateless; headers are checked against
   the body; closing the POST cancels the call.
 """
 
@@ -16,8 +17,10 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from starlette.types import Receive, Scope, Send
 
 from aircore.errors import (
     HEADER_MISMATCH,
@@ -30,8 +33,7 @@ from aircore.errors import (
 )
 from aircore.protocol import modern
 from aircore.protocol.framing import (
-    KIND_NOTIFICATION,
-    KIND_RESPONSE,
+    KIND_REQUEST,
     check,
     decode,
     encode,
@@ -40,7 +42,8 @@ from aircore.protocol.framing import (
 )
 from aircore.protocol.legacy import HANDSHAKE_VERSIONS
 from aircore.protocol.session import CURRENT_SENDER, Connection
-from airhttp.guards import bearer_token, host_ok, origin_ok, token_ok
+from aircore.transports.sessions import DEFAULT_MAX_SESSIONS, SessionTable
+from airhttp import DEFAULT_MAX_BODY, accepts, media_type
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -56,9 +59,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3510
-DEFAULT_MAX_BODY = 4 * 1024 * 1024
-MAX_SESSIONS = 1024
-"""Legacy sessions kept at once; the least recently used one is closed beyond this."""
 SESSION_HEADER = "mcp-session-id"
 
 STATUS = {
@@ -70,9 +70,6 @@ STATUS = {
     UNSUPPORTED_PROTOCOL_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
 
 
 def _status_of(response: Mapping[str, Any]) -> int:
@@ -97,25 +94,27 @@ def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> 
 
 
 class McpEndpoint:
-    """The ASGI endpoint serving ``/mcp`` for one :class:`~aircore.server.AirServer`."""
+    """The ASGI endpoint serving ``/mcp`` for one :class:`~aircore.server.AirServer`.
+
+    It checks no Host, Origin or token itself: serve it behind :class:`airhttp.GuardedApp`
+    (as :func:`~aircore.transports.http_app.build_app` does).
+
+    Args:
+        server: the server (started before requests arrive).
+        max_body: the largest request body in bytes (413 beyond).
+        max_sessions: legacy sessions kept at once.
+    """
 
     def __init__(
         self,
         server: AirServer,
         *,
-        token: str | None = None,
-        allowed_origins: Sequence[str] = (),
         max_body: int = DEFAULT_MAX_BODY,
-        check_host: bool = True,
-        allowed_hosts: Sequence[str] = (),
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
     ) -> None:
         self.server = server
-        self.check_host = check_host
-        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
-        self.token = token
-        self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
         self.max_body = max_body
-        self.sessions: dict[str, Connection] = {}
+        self.sessions = SessionTable(max_sessions=max_sessions)
 
     # ---- plumbing -----------------------------------------------------------------------
     async def _reply(
@@ -141,30 +140,8 @@ class McpEndpoint:
     ) -> None:
         await self._reply(send, status or _status_of(message), encode(message), headers)
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if self.check_host and not host_ok(headers.get("host"), self.allowed_hosts):
-            # DNS rebinding: a loopback server only answers to loopback Host names
-            await self._json(
-                send,
-                error_response(None, INVALID_REQUEST, "Misdirected Request: invalid Host header"),
-                421,
-            )
-            return
-        if not origin_ok(headers.get("origin"), self.allowed_origins):
-            await self._json(
-                send, error_response(None, INVALID_REQUEST, "Forbidden: invalid Origin"), 403
-            )
-            return
-        given = bearer_token(headers.get("authorization"))
-        if self.token is not None and not token_ok(given, self.token):
-            await self._json(
-                send,
-                error_response(None, INVALID_REQUEST, "Unauthorized"),
-                401,
-                [(b"www-authenticate", b"Bearer")],
-            )
-            return
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode("latin-1"): v.decode("latin-1").strip() for k, v in scope["headers"]}
         method = scope["method"]
         if method == "POST":
             await self._post(headers, receive, send)
@@ -191,7 +168,7 @@ class McpEndpoint:
     # ---- DELETE -------------------------------------------------------------------------
     async def _delete(self, headers: Mapping[str, str], send: Send) -> None:
         sid = headers.get(SESSION_HEADER)
-        conn = self.sessions.pop(sid, None) if sid else None
+        conn = self.sessions.close(sid) if sid else None
         if conn is None:
             await self._json(send, error_response(None, INVALID_REQUEST, "Session not found"), 404)
             return
@@ -200,10 +177,9 @@ class McpEndpoint:
 
     # ---- POST ---------------------------------------------------------------------------
     async def _post(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        ctype = headers.get("content-type", "")
-        accept = headers.get("accept", "*/*")
-        accepts_json = "application/json" in accept or "*/*" in accept
-        accepts_sse = "text/event-stream" in accept or "*/*" in accept
+        accept = headers.get("accept")
+        accepts_json = accepts(accept, "application/json")
+        accepts_sse = accepts(accept, "text/event-stream")
         body = await self._read_body(headers, receive)
         if body is None:
             await self._json(
@@ -214,7 +190,7 @@ class McpEndpoint:
                 413,
             )
             return
-        if "application/json" not in ctype:
+        if media_type(headers.get("content-type")) != "application/json":
             await self._json(
                 send,
                 error_response(
@@ -239,22 +215,21 @@ class McpEndpoint:
         except ValueError as exc:
             await self._json(send, parse_error(str(exc)))
             return
-        kind, error = check(message)
-        if error is not None:
-            await self._json(send, error)
-            return
+        kind, _error = check(message)
         sid = headers.get(SESSION_HEADER)
-        session = self.sessions.pop(sid, None) if sid else None
-        if session is not None and sid is not None:
-            self.sessions[sid] = session  # most recently used last
-        if kind in (KIND_RESPONSE, KIND_NOTIFICATION):
-            if session is not None:
-                if kind == KIND_RESPONSE:
-                    session.resolve(message)
-                else:
-                    self.server.dispatcher.notification(message, session)
-            await self._reply(send, 202)
+        if kind != KIND_REQUEST:
+            # malformed frames get their error; notifications and client responses reach the
+            # dispatcher through their session (a throwaway connection without one)
+            session = self.sessions.peek(sid) if sid else None
+            response = await self.server.dispatcher.handle(
+                message, session or Connection(transport="tcp")
+            )
+            if response is not None:
+                await self._json(send, response)
+            else:
+                await self._reply(send, 202)
             return
+        session = self.sessions.use(sid) if sid else None
         await self._request(
             message, headers, session, sid, accepts_json, accepts_sse, receive, send
         )
@@ -280,10 +255,7 @@ class McpEndpoint:
         elif method == "initialize":
             new_sid = uuid.uuid4().hex
             conn = Connection(transport="tcp", session_id=new_sid)
-            self.sessions[new_sid] = conn
-            while len(self.sessions) > MAX_SESSIONS:
-                oldest = next(iter(self.sessions))
-                self.sessions.pop(oldest).cancel_all()
+            self.sessions.open(new_sid, conn)
             extra.append((b"mcp-session-id", new_sid.encode()))
             route_headers = None
         else:
@@ -327,7 +299,7 @@ class McpEndpoint:
 
     async def _run_watched(
         self,
-        coro: Awaitable[dict[str, Any]],
+        coro: Awaitable[dict[str, Any] | None],
         conn: Connection,
         msg_id: Any,
         receive: Receive,
@@ -339,7 +311,7 @@ class McpEndpoint:
         2026-07-28: closing the POST is the cancel signal, so a disconnect cancels the call.
         Legacy: a disconnect is not a cancellation; the call runs to its end.
         """
-        task: asyncio.Task[dict[str, Any]] = asyncio.ensure_future(coro)
+        task: asyncio.Task[dict[str, Any] | None] = asyncio.ensure_future(coro)
         conn.inflight[msg_id] = task
         watcher = asyncio.ensure_future(receive()) if cancel_on_disconnect else None
         try:
@@ -373,7 +345,7 @@ class McpEndpoint:
         receive: Receive,
         send: Send,
     ) -> None:
-        coro = self.server.dispatcher.request(message, conn, headers=headers)
+        coro = self.server.dispatcher.handle(message, conn, headers=headers)
         response = await self._run_watched(
             coro, conn, message["id"], receive, cancel_on_disconnect=headers is not None
         )
@@ -411,7 +383,7 @@ class McpEndpoint:
         # this request's messages go to its own stream, even when calls of one session overlap
         token = CURRENT_SENDER.set(event)
         try:
-            coro = self.server.dispatcher.request(message, conn, headers=headers)
+            coro = self.server.dispatcher.handle(message, conn, headers=headers)
             response = await self._run_watched(
                 coro, conn, message["id"], receive, cancel_on_disconnect=headers is not None
             )

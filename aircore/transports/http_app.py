@@ -1,4 +1,10 @@
-"""Streamable HTTP wiring: the Starlette app around :class:`McpEndpoint`, served by uvicorn."""
+"""Streamable HTTP wiring: the ASGI app around :class:`McpEndpoint` (``/mcp``, ``/`` and,
+for a metered server, ``/metrics``) behind airhttp's guard, served by uvicorn.
+
+The app routes by path itself (no framework router or middleware stack on the request path);
+every route is behind the same :class:`airhttp.GuardedApp` (Host, Origin, token, body limit,
+in-flight cap).
+"""
 
 from __future__ import annotations
 
@@ -9,31 +15,91 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import uvicorn
-from starlette.applications import Starlette
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from aircore.transports.http import DEFAULT_HOST, DEFAULT_MAX_BODY, DEFAULT_PORT, McpEndpoint
-from airhttp.guards import is_loopback
+from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT, McpEndpoint
+from aircore.transports.table import check_options
+from airhttp import (
+    DEFAULT_MAX_BODY,
+    AccessPolicy,
+    GuardedApp,
+    Limits,
+    is_loopback,
+    json_refusal,
+)
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
 
-__all__ = ["build_app", "serve_http"]
+__all__ = ["HttpApp", "HttpTransport", "build_app", "serve_http"]
 
 logger = logging.getLogger(__name__)
 
 
-def _metrics_app(server: AirServer, **guards: Any) -> Any:
+def _metrics_app(server: AirServer, policy: AccessPolicy) -> ASGIApp | None:
     """The ``/metrics`` ASGI app of a metered server (Prometheus text), or ``None``."""
     if server.meter is None:
         return None
     from airmeter.metrics_app import server_metrics_app  # only for a metered server
 
-    return server_metrics_app(server, **guards)
+    return server_metrics_app(
+        server,
+        token=policy.token,
+        check_host=policy.check_host,
+        allowed_hosts=policy.allowed_hosts,
+        allowed_origins=policy.allowed_origins,
+    )
+
+
+async def _plain(send: Send, status: int, body: bytes, content_type: bytes) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class HttpApp:
+    """The routes of one server's HTTP surface; wrap it in :class:`airhttp.GuardedApp`.
+
+    Attributes:
+        mcp: the :class:`McpEndpoint` at ``path``.
+        metrics: the ``/metrics`` app of a metered server, else ``None``.
+    """
+
+    def __init__(
+        self, server: AirServer, mcp: McpEndpoint, *, path: str, metrics: ASGIApp | None
+    ) -> None:
+        self.server = server
+        self.mcp = mcp
+        self.path = path
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # lifespan is off; no websockets
+        path = scope["path"]
+        if path == self.path:
+            await self.mcp(scope, receive, send)
+        elif path == "/metrics" and self.metrics is not None:
+            await self.metrics(scope, receive, send)
+        elif path == "/":
+            if scope["method"] not in ("GET", "HEAD"):
+                await _plain(send, 405, b"method not allowed\n", b"text/plain; charset=utf-8")
+                return
+            status = {
+                "name": self.server.name,
+                "version": self.server.version,
+                "transport": "streamable-http",
+                "endpoint": self.path,
+                "tools": len(self.server.tools),
+            }
+            await _plain(send, 200, orjson.dumps(status), b"application/json")
+        else:
+            await _plain(send, 404, b"not found\n", b"text/plain; charset=utf-8")
 
 
 def build_app(
@@ -45,52 +111,33 @@ def build_app(
     max_body: int = DEFAULT_MAX_BODY,
     check_host: bool = True,
     allowed_hosts: Sequence[str] = (),
-) -> Starlette:
-    """The Starlette app: ``path`` (MCP), ``/`` (a small status JSON) and, for a server with
-    a meter, ``/metrics`` (Prometheus text, behind the same Host/Origin/token guards).
+    limits: Limits | None = None,
+) -> GuardedApp:
+    """The guarded ASGI app: ``path`` (MCP), ``/`` (a small status JSON) and, for a server
+    with a meter, ``/metrics`` (Prometheus text), all behind the same Host/Origin/token guard.
 
     With ``check_host`` (the default, and always when bound to a loopback address) a request
     whose ``Host`` is not localhost / 127.0.0.1 / [::1] (or in ``allowed_hosts``) gets 421.
 
     The server must be started (``await server.start()``) before requests arrive; ``serve_http``
     does it.
+
+    Returns:
+        The :class:`airhttp.GuardedApp`; its ``app`` is the :class:`HttpApp`.
+
+    Raises:
+        airhttp.LimitsError: a token no client could send, or invalid limits.
     """
-    endpoint = McpEndpoint(
-        server,
-        token=token,
-        allowed_origins=allowed_origins,
-        max_body=max_body,
-        check_host=check_host,
-        allowed_hosts=allowed_hosts,
-    )
-
-    async def status(_request: Any) -> JSONResponse:
-        return JSONResponse(
-            {
-                "name": server.name,
-                "version": server.version,
-                "transport": "streamable-http",
-                "endpoint": path,
-                "tools": len(server.tools),
-            }
-        )
-
-    routes = [
-        Route(path, endpoint, methods=["GET", "POST", "DELETE"]),
-        Route("/", status, methods=["GET"]),
-    ]
-    metrics = _metrics_app(
-        server,
+    limits = limits or Limits(max_body=max_body)
+    policy = AccessPolicy(
         token=token,
         check_host=check_host,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
     )
-    if metrics is not None:
-        routes.append(Route("/metrics", metrics, methods=["GET", "HEAD"]))
-    app = Starlette(routes=routes)
-    app.state.mcp = endpoint
-    return app
+    endpoint = McpEndpoint(server, max_body=limits.max_body)
+    routes = HttpApp(server, endpoint, path=path, metrics=_metrics_app(server, policy))
+    return GuardedApp(routes, policy=policy, limits=limits, render=json_refusal)
 
 
 class _Server(uvicorn.Server):
@@ -115,8 +162,9 @@ async def serve_http(
     path: str = "/mcp",
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
-    max_body: int = DEFAULT_MAX_BODY,
+    max_body: int | None = None,
     allowed_hosts: Sequence[str] = (),
+    limits: Limits | None = None,
     ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve Streamable HTTP until SIGTERM/SIGINT (or cancellation), then stop the server.
@@ -131,19 +179,27 @@ async def serve_http(
         max_body: the request body limit in bytes.
         allowed_hosts: extra ``Host`` names to accept; bound to a loopback address, any other
             Host gets 421 (DNS-rebinding protection).
+        limits: the connection and request limits (airhttp's defaults when not given).
         ready: called with the endpoint URL once listening (default: log it to stderr).
+
+    Raises:
+        OSError: the address cannot be bound.
+        airhttp.LimitsError: a token no client could send, or invalid limits.
     """
-    await server.start()
+    limits = limits or Limits()
+    if max_body is not None:
+        limits = replace(limits, max_body=max_body)
     loopback = is_loopback(host)
     app = build_app(
         server,
         path=path,
         token=token,
         allowed_origins=allowed_origins,
-        max_body=max_body,
         check_host=loopback or bool(allowed_hosts),
         allowed_hosts=allowed_hosts,
+        limits=limits,
     )
+    await server.start()
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no Nagle delay)
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -156,7 +212,12 @@ async def serve_http(
         raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from exc
     bound = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=5
+        app,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        timeout_keep_alive=int(max(1, limits.idle_timeout)),
     )
     userver = _Server(config)
     loop = asyncio.get_running_loop()
@@ -185,7 +246,45 @@ async def serve_http(
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
-        for conn in app.state.mcp.sessions.values():
-            conn.cancel_all()
+        routes = app.app
+        if isinstance(routes, HttpApp):
+            routes.mcp.sessions.close_all()
         sock.close()
         await server.stop()
+
+
+class HttpTransport:
+    """The Streamable HTTP transport (:class:`aircore.types.Transport`).
+
+    Options: ``host``, ``port``, ``path``, ``token``, ``allowed_origins``, ``allowed_hosts``,
+    ``max_message`` (the body limit in bytes; also accepted as ``max_body``), ``limits`` and
+    ``ready`` (see :func:`serve_http`).
+    """
+
+    name = "http"
+    options = frozenset(
+        {
+            "host",
+            "port",
+            "path",
+            "token",
+            "allowed_origins",
+            "allowed_hosts",
+            "max_message",
+            "max_body",
+            "limits",
+            "ready",
+        }
+    )
+
+    async def serve(self, server: AirServer, **options: Any) -> None:
+        """Serve ``server`` over Streamable HTTP (:func:`serve_http`).
+
+        Raises:
+            DefinitionError: an option this transport does not take.
+        """
+        check_options(self, options)
+        max_message = options.pop("max_message", None)
+        if max_message is not None:
+            options["max_body"] = max_message
+        await serve_http(server, **options)

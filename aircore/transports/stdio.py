@@ -21,22 +21,14 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from aircore.errors import INVALID_REQUEST
-from aircore.protocol.framing import (
-    KIND_NOTIFICATION,
-    KIND_REQUEST,
-    KIND_RESPONSE,
-    check,
-    decode,
-    encode,
-    error_response,
-    parse_error,
-)
+from aircore.protocol.framing import decode, encode, error_response, parse_error
 from aircore.protocol.session import Connection
+from aircore.transports.table import check_options
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
 
-__all__ = ["DEFAULT_MAX_FRAME", "EOF_GRACE", "StdioSession", "serve_stdio"]
+__all__ = ["DEFAULT_MAX_FRAME", "EOF_GRACE", "StdioSession", "StdioTransport", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +39,14 @@ EOF_GRACE = 10.0
 """Seconds in-flight calls may run after stdin closes."""
 
 _CHUNK = 256 * 1024
+
+
+def _request_id(message: Any) -> str | int | None:
+    """The id of a frame that looks like a request (a usable id and a method), else None."""
+    if type(message) is not dict or "method" not in message:
+        return None
+    msg_id = message.get("id")
+    return msg_id if type(msg_id) in (str, int) else None
 
 
 class StdioSession:
@@ -134,33 +134,27 @@ class StdioSession:
         except ValueError as exc:
             self.emit(parse_error(str(exc)))
             return
-        kind, error = check(message)
-        if error is not None:
-            self.emit(error)
-        elif kind == KIND_REQUEST:
-            msg_id = message["id"]
-            if msg_id in self.conn.inflight:
-                self.emit(
-                    error_response(
-                        msg_id, INVALID_REQUEST, "Invalid Request: duplicate id in flight"
-                    )
-                )
-                return
-            task = self._loop.create_task(self._run(message))
+        # a request is tracked by id (``notifications/cancelled`` finds it); the dispatcher
+        # checks and routes every frame, malformed ones included
+        msg_id = _request_id(message)
+        if msg_id is not None and msg_id in self.conn.inflight:
+            self.emit(
+                error_response(msg_id, INVALID_REQUEST, "Invalid Request: duplicate id in flight")
+            )
+            return
+        task = self._loop.create_task(self._run(message))
+        if msg_id is not None:
             self.conn.inflight[msg_id] = task
             task.add_done_callback(functools.partial(self._done, msg_id))
-        elif kind == KIND_NOTIFICATION:
-            self.dispatcher.notification(message, self.conn)
-        elif kind == KIND_RESPONSE:
-            self.conn.resolve(message)
 
     def _done(self, msg_id: Any, task: asyncio.Task[None]) -> None:
         if self.conn.inflight.get(msg_id) is task:
             del self.conn.inflight[msg_id]
 
-    async def _run(self, message: dict[str, Any]) -> None:
-        response = await self.dispatcher.request(message, self.conn)
-        self.emit(response)
+    async def _run(self, message: Any) -> None:
+        response = await self.dispatcher.handle(message, self.conn)
+        if response is not None:
+            self.emit(response)
 
     async def drain(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for in-flight calls, then cancel the rest."""
@@ -291,3 +285,26 @@ async def serve_stdio(
         sys.stdout = saved_stdout
         await server.stop()
         await close_out()
+
+
+class StdioTransport:
+    """The stdio transport (:class:`aircore.types.Transport`).
+
+    Options: ``max_message`` (the frame limit in bytes, :data:`DEFAULT_MAX_FRAME`; also
+    accepted as ``max_frame``) and ``eof_grace``.
+    """
+
+    name = "stdio"
+    options = frozenset({"max_message", "max_frame", "eof_grace"})
+
+    async def serve(self, server: AirServer, **options: Any) -> None:
+        """Serve ``server`` on stdin/stdout (:func:`serve_stdio`).
+
+        Raises:
+            DefinitionError: an option this transport does not take.
+        """
+        check_options(self, options)
+        max_message = options.pop("max_message", None)
+        if max_message is not None:
+            options["max_frame"] = max_message
+        await serve_stdio(server, **options)

@@ -120,6 +120,60 @@ async def test_body_limit_content_type_and_get(http: httpx.AsyncClient) -> None:
     assert got.status_code == 405
 
 
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("application/json", 200),
+        ("Application/JSON; charset=utf-8", 200),
+        ("application/jsonx", 415),
+        ("text/plain; note=application/json", 415),
+        ("application/json-seq", 415),
+        ("multipart/form-data; boundary=application/json", 415),
+    ],
+)
+async def test_content_type_is_judged_as_a_media_type(
+    http: httpx.AsyncClient, content_type: str, status: int
+) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
+    hdrs = {"mcp_protocol_version": V, "mcp_method": "server/discover"}
+    r = await _post(http, body, content_type=content_type, **hdrs)
+    assert r.status_code == status
+
+
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [
+        (f"BEARER {TOKEN}", 200),
+        (f"bearer   {TOKEN}", 200),
+        (f"Bearer {TOKEN} extra", 401),
+        (f"Bearer\t{TOKEN}", 401),
+        (f"Bearer,{TOKEN}", 401),
+        (f"Basic {TOKEN}", 401),
+        (f"Bearer {TOKEN}=x", 401),
+    ],
+)
+async def test_bearer_credentials_are_parsed_per_rfc_6750(
+    http: httpx.AsyncClient, authorization: str, status: int
+) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
+    hdrs = {"mcp_protocol_version": V, "mcp_method": "server/discover"}
+    r = await _post(http, body, authorization=authorization, **hdrs)
+    assert r.status_code == status
+
+
+async def test_the_status_page_is_guarded_like_the_mcp_endpoint(http: httpx.AsyncClient) -> None:
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    ok = await http.get("/", headers=auth)
+    assert ok.status_code == 200
+    assert ok.json()["endpoint"] == "/mcp"
+    assert (await http.get("/")).status_code == 401
+    assert (
+        await http.get("/", headers={**auth, "origin": "https://evil.example"})
+    ).status_code == 403
+    assert (await http.get("/", headers={**auth, "host": "evil.example"})).status_code == 421
+    assert (await http.get("/nowhere", headers=auth)).status_code == 404
+
+
 MALFORMED: list[tuple[bytes, int, Any]] = [
     (b"{not json", -32700, None),
     (b"[]", -32600, None),

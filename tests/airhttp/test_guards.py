@@ -1,4 +1,8 @@
-from airhttp.guards import bearer_token, is_loopback, token_ok
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from airhttp.guards import B64TOKEN, bearer_token, host_ok, is_loopback, origin_ok, token_ok
 
 
 def test_loopback_is_an_address_not_a_name_prefix() -> None:
@@ -18,3 +22,41 @@ def test_bearer_token_is_checked_in_constant_time() -> None:
     assert token_ok("abc", "abc")
     assert not token_ok("abd", "abc")
     assert not token_ok(None, "abc")
+
+
+@pytest.mark.parametrize(
+    ("header", "token"),
+    [
+        ("Bearer abc", "abc"),
+        ("BEARER abc", "abc"),
+        ("bEaReR   abc", "abc"),
+        ("  Bearer abc  ", "abc"),
+        ("Bearer a-b.c_d~e+f/g==", "a-b.c_d~e+f/g=="),
+        ("Bearer", None),
+        ("Bearer ", None),
+        ("Bearerabc", None),
+        ("Bearer\tabc", None),
+        ("Bearer abc def", None),
+        ("Bearer ab=c", None),
+        ("Bearer a,b", None),
+        ("Basic YWxhZGRpbjpvcGVuc2VzYW1l", None),
+        ("Token abc", None),
+        ("", None),
+    ],
+)
+def test_bearer_parsing_follows_rfc_6750(header: str, token: str | None) -> None:
+    assert bearer_token(header) == token
+
+
+@given(st.text(max_size=40))
+def test_bearer_parsing_never_raises_and_returns_a_b64token(header: str) -> None:
+    token = bearer_token(header)
+    assert token is None or B64TOKEN.fullmatch(token)
+
+
+def test_host_and_origin_checks_ignore_surrounding_whitespace() -> None:
+    assert host_ok(" localhost:3000 ", frozenset())
+    assert origin_ok(" http://127.0.0.1:8000 ", frozenset())
+    assert not origin_ok("http://evil.example", frozenset())
+    assert not host_ok("evil.example", frozenset())
+    assert host_ok("Mcp.Internal:80", frozenset({"mcp.internal"}))

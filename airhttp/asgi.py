@@ -1,0 +1,146 @@
+"""A guard around any ASGI app: Host/Origin/token checks, the body limit and the in-flight
+cap, answered before the app runs. Used by ``/mcp``, ``/``, ``/metrics`` and the gateway."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from airhttp.limits import Limits
+from airhttp.policy import AccessPolicy, Refusal
+
+__all__ = ["GuardedApp", "RenderRefusal", "json_refusal", "send_refusal", "text_refusal"]
+
+RenderRefusal = Callable[[Refusal], tuple[bytes, bytes]]
+"""Turns a refusal into ``(content_type, body)``."""
+
+_TOO_LARGE = "Payload Too Large: request body larger than {} bytes"
+BUSY = Refusal(
+    status=503,
+    reason="Service Unavailable: too many requests in flight",
+    headers=(("retry-after", "1"),),
+)
+
+
+def text_refusal(refusal: Refusal) -> tuple[bytes, bytes]:
+    """A ``text/plain`` body: the reason and a newline."""
+    return b"text/plain; charset=utf-8", refusal.reason.encode() + b"\n"
+
+
+def json_refusal(refusal: Refusal) -> tuple[bytes, bytes]:
+    """A JSON-RPC error body (``id: null``, code -32600), as the MCP endpoint answers."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": refusal.reason}}
+    return b"application/json", orjson.dumps(body)
+
+
+async def send_refusal(send: Send, refusal: Refusal, render: RenderRefusal = text_refusal) -> None:
+    """Answer one request with ``refusal``."""
+    content_type, body = render(refusal)
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in refusal.headers]
+    headers += [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class GuardedApp:
+    """Wrap ``app`` so every HTTP request passes ``policy`` and ``limits`` first.
+
+    A refused request never reaches the app: Host → 421, Origin → 403, token → 401 (with
+    ``WWW-Authenticate: Bearer``), a declared ``Content-Length`` over ``limits.max_body`` →
+    413, more than ``limits.max_inflight`` requests in flight → 503 (``Retry-After: 1``). A
+    body without a length (chunked) is counted as it arrives: past the limit the app sees a
+    disconnect and the client gets 413. Other scope types (lifespan, websocket) pass through.
+
+    Args:
+        app: the ASGI app to guard.
+        policy: who may talk to it.
+        limits: the shared limits (only ``max_body`` and ``max_inflight`` act here; the
+            server enforces the connection-level ones).
+        render: the body of a refusal (text by default; :func:`json_refusal` for JSON-RPC).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        policy: AccessPolicy,
+        limits: Limits | None = None,
+        render: RenderRefusal = text_refusal,
+    ) -> None:
+        self.app = app
+        self.policy = policy
+        self.limits = limits or Limits()
+        self.render = render
+        self.inflight = 0
+        self.refused = 0
+        """Requests answered with a refusal so far (any reason)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = origin = authorization = length = None
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value.decode("latin-1")
+            elif name == b"origin":
+                origin = value.decode("latin-1")
+            elif name == b"authorization":
+                authorization = value.decode("latin-1")
+            elif name == b"content-length":
+                length = value
+        refusal = self.policy.refusal(host=host, origin=origin, authorization=authorization)
+        max_body = self.limits.max_body
+        if refusal is None and length is not None:
+            text = length.strip()
+            if not text.isdigit() or int(text) > max_body:
+                refusal = Refusal(status=413, reason=_TOO_LARGE.format(max_body))
+        if refusal is None and self.inflight >= self.limits.max_inflight:
+            refusal = BUSY
+        if refusal is not None:
+            self.refused += 1
+            await send_refusal(send, refusal, self.render)
+            return
+        self.inflight += 1
+        try:
+            if length is None and scope["method"] not in ("GET", "HEAD", "DELETE", "OPTIONS"):
+                await self._counted(scope, receive, send, max_body)
+            else:
+                await self.app(scope, receive, send)
+        finally:
+            self.inflight -= 1
+
+    async def _counted(self, scope: Scope, receive: Receive, send: Send, max_body: int) -> None:
+        """Run the app on a body of unknown length, cutting it off past ``max_body``."""
+        seen = 0
+        over = False
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal seen, over
+            if over:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > max_body:
+                    over = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def watching_send(message: Message) -> None:
+            nonlocal started
+            if over and not started:
+                return  # the 413 below answers instead
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        await self.app(scope, counting_receive, watching_send)
+        if over and not started:
+            self.refused += 1
+            await send_refusal(
+                send, Refusal(status=413, reason=_TOO_LARGE.format(max_body)), self.render
+            )
