@@ -1,0 +1,98 @@
+"""``air gateway --config gateway.yml``: one MCP endpoint in front of many servers.
+
+Serves Streamable HTTP on ``/mcp`` (both eras) and ``GET /status``; prints its URL on stderr.
+A non-loopback ``--host`` needs ``--allow-remote`` and ``--token``. SIGTERM / Ctrl+C stop it
+cleanly: stdio children are stopped and metering is flushed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from airgateway.errors import ConfigError, GatewayError
+from airhttp.guards import is_loopback
+from airstore.errors import AirstoreError
+
+__all__ = ["DEFAULT_GATEWAY_PORT", "register"]
+
+DEFAULT_GATEWAY_PORT = 4000
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``gateway`` subcommand."""
+    parser = sub.add_parser("gateway", help="serve one MCP endpoint in front of many servers")
+    parser.add_argument("--config", required=True, help="the gateway.yml file")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_GATEWAY_PORT, help="0: any free")
+    parser.add_argument(
+        "--store",
+        default=None,
+        help="sessions, rate limits and metering (redis://… shares them between gateways; "
+        "default: memory:// for sessions and limits, no metering)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("AIR_GATEWAY_TOKEN"),
+        help="require this bearer token (env AIR_GATEWAY_TOKEN)",
+    )
+    parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        print(f"air gateway: --port {args.port} is not a port (0-65535)", file=sys.stderr)
+        return 2
+    if not is_loopback(args.host) and not (args.allow_remote and args.token):
+        print(
+            f"air gateway: binding {args.host} exposes the gateway beyond this machine: "
+            "pass --allow-remote and --token",
+            file=sys.stderr,
+        )
+        return 2
+    from airgateway.config import load_config
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"air gateway: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(config, args))
+    except (GatewayError, AirstoreError, OSError) as exc:
+        print(f"air gateway: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # a second Ctrl+C during the shutdown
+        return 130
+    return 0
+
+
+async def _serve(config: object, args: argparse.Namespace) -> None:
+    from airgateway.config import GatewayConfig
+    from airgateway.gateway import Gateway
+    from airgateway.metering import GatewayMeter
+    from airgateway.serve import serve_gateway
+    from airmeter.meter import Meter
+    from airstore.factory import create_storage
+
+    assert isinstance(config, GatewayConfig)
+    store = await create_storage(args.store or "memory://")
+    try:
+        meter = None
+        if args.store:
+            meter = GatewayMeter(Meter(store=store, server="air-gateway"))
+        gateway = Gateway(config, store=store, token=args.token, meter=meter)
+        await serve_gateway(
+            gateway,
+            host=args.host,
+            port=args.port,
+            allowed_origins=args.allow_origin,
+            allowed_hosts=args.allow_host,
+        )
+    finally:
+        await store.close()

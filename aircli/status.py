@@ -1,0 +1,78 @@
+"""``air status --url URL``: a gateway's upstreams (state, latency, in flight, tools) and
+name conflicts, read from its ``GET /status``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["format_table", "register", "status_url"]
+
+TIMEOUT_S = 10.0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``status`` subcommand."""
+    parser = sub.add_parser("status", help="show a gateway's upstreams and conflicts")
+    parser.add_argument("--url", required=True, help="the gateway's URL (…/mcp or its root)")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("AIR_GATEWAY_TOKEN"),
+        help="bearer token (env AIR_GATEWAY_TOKEN)",
+    )
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.set_defaults(func=_run)
+
+
+def status_url(url: str) -> str:
+    """The ``/status`` URL of a gateway given its ``/mcp`` URL or its root."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/status", "", ""))
+
+
+def format_table(status: dict[str, Any]) -> str:
+    """The status as a plain-text table (then the conflicts, if any)."""
+    head = ("upstream", "replica", "state", "latency_ms", "in_flight", "tools", "last_error")
+    rows = [head]
+    for up in status.get("upstreams", []):
+        latency = up.get("latency_ms")
+        rows.append((
+            str(up.get("name")), str(up.get("replica")), str(up.get("state")),
+            "-" if latency is None else f"{latency:.2f}", str(up.get("in_flight")),
+            str(up.get("tools")), str(up.get("last_error") or "")[:60],
+        ))  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+             for row in rows]  # fmt: skip
+    for c in status.get("conflicts", []):
+        lines.append(
+            f"conflict: {c.get('kind')} {c.get('name')!r} kept by {c.get('kept')}, "
+            f"left out of {c.get('dropped')} (give {c.get('dropped')} a prefix:)"
+        )
+    return "\n".join(lines)
+
+
+def _run(args: argparse.Namespace) -> int:
+    request = urllib.request.Request(status_url(args.url), method="GET")
+    if args.token:
+        request.add_header("Authorization", f"Bearer {args.token}")
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as resp:
+            status = json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        print(f"air status: {status_url(args.url)} answered HTTP {exc.code}", file=sys.stderr)
+        return 1
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        print(f"air status: cannot read {status_url(args.url)}: {exc}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps(status, indent=2))
+    else:
+        print(format_table(status))
+    return 0

@@ -1,0 +1,145 @@
+"""Access at the gateway: which client a bearer token names, what it may call, how often.
+
+Annotations are hints, not authorization (seed 002): the gateway enforces access itself.
+Without a ``clients:`` section, the gateway's own ``--token`` (if any) admits everyone; with
+one, each token names a client whose ``allow`` globs (``fnmatch``) say which tools and
+prompts it may use. Rate limits (per client, and per tool glob) count in fixed one-second
+windows in the store, so they hold across gateway processes sharing a ``redis://`` store;
+a store without an atomic ``incr`` counts in this process only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+
+from airgateway.config import ClientConfig
+from airgateway.errors import AccessDeniedError, RateLimitedError
+from airgateway.types import Counter
+from airhttp.guards import token_ok
+from airstore.errors import AirstoreError
+from airstore.types import Store
+
+__all__ = ["RATES_NAMESPACE", "Access", "Unauthorized"]
+
+logger = logging.getLogger(__name__)
+
+RATES_NAMESPACE = "gateway.rates"
+
+
+class Unauthorized(Exception):  # noqa: N818 - a sentinel the endpoint answers 401 for
+    """The request's bearer token admits no client."""
+
+
+class _LocalCounter:
+    """Counts in this process (a store without ``incr``)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, tuple[float, int]] = {}
+
+    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
+        now = time.monotonic()
+        full = f"{ns}\0{key}"
+        expires, count = self._counts.get(full, (0.0, 0))
+        if expires <= now:
+            count = 0
+        count += by
+        self._counts[full] = (now + (ttl or 60.0), count)
+        if len(self._counts) > 10_000:
+            self._counts = {k: v for k, v in self._counts.items() if v[0] > now}
+        return count
+
+
+class Access:
+    """Admits requests (see the module docstring).
+
+    Args:
+        clients: the configured clients.
+        per_tool: tool glob -> calls per second (all clients together).
+        token: the gateway's ``--token``.
+        store: where rate counters live.
+    """
+
+    def __init__(
+        self,
+        clients: Sequence[ClientConfig],
+        per_tool: Mapping[str, float],
+        *,
+        token: str | None,
+        store: Store,
+    ) -> None:
+        self.clients = tuple(clients)
+        self.per_tool = dict(per_tool)
+        self.token = token
+        self._counter: Counter
+        if isinstance(store, Counter):
+            self._counter = store
+        else:
+            logger.info("the store has no incr(): rate limits count in this process only")
+            self._counter = _LocalCounter()
+
+    @property
+    def guarded(self) -> bool:
+        """Whether requests need a bearer token at all."""
+        return bool(self.clients) or self.token is not None
+
+    def identify(self, given: str | None) -> ClientConfig | None:
+        """The client a bearer token names (``None``: the anonymous client).
+
+        Raises:
+            Unauthorized: a token is required and this one admits no client.
+        """
+        if self.clients:
+            for client in self.clients:
+                if token_ok(given, client.token):
+                    return client
+            if self.token is not None and token_ok(given, self.token):
+                return None
+            raise Unauthorized
+        if self.token is not None and not token_ok(given, self.token):
+            raise Unauthorized
+        return None
+
+    def check(self, client: ClientConfig | None, name: str) -> None:
+        """Refuse a tool or prompt the client's allow list does not match.
+
+        Raises:
+            AccessDeniedError: no glob of the client's allow list matches ``name``.
+        """
+        if client is None:
+            return
+        if not any(fnmatch.fnmatchcase(name, glob) for glob in client.allow):
+            raise AccessDeniedError(
+                f"client {client.name!r} may not use {name!r}", client=client.name, name=name
+            )
+
+    async def admit(self, client: ClientConfig | None, tool: str) -> None:
+        """Count one call against the client's and the tool's rate limits.
+
+        Raises:
+            RateLimitedError: a limit is exceeded in this window.
+        """
+        if client is not None and client.rate_per_s is not None:
+            await self._take(f"client:{client.name}", client.rate_per_s)
+        for glob, rate in self.per_tool.items():
+            if fnmatch.fnmatchcase(tool, glob):
+                await self._take(f"tool:{glob}", rate)
+
+    async def _take(self, scope: str, rate: float) -> None:
+        window = max(1.0, 1.0 / rate)
+        allowed = max(1, math.floor(rate * window))
+        slot = int(time.time() // window)
+        try:
+            count = await self._counter.incr(RATES_NAMESPACE, f"{scope}:{slot}", 1, window * 2)
+        except AirstoreError as exc:  # the store is down: admit rather than fail every call
+            logger.warning("rate limit %s not counted: %s", scope, exc)
+            return
+        if count > allowed:
+            raise RateLimitedError(
+                f"rate limit of {rate:g}/s for {scope} exceeded; retry later",
+                scope=scope,
+                limit=rate,
+            )

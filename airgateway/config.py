@@ -1,0 +1,438 @@
+"""The gateway's configuration: one YAML file, checked completely before anything starts.
+
+Every problem is one :class:`~airgateway.errors.ConfigError` naming the file, the line and the
+key (``servers[2].timeout_s``). Secrets come only from environment variables: a value written
+``{env: NAME}`` or a key ending in ``_env``; a literal value under a secret-looking name
+(``Authorization``, ``*token*``, ``*key*``, ``*secret*``, ``*password*``, ``Cookie``) is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from airgateway.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "STRATEGIES",
+    "BalancerConfig",
+    "ClientConfig",
+    "GatewayConfig",
+    "HealthConfig",
+    "ServerConfig",
+    "load_config",
+    "parse_config",
+]
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_HEALTH_INTERVAL_S = 15.0
+DEFAULT_HEALTH_TIMEOUT_S = 5.0
+DEFAULT_UNHEALTHY_AFTER = 3
+DEFAULT_HEALTHY_AFTER = 1
+DEFAULT_STRATEGY = "least_outstanding"
+DEFAULT_RETRIES = 1
+MAX_RETRIES = 10
+MAX_COUNT = 1000
+STRATEGIES = ("round_robin", "least_outstanding", "p2c_latency", "session_hash")
+TRANSPORTS = ("http", "sse", "stdio")
+PREFIX_SEPARATOR = "__"
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRET = re.compile(r"authorization|cookie|token|secret|passw|key", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    """One replica of an upstream server (entries sharing a ``name`` are replicas of one)."""
+
+    name: str
+    transport: str
+    url: str | None = None
+    command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    prefix: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    headers: Mapping[str, str] = field(default_factory=dict)
+    include_drafts: bool = False
+    line: int = 0
+
+    @property
+    def target(self) -> str:
+        """The URL, or the command line of a stdio server (for status pages)."""
+        return self.url if self.url is not None else " ".join(self.command)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HealthConfig:
+    """The health checker: how often, how long, how many failures eject, successes restore."""
+
+    interval_s: float = DEFAULT_HEALTH_INTERVAL_S
+    timeout_s: float = DEFAULT_HEALTH_TIMEOUT_S
+    unhealthy_after: int = DEFAULT_UNHEALTHY_AFTER
+    healthy_after: int = DEFAULT_HEALTHY_AFTER
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BalancerConfig:
+    """How a replica is picked, and how many other replicas a safe call may be retried on."""
+
+    strategy: str = DEFAULT_STRATEGY
+    retries: int = DEFAULT_RETRIES
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientConfig:
+    """A client admitted by its bearer token (read from ``token_env``), with an allow list."""
+
+    name: str
+    token: str
+    allow: tuple[str, ...] = ("*",)
+    rate_per_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayConfig:
+    """The whole configuration (see the module docstring for the rules)."""
+
+    servers: tuple[ServerConfig, ...]
+    health: HealthConfig = HealthConfig()
+    balancer: BalancerConfig = BalancerConfig()
+    clients: tuple[ClientConfig, ...] = ()
+    per_tool_rate_per_s: Mapping[str, float] = field(default_factory=dict)
+    path: str = "<config>"
+
+
+class _Reader:
+    """Walks composed YAML nodes, so every error can name a line."""
+
+    def __init__(self, path: str, environ: Mapping[str, str]) -> None:
+        self.path = path
+        self.environ = environ
+
+    def fail(self, node: yaml.Node | None, key: str | None, message: str) -> ConfigError:
+        line = None if node is None else node.start_mark.line + 1
+        return ConfigError(message, path=self.path, line=line, key=key)
+
+    def mapping(
+        self, node: yaml.Node, key: str, allowed: tuple[str, ...]
+    ) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, key or None, "must be a mapping")
+        out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for knode, vnode in node.value:
+            name = knode.value if isinstance(knode, yaml.ScalarNode) else None
+            sub = f"{key}.{name}" if key else str(name)
+            if not isinstance(name, str) or (allowed and name not in allowed):
+                raise self.fail(knode, sub, f"unknown key (expected one of {', '.join(allowed)})")
+            if name in out:
+                raise self.fail(knode, sub, "duplicate key")
+            out[name] = (knode, vnode)
+        return out
+
+    def scalar(self, node: yaml.Node, key: str) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, key, "must be a single value")
+        return yaml.safe_load(yaml.serialize(node))
+
+    def string(self, node: yaml.Node, key: str) -> str:
+        value = self.scalar(node, key)
+        if not isinstance(value, str) or not value:
+            raise self.fail(node, key, "must be a non-empty string")
+        return value
+
+    def number(self, node: yaml.Node, key: str, *, low: float = 0.0) -> float:
+        value = self.scalar(node, key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > low:
+            raise self.fail(node, key, f"must be a number greater than {low:g}")
+        if value != value or value == float("inf"):
+            raise self.fail(node, key, "must be a finite number")
+        return float(value)
+
+    def integer(self, node: yaml.Node, key: str, *, low: int, high: int) -> int:
+        value = self.scalar(node, key)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self.fail(node, key, f"must be an integer from {low} to {high}")
+        return value
+
+    def count(self, node: yaml.Node, key: str) -> int:
+        return self.integer(node, key, low=1, high=MAX_COUNT)
+
+    def boolean(self, node: yaml.Node, key: str) -> bool:
+        value = self.scalar(node, key)
+        if not isinstance(value, bool):
+            raise self.fail(node, key, "must be true or false")
+        return value
+
+    def sequence(self, node: yaml.Node, key: str) -> list[yaml.Node]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, key, "must be a list")
+        return list(node.value)
+
+    def env_value(self, node: yaml.Node, key: str) -> str:
+        """A value from the environment: ``NAME`` (for ``*_env`` keys) or ``{env: NAME}``."""
+        if isinstance(node, yaml.MappingNode):
+            parts = self.mapping(node, key, ("env",))
+            if "env" not in parts:
+                raise self.fail(node, key, "needs env: VARIABLE")
+            node = parts["env"][1]
+            key = f"{key}.env"
+        name = self.string(node, key)
+        if not _ENV_NAME.fullmatch(name):
+            raise self.fail(node, key, f"{name!r} is not an environment variable name")
+        value = self.environ.get(name)
+        if value is None:
+            raise self.fail(node, key, f"environment variable {name} is not set")
+        return value
+
+    def text_map(self, node: yaml.Node, key: str) -> dict[str, str]:
+        """A string map whose values are literals, or ``{env: NAME}`` (required for secrets)."""
+        out: dict[str, str] = {}
+        for name, (_knode, vnode) in self.mapping(node, key, ()).items():
+            sub = f"{key}.{name}"
+            if isinstance(vnode, yaml.MappingNode):
+                out[name] = self.env_value(vnode, sub)
+                continue
+            if _SECRET.search(name):
+                raise self.fail(
+                    vnode, sub, "a secret must come from {env: VARIABLE}, not a literal"
+                )
+            value = self.scalar(vnode, sub)
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise self.fail(vnode, sub, "must be a string")
+            out[name] = str(value)
+        return out
+
+
+def parse_config(
+    text: str, *, path: str = "<config>", environ: Mapping[str, str] | None = None
+) -> GatewayConfig:
+    """Parse and check a configuration document.
+
+    Args:
+        text: the YAML text.
+        path: the file name errors name.
+        environ: where ``env:`` / ``*_env`` values come from (default ``os.environ``).
+
+    Returns:
+        The checked :class:`GatewayConfig` (relative ``cwd`` resolved against ``path``'s folder).
+
+    Raises:
+        ConfigError: not YAML, an unknown key, a bad or missing value, an unset variable.
+    """
+    reader = _Reader(path, os.environ if environ is None else environ)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = None if mark is None else mark.line + 1
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"not valid YAML: {problem}", path=path, line=line, key=None) from exc
+    if root is None:
+        raise ConfigError("the file is empty (servers: is required)", path=path, line=1, key=None)
+    top = reader.mapping(root, "", ("servers", "health", "balancer", "clients", "limits"))
+    if "servers" not in top:
+        raise reader.fail(root, "servers", "is required (a list of upstream servers)")
+    base = Path(path).parent if path != "<config>" else Path.cwd()
+    servers = tuple(
+        _server(reader, node, f"servers[{i}]", base)
+        for i, node in enumerate(reader.sequence(top["servers"][1], "servers"))
+    )
+    if not servers:
+        raise reader.fail(top["servers"][1], "servers", "needs at least one server")
+    _check_prefixes(reader, servers, top["servers"][1])
+    clients: tuple[ClientConfig, ...] = ()
+    if "clients" in top:
+        items = reader.sequence(top["clients"][1], "clients")
+        clients = tuple(_client(reader, node, f"clients[{i}]") for i, node in enumerate(items))
+    limits: dict[str, float] = {}
+    if "limits" in top:
+        parts = reader.mapping(top["limits"][1], "limits", ("per_tool_rate_per_s",))
+        if "per_tool_rate_per_s" in parts:
+            key = "limits.per_tool_rate_per_s"
+            for glob, (_k, vnode) in reader.mapping(
+                parts["per_tool_rate_per_s"][1], key, ()
+            ).items():
+                limits[glob] = reader.number(vnode, f"{key}.{glob}")
+    return GatewayConfig(
+        servers=servers,
+        health=_health(reader, top["health"][1]) if "health" in top else HealthConfig(),
+        balancer=_balancer(reader, top["balancer"][1]) if "balancer" in top else BalancerConfig(),
+        clients=clients,
+        per_tool_rate_per_s=limits,
+        path=path,
+    )
+
+
+def load_config(
+    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
+) -> GatewayConfig:
+    """Read and check a configuration file (see :func:`parse_config`).
+
+    Raises:
+        ConfigError: the file cannot be read, or :func:`parse_config` refuses it.
+    """
+    name = os.fspath(path)
+    try:
+        text = Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the file: {exc}", path=name, line=None, key=None) from exc
+    return parse_config(text, path=name, environ=environ)
+
+
+_SERVER_KEYS = (
+    "name", "url", "command", "transport", "env", "cwd", "prefix", "timeout_s", "headers",
+    "include_drafts",
+)  # fmt: skip
+
+
+def _server(reader: _Reader, node: yaml.Node, key: str, base: Path) -> ServerConfig:
+    parts = reader.mapping(node, key, _SERVER_KEYS)
+    if "name" not in parts:
+        raise reader.fail(node, f"{key}.name", "is required")
+    name = reader.string(parts["name"][1], f"{key}.name")
+    if not _NAME.fullmatch(name):
+        raise reader.fail(parts["name"][1], f"{key}.name", "use 1-64 of A-Za-z0-9_.-")
+    if ("url" in parts) == ("command" in parts):
+        raise reader.fail(node, key, "needs exactly one of url: or command:")
+    url = command = None
+    if "url" in parts:
+        url = reader.string(parts["url"][1], f"{key}.url")
+        if not url.startswith(("http://", "https://")):
+            raise reader.fail(parts["url"][1], f"{key}.url", "must be an http:// or https:// URL")
+    else:
+        cnode = parts["command"][1]
+        items = reader.sequence(cnode, f"{key}.command")
+        command = tuple(reader.string(n, f"{key}.command[{i}]") for i, n in enumerate(items))
+        if not command:
+            raise reader.fail(cnode, f"{key}.command", "must not be empty")
+    default = "http" if url is not None else "stdio"
+    transport = (
+        reader.string(parts["transport"][1], f"{key}.transport")
+        if "transport" in parts
+        else default
+    )
+    if transport not in TRANSPORTS:
+        raise reader.fail(
+            parts["transport"][1], f"{key}.transport", f"must be one of {', '.join(TRANSPORTS)}"
+        )
+    if (transport == "stdio") != (command is not None):
+        where = parts.get("transport", parts.get("url", parts.get("command")))
+        assert where is not None
+        raise reader.fail(
+            where[1],
+            f"{key}.transport",
+            f"{transport} does not fit {'command' if command else 'url'}:",
+        )
+    for only in ("env", "cwd"):
+        if only in parts and command is None:
+            raise reader.fail(parts[only][0], f"{key}.{only}", "applies only to a command: server")
+    if "headers" in parts and command is not None:
+        raise reader.fail(parts["headers"][0], f"{key}.headers", "applies only to a url: server")
+    prefix = None
+    if "prefix" in parts:
+        prefix = reader.string(parts["prefix"][1], f"{key}.prefix")
+        if not _NAME.fullmatch(prefix) or PREFIX_SEPARATOR in prefix:
+            raise reader.fail(
+                parts["prefix"][1], f"{key}.prefix", "use 1-64 of A-Za-z0-9_.- without '__'"
+            )
+    cwd = None
+    if "cwd" in parts:
+        cwd = str((base / reader.string(parts["cwd"][1], f"{key}.cwd")).resolve())
+    return ServerConfig(
+        name=name,
+        transport=transport,
+        url=url,
+        command=command or (),
+        env=reader.text_map(parts["env"][1], f"{key}.env") if "env" in parts else {},
+        cwd=cwd,
+        prefix=prefix,
+        timeout_s=_opt(parts, key, "timeout_s", reader.number, DEFAULT_TIMEOUT_S),
+        headers=_opt(parts, key, "headers", reader.text_map, {}),
+        include_drafts=_opt(parts, key, "include_drafts", reader.boolean, False),
+        line=node.start_mark.line + 1,
+    )  # fmt: skip
+
+
+def _check_prefixes(reader: _Reader, servers: tuple[ServerConfig, ...], node: yaml.Node) -> None:
+    """Replicas of one name must agree on prefix and drafts (they are one server)."""
+    first: dict[str, ServerConfig] = {}
+    for i, server in enumerate(servers):
+        seen = first.setdefault(server.name, server)
+        if (seen.prefix, seen.include_drafts) != (server.prefix, server.include_drafts):
+            raise ConfigError(
+                f"replicas of {server.name!r} must share prefix and include_drafts",
+                path=reader.path,
+                line=server.line,
+                key=f"servers[{i}]",
+            )
+
+
+_T = TypeVar("_T")
+
+
+def _opt(
+    parts: dict[str, tuple[yaml.Node, yaml.Node]],
+    key: str,
+    name: str,
+    read: Callable[[yaml.Node, str], _T],
+    default: _T,
+) -> _T:
+    return read(parts[name][1], f"{key}.{name}") if name in parts else default
+
+
+def _health(reader: _Reader, node: yaml.Node) -> HealthConfig:
+    p = reader.mapping(
+        node, "health", ("interval_s", "timeout_s", "unhealthy_after", "healthy_after")
+    )
+    d = HealthConfig()
+    return HealthConfig(
+        interval_s=_opt(p, "health", "interval_s", reader.number, d.interval_s),
+        timeout_s=_opt(p, "health", "timeout_s", reader.number, d.timeout_s),
+        unhealthy_after=_opt(p, "health", "unhealthy_after", reader.count, d.unhealthy_after),
+        healthy_after=_opt(p, "health", "healthy_after", reader.count, d.healthy_after),
+    )  # fmt: skip
+
+
+def _balancer(reader: _Reader, node: yaml.Node) -> BalancerConfig:
+    p = reader.mapping(node, "balancer", ("strategy", "retries"))
+    strategy = DEFAULT_STRATEGY
+    if "strategy" in p:
+        strategy = reader.string(p["strategy"][1], "balancer.strategy")
+        if strategy not in STRATEGIES:
+            raise reader.fail(
+                p["strategy"][1], "balancer.strategy", f"must be one of {', '.join(STRATEGIES)}"
+            )
+    retries = (
+        reader.integer(p["retries"][1], "balancer.retries", low=0, high=MAX_RETRIES)
+        if "retries" in p
+        else DEFAULT_RETRIES
+    )
+    return BalancerConfig(strategy=strategy, retries=retries)  # fmt: skip
+
+
+def _client(reader: _Reader, node: yaml.Node, key: str) -> ClientConfig:
+    p = reader.mapping(node, key, ("name", "token_env", "allow", "rate_per_s"))
+    for required in ("name", "token_env"):
+        if required not in p:
+            raise reader.fail(node, f"{key}.{required}", "is required")
+    allow: tuple[str, ...] = ("*",)
+    if "allow" in p:
+        items = reader.sequence(p["allow"][1], f"{key}.allow")
+        allow = tuple(reader.string(n, f"{key}.allow[{i}]") for i, n in enumerate(items))
+    return ClientConfig(
+        name=reader.string(p["name"][1], f"{key}.name"),
+        token=reader.env_value(p["token_env"][1], f"{key}.token_env"),
+        allow=allow,
+        rate_per_s=reader.number(p["rate_per_s"][1], f"{key}.rate_per_s")
+        if "rate_per_s" in p
+        else None,
+    )

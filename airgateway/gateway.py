@@ -1,0 +1,275 @@
+"""The gateway: the Server Registry (replicas), Tool Index, Router, Health Checker and access,
+wired together. The HTTP endpoint (:mod:`airgateway.endpoint`) is a thin layer over this."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Self
+
+from airgateway.access import Access
+from airgateway.balancer import Balancer
+from airgateway.config import ClientConfig, GatewayConfig, ServerConfig
+from airgateway.errors import GatewayError
+from airgateway.health import HealthChecker
+from airgateway.index import IndexedTool, Listing, ToolIndex
+from airgateway.metering import GatewayMeter
+from airgateway.replica import Replica
+from airgateway.router import Router
+from airgateway.sessions import SessionBook
+from airgateway.types import JSONDict, MessageHandler, UpstreamClient
+from airgateway.upstream_http import HttpUpstream
+from airgateway.upstream_sse import SseUpstream
+from airgateway.upstream_stdio import StdioUpstream
+from airstore.types import Store
+
+__all__ = ["INVALID_PARAMS", "Gateway"]
+
+logger = logging.getLogger(__name__)
+
+INVALID_PARAMS = -32602
+Notify = Callable[[JSONDict], None]
+
+_LIST_CHANGED = (
+    "notifications/tools/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/prompts/list_changed",
+)
+
+
+class Gateway:
+    """Every upstream behind one front (see the module docstring).
+
+    Args:
+        config: the checked configuration.
+        store: sessions and rate counters (a ``redis://`` store shares them between gateways).
+        token: the gateway's own bearer token (``--token``).
+        meter: meters every proxied call (``None``: no metering).
+    """
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        store: Store,
+        token: str | None = None,
+        meter: GatewayMeter | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.meter = meter
+        self.index = ToolIndex(config.servers)
+        groups: dict[str, list[Replica]] = {}
+        for server in config.servers:
+            group = groups.setdefault(server.name, [])
+            group.append(Replica(server, len(group), self._client(server, len(group))))
+        self.balancer = Balancer(config.balancer.strategy)
+        self.router = Router(
+            groups,
+            self.balancer,
+            config.health,
+            retries=config.balancer.retries,
+            on_state=self._state_changed,
+        )
+        self.health = HealthChecker(
+            config.health, on_listing=self._listing, on_state=self._state_changed
+        )
+        self.sessions = SessionBook(store)
+        self.access = Access(config.clients, config.per_tool_rate_per_s, token=token, store=store)
+        self._listeners: set[Notify] = set()
+        self._started = False
+        self._checks: set[asyncio.Task[Any]] = set()
+
+    def _client(self, server: ServerConfig, index: int) -> UpstreamClient:
+        label = f"{server.name}#{index}"
+        if server.transport == "stdio":
+            return StdioUpstream(
+                label,
+                server.command,
+                env=server.env,
+                cwd=server.cwd,
+                listener=self._upstream_notification,
+            )
+        assert server.url is not None
+        if server.transport == "sse":
+            return SseUpstream(
+                label, server.url, headers=server.headers, listener=self._upstream_notification
+            )
+        return HttpUpstream(label, server.url, headers=server.headers)
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect every replica (a failed one stays out of the pool and is retried every
+        health interval), read their listings, report name conflicts, start health checks."""
+        if self._started:
+            return
+        self._started = True
+        replicas = self.router.all()
+        await self.health.check_all(replicas)
+        for replica in replicas:
+            if not replica.healthy:
+                logger.warning(
+                    "%s is not reachable at start: %s", replica.label, replica.last_error
+                )
+        self.health.start(replicas)
+        if self.meter is not None:
+            await self.meter.start()
+
+    async def stop(self) -> None:
+        """Stop health checks, close every upstream (stdio children too), flush metering."""
+        if not self._started:
+            return
+        self._started = False
+        await self.health.stop()
+        for task in list(self._checks):
+            task.cancel()
+        await asyncio.gather(*self._checks, return_exceptions=True)
+        await asyncio.gather(*(r.client.close() for r in self.router.all()), return_exceptions=True)
+        if self.meter is not None:
+            await self.meter.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.stop()
+
+    # ---- index upkeep ---------------------------------------------------------------------
+    async def _listing(self, replica: Replica, listing: Listing) -> None:
+        group = self.router.replicas[replica.name]
+        source = next((r for r in group if r.healthy), None)
+        if source is not replica:
+            return  # the first healthy replica of a server speaks for it
+        if self.index.update(replica.name, listing):
+            for method in _LIST_CHANGED:
+                self._broadcast({"jsonrpc": "2.0", "method": method, "params": {}})
+
+    def _state_changed(self, replica: Replica) -> None:
+        if not replica.healthy:
+            self.health.wake()  # check the others soon; the pool just shrank
+
+    def _upstream_notification(self, label: str, message: JSONDict) -> None:
+        method = message.get("method")
+        if method in _LIST_CHANGED:
+            replica = self.router.find(label)
+            if replica is not None:
+                task = asyncio.ensure_future(self.health.check(replica))
+                self._checks.add(task)
+                task.add_done_callback(self._checks.discard)
+        else:
+            logger.debug("%s: %s", label, method)
+
+    def listen(self, notify: Notify) -> Callable[[], None]:
+        """Be told of list changes; returns the function that stops it."""
+        self._listeners.add(notify)
+        return lambda: self._listeners.discard(notify)
+
+    def _broadcast(self, message: JSONDict) -> None:
+        for notify in list(self._listeners):
+            try:
+                notify(message)
+            except Exception:
+                logger.exception("a list-changed listener failed")
+
+    # ---- calls -----------------------------------------------------------------------------
+    def tool(self, name: Any) -> IndexedTool:
+        """The exposed tool of that name.
+
+        Raises:
+            GatewayError: -32602 for an unknown tool.
+        """
+        entry = self.index.tool(name) if isinstance(name, str) else None
+        if entry is None:
+            raise GatewayError(f"Unknown tool: {name}", code=INVALID_PARAMS, data={"name": name})
+        return entry
+
+    async def call_tool(
+        self,
+        params: JSONDict,
+        *,
+        client: ClientConfig | None = None,
+        session_key: str | None = None,
+        on_message: MessageHandler | None = None,
+        request_id: Any = None,
+        protocol_version: str | None = None,
+    ) -> JSONDict:
+        """Route one ``tools/call`` (access, rate limits, replica, retries, metering).
+
+        Raises:
+            GatewayError: unknown tool, access denied, rate limited, or no replica answered;
+                an upstream's own JSON-RPC error as :class:`~airgateway.errors.UpstreamError`.
+        """
+        entry = self.tool(params.get("name"))
+        self.access.check(client, entry.name)
+        await self.access.admit(client, entry.name)
+        upstream = {**params, "name": entry.upstream_name}
+        picked: list[Replica] = []
+        meter = self.meter
+        if meter is None:
+            return await self.router.send(
+                entry.server,
+                "tools/call",
+                upstream,
+                retry_safe=entry.retry_safe,
+                session_key=session_key,
+                on_message=on_message,
+                picked=picked,
+            )
+        call = meter.begin(
+            entry,
+            upstream,
+            client=client,
+            request_id=request_id,
+            session_id=session_key,
+            protocol_version=protocol_version,
+        )
+        try:
+            result = await self.router.send(
+                entry.server,
+                "tools/call",
+                call.params,
+                retry_safe=entry.retry_safe,
+                session_key=session_key,
+                on_message=on_message,
+                picked=picked,
+            )
+        except BaseException as exc:
+            meter.end(call, picked, None, exc)
+            raise
+        meter.end(call, picked, result, None)
+        return result
+
+    async def forward(
+        self,
+        server: str,
+        method: str,
+        params: JSONDict,
+        *,
+        session_key: str | None = None,
+        on_message: MessageHandler | None = None,
+    ) -> JSONDict:
+        """Send a read-only request (``resources/read``, ``prompts/get`` …) to a server."""
+        return await self.router.send(
+            server, method, params, retry_safe=True, session_key=session_key, on_message=on_message
+        )
+
+    # ---- status ----------------------------------------------------------------------------
+    def status(self) -> JSONDict:
+        """What ``GET /status`` answers: every replica's state, and the name conflicts."""
+        upstreams = [
+            {
+                "name": r.name,
+                "url": r.config.target,
+                "replica": r.index,
+                "transport": r.config.transport,
+                "state": r.state,
+                "latency_ms": None if r.latency_ms is None else round(r.latency_ms, 3),
+                "in_flight": r.in_flight,
+                "last_error": r.last_error,
+                "tools": r.tools,
+            }
+            for r in self.router.all()
+        ]
+        return {"upstreams": upstreams, "conflicts": [c.to_json() for c in self.index.conflicts]}

@@ -1,0 +1,257 @@
+"""The Tool Index: every upstream's tools, resources and prompts under stable names.
+
+- A tool keeps its upstream name, or ``<prefix>__<name>`` when its server has a ``prefix``;
+  its metadata (title, description, schemas, annotations, ``_meta``) is passed on unchanged.
+- Adding a server never renames a tool: when two servers offer one name, the server listed
+  first in the configuration keeps it, the other's tool is left out, and the conflict is
+  reported (log at start, ``GET /status``) until a ``prefix`` resolves it.
+- Tools whose ``_meta`` says ``register: false`` (drafts) stay out unless the server's entry
+  says ``include_drafts: true``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airgateway.config import PREFIX_SEPARATOR, ServerConfig
+
+__all__ = ["Conflict", "IndexedTool", "Listing", "ToolIndex", "is_draft"]
+
+logger = logging.getLogger(__name__)
+
+_JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listing:
+    """What one server lists (as its upstream gave it)."""
+
+    tools: tuple[_JSON, ...] = ()
+    resources: tuple[_JSON, ...] = ()
+    templates: tuple[_JSON, ...] = ()
+    prompts: tuple[_JSON, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexedTool:
+    """One exposed tool: where it goes and whether a retry on another replica is safe."""
+
+    name: str
+    server: str
+    upstream_name: str
+    definition: _JSON
+    retry_safe: bool
+    annotations: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conflict:
+    """A name two servers offer: ``kept`` by the first listed, ``dropped`` from the other."""
+
+    kind: str
+    name: str
+    kept: str
+    dropped: str
+
+    def to_json(self) -> _JSON:
+        """The status page's form."""
+        return {"kind": self.kind, "name": self.name, "kept": self.kept, "dropped": self.dropped}
+
+
+def is_draft(tool: Mapping[str, Any]) -> bool:
+    """Whether a tool's ``_meta`` says ``register: false`` (a draft, kept off registries)."""
+    meta = tool.get("_meta")
+    if not isinstance(meta, Mapping):
+        return False
+    return any(
+        value is False and (key == "register" or str(key).endswith("/register"))
+        for key, value in meta.items()
+    )
+
+
+def _retry_safe(tool: Mapping[str, Any]) -> bool:
+    ann = tool.get("annotations")
+    return isinstance(ann, Mapping) and (
+        ann.get("readOnlyHint") is True or ann.get("idempotentHint") is True
+    )
+
+
+@dataclass(slots=True)
+class _View:
+    tools: dict[str, IndexedTool] = field(default_factory=dict)
+    tool_list: list[_JSON] = field(default_factory=list)
+    resources: dict[str, str] = field(default_factory=dict)
+    resource_list: list[_JSON] = field(default_factory=list)
+    templates: list[tuple[str, str]] = field(default_factory=list)
+    template_list: list[_JSON] = field(default_factory=list)
+    prompts: dict[str, tuple[str, str]] = field(default_factory=dict)
+    prompt_list: list[_JSON] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+
+
+class ToolIndex:
+    """The aggregated listing of every server, rebuilt whenever a server's listing changes.
+
+    Args:
+        servers: the configuration entries in file order (replicas repeat a name).
+    """
+
+    def __init__(self, servers: Sequence[ServerConfig]) -> None:
+        self._order: list[ServerConfig] = []
+        for server in servers:
+            if all(s.name != server.name for s in self._order):
+                self._order.append(server)
+        self._listings: dict[str, Listing] = {}
+        self._view = _View()
+        self.version = 0
+
+    @property
+    def conflicts(self) -> list[Conflict]:
+        """The names left out because an earlier server offers them."""
+        return list(self._view.conflicts)
+
+    def update(self, server: str, listing: Listing) -> bool:
+        """Take a server's new listing; return True when what clients see changed."""
+        if self._listings.get(server) == listing:
+            return False
+        self._listings[server] = listing
+        before = (
+            self._view.tool_list,
+            self._view.resource_list,
+            self._view.prompt_list,
+            self._view.template_list,
+        )
+        self._view = self._build()
+        after = (
+            self._view.tool_list,
+            self._view.resource_list,
+            self._view.prompt_list,
+            self._view.template_list,
+        )
+        if before == after:
+            return False
+        self.version += 1
+        return True
+
+    def _build(self) -> _View:
+        view = _View()
+        tool_owner: dict[str, str] = {}
+        prompt_owner: dict[str, str] = {}
+        for server in self._order:
+            listing = self._listings.get(server.name)
+            if listing is None:
+                continue
+            for tool in listing.tools:
+                upstream = tool.get("name")
+                if not isinstance(upstream, str) or (is_draft(tool) and not server.include_drafts):
+                    continue
+                name = _exposed(server, upstream)
+                if name in tool_owner:
+                    view.conflicts.append(_conflict("tool", name, tool_owner[name], server.name))
+                    continue
+                tool_owner[name] = server.name
+                shown = tool if name == upstream else {**tool, "name": name}
+                ann = tool.get("annotations")
+                view.tools[name] = IndexedTool(
+                    name=name,
+                    server=server.name,
+                    upstream_name=upstream,
+                    definition=shown,
+                    retry_safe=_retry_safe(tool),
+                    annotations=ann if isinstance(ann, Mapping) else None,
+                )
+                view.tool_list.append(shown)
+            for resource in listing.resources:
+                uri = resource.get("uri")
+                if not isinstance(uri, str):
+                    continue
+                if uri in view.resources:
+                    view.conflicts.append(
+                        _conflict("resource", uri, view.resources[uri], server.name)
+                    )
+                    continue
+                view.resources[uri] = server.name
+                view.resource_list.append(resource)
+            for template in listing.templates:
+                pattern = template.get("uriTemplate")
+                if isinstance(pattern, str):
+                    view.templates.append((pattern.split("{", 1)[0], server.name))
+                    view.template_list.append(template)
+            for prompt in listing.prompts:
+                upstream = prompt.get("name")
+                if not isinstance(upstream, str):
+                    continue
+                name = _exposed(server, upstream)
+                if name in prompt_owner:
+                    view.conflicts.append(
+                        _conflict("prompt", name, prompt_owner[name], server.name)
+                    )
+                    continue
+                prompt_owner[name] = server.name
+                view.prompts[name] = (server.name, upstream)
+                view.prompt_list.append(prompt if name == upstream else {**prompt, "name": name})
+        for conflict in view.conflicts:
+            if conflict not in self._view.conflicts:
+                logger.warning(
+                    "%s %r is offered by %s and %s: %s keeps it (add a prefix: to %s)",
+                    conflict.kind,
+                    conflict.name,
+                    conflict.kept,
+                    conflict.dropped,
+                    conflict.kept,
+                    conflict.dropped,
+                )
+        return view
+
+    # ---- lookups -----------------------------------------------------------------------
+    def tool(self, name: str) -> IndexedTool | None:
+        """The exposed tool of that name."""
+        return self._view.tools.get(name)
+
+    def tools(self) -> list[_JSON]:
+        """Every exposed tool's definition, in server order."""
+        return self._view.tool_list
+
+    def resources(self) -> list[_JSON]:
+        """Every resource (first server wins a URI)."""
+        return self._view.resource_list
+
+    def templates(self) -> list[_JSON]:
+        """Every resource template."""
+        return self._view.template_list
+
+    def prompts(self) -> list[_JSON]:
+        """Every exposed prompt."""
+        return self._view.prompt_list
+
+    def prompt(self, name: str) -> tuple[str, str] | None:
+        """``(server, upstream name)`` of an exposed prompt."""
+        return self._view.prompts.get(name)
+
+    def resource_server(self, uri: str) -> str | None:
+        """The server to read ``uri`` from: a listed resource, else the longest matching
+        template prefix."""
+        server = self._view.resources.get(uri)
+        if server is not None:
+            return server
+        best: tuple[int, str] | None = None
+        for prefix, owner in self._view.templates:
+            if uri.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), owner)
+        return None if best is None else best[1]
+
+    def tool_count(self, server: str) -> int:
+        """How many tools a server lists (drafts included)."""
+        listing = self._listings.get(server)
+        return 0 if listing is None else len(listing.tools)
+
+
+def _conflict(kind: str, name: str, kept: str, dropped: str) -> Conflict:
+    return Conflict(kind=kind, name=name, kept=kept, dropped=dropped)
+
+
+def _exposed(server: ServerConfig, name: str) -> str:
+    return f"{server.prefix}{PREFIX_SEPARATOR}{name}" if server.prefix else name

@@ -1,0 +1,90 @@
+"""One replica of an upstream server: its connection and its health as the router sees it."""
+
+from __future__ import annotations
+
+import time
+
+from airgateway.config import ServerConfig
+from airgateway.types import UpstreamClient
+
+__all__ = ["DOWN", "HEALTHY", "LATENCY_WEIGHT", "STARTING", "Replica"]
+
+STARTING = "starting"
+HEALTHY = "healthy"
+DOWN = "down"
+LATENCY_WEIGHT = 0.2
+"""Weight of the newest call in the moving average of latency (p2c_latency)."""
+
+
+class Replica:
+    """A replica's connection and counters (in flight, latency, consecutive results).
+
+    Args:
+        config: its configuration entry.
+        index: its position among the replicas of its server (0-based).
+        client: its upstream connection.
+    """
+
+    __slots__ = (
+        "client",
+        "config",
+        "failures",
+        "in_flight",
+        "index",
+        "label",
+        "last_error",
+        "latency_ms",
+        "state",
+        "successes",
+        "tools",
+    )
+
+    def __init__(self, config: ServerConfig, index: int, client: UpstreamClient) -> None:
+        self.config = config
+        self.index = index
+        self.label = f"{config.name}#{index}"
+        self.client = client
+        self.state = STARTING
+        self.in_flight = 0
+        self.latency_ms: float | None = None
+        self.failures = 0
+        self.successes = 0
+        self.last_error: str | None = None
+        self.tools = 0
+
+    @property
+    def name(self) -> str:
+        """The server's name (shared by its replicas)."""
+        return self.config.name
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the balancer may pick it."""
+        return self.state == HEALTHY
+
+    def observe(self, started: float) -> None:
+        """Fold one call's latency (``started`` from ``time.perf_counter``) into the average."""
+        ms = (time.perf_counter() - started) * 1000.0
+        old = self.latency_ms
+        self.latency_ms = ms if old is None else old + LATENCY_WEIGHT * (ms - old)
+
+    def succeeded(self, healthy_after: int) -> bool:
+        """Count a success; return True when it brings the replica back into the pool."""
+        self.failures = 0
+        if self.state == HEALTHY:
+            return False
+        self.successes += 1
+        if self.successes >= healthy_after:
+            self.state, self.successes, self.last_error = HEALTHY, 0, None
+            return True
+        return False
+
+    def failed(self, error: str, unhealthy_after: int) -> bool:
+        """Count a failure; return True when it takes the replica out of the pool."""
+        self.successes = 0
+        self.failures += 1
+        self.last_error = error
+        if self.state != DOWN and (self.failures >= unhealthy_after or self.state == STARTING):
+            self.state = DOWN
+            return True
+        return False

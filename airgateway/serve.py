@@ -1,0 +1,163 @@
+"""Serving the gateway: a small ASGI app (``/mcp``, ``/status``) on uvicorn, stopped cleanly.
+
+SIGTERM and SIGINT (Ctrl+C) stop accepting, let calls in flight finish (5 s at most), then
+stop the gateway: health checks end, stdio children are stopped, metering is flushed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from airgateway._wire import Receive, Send, reply, reply_json
+from airgateway.endpoint import DEFAULT_MAX_BODY, GatewayEndpoint
+from airgateway.gateway import Gateway
+from airhttp.guards import is_loopback
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_gateway_app", "serve_gateway"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 4000
+GRACE_S = 5
+
+
+def build_gateway_app(
+    gateway: Gateway,
+    *,
+    path: str = "/mcp",
+    allowed_origins: Sequence[str] = (),
+    check_host: bool = True,
+    allowed_hosts: Sequence[str] = (),
+    max_body: int = DEFAULT_MAX_BODY,
+) -> Callable[[dict[str, Any], Receive, Send], Any]:
+    """The ASGI app: ``path`` (MCP) and ``GET /status`` (the upstreams, JSON), both behind the
+    same Host/Origin/token guards.
+
+    Args:
+        gateway: the gateway (started before requests arrive).
+        path: the MCP endpoint path.
+        allowed_origins: extra ``Origin`` values accepted besides localhost.
+        check_host: refuse non-loopback ``Host`` names (DNS-rebinding protection).
+        allowed_hosts: extra ``Host`` names accepted.
+        max_body: the request body limit in bytes.
+
+    Returns:
+        The ASGI callable.
+    """
+    endpoint = GatewayEndpoint(gateway, allowed_origins=allowed_origins, check_host=check_host,
+                               allowed_hosts=allowed_hosts, max_body=max_body)  # fmt: skip
+
+    async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        where = scope["path"]
+        if where == path:
+            await endpoint(scope, receive, send)
+        elif where == "/status":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                       for k, v in scope["headers"]}  # fmt: skip
+            ok, _client = await endpoint.admit(headers, send)
+            if not ok:
+                return
+            if scope["method"] not in ("GET", "HEAD"):
+                await reply(send, 405, None, [(b"allow", b"GET")])
+                return
+            await reply_json(send, gateway.status(), 200)
+        else:
+            await reply(send, 404)
+
+    return app
+
+
+async def serve_gateway(
+    gateway: Gateway,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    path: str = "/mcp",
+    allowed_origins: Sequence[str] = (),
+    allowed_hosts: Sequence[str] = (),
+    max_body: int = DEFAULT_MAX_BODY,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Start the gateway and serve it until SIGTERM/SIGINT (or cancellation), then stop it.
+
+    Args:
+        gateway: the gateway; started here, stopped on the way out.
+        host: the bind address (127.0.0.1 by default).
+        port: the port; 0 picks a free one.
+        path: the MCP endpoint path.
+        allowed_origins: extra ``Origin`` values accepted besides localhost.
+        allowed_hosts: extra ``Host`` names accepted.
+        max_body: the request body limit in bytes.
+        ready: called with the endpoint URL once listening (default: print it to stderr).
+
+    Raises:
+        OSError: the address cannot be bound (the gateway is stopped again).
+    """
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        def __init__(self, config: uvicorn.Config) -> None:
+            super().__init__(config)
+            self.ready = asyncio.Event()
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            self.ready.set()
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:  # we own SIGTERM/SIGINT
+            yield
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    try:
+        await gateway.start()
+        loopback = is_loopback(host)
+        app = build_gateway_app(gateway, path=path, allowed_origins=allowed_origins,
+                                check_host=loopback or bool(allowed_hosts),
+                                allowed_hosts=allowed_hosts, max_body=max_body)  # fmt: skip
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
+                                timeout_graceful_shutdown=GRACE_S)  # fmt: skip
+        server = _Server(config)
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+
+        def _exit() -> None:
+            server.should_exit = True
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, _exit)
+                installed.append(sig)
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{sock.getsockname()[1]}{path}"
+        try:
+            serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+            ready_wait = asyncio.ensure_future(server.ready.wait())
+            await asyncio.wait({serving, ready_wait}, return_when=asyncio.FIRST_COMPLETED)
+            ready_wait.cancel()
+            if server.started:
+                if ready is not None:
+                    ready(url)
+                else:
+                    print(f"air: gateway serving MCP on {url}", file=sys.stderr, flush=True)
+            await serving
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+    finally:
+        sock.close()
+        await gateway.stop()

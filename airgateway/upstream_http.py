@@ -1,0 +1,257 @@
+"""A Streamable HTTP upstream (either era) over one pooled aiohttp session per replica.
+
+Keep-alive connections are reused across calls; the handshake runs once per replica (and
+again when a legacy session expires). Answers may be JSON or an SSE stream: messages before
+the answer (progress, logs, server→client requests) go to the call's ``on_message``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from aircore.protocol.modern import NAME_BEARING
+from airgateway import eras
+from airgateway._sse import events
+from airgateway.errors import (
+    GatewayError,
+    UpstreamError,
+    UpstreamTimeoutError,
+    UpstreamUnavailableError,
+)
+from airgateway.types import JSONDict, MessageHandler
+
+if TYPE_CHECKING:
+    import aiohttp
+
+__all__ = ["DEFAULT_POOL_SIZE", "HttpUpstream", "encode_header"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_POOL_SIZE = 128
+"""Keep-alive connections per replica at most."""
+KEEPALIVE_S = 60.0
+_SESSION = "mcp-session-id"
+_JSON_CT = "application/json"
+_ACCEPT = "application/json, text/event-stream"
+
+
+def encode_header(value: str) -> str:
+    """A header-safe form of ``value``: itself when printable ASCII, else ``=?base64?…?=``."""
+    if value.isascii() and value.isprintable() and value == value.strip():
+        return value
+    return f"=?base64?{base64.b64encode(value.encode()).decode()}?="
+
+
+class HttpUpstream:
+    """One replica reached over Streamable HTTP (see the module docstring).
+
+    Args:
+        label: the replica's label.
+        url: the MCP endpoint.
+        headers: extra headers on every request (secrets already resolved).
+        pool_size: keep-alive connections at most.
+        handshake_timeout: seconds for the handshake.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        handshake_timeout: float = 10.0,
+    ) -> None:
+        self.label = label
+        self.url = url
+        self.era: str | None = None
+        self._headers = {"content-type": _JSON_CT, "accept": _ACCEPT, **(headers or {})}
+        self._pool_size = pool_size
+        self._timeout = handshake_timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._sid: str | None = None
+        self._version: str | None = None
+        self._ids = itertools.count(1)
+        self._lock = asyncio.Lock()
+        self._aiohttp: Any = None
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def connect(self) -> None:
+        """Open the pool and run the handshake (again, if the replica came back)."""
+        import aiohttp  # heavy: only when a gateway starts
+
+        self._aiohttp = aiohttp
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self._pool_size, keepalive_timeout=KEEPALIVE_S, force_close=False
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector, auto_decompress=False, skip_auto_headers=("User-Agent",)
+            )
+        async with self._lock:
+            self._sid = None
+            self._version = None
+            self.era = None
+            self.era = await eras.handshake(self._handshake_send, self.notify)
+            if self.era == eras.LEGACY:
+                self._version = self._version or eras.initialize_params()["protocolVersion"]
+
+    async def _handshake_send(self, method: str, params: JSONDict) -> JSONDict:
+        return await self._exchange(method, params, self._timeout, None)
+
+    def _request_headers(self, method: str, params: JSONDict) -> dict[str, str]:
+        headers = dict(self._headers)
+        if self.era == eras.MODERN or method == "server/discover":
+            headers["mcp-protocol-version"] = eras.MODERN_VERSION
+            headers["mcp-method"] = method
+            key = NAME_BEARING.get(method)
+            value = params.get(key) if key is not None else None
+            if isinstance(value, str):
+                headers["mcp-name"] = encode_header(value)
+        else:
+            if self._sid is not None:
+                headers[_SESSION] = self._sid
+            if self._version is not None:
+                headers["mcp-protocol-version"] = self._version
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        params: JSONDict,
+        *,
+        timeout: float,
+        on_message: MessageHandler | None = None,
+    ) -> JSONDict:
+        """Send one request (see ``UpstreamClient.request``)."""
+        if self.era is None:
+            raise UpstreamUnavailableError(f"{self.label} is not connected", replica=self.label)
+        params = eras.for_era(params, self.era)
+        try:
+            return await self._exchange(method, params, timeout, on_message)
+        except _SessionExpiredError:
+            await self.connect()  # a legacy session the upstream forgot: open a new one
+            return await self._exchange(method, params, timeout, on_message)
+
+    async def _exchange(
+        self, method: str, params: JSONDict, timeout: float, on_message: MessageHandler | None
+    ) -> JSONDict:
+        session = self._session
+        if session is None:
+            raise UpstreamUnavailableError(f"{self.label} is closed", replica=self.label)
+        msg_id = next(self._ids)
+        body = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        headers = self._request_headers(method, params)
+        aiohttp = self._aiohttp
+        try:
+            async with asyncio.timeout(timeout):
+                async with session.post(self.url, data=body, headers=headers) as resp:
+                    if method == "initialize" and _SESSION in resp.headers:
+                        self._sid = resp.headers[_SESSION]
+                    if resp.content_type == "text/event-stream":
+                        return await self._read_stream(resp, msg_id, on_message)
+                    return self._answer(resp.status, await resp.read())
+        except TimeoutError:
+            if self.era == eras.LEGACY:
+                await self.notify(
+                    "notifications/cancelled", {"requestId": msg_id, "reason": "timeout"}
+                )
+            raise UpstreamTimeoutError(
+                f"{self.label} did not answer {method} within {timeout:g} s", replica=self.label
+            ) from None
+        except asyncio.CancelledError:
+            if self.era == eras.LEGACY:  # 2026-07-28: closing the POST is the cancellation
+                await asyncio.shield(self.notify("notifications/cancelled", {"requestId": msg_id}))
+            raise
+        except aiohttp.ClientConnectorError as exc:
+            raise UpstreamUnavailableError(f"{self.label}: cannot connect: {exc}",
+                                           replica=self.label, sent=False) from exc  # fmt: skip
+        except (aiohttp.ClientError, ValueError) as exc:
+            raise UpstreamUnavailableError(f"{self.label}: {type(exc).__name__}: {exc}",
+                                           replica=self.label) from exc  # fmt: skip
+
+    def _answer(self, status: int, body: bytes) -> JSONDict:
+        try:
+            message = orjson.loads(body) if body else None
+        except orjson.JSONDecodeError:
+            message = None
+        if status == 404 and self.era == eras.LEGACY and self._sid is not None:
+            raise _SessionExpiredError(self.label)
+        if isinstance(message, dict) and isinstance(message.get("error"), dict):
+            raise UpstreamError(message["error"])
+        if status >= 300 or not isinstance(message, dict):
+            raise UpstreamUnavailableError(
+                f"{self.label} answered HTTP {status}", replica=self.label
+            )
+        result = message.get("result")
+        return result if isinstance(result, dict) else {}
+
+    async def _read_stream(
+        self, resp: aiohttp.ClientResponse, msg_id: int, on_message: MessageHandler | None
+    ) -> JSONDict:
+        async for _name, data in events(resp.content.__aiter__()):
+            try:
+                message = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(message, dict):
+                continue
+            if "method" not in message:
+                if message.get("id") == msg_id:
+                    return self._answer(200, data.encode())
+                continue
+            if on_message is None:
+                continue
+            if "id" in message:
+                answer = await on_message(message)
+                if answer is not None:
+                    reply = {"jsonrpc": "2.0", "id": message["id"], **answer}
+                    task = asyncio.ensure_future(self._send_raw(reply))
+                    self._background.add(task)
+                    task.add_done_callback(self._background.discard)
+            else:
+                await on_message(message)
+        raise UpstreamUnavailableError(
+            f"{self.label} closed the stream before answering", replica=self.label
+        )
+
+    async def _send_raw(self, message: JSONDict) -> None:
+        session = self._session
+        if session is None:
+            return
+        headers = self._request_headers("", {})
+        try:
+            async with session.post(self.url, data=orjson.dumps(message), headers=headers) as r:
+                await r.read()
+        except Exception as exc:  # best effort: the call fails on its own if this mattered
+            logger.debug("%s: could not send %s: %s", self.label, message.get("method"), exc)
+
+    async def notify(self, method: str, params: JSONDict) -> None:
+        """Send one notification (best effort)."""
+        await self._send_raw({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def close(self) -> None:
+        """End the legacy session (DELETE) and close the pool. Idempotent."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        if self._sid is not None:
+            try:
+                async with asyncio.timeout(2):
+                    async with session.delete(self.url, headers={_SESSION: self._sid}) as r:
+                        await r.read()
+            except Exception:
+                logger.debug("%s: DELETE of the session failed", self.label)
+        await session.close()
+
+
+class _SessionExpiredError(GatewayError):
+    def __init__(self, label: str) -> None:
+        super().__init__(f"{label}: the session expired")

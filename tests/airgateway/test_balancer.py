@@ -1,0 +1,71 @@
+"""The Load Balancer's strategies over real Replica objects."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from airgateway.balancer import Balancer
+from airgateway.config import ServerConfig
+from airgateway.replica import DOWN, HEALTHY, Replica
+from airgateway.upstream_http import HttpUpstream
+
+
+def _replicas(n: int) -> list[Replica]:
+    out = []
+    for i in range(n):
+        config = ServerConfig(name="s", transport="http", url=f"http://127.0.0.1:1/{i}")
+        replica = Replica(config, i, HttpUpstream(f"s#{i}", config.url or ""))
+        replica.state = HEALTHY
+        out.append(replica)
+    return out
+
+
+def test_round_robin_takes_turns() -> None:
+    replicas = _replicas(3)
+    balancer = Balancer("round_robin")
+    picks = [balancer.pick(replicas) for _ in range(6)]
+    assert Counter(r.label for r in picks if r) == {"s#0": 2, "s#1": 2, "s#2": 2}
+
+
+def test_least_outstanding_picks_the_idlest() -> None:
+    replicas = _replicas(3)
+    replicas[0].in_flight, replicas[1].in_flight, replicas[2].in_flight = 5, 1, 3
+    assert Balancer("least_outstanding").pick(replicas) is replicas[1]
+
+
+def test_p2c_latency_prefers_the_faster_of_two() -> None:
+    replicas = _replicas(2)
+    replicas[0].latency_ms, replicas[1].latency_ms = 50.0, 1.0
+    balancer = Balancer("p2c_latency", seed=1)
+    assert all(balancer.pick(replicas) is replicas[1] for _ in range(20))
+
+
+def test_session_hash_keeps_a_session_on_one_replica_and_moves_only_its_own() -> None:
+    replicas = _replicas(3)
+    balancer = Balancer("session_hash")
+    keys = [f"session-{i}" for i in range(60)]
+    first = {k: balancer.pick(replicas, session_key=k) for k in keys}
+    assert all(balancer.pick(replicas, session_key=k) is first[k] for k in keys)
+    gone = replicas[0]
+    gone.state = DOWN
+    for key in keys:
+        now = balancer.pick(replicas, session_key=key)
+        assert now is not gone
+        if first[key] is not gone:
+            assert now is first[key]
+
+
+def test_no_healthy_replica_gives_none_and_excluded_ones_are_skipped() -> None:
+    replicas = _replicas(2)
+    balancer = Balancer("round_robin")
+    assert balancer.pick(replicas, exclude=replicas[:1]) is replicas[1]
+    for r in replicas:
+        r.state = DOWN
+    assert balancer.pick(replicas) is None
+
+
+def test_an_unknown_strategy_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown strategy"):
+        Balancer("random")

@@ -1,0 +1,324 @@
+"""The gateway as a real process in front of two HTTP replicas, one stdio and one legacy SSE
+upstream, driven by the official client in both eras and by raw HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp.types as mt
+import pytest
+from mcp import Client
+
+from tests.airgateway.procs import (
+    UPSTREAM,
+    Proc,
+    air,
+    free_port,
+    http_replica,
+    sse_upstream,
+    started,
+)
+from tests.airgateway.rpc import modern_call
+
+pytestmark = pytest.mark.slow
+WAIT = 30.0
+
+
+class Rig:
+    """The running processes."""
+
+    def __init__(self, gateway: Proc, replicas: dict[str, Proc], ports: dict[str, int]) -> None:
+        self.gateway = gateway
+        self.replicas = replicas
+        self.ports = ports
+
+    @property
+    def url(self) -> str:
+        return self.gateway.url
+
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = httpx.get(self.url.replace("/mcp", "/status"), timeout=10).json()
+        return out
+
+    def wait_state(self, replica: int, state: str) -> None:
+        """Wait (bounded) until notes#replica reaches ``state`` in /status."""
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            ups = [u for u in self.status()["upstreams"] if u["name"] == "notes"]
+            if ups[replica]["state"] == state:
+                return
+            time.sleep(0.1)  # polling the gateway's own status: nothing to wait on
+        raise AssertionError(f"notes#{replica} never became {state}: {self.status()}")
+
+
+def _config(path: Path, a: int, b: int, sse_url: str) -> Path:
+    path.write_text(
+        f"""
+servers:
+  - name: notes
+    url: http://127.0.0.1:{a}/mcp
+    timeout_s: 10
+  - name: notes
+    url: http://127.0.0.1:{b}/mcp
+    timeout_s: 10
+  - name: files
+    command: [{json.dumps(sys.executable)}, "-m", "aircli", "serve", {json.dumps(UPSTREAM)}]
+    prefix: files
+    env: {{REPLICA: stdio}}
+  - name: legacy
+    url: {sse_url}
+    transport: sse
+health:
+  interval_s: 0.5
+  timeout_s: 5
+  unhealthy_after: 2
+  healthy_after: 1
+balancer:
+  strategy: round_robin
+  retries: 1
+"""
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    tmp = tmp_path_factory.mktemp("gw")
+    ports = {"a": free_port(), "b": free_port()}
+    with (
+        started(http_replica("a", ports["a"]), env={"REPLICA": "a"}) as a,
+        started(http_replica("b", ports["b"]), env={"REPLICA": "b"}) as b,
+        sse_upstream() as sse,
+    ):
+        config = _config(tmp / "gateway.yml", ports["a"], ports["b"], sse.url)
+        with started(air("gateway", "--config", str(config), "--port", "0")) as gateway:
+            rig = Rig(gateway, {"a": a, "b": b}, ports)
+            yield rig
+            for replica in rig.replicas.values():  # restarted ones too
+                replica.kill()
+
+
+async def _accept(_ctx: Any, _params: Any) -> mt.ElicitResult:
+    return mt.ElicitResult(action="accept", content={"name": "Ann"})
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_official_client_uses_every_upstream_through_the_gateway(
+    rig: Rig, mode: str
+) -> None:
+    async with Client(rig.url, mode=mode, elicitation_callback=_accept) as client:
+        assert (client.session.discover_result is not None) is (mode == "auto")
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert {"whoami", "echo", "files__echo", "files__whoami", "shout"} <= set(tools)
+        assert "draft" not in tools
+        assert "files__draft" not in tools
+        assert tools["echo"].title == "Echo"
+        assert tools["echo"].annotations is not None
+        assert tools["echo"].annotations.read_only_hint is True
+        assert (await client.call_tool("echo", {"text": "hi"})).content[0].text in ("a:hi", "b:hi")
+        assert (await client.call_tool("files__echo", {"text": "x"})).content[0].text == "stdio:x"
+        assert (await client.call_tool("shout", {"text": "x"})).content[0].text == "X"
+        failed = await client.call_tool("fail", {})
+        assert failed.is_error is True
+        asked = await client.call_tool("ask", {})
+        assert asked.content[0].text == "accept:Ann"
+        contents = (await client.read_resource("notes://readme")).contents
+        assert contents[0].text.startswith("readme from ")  # type: ignore[union-attr]
+        prompt = await client.get_prompt("greet", {"name": "Bo"})
+        assert "Hello Bo" in str(prompt.messages[0].content)
+
+
+async def test_calls_spread_over_both_replicas(rig: Rig) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        seen = {
+            (await modern_call(http, rig.url, "whoami"))["result"]["content"][0]["text"]
+            for _ in range(8)
+        }
+    assert seen == {"a", "b"}
+
+
+async def test_progress_and_logs_reach_the_caller(rig: Rig) -> None:
+    progress: list[float] = []
+    logs: list[Any] = []
+
+    async def on_progress(done: float, _total: float | None, _msg: str | None) -> None:
+        progress.append(done)
+
+    async def on_log(params: Any) -> None:
+        logs.append(params.data)
+
+    for mode in ("auto", "legacy"):
+        progress.clear()
+        logs.clear()
+        async with Client(rig.url, mode=mode, logging_callback=on_log, log_level="info") as c:
+            result = await c.call_tool("progress", {}, progress_callback=on_progress)
+        assert result.content[0].text == "done"
+        assert progress == [1, 2, 3], mode
+        assert logs == ["progress done"], mode
+
+
+async def test_unknown_tools_and_denied_inputs_get_clean_errors(rig: Rig) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        missing = await modern_call(http, rig.url, "no_such_tool")
+        assert missing["error"]["code"] == -32602
+        resp = await http.post(
+            rig.url,
+            content=b"{not json",
+            headers={"content-type": "application/json", "accept": "application/json"},
+        )
+        assert resp.status_code == 400
+        assert resp.json()["error"]["code"] == -32700
+        resp = await http.post(rig.url, json={}, headers={"origin": "http://evil.example"})
+        assert resp.status_code == 403
+        resp = await http.post(
+            rig.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"accept": "application/json"},
+        )
+        assert resp.status_code == 400  # a legacy request without a session
+
+
+def test_status_and_air_status_show_upstreams_and_the_name_conflict(rig: Rig) -> None:
+    status = rig.status()
+    names = [(u["name"], u["replica"], u["transport"]) for u in status["upstreams"]]
+    assert names == [
+        ("notes", 0, "http"),
+        ("notes", 1, "http"),
+        ("files", 0, "stdio"),
+        ("legacy", 0, "sse"),
+    ]
+    for up in status["upstreams"]:
+        assert set(up) >= {"name", "url", "replica", "state", "latency_ms", "in_flight",
+                           "last_error", "tools"}  # fmt: skip
+    assert {"kind": "tool", "name": "echo", "kept": "notes", "dropped": "legacy"} in status[
+        "conflicts"
+    ]
+    out = subprocess.run(
+        air("status", "--url", rig.url, "--format", "json"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(out.stdout)["conflicts"] == status["conflicts"]
+    table = subprocess.run(air("status", "--url", rig.url), capture_output=True, text=True,
+                           timeout=60, check=True).stdout  # fmt: skip
+    assert "notes" in table
+    assert "conflict: tool 'echo' kept by notes" in table
+
+
+async def test_a_changed_tools_list_reaches_clients_of_both_eras(rig: Rig) -> None:
+    changed = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ServerNotification) and isinstance(
+            message, mt.ToolListChangedNotification
+        ):
+            changed.set()
+
+    async def on_any(message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed" or (
+            "ToolListChanged" in type(message).__name__
+        ):
+            changed.set()
+
+    async with (
+        Client(rig.url, mode="legacy", message_handler=on_any) as legacy_client,
+        Client(rig.url, mode="auto") as modern_client,
+        modern_client.listen(tools_list_changed=True) as sub,
+    ):
+        assert "files__grown" not in {t.name for t in (await legacy_client.list_tools()).tools}
+        await modern_client.call_tool("files__grow", {})
+
+        async def first_event() -> Any:
+            async for event in sub:
+                return event
+            return None
+
+        event = await asyncio.wait_for(first_event(), WAIT)
+        assert type(event).__name__ == "ToolsListChanged"
+        await asyncio.wait_for(changed.wait(), WAIT)
+        assert "files__grown" in {t.name for t in (await legacy_client.list_tools()).tools}
+
+
+async def test_sigkill_of_a_replica_under_traffic_then_it_rejoins(rig: Rig) -> None:
+    results: dict[str, list[dict[str, Any]]] = {"read": [], "write": []}
+    killed = asyncio.Event()
+    flowing = asyncio.Event()
+
+    async def worker(http: httpx.AsyncClient, kind: str) -> None:
+        tool = "slow_read" if kind == "read" else "slow_write"
+        for _ in range(12):
+            results[kind].append(await modern_call(http, rig.url, tool, {"seconds": 0.05}))
+            if len(results["read"]) >= 6:
+                flowing.set()
+
+    async def killer() -> None:
+        await flowing.wait()  # let traffic flow before the kill
+        rig.replicas["a"].kill()
+        killed.set()
+
+    async with httpx.AsyncClient(timeout=30) as http:
+        await asyncio.wait_for(
+            asyncio.gather(killer(), *(worker(http, k) for k in ("read", "write") * 4)), 120
+        )
+    assert killed.is_set()
+    reads, writes = results["read"], results["write"]
+    assert all("result" in r and r["result"].get("isError") is not True for r in reads), reads
+    for r in writes:  # a write either ran or failed cleanly with the upstream-unavailable code
+        assert ("result" in r) or r["error"]["code"] == -32003, r
+    rig.wait_state(0, "down")
+    restarted = started(http_replica("a", rig.ports["a"]), env={"REPLICA": "a2"})
+    rig.replicas["a"] = restarted.__enter__()
+    rig.wait_state(0, "healthy")
+    async with httpx.AsyncClient(timeout=10) as http:
+        seen = {
+            (await modern_call(http, rig.url, "whoami"))["result"]["content"][0]["text"]
+            for _ in range(8)
+        }
+    assert "a2" in seen
+
+
+def test_sigterm_stops_the_gateway_and_its_stdio_children(tmp_path: Path) -> None:
+    config = tmp_path / "gw.yml"
+    config.write_text(
+        "servers:\n  - name: files\n"
+        f"    command: [{json.dumps(sys.executable)}, '-m', 'aircli', 'serve', "
+        f"{json.dumps(UPSTREAM)}]\n"
+    )
+    with started(air("gateway", "--config", str(config), "--port", "0")) as gateway:
+        reply = httpx.post(
+            gateway.url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {
+                    "name": "pid",
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    },
+                },
+            },
+            headers={
+                "mcp-protocol-version": "2026-07-28",
+                "mcp-method": "tools/call",
+                "mcp-name": "pid",
+                "accept": "application/json",
+            },
+            timeout=10,
+        )
+        child = int(reply.json()["result"]["content"][0]["text"])
+        assert gateway.stop() == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)

@@ -1,0 +1,101 @@
+"""An aircore server the gateway tests put behind the gateway (as HTTP replicas or stdio).
+
+``REPLICA`` names the replica in answers; ``grow`` adds a tool at run time (a changed
+``tools/list``); ``draft`` is marked ``register: false``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from aircore import ToolContext, define_prompt, define_resource, define_server, define_tool
+
+REPLICA = os.environ.get("REPLICA", "solo")
+READ_ONLY = {"readOnlyHint": True}
+
+
+def whoami(_p: dict[str, Any]) -> str:
+    return REPLICA
+
+
+def pid(_p: dict[str, Any]) -> str:
+    return str(os.getpid())
+
+
+def echo(p: dict[str, Any]) -> str:
+    return f"{REPLICA}:{p['text']}"
+
+
+async def slow_read(p: dict[str, Any]) -> str:
+    await asyncio.sleep(float(p["seconds"]))
+    return REPLICA
+
+
+async def slow_write(p: dict[str, Any]) -> str:
+    await asyncio.sleep(float(p["seconds"]))
+    return REPLICA
+
+
+def fail(_p: dict[str, Any]) -> str:
+    raise RuntimeError("this tool fails on purpose")
+
+
+async def progress(_p: dict[str, Any], ctx: ToolContext) -> str:
+    for done in (1, 2, 3):
+        await ctx.report_progress(done, 3)
+    await ctx.log("info", "progress done")
+    return "done"
+
+
+async def ask(_p: dict[str, Any], ctx: ToolContext) -> str:
+    answer = await ctx.elicit("Your name?", {"name": {"type": "string", "required": True}})
+    return f"{answer.action}:{(answer.content or {}).get('name')}"
+
+
+def grow(_p: dict[str, Any]) -> str:
+    if "grown" not in server.tools:
+        server.add_tool(define_tool("grown", handler=lambda _p: "new", description="added later"))
+    return "grown"
+
+
+def readme(_uri: str) -> str:
+    return f"readme from {REPLICA}"
+
+
+def greet(p: dict[str, Any]) -> str:
+    return f"Hello {p.get('name', 'you')}"
+
+
+server = define_server(
+    name="upstream",
+    tools=[
+        define_tool("whoami", handler=whoami, annotations=READ_ONLY, description="the replica"),
+        define_tool(
+            "echo",
+            handler=echo,
+            params={"text": "string"},
+            annotations=READ_ONLY,
+            title="Echo",
+            meta={"category_key": "test"},
+        ),
+        define_tool(
+            "slow_read", handler=slow_read, params={"seconds": "number"}, annotations=READ_ONLY
+        ),
+        define_tool(
+            "slow_write",
+            handler=slow_write,
+            params={"seconds": "number"},
+            annotations={"destructiveHint": True},
+        ),
+        define_tool("fail", handler=fail),
+        define_tool("pid", handler=pid, annotations=READ_ONLY),
+        define_tool("progress", handler=progress),
+        define_tool("ask", handler=ask),
+        define_tool("grow", handler=grow),
+        define_tool("draft", handler=whoami, meta={"register": False}),
+    ],
+    resources=[define_resource("notes://readme", handler=readme, name="readme")],
+    prompts=[define_prompt("greet", handler=greet, arguments={"name": "string?"})],
+)
