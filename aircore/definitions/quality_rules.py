@@ -197,7 +197,7 @@ def rule_when_not_to_use(file: str, data: Data, config: GateConfig) -> Iterable[
     if not isinstance(text, str) or not text.strip() or find_placeholder(text, config.placeholders):
         return
     name = data.get("name")
-    refs = tool_references(text) - {name}
+    refs = tool_references(text) - ({name} if isinstance(name, str) else set())
     if not refs and not is_explicit_none(text):
         yield _p(
             file,

@@ -301,3 +301,43 @@ def test_text_checks_never_fail_on_arbitrary_text(text: str) -> None:
     pairs = near_duplicate_pairs([text, text + "!", "다른 질문입니다"], ratio=0.9)
     if any(ch.isalnum() for ch in text):
         assert (0, 1) in {(i, j) for i, j, _ in pairs}
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _SAFE_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_SAFE_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+_FIELDS = sorted(set(exchange_inquiry()) | {"register", "enabled", "timeout_ms", "layer"})
+
+
+@settings(max_examples=150, deadline=None)
+@given(changes=st.dictionaries(st.sampled_from(_FIELDS), _JSON, max_size=4),
+       parts=st.dictionaries(st.sampled_from(["function", "when_to_use", "when_not_to_use",
+                                              "io_limits"]), _JSON, max_size=2))  # fmt: skip
+def test_any_value_in_any_field_is_a_problem_never_a_crash(
+    changes: dict[str, Any], parts: dict[str, Any]
+) -> None:
+    from aircore.definitions import DefinitionFile, check_file
+
+    data = exchange_inquiry()
+    data["description"].update(parts)
+    data.update(changes)
+    file = DefinitionFile(path=Path("smp/smp_exchange_inquiry.yml"), data=data, folder="smp")
+    problems = check_file(file, config=GateConfig())
+    assert all(isinstance(p, Problem) for p in problems)
+    if changes or parts:
+        return
+    assert problems == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(spec=_SAFE_TEXT)
+def test_any_field_spec_parses_or_is_a_value_error(spec: str) -> None:
+    from aircli._scaffold_inputs import parse_field
+
+    try:
+        field = parse_field(spec)
+    except ValueError:
+        return
+    assert field.schema()["description"] == field.description
