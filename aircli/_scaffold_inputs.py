@@ -31,7 +31,8 @@ __all__ = [
 ]
 
 FIELD_TYPES = ("string", "integer", "number", "boolean", "object")
-"""Types of ``--param``/``--output`` fields; ``TYPE[]`` is an array of them, ``TYPE?`` optional."""
+"""Types of ``--param``/``--output`` fields (see :func:`parse_field` for constraints, arrays and
+optional fields)."""
 
 _MOCK_VALUES: dict[str, Any] = {
     "string": "example",
@@ -52,18 +53,105 @@ class Field:
     description: str
     array: bool = False
     optional: bool = False
+    constraints: tuple[tuple[str, Any], ...] = ()
+    """JSON Schema keywords of the value (of each item, for an array): ranges, lengths, enum."""
 
     def schema(self) -> dict[str, Any]:
         """The field's JSON Schema."""
-        item: dict[str, Any] = {"type": self.type}
+        item: dict[str, Any] = {"type": self.type, **dict(self.constraints)}
         if self.array:
             return {"type": "array", "items": item, "description": self.description}
         return {**item, "description": self.description}
 
     def example(self) -> Any:
-        """A value of the field's type (for the mock response and the generated test)."""
-        value = _MOCK_VALUES[self.type]
+        """A value of the field's type and constraints (for the mock and the generated test)."""
+        rules = dict(self.constraints)
+        value: Any = _MOCK_VALUES[self.type]
+        if "enum" in rules:
+            value = rules["enum"][0]
+        elif self.type == "string":
+            value = value[: rules.get("maxLength", len(value))]
+            value += "x" * max(0, rules.get("minLength", 0) - len(value))
+        elif self.type in ("integer", "number"):
+            low, high = rules.get("minimum"), rules.get("maximum")
+            if low is not None and value < low:
+                value = low
+            if high is not None and value > high:
+                value = high
         return [value] if self.array else value
+
+
+_TYPE = re.compile(r"^(?P<base>[a-z]+)(?:\((?P<rule>[^()]*)\))?(?P<array>\[\])?(?P<optional>\?)?$")
+
+
+def _number(text: str, kind: str) -> int | float:
+    value: int | float = int(text) if kind == "integer" else float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text!r} is not a finite number")
+    return value
+
+
+def _constraints(kind: str, rule: str | None) -> tuple[tuple[str, Any], ...]:
+    """``lo..hi`` (a range: lengths for strings, values for numbers) or ``a|b|c`` (an enum)."""
+    if rule is None:
+        return ()
+    rule = rule.strip()
+    if kind in ("boolean", "object") or not rule:
+        raise ValueError(f"{kind} takes no constraint ({rule!r})")
+    if ".." in rule:
+        low_text, high_text = (part.strip() for part in rule.split("..", 1))
+        low: int | float | None
+        high: int | float | None
+        if kind == "string":
+            low = int(low_text) if low_text else None
+            high = int(high_text) if high_text else None
+            keys = ("minLength", "maxLength")
+            if (low is not None and low < 0) or (high is not None and high < 0):
+                raise ValueError("string lengths cannot be negative")
+        else:
+            low = _number(low_text, kind) if low_text else None
+            high = _number(high_text, kind) if high_text else None
+            keys = ("minimum", "maximum")
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"empty range {rule!r}")
+        return tuple((k, v) for k, v in zip(keys, (low, high), strict=True) if v is not None)
+    values = [v.strip() for v in rule.split("|")]
+    if not all(values):
+        raise ValueError(f"empty value in {rule!r}")
+    typed = values if kind == "string" else [_number(v, kind) for v in values]
+    return (("enum", typed),)
+
+
+def parse_field(spec: str) -> Field:
+    """Parse ``NAME:TYPE:DESCRIPTION``.
+
+    ``TYPE`` is one of :data:`FIELD_TYPES`, optionally followed by a constraint in parentheses —
+    ``lo..hi`` (lengths of a string, values of a number; either end may be left out) or
+    ``a|b|c`` (the allowed values) — then ``[]`` for an array of such values and ``?`` for an
+    optional field: ``unit:string(km|mi):the unit``, ``limit:integer(1..50)?:how many``. The
+    description may contain colons.
+
+    Raises:
+        ValueError: a malformed spec, an unknown type, a bad constraint or an invalid field name.
+    """
+    parts = spec.split(":", 2)
+    if len(parts) != 3 or not parts[2].strip():
+        raise ValueError(f"{spec!r}: expected NAME:TYPE:DESCRIPTION")
+    name, kind, description = (p.strip() for p in parts)
+    if not _FIELD_NAME.match(name):
+        raise ValueError(f"{spec!r}: field name {name!r} is not an identifier")
+    found = _TYPE.match(kind)
+    if found is None or found["base"] not in FIELD_TYPES:
+        raise ValueError(
+            f"{spec!r}: type must be one of {', '.join(FIELD_TYPES)} (TYPE(lo..hi), "
+            "TYPE(a|b), TYPE[], TYPE?)"
+        )
+    try:
+        constraints = _constraints(found["base"], found["rule"])
+    except ValueError as exc:
+        raise ValueError(f"{spec!r}: {exc}") from None
+    return Field(name, found["base"], description, array=bool(found["array"]),
+                 optional=bool(found["optional"]), constraints=constraints)  # fmt: skip
 
 
 def py_literal(value: Any) -> str:
@@ -76,28 +164,6 @@ def py_literal(value: Any) -> str:
         items = (f"{py_literal(k)}: {py_literal(v)}" for k, v in value.items())
         return "{" + ", ".join(items) + "}"
     return repr(value)
-
-
-def parse_field(spec: str) -> Field:
-    """Parse ``NAME:TYPE:DESCRIPTION`` (``TYPE`` one of :data:`FIELD_TYPES`, ``[]`` for an array,
-    ``?`` for optional; the description may contain colons).
-
-    Raises:
-        ValueError: a malformed spec, an unknown type or an invalid field name.
-    """
-    parts = spec.split(":", 2)
-    if len(parts) != 3 or not parts[2].strip():
-        raise ValueError(f"{spec!r}: expected NAME:TYPE:DESCRIPTION")
-    name, kind, description = (p.strip() for p in parts)
-    if not _FIELD_NAME.match(name):
-        raise ValueError(f"{spec!r}: field name {name!r} is not an identifier")
-    optional = kind.endswith("?")
-    kind = kind.removesuffix("?")
-    array = kind.endswith("[]")
-    kind = kind.removesuffix("[]")
-    if kind not in FIELD_TYPES:
-        raise ValueError(f"{spec!r}: type must be one of {', '.join(FIELD_TYPES)} (TYPE[], TYPE?)")
-    return Field(name, kind, description, array=array, optional=optional)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

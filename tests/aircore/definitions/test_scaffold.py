@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -34,7 +35,7 @@ FULL_KOREAN = [
     "--example", "지난주 금요일 엔화 매매기준율이 얼마였어?",
     "--example", "유로 송금 환율 좀 조회해 줘",
     "--tag", "환율", "--owner", "외환시스템팀", "--legacy-id", "IF-SMP-0012",
-    "--param", "currency:string:ISO 4217 통화 코드 (예: USD)",
+    "--param", "currency:string(3..3):ISO 4217 통화 코드 (예: USD)",
     "--param", "date:string?:기준일, YYYY-MM-DD",
     "--output", "rate:number:매매기준율",
     "--output", "currency:string:통화 코드",
@@ -74,6 +75,8 @@ def test_scaffold_with_every_input_passes_the_gate_at_once(tmp_path: Path) -> No
     assert definition["legacy_interface_id"] == "IF-SMP-0012"
     assert (definition["owner_org"], definition["register"]) == ("외환시스템팀", False)
     assert definition["parameters_schema"]["required"] == ["currency"]
+    currency = definition["parameters_schema"]["properties"]["currency"]
+    assert (currency["minLength"], currency["maxLength"]) == (3, 3)
     schema = json.loads((tmp_path / "schemas/smp_exchange_inquiry.output.json").read_text())
     assert schema["required"] == ["rate", "currency"]
     mock = json.loads((tmp_path / "mocks/smp_exchange_inquiry.json").read_text())
@@ -157,6 +160,33 @@ def test_field_specs_parse_arrays_optionals_and_colons() -> None:
     assert field == Field("at", "string", "시각 목록: HH:MM", array=True, optional=True)
     assert field.schema() == {"type": "array", "items": {"type": "string"},
                               "description": "시각 목록: HH:MM"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spec", "schema", "example"),
+    [
+        ("unit:string(km|mi):단위", {"type": "string", "enum": ["km", "mi"]}, "km"),
+        ("limit:integer(5..50)?:최대 건수", {"type": "integer", "minimum": 5, "maximum": 50}, 5),
+        ("rate:number(..0.5):비율", {"type": "number", "maximum": 0.5}, 0.5),
+        ("code:string(3..3):통화 코드", {"type": "string", "minLength": 3, "maxLength": 3}, "exa"),
+        ("pin:string(8..):PIN", {"type": "string", "minLength": 8}, "examplex"),
+    ],
+)
+def test_field_constraints_reach_the_schema_and_the_mock(
+    spec: str, schema: dict[str, Any], example: Any
+) -> None:
+    field = parse_field(spec)
+    assert field.schema() == {**schema, "description": field.description}
+    assert field.example() == example
+
+
+@pytest.mark.parametrize(
+    "spec", ["b:boolean(1..2):x", "n:integer(5..1):x", "n:integer(a|b):x", "s:string(-1..):x",
+             "n:number(nan..):x", "s:string(a||b):x"],
+)  # fmt: skip
+def test_bad_constraints_are_refused(spec: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(repr(spec))):
+        parse_field(spec)
 
 
 def test_bad_param_flag_is_a_usage_error(tmp_path: Path) -> None:
