@@ -8,7 +8,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from airstore.factory import DEFAULT_STORE_URL
+from aircli.locate import STORE_HELP, elsewhere_hint, store_location
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "open_dashboard", "register", "serve_dashboard"]
 
@@ -24,9 +24,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="serve the dashboard of recorded tool calls",
         description="Serve the dashboard over a store (read-only). Binds 127.0.0.1 by default.",
     )
-    parser.add_argument(
-        "--store", default=DEFAULT_STORE_URL, help=f"store URL (default: {DEFAULT_STORE_URL})"
-    )
+    parser.add_argument("--store", default=None, help=STORE_HELP)
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"address (default: {DEFAULT_HOST})")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT}; 0: any)"
@@ -103,8 +101,13 @@ def serve_dashboard(
 
 
 def _run(args: argparse.Namespace) -> int:
+    location = store_location("air dashboard", args.store, reading=True)
+    if not location.exists():
+        hint = elsewhere_hint(location)
+        if hint:
+            print(f"air dashboard: nothing recorded in {location.url}; {hint}", file=sys.stderr)
     return serve_dashboard(
-        args.store,
+        location.url,
         host=args.host,
         port=args.port,
         allow_remote=args.allow_remote,

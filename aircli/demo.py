@@ -1,10 +1,11 @@
 """``air demo``: run the metered demo server, drive it with sample traffic, show the dashboard.
 
-Starts ``examples/demo_server.py`` over stdio (``air serve``) with its store and meter pointed at
-``--store``, drives it with the official ``mcp`` client (a realistic mix over all seven layers,
-some errors, some slow calls), then serves the dashboard over the same store and keeps a gentle
-trickle of live traffic going until Ctrl+C. Stopping closes the client, which lets the server
-flush every recorded call before it exits.
+Starts the demo server that ships with air (``aircli/demo_server.py``) over stdio (``air serve``)
+with its store and meter pointed at ``--store`` (else the default location), drives it with the
+official ``mcp`` client (a realistic mix over all seven layers, some errors, some slow calls),
+then serves the dashboard over the same store and keeps a gentle trickle of live traffic going
+until Ctrl+C. Stopping closes the client, which lets the server flush every recorded call before
+it exits.
 """
 
 from __future__ import annotations
@@ -21,12 +22,17 @@ from typing import Any
 
 from aircli._traffic import Progress, drive, plan_calls
 from aircli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
-from airstore.factory import DEFAULT_STORE_URL
+from aircli.locate import STORE_HELP, store_location
+from aircli.settings import DEMO_LATENCY_ENV
+from airstore import StoreLocation, default_locations, parse_store_url
 
 __all__ = ["DEMO_SERVER", "register"]
 
-DEMO_SERVER = Path(__file__).resolve().parents[1] / "examples" / "demo_server.py"
-"""The server the demo runs (part of the source checkout)."""
+DEMO_SERVER = Path(__file__).resolve().with_name("demo_server.py")
+"""The server the demo runs (it ships in the package)."""
+
+SERVER_LOG = "demo-server.log"
+"""The demo server's stderr, kept beside the data directory."""
 
 DEFAULT_CALLS = 3000
 DEFAULT_CONCURRENCY = 32
@@ -44,9 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--calls", type=int, default=DEFAULT_CALLS, help=f"calls to make (default {DEFAULT_CALLS})"
     )
-    parser.add_argument(
-        "--store", default=DEFAULT_STORE_URL, help=f"store URL (default: {DEFAULT_STORE_URL})"
-    )
+    parser.add_argument("--store", default=None, help=STORE_HELP)
     parser.add_argument(
         "--no-dashboard", action="store_true", help="stop after the traffic; serve no dashboard"
     )
@@ -80,6 +84,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.calls < 0 or args.concurrency < 1 or args.live_rate < 0:
         _say("air demo: --calls must be >= 0, --concurrency >= 1, --live-rate >= 0")
         return 2
+    location = store_location("air demo", args.store, reading=False)
+    args.store = location.url
+    args.log_path = _log_path(location)
     try:
         return asyncio.run(_demo(args))
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl+C, or SIGTERM (see _demo)
@@ -87,10 +94,19 @@ def _run(args: argparse.Namespace) -> int:
         return 0
 
 
+def _log_path(location: StoreLocation) -> Path:
+    """Where the demo server's stderr goes: beside a file store's data directory, else beside
+    the per-user data directory (``~/.local/share/air``)."""
+    kind, where = parse_store_url(location.url)
+    data_dir = Path(where) if kind == "file" and where is not None else default_locations()[-1].path
+    assert data_dir is not None  # the per-user default is always a directory
+    return data_dir.absolute().parent / SERVER_LOG
+
+
 def _server_params(store_url: str) -> Any:
     from mcp.client.stdio import StdioServerParameters
 
-    env = {"AIR_STORE": store_url, "AIR_DEMO_LATENCY": "1", "PYTHONUNBUFFERED": "1"}
+    env = {DEMO_LATENCY_ENV: "1", "PYTHONUNBUFFERED": "1"}
     args = ["-m", "aircli", "serve", str(DEMO_SERVER), "--transport", "stdio"]
     args += ["--store", store_url]
     return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=os.getcwd())
@@ -103,8 +119,8 @@ async def _demo(args: argparse.Namespace) -> int:
     except ImportError:
         _say("air demo: needs the official MCP client: pip install 'mcp>=2.3' (or make install)")
         return 2
-    if not DEMO_SERVER.is_file():
-        _say(f"air demo: the demo server is missing ({DEMO_SERVER.name}); run it from a checkout")
+    if not DEMO_SERVER.is_file():  # a broken installation
+        _say(f"air demo: the demo server is missing ({DEMO_SERVER}); reinstall air-mcp")
         return 2
     # SIGTERM stops the demo like Ctrl+C: cancel, so the client closes and the server flushes.
     main_task = asyncio.current_task()
@@ -112,7 +128,7 @@ async def _demo(args: argparse.Namespace) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
     _say(f"air demo: starting {DEMO_SERVER.name} (metering to {args.store})")
-    log_path = Path(".air") / "demo-server.log"
+    log_path: Path = args.log_path
     log_path.parent.mkdir(parents=True, exist_ok=True)
     _say(f"air demo: the server's log goes to {log_path}")
     dashboards: list[Any] = []

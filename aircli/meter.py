@@ -10,13 +10,13 @@ import sys
 from datetime import datetime, timedelta
 from typing import Any
 
+from aircli.locate import STORE_HELP, elsewhere_hint, store_location
 from airmeter import Snapshot, snapshot
 from airmeter.errors import AirmeterError
 from airstore import AirstoreError, create_storage, parse_store_url
 
 __all__ = ["format_table", "parse_since", "register"]
 
-DEFAULT_STORE = "file://.air/data"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 
@@ -45,11 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("meter", help="metering reports")
     actions = parser.add_subparsers(dest="meter_command", metavar="ACTION", required=True)
     report = actions.add_parser("report", help="print calls, errors, latency, layers and tools")
-    report.add_argument(
-        "--store",
-        default=DEFAULT_STORE,
-        help=f"store URL, opened read-only (default: {DEFAULT_STORE})",
-    )
+    report.add_argument("--store", default=None, help=f"{STORE_HELP}; opened read-only")
     report.add_argument(
         "--since",
         type=parse_since,
@@ -65,6 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    chosen = store_location("air meter report", args.store, reading=True)
+    args.store = chosen.url
     try:
         kind, location = parse_store_url(args.store)
         if kind == "file" and location is not None and not os.path.isdir(location):
@@ -74,6 +72,9 @@ def _run(args: argparse.Namespace) -> int:
         text = asyncio.run(_report(args))
     except (AirstoreError, AirmeterError, OSError, _NotFoundError) as exc:
         print(f"air meter report: {exc}", file=sys.stderr)
+        hint = elsewhere_hint(chosen) if isinstance(exc, _NotFoundError) else None
+        if hint:
+            print(f"  hint: {hint}", file=sys.stderr)
         return 1
     try:
         print(text)

@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from aircli.locate import STORE_HELP
+from aircli.settings import HTTP_TOKEN_ENV, cli_settings
 from aircore.errors import AirError, DefinitionError
 from aircore.server import AirServer
 from aircore.transports import TRANSPORTS, get_transport
@@ -38,11 +40,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP bind address")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP port (0: any free)")
-    parser.add_argument("--store", default=None, help="store URL, e.g. memory:// or file://DIR")
+    parser.add_argument("--store", default=None, help=f"{STORE_HELP} (for a metered server)")
     parser.add_argument(
         "--token",
-        default=os.environ.get("AIR_HTTP_TOKEN"),
-        help="require this bearer token on HTTP (env AIR_HTTP_TOKEN)",
+        default=cli_settings().http_token,
+        help=f"require this bearer token on HTTP (env {HTTP_TOKEN_ENV})",
     )
     parser.add_argument(
         "--max-message",

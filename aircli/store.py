@@ -12,8 +12,8 @@ import asyncio
 import os
 import sys
 
+from aircli.locate import STORE_HELP, store_location
 from airstore import AirstoreError, FileStore, parse_store_url
-from airstore.factory import DEFAULT_STORE_URL
 
 __all__ = ["register"]
 
@@ -27,9 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("stats", _stats, "keys, log entries and bytes per namespace"),
     ):
         action = actions.add_parser(name, help=text)
-        action.add_argument(
-            "--store", default=DEFAULT_STORE_URL, help=f"store URL (default: {DEFAULT_STORE_URL})"
-        )
+        action.add_argument("--store", default=None, help=STORE_HELP)
         action.set_defaults(func=func)
 
 
@@ -46,8 +44,9 @@ def _file_dir(url: str) -> str | None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    url = store_location("air store check", args.store, reading=True).url
     try:
-        return asyncio.run(_run_check(args.store))
+        return asyncio.run(_run_check(url))
     except AirstoreError as exc:
         print(f"air store check: {exc}", file=sys.stderr)
         return 2
@@ -85,8 +84,9 @@ async def _run_check(url: str) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    url = store_location("air store stats", args.store, reading=True).url
     try:
-        return asyncio.run(_run_stats(args.store))
+        return asyncio.run(_run_stats(url))
     except AirstoreError as exc:
         print(f"air store stats: {exc}", file=sys.stderr)
         return 2

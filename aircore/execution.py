@@ -23,6 +23,7 @@ from aircore.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     AirError,
 )
+from aircore.failure_log import FAILURES
 from aircore.results import to_call_result
 
 __all__ = ["PROTOCOL_CODES", "error_result", "output_check", "run_call"]
@@ -108,5 +109,5 @@ async def run_call(
             raise
         return error_result(exc.code, exc.message)
     except Exception as exc:
-        logger.warning("tool %s failed: %s: %s", tool.name, type(exc).__name__, exc)
+        FAILURES.tool_failed(tool.name, ctx.request_id, exc)  # the traceback, for the author
         return error_result(INTERNAL_ERROR, str(exc) or type(exc).__name__)

@@ -32,7 +32,7 @@ from aircore.prompt import Prompt
 from aircore.registry import Registry
 from aircore.resource import Resource
 from aircore.tool import Tool
-from airstore import MemoryStore, Store, create_storage
+from airstore import MemoryStore, Store, StoreLocation, create_storage, resolve_store_location
 
 __all__ = ["AirServer", "define_server"]
 
@@ -118,6 +118,9 @@ class AirServer(Registry):
         self._storage = storage
         self._owns_store = isinstance(storage, str) or storage is None
         self.store: Store | None = storage if isinstance(storage, Store) else None
+        self.store_location: StoreLocation | None = None
+        """Where the store was opened (set at start when ``storage`` is a URL or the default)."""
+        self._announce = False
         self._chains: dict[str, Callable[[ToolContext], Any]] = {}
         self._started = False
         self._stopped = False
@@ -168,13 +171,7 @@ class AirServer(Registry):
         async with self._lock:
             if self._started:
                 return
-            if isinstance(self._storage, str):
-                self.store = await create_storage(self._storage)
-            elif self._storage is None:
-                self.store = MemoryStore()
-                await self.store.init()
-            else:
-                await self._storage.init()
+            self.store = await self._open_store()
             meter_started = False
             try:
                 for plugin in self.plugins:
@@ -192,6 +189,27 @@ class AirServer(Registry):
                 raise
             self._started = True
             self._stopped = False
+            location = self.store_location
+            if location is not None and location.source != "explicit":
+                logger.info("%s: metering to %s", self.name, location.describe())
+                if self._announce:  # run() by a script or `air serve`: tell the user where
+                    print(f"air: {self.name} metering to {location.describe()}", file=sys.stderr)
+
+    async def _open_store(self) -> Store:
+        """The store of this run: the URL given, the default location when the server meters
+        (:func:`airstore.resolve_store_location`), else an in-memory store."""
+        if isinstance(self._storage, Store):
+            await self._storage.init()
+            return self._storage
+        if self._storage is None and self.meter is None:
+            self.store_location = None
+            memory = MemoryStore()
+            await memory.init()
+            return memory
+        location = resolve_store_location(self._storage)
+        store = await create_storage(location.url)
+        self.store_location = location
+        return store
 
     async def _abort_start(self, *, meter_started: bool) -> None:
         """Undo a failed :meth:`start`: stop a started meter, close an owned store (logged)."""
@@ -299,6 +317,9 @@ class AirServer(Registry):
         tool = self.tools.get(name)
         if tool is None:
             raise InvalidParamsError(f"Unknown tool: {name}")
+        if not self._started:  # used before `async with server`: start now, so ctx.store is set
+            await self.start()
+            tool = self.tools[name]  # plugins may have replaced it
         ctx = ToolContext(
             tool=tool,
             arguments=dict(arguments or {}),
@@ -355,6 +376,7 @@ class AirServer(Registry):
 
         kind = transport or detect_transport(os.environ, sys.stdin)
         chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)
+        self._announce = True  # print the default store location on stderr once started
         asyncio.run(chosen.serve(self, **options))
 
 
@@ -383,7 +405,10 @@ def define_server(
             :func:`define_prompt`; more can be added with ``@server.tool`` and ``add_*``.
         storage: a store URL (``"file://.air/data"``, ``"memory://"``…) opened at start and
             closed at stop, or an open :class:`~airstore.Store` (not closed by the server);
-            ``None``: an in-memory store.
+            ``None``: when the server meters, the default location (``AIR_DATA_DIR``, else
+            ``.air/data`` under the working directory when writable, else
+            ``~/.local/share/air/data``; see :func:`airstore.resolve_store_location`), printed
+            on stderr by :meth:`AirServer.run`; otherwise an in-memory store.
         meter: ``None`` (no metering), a :class:`~aircore.types.MeterHook`, or ``True`` to use
             ``airmeter``'s default hook.
         use: plugins, in order.

@@ -20,6 +20,7 @@ from airstore.errors import (
 )
 from airstore.factory import create_storage, parse_store_url
 from airstore.file import FileStore
+from airstore.location import StoreLocation, default_locations, resolve_store_location
 from airstore.memory import MemoryStore
 from airstore.redis_store import RedisStore
 from airstore.sqlite import SqliteStore
@@ -46,9 +47,12 @@ __all__ = [
     "StorageIOError",
     "Store",
     "StoreClosedError",
+    "StoreLocation",
     "StoreLockedError",
     "TimeBound",
     "create_storage",
+    "default_locations",
     "parse_store_url",
+    "resolve_store_location",
     "to_epoch_ms",
 ]

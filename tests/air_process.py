@@ -6,7 +6,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,11 +19,21 @@ def air(*args: str) -> list[str]:
 
 
 @contextmanager
-def serving(*args: str, cwd: Path | None = None, stop_timeout: float = 30) -> Iterator[str]:
+def serving(
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stop_timeout: float = 30,
+) -> Iterator[str]:
     """Start ``air ARGS``, yield the loopback URL it prints first on stdout, then stop it with
     SIGINT (Ctrl+C) and assert it exits 0. A process still alive on error is killed."""
     proc = subprocess.Popen(
-        air(*args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd
+        air(*args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=cwd,
+        env=None if env is None else dict(env),
     )
     assert proc.stdout is not None
     try:

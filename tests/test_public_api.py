@@ -146,10 +146,13 @@ EXPECTED = {
         "StorageIOError",
         "Store",
         "StoreClosedError",
+        "StoreLocation",
         "StoreLockedError",
         "TimeBound",
         "create_storage",
+        "default_locations",
         "parse_store_url",
+        "resolve_store_location",
         "to_epoch_ms",
     ],
     "airmeter": [

@@ -2,8 +2,9 @@
 
 A block is a fenced ```` ```python ```` block. A block whose first line starts with
 :data:`FRAGMENT_MARK` is a deliberate fragment: it must still compile, but it is not run.
-Every other block runs as a program of its own (top-level ``await`` allowed, ``__name__`` not
-``"__main__"`` so a ``server.run()`` guard stays off) in a fresh, empty working directory.
+Every other block runs as a program of its own (top-level ``await`` allowed) in a fresh, empty
+working directory, as ``__main__`` with stdin closed: a sample that ends in
+``if __name__ == "__main__": server.run()`` serves stdio until the closed stdin ends it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ path = sys.argv[1]
 with open(path, encoding="utf-8") as f:
     source = f.read()
 code = compile(source, path, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-scope = {"__name__": "__doc_block__", "__file__": path, "__builtins__": __builtins__}
+scope = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
 if code.co_flags & inspect.CO_COROUTINE:
     asyncio.run(eval(code, scope))
 else:

@@ -23,11 +23,13 @@ from tests.air_process import air, serving
 pytestmark = pytest.mark.slow
 
 
+SERVE_FLAGS = ("--transport", "stdio", "--store", "memory://")
+
+
 async def _listed_tools() -> list[Any]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "aircli", "serve", str(DEMO_SERVER), "--transport", "stdio"],
-        env={"AIR_STORE": "memory://"},
+        args=[*("-m", "aircli", "serve", str(DEMO_SERVER)), *SERVE_FLAGS],
     )
     async with Client(params) as client:
         return list((await client.list_tools()).tools)
@@ -121,4 +123,4 @@ def test_air_demo_explains_a_server_that_cannot_start(tmp_path: Path) -> None:
     assert "StoreLockedError" in result.stderr  # the cause, from the server's log
     # No traceback of the demo's own (quoted server-log lines are indented).
     assert not any(line.startswith("Traceback") for line in result.stderr.splitlines())
-    assert (tmp_path / ".air" / "demo-server.log").is_file()
+    assert (store.parent / "demo-server.log").is_file()  # beside the data directory

@@ -111,8 +111,8 @@ def test_a_failing_block_fails_and_top_level_await_runs(tmp_path: Path) -> None:
     ok = doc_blocks(
         _doc(
             tmp_path,
-            "```python\nimport asyncio\nawait asyncio.sleep(0)\n"
-            "assert __name__ != '__main__'\nprint('ran')\n```\n",
+            "```python\nimport asyncio, sys\nawait asyncio.sleep(0)\n"
+            "assert __name__ == '__main__' and sys.stdin.read() == ''\nprint('ran')\n```\n",
         )
     )[0]
     code, output = run_block(ok, tmp_path)

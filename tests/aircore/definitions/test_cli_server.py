@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from aircli import main
+from aircli.demo_server import DEFINITIONS as DEMO_DEFINITIONS
 from aircore.definitions import render_tool
 from aircore.definitions.loader import load_definitions
 from tests.aircore.definitions.fixtures import clean_definition, write_definition
@@ -43,7 +44,7 @@ def _project(tmp_path: Path, names: list[str], module: str = "srv_a") -> Path:
 def test_examples_definitions_and_demo_server_pass_the_gate(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["check", str(EXAMPLES / "tool-definitions")]) == 0
+    assert main(["check", str(DEMO_DEFINITIONS)]) == 0
     assert main(["check", str(EXAMPLES / "demo_server.py")]) == 0
     out = capsys.readouterr().out
     assert out.count("air check: ok") == 2

@@ -1,0 +1,54 @@
+"""One store-location rule for every ``air`` command (``--store``, else the default location).
+
+The rule itself lives in :func:`airstore.resolve_store_location`; this module tells the user on
+stderr which location a command chose when it was not given, and, for commands that only read,
+where else data was found when the chosen place is empty.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from airstore import StoreLocation, default_locations, resolve_store_location
+
+__all__ = ["STORE_HELP", "elsewhere_hint", "store_location"]
+
+STORE_HELP = (
+    "store URL (memory://, file://DIR, sqlite:///PATH, redis://HOST:PORT/DB); default: "
+    "$AIR_DATA_DIR, else .air/data here when writable, else ~/.local/share/air/data"
+)
+"""The help text of every command's ``--store`` option."""
+
+
+def store_location(prog: str, given: str | None, *, reading: bool) -> StoreLocation:
+    """Resolve ``--store`` (or the default) and say on stderr which default was chosen.
+
+    Args:
+        prog: the command, for the message (``"air dashboard"``).
+        given: the ``--store`` value, or ``None``.
+        reading: the command only reads (changes the verb of the message).
+
+    Returns:
+        The location.
+    """
+    location = resolve_store_location(given)
+    if location.source != "explicit":
+        verb = "reading" if reading else "metering to"
+        print(f"{prog}: {verb} {location.describe()}", file=sys.stderr, flush=True)
+    return location
+
+
+def elsewhere_hint(location: StoreLocation) -> str | None:
+    """For an empty default location: the other default locations that hold data, as a hint.
+
+    Returns:
+        ``"data found in ...: pass --store file://... or set AIR_DATA_DIR"``, or ``None``.
+    """
+    if location.source == "explicit":
+        return None
+    others = [
+        other.url for other in default_locations() if other.path != location.path and other.exists()
+    ]
+    if not others:
+        return None
+    return f"data found in {' and '.join(others)}: pass --store URL, or set AIR_DATA_DIR"

@@ -1,0 +1,148 @@
+"""Where air keeps its data when nobody says: one rule for every command and for servers.
+
+In order: an explicit store URL; else the directory in ``AIR_DATA_DIR``; else ``.air/data`` under
+the working directory, when that is usable (writable, and not ``/``); else the per-user data
+directory ``$XDG_DATA_HOME/air/data`` (``~/.local/share/air/data``). Desktop MCP clients often
+start servers in ``/`` or in a read-only directory, hence the last step. ``memory://`` is used
+only when asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from airstore.errors import InvalidArgumentError
+from airstore.settings import DATA_DIR_ENV, store_settings
+
+__all__ = [
+    "WORKING_DIR_DATA",
+    "LocationSource",
+    "StoreLocation",
+    "default_locations",
+    "resolve_store_location",
+]
+
+WORKING_DIR_DATA = Path(".air") / "data"
+"""The data directory under the working directory."""
+
+USER_DATA = Path("air") / "data"
+"""The data directory under ``$XDG_DATA_HOME``."""
+
+LocationSource = Literal["explicit", "environment", "working directory", "user data directory"]
+
+_WHY: dict[LocationSource, str] = {
+    "explicit": "as given",
+    "environment": f"from {DATA_DIR_ENV}",
+    "working directory": ".air/data under the working directory",
+    "user data directory": "the per-user data directory",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreLocation:
+    """A resolved store location.
+
+    Attributes:
+        url: the store URL to open (``file:///abs/path`` for the defaults).
+        source: which rule chose it.
+        path: the absolute data directory when the store is a default file store, else ``None``.
+    """
+
+    url: str
+    source: LocationSource
+    path: Path | None = None
+
+    def describe(self) -> str:
+        """One line for stderr: ``file:///home/ada/.air/data (.air/data under the working
+        directory)``."""
+        return f"{self.url} ({_WHY[self.source]})"
+
+    def exists(self) -> bool:
+        """Whether a default file location's directory exists (always ``True`` otherwise)."""
+        return self.path is None or self.path.is_dir()
+
+
+def _file_location(path: Path, source: LocationSource) -> StoreLocation:
+    return StoreLocation(url=f"file://{path}", source=source, path=path)
+
+
+def _usable(cwd: Path) -> bool:
+    """Whether ``cwd/.air/data`` exists or can be created and written: the deepest existing
+    of ``.air/data``, ``.air``, the working directory is a writable directory, and the working
+    directory is not the file system root."""
+    if cwd == Path(cwd.anchor):
+        return False
+    for candidate in (cwd / WORKING_DIR_DATA, cwd / WORKING_DIR_DATA.parent, cwd):
+        if candidate.exists():
+            return candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+    return False
+
+
+def _user_dir(xdg_data_home: str | None, home: str | None) -> Path:
+    base = Path(xdg_data_home) if xdg_data_home else None
+    if base is None or not base.is_absolute():  # the XDG spec ignores a relative value
+        base = Path(home or os.path.expanduser("~")) / ".local" / "share"
+    return base / USER_DATA
+
+
+def default_locations(
+    *, env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None
+) -> list[StoreLocation]:
+    """Every default candidate that applies, the chosen one first.
+
+    ``AIR_DATA_DIR`` when set, then ``.air/data`` under ``cwd`` when usable, then the per-user
+    directory. Commands that only read use the rest for hints ("data found elsewhere").
+
+    Args:
+        env: the environment; ``os.environ`` by default.
+        cwd: the working directory; the process's by default.
+
+    Returns:
+        One to three locations, without duplicates.
+    """
+    settings = store_settings(env)
+    here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    found: list[StoreLocation] = []
+    if settings.data_dir:
+        chosen = Path(os.path.expanduser(settings.data_dir))
+        found.append(_file_location(Path(os.path.abspath(here / chosen)), "environment"))
+    if _usable(here):
+        found.append(_file_location(here / WORKING_DIR_DATA, "working directory"))
+    found.append(
+        _file_location(_user_dir(settings.xdg_data_home, settings.home), "user data directory")
+    )
+    unique: list[StoreLocation] = []
+    for location in found:
+        if all(location.path != seen.path for seen in unique):
+            unique.append(location)
+    return unique
+
+
+def resolve_store_location(
+    url: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> StoreLocation:
+    """The store to use: ``url`` when given, else the first of :func:`default_locations`.
+
+    Args:
+        url: an explicit store URL (``--store``, ``storage=``); used as is.
+        env: the environment; ``os.environ`` by default.
+        cwd: the working directory; the process's by default.
+
+    Returns:
+        The location; its :meth:`~StoreLocation.describe` says why it was chosen.
+
+    Raises:
+        InvalidArgumentError: ``url`` is given but is not a non-empty string.
+    """
+    if url is not None:
+        if not isinstance(url, str) or not url.strip():
+            raise InvalidArgumentError(f"store URL {url!r} must be a non-empty string")
+        return StoreLocation(url=url, source="explicit")
+    return default_locations(env=env, cwd=cwd)[0]

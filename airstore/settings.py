@@ -1,0 +1,55 @@
+"""The environment variables airstore reads, in one place (listed in docs/settings.md)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["DATA_DIR_ENV", "HOME_ENV", "XDG_DATA_HOME_ENV", "StoreSettings", "store_settings"]
+
+DATA_DIR_ENV = "AIR_DATA_DIR"
+"""The data directory every air command and ``define_server(meter=True)`` uses by default."""
+
+XDG_DATA_HOME_ENV = "XDG_DATA_HOME"
+"""The per-user data directory of the XDG base-directory spec (``~/.local/share`` when unset)."""
+
+HOME_ENV = "HOME"
+"""The user's home directory (for ``~/.local/share`` and ``~`` in paths)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreSettings:
+    """airstore's view of the environment (empty values count as unset).
+
+    Attributes:
+        data_dir: ``AIR_DATA_DIR``.
+        xdg_data_home: ``XDG_DATA_HOME``.
+        home: ``HOME``.
+    """
+
+    data_dir: str | None = None
+    xdg_data_home: str | None = None
+    home: str | None = None
+
+
+def _value(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def store_settings(env: Mapping[str, str] | None = None) -> StoreSettings:
+    """Read airstore's variables.
+
+    Args:
+        env: the environment to read; ``os.environ`` by default.
+
+    Returns:
+        The settings.
+    """
+    env = os.environ if env is None else env
+    return StoreSettings(
+        data_dir=_value(env, DATA_DIR_ENV),
+        xdg_data_home=_value(env, XDG_DATA_HOME_ENV),
+        home=_value(env, HOME_ENV),
+    )

@@ -1,0 +1,67 @@
+"""The README's quick start, as a user runs it: their MCPServer / FastMCP server with the meter
+added, spawned by the official client over stdio; ``air meter report`` then shows the calls."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.air_process import air
+from tests.e2e.docblocks import ROOT, doc_blocks
+
+QUICK_STARTS = {
+    "MCPServer": "instrument_mcp_server(mcp, meter)",
+    "FastMCP": "FastMCPMeterMiddleware(meter)",
+}
+
+
+def _quick_start(marker: str) -> str:
+    (block,) = [b for b in doc_blocks(ROOT / "README.md") if marker in b.source]
+    return block.source
+
+
+def _report(cwd: Path, env: dict[str, str]) -> dict[str, Any]:
+    """``air meter report --format json`` run in ``cwd`` without --store."""
+    done = subprocess.run(
+        air("meter", "report", "--since", "all", "--format", "json"),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = orjson.loads(done.stdout)
+    return report
+
+
+@pytest.mark.parametrize("framework", sorted(QUICK_STARTS))
+async def test_the_readme_quick_start_meters_an_existing_server(
+    framework: str, tmp_path: Path
+) -> None:
+    work = tmp_path / "my-project"
+    work.mkdir()
+    script = work / "server.py"
+    script.write_text(_quick_start(QUICK_STARTS[framework]), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "AIR_DATA_DIR"}
+    env["HOME"] = str(tmp_path / "home")
+    params = StdioServerParameters(command=sys.executable, args=[str(script)], env=env, cwd=work)
+    with (tmp_path / "server.stderr").open("w") as errlog:
+        async with Client(stdio_client(params, errlog)) as client:
+            for text in ("milk", "eggs", "bread"):
+                result = await client.call_tool("add_note", {"text": text})
+                assert not result.is_error
+    snap = await asyncio.to_thread(_report, work, env)
+    assert snap["total_calls"] == 3
+    assert [(t["tool"], t["calls"]) for t in snap["tools"]] == [("add_note", 3)]
+    assert (work / ".air" / "data" / "meter.calls.log.jsonl").is_file()

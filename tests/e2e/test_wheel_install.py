@@ -1,0 +1,156 @@
+"""air installs and runs outside a checkout: the wheel (and the sdist) carry the demo server, its
+definitions and the dashboard's assets; in a fresh venv, from a directory outside the checkout,
+``air demo``, ``air meter report``, ``air dashboard`` and ``air serve`` work as a pip user runs
+them."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTALL_TIMEOUT = 900.0
+"""Seconds for ``pip install`` of the wheel and its dependencies (from the pip cache or PyPI)."""
+
+SHIPPED = (
+    "aircli/demo_server.py",
+    "aircli/demo_definitions/air-check.yml",
+    "aircli/demo_definitions/units/convert_units.yml",
+    "dashboard/assets/style.css",
+    "airstore/py.typed",
+)
+
+
+def _run(
+    argv: list[str],
+    *,
+    cwd: Path | str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> str:
+    """Run ``argv`` to its end, assert it succeeded; its stdout then stderr."""
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, f"{argv} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout + done.stderr
+
+
+def _build(target: str, out: Path) -> Path:
+    """Build the wheel (with pip) or the sdist (with hatchling) of the checkout into ``out``."""
+    if target == "wheel":
+        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+        _run([*cmd, "-w", str(out), str(ROOT)])
+    else:
+        _run([sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(out)], cwd=ROOT)
+    (built,) = out.glob("air_mcp-*.whl" if target == "wheel" else "air_mcp-*.tar.gz")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A fresh venv with ``air-mcp[demo]`` installed from the built wheel, and a user env
+    (no AIR_DATA_DIR, no PYTHONPATH, a private HOME)."""
+    base = tmp_path_factory.mktemp("wheel")
+    wheel = _build("wheel", base / "dist")
+    venv = base / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    python = venv / "bin" / "python"
+    _run([str(python), "-m", "pip", "install", "-q", f"{wheel}[demo]"], timeout=INSTALL_TIMEOUT)
+    env = {k: v for k, v in os.environ.items() if k not in ("AIR_DATA_DIR", "PYTHONPATH")}
+    env.update(HOME=str(base / "home"), VIRTUAL_ENV=str(venv))
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return venv, env
+
+
+def _outside(tmp_path: Path) -> Path:
+    work = tmp_path / "somewhere-else"
+    work.mkdir()
+    assert not work.resolve().is_relative_to(ROOT)
+    return work
+
+
+def test_the_installed_package_is_the_one_that_runs(installed: tuple[Path, dict[str, str]]) -> None:
+    venv, env = installed
+    show = [str(venv / "bin" / "python"), "-c", "import aircli; print(aircli.__file__)"]
+    where = _run(show, env=env, cwd="/")
+    assert Path(where.strip()).is_relative_to(venv)
+
+
+def test_air_demo_runs_from_a_directory_outside_the_checkout(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    venv, env = installed
+    work = _outside(tmp_path)
+    demo = [str(venv / "bin" / "air"), "demo", "--calls", "50", "--no-dashboard"]
+    said = _run(demo, env=env, cwd=work)
+    assert "50/50 calls" in said
+    assert "Traceback" not in said
+    data = work / ".air" / "data"
+    assert f"metering to file://{data}" in said
+    assert len((data / "meter.calls.log.jsonl").read_bytes().splitlines()) == 50
+
+    report = subprocess.run(
+        [str(venv / "bin" / "air"), "meter", "report", "--since", "all", "--format", "json"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert orjson.loads(report.stdout)["total_calls"] == 50
+
+    proc = subprocess.Popen(
+        [str(venv / "bin" / "air"), "dashboard", "--port", "0"],
+        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        found = re.search(r"http://127\.0\.0\.1:\d+/", proc.stdout.readline())
+        assert found, "the dashboard printed no URL"
+        with httpx.Client(base_url=found.group(0), timeout=30) as http:
+            assert http.get("/").status_code == 200
+            assert "--" in http.get("/assets/style.css").text  # the packaged stylesheet
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+async def test_air_serve_serves_the_packaged_demo_server_from_anywhere(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    venv, env = installed
+    params = StdioServerParameters(
+        command=str(venv / "bin" / "air"),
+        args=["serve", "aircli.demo_server", "--transport", "stdio", "--store", "memory://"],
+        env=env,
+        cwd=_outside(tmp_path),
+    )
+    async with Client(params) as client:
+        tools = (await client.list_tools()).tools
+        pong = await client.call_tool("ping", {})
+    assert len(tools) == 15
+    assert not pong.is_error
+
+
+def test_the_sdist_carries_the_demo_and_builds_a_wheel_that_does(tmp_path: Path) -> None:
+    sdist = _build("sdist", tmp_path / "sdist")
+    with tarfile.open(sdist) as tar:
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    assert set(SHIPPED) <= names
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    _run([*build, "-w", str(tmp_path / "from-sdist"), str(sdist)])
+    (wheel,) = (tmp_path / "from-sdist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as whl:
+        assert set(SHIPPED) <= set(whl.namelist())
