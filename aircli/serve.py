@@ -135,10 +135,16 @@ def _one_line(exc: BaseException) -> str:
     return f"{head} {'; '.join(rest)}" if rest else head
 
 
-def _attach_otel(server: AirServer, *, requested: bool) -> None:
-    from airmeter.otel_attach import attach_otel  # the OTel SDK loads only when exporting
+def _use_otel(server: AirServer, *, requested: bool) -> None:
+    from airmeter.otel_settings import otel_enabled
 
-    attach_otel(server, requested=requested)
+    if not otel_enabled(requested=requested):
+        return
+    from airmeter.otel_attach import otel_meter_hook  # the OTel SDK loads only when exporting
+
+    hook = otel_meter_hook(server.meter, service_name=server.name, requested=requested)
+    if hook is not None and hook is not server.meter:
+        server.use_meter(hook)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -160,7 +166,7 @@ def _run(args: argparse.Namespace) -> int:
 def _serve(server: AirServer, args: argparse.Namespace) -> int:
     if args.store:
         server.use_storage(args.store)
-    _attach_otel(server, requested=args.otel)
+    _use_otel(server, requested=args.otel)
     transport = None if args.transport == "auto" else args.transport
     kind = transport or detect_transport(os.environ, sys.stdin)
     chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)  # unknown: error

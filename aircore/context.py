@@ -14,6 +14,7 @@ from aircore.errors import (
     ElicitationError,
 )
 from aircore.params import params_to_json_schema
+from airmeter.types import CallInfo, CallSuspended
 
 if TYPE_CHECKING:
     from aircore.protocol.session import Peer
@@ -37,10 +38,12 @@ class ElicitResult:
     content: dict[str, Any] | None = None
 
 
-class InputRequired(BaseException):
+class InputRequired(CallSuspended):
     """Raised by ``elicit`` in the 2026-07-28 era: the call answers ``input_required``.
 
-    A ``BaseException`` so that middleware catching ``Exception`` lets it through.
+    A ``BaseException`` (airmeter's :class:`~airmeter.types.CallSuspended`), so that middleware
+    catching ``Exception`` lets it through and the meter records a suspended call, not a
+    failed one.
     """
 
     def __init__(self, key: str, request: dict[str, Any]) -> None:
@@ -178,6 +181,11 @@ class ToolContext:
         """The tool's ``_meta``."""
         return self.tool.meta
 
+    @property
+    def input_schema(self) -> Mapping[str, Any] | None:
+        """The tool's ``inputSchema`` (the meter classifies a tool by it)."""
+        return self.tool.input_schema
+
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
@@ -310,3 +318,9 @@ def _elicit_result(answer: Any) -> ElicitResult:
         raise ElicitationError(INTERNAL_ERROR, f"invalid elicitation answer: {answer!r}")
     content = answer.get("content")
     return ElicitResult(action=answer["action"], content=dict(content) if content else None)
+
+
+def _is_call_info(ctx: ToolContext) -> CallInfo:
+    """Checked by mypy: a ToolContext is what the meter reads from a call (airmeter's
+    ``CallInfo``); a test checks the same at run time."""
+    return ctx

@@ -1,15 +1,14 @@
-"""The fixed outer layers of every call: the error boundary and validation.
+"""The fixed links of every call: the error boundary, argument validation and the output check.
 
-``run_call`` validates the arguments (compiled once per tool), runs the composed chain (meter →
-output check → plugins → user middleware → handler) and shapes the ``CallToolResult``. Every
-failure becomes an ``isError`` result ``[code] message``; only the 2026-07-28 protocol errors
-propagate as JSON-RPC errors. Calls refused by validation never reach the chain, but the meter
-still sees them (through ``meter(ctx, <raises -32602>)``), so every call is metered.
+``run_call`` is the error boundary: it runs the composed chain (meter → validation → the meter's
+gate → output check → plugins → user middleware → handler) and shapes the ``CallToolResult``.
+Every failure becomes an ``isError`` result ``[code] message``; only the 2026-07-28 protocol
+errors propagate as JSON-RPC errors. Validation is a link like any other: a call refused for its
+arguments raises -32602 through the meter, which records it, and the boundary answers it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,10 +25,9 @@ from aircore.errors import (
 from aircore.failure_log import FAILURES
 from aircore.results import to_call_result
 
-__all__ = ["PROTOCOL_CODES", "error_result", "output_check", "run_call"]
+__all__ = ["PROTOCOL_CODES", "error_result", "output_check", "run_call", "validate_arguments"]
 
 Chain = Callable[[ToolContext], Awaitable[Any]]
-Middleware = Callable[[ToolContext, Chain], Awaitable[Any]]
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +47,7 @@ def _is_content_result(value: Any) -> bool:
 
 
 async def output_check(ctx: ToolContext, call_next: Chain) -> Any:
-    """Middleware (just inside the meter) that refuses output not matching ``outputSchema``.
+    """Middleware (inside validation) that refuses output not matching ``outputSchema``.
 
     Raises:
         AirError: -32603 naming every mismatch, so the meter records the call as failed.
@@ -67,27 +65,12 @@ async def output_check(ctx: ToolContext, call_next: Chain) -> Any:
     return value
 
 
-async def _metered_refusal(meter: Middleware, ctx: ToolContext, error: AirError) -> None:
-    async def refuse(_: ToolContext) -> Any:
-        raise error
-
-    # The meter re-raises what it recorded; the caller answers with the refusal itself.
-    with contextlib.suppress(AirError):
-        await meter(ctx, refuse)
-
-
-async def run_call(
-    chain: Chain, ctx: ToolContext, meter: Middleware | None = None
-) -> dict[str, Any]:
-    """Validate, run ``chain`` and build the ``CallToolResult``.
-
-    Args:
-        chain: the composed per-tool chain (meter first, when there is one).
-        ctx: the call's context.
-        meter: the meter middleware, told about calls that validation refuses.
+async def validate_arguments(ctx: ToolContext, call_next: Chain) -> Any:
+    """Middleware (just inside the meter) that checks the arguments against ``inputSchema``
+    (compiled once per tool) and passes the validated copy on.
 
     Raises:
-        AirError: only for :data:`PROTOCOL_CODES`.
+        AirError: -32602 naming every problem; nothing inside this link runs.
     """
     tool = ctx.tool
     validator = tool.validator
@@ -95,10 +78,22 @@ async def run_call(
         try:
             ctx.arguments = validator.validate(ctx.arguments)
         except ValueError as exc:
-            refusal = AirError(INVALID_PARAMS, f"Invalid arguments for tool {tool.name!r}: {exc}")
-            if meter is not None:
-                await _metered_refusal(meter, ctx, refusal)
-            return error_result(refusal.code, refusal.message)
+            message = f"Invalid arguments for tool {tool.name!r}: {exc}"
+            raise AirError(INVALID_PARAMS, message) from exc
+    return await call_next(ctx)
+
+
+async def run_call(chain: Chain, ctx: ToolContext) -> dict[str, Any]:
+    """The error boundary: run ``chain`` and build the ``CallToolResult``.
+
+    Args:
+        chain: the composed per-tool chain (meter first, when there is one).
+        ctx: the call's context.
+
+    Raises:
+        AirError: only for :data:`PROTOCOL_CODES`.
+    """
+    tool = ctx.tool
     try:
         value = await chain(ctx)
         if tool.output_schema is not None and not _is_content_result(value):

@@ -1,7 +1,7 @@
 """``AirServer`` and ``define_server``: registries, lifecycle and the per-tool chain.
 
-The chain of one call, outermost first: error boundary → validation → meter → plugins (``use``
-order) → user middleware → handler. Boundary and validation are built into
+The chain of one call, outermost first: error boundary → meter → validation → the meter's gate
+(a budget) → output check → plugins (``use`` order) → user middleware → handler. The boundary is
 :meth:`AirServer.call_tool_ctx`; the rest is composed once per tool when the server starts.
 """
 
@@ -25,13 +25,14 @@ from aircore.errors import (
     DefinitionError,
     InvalidParamsError,
 )
-from aircore.execution import output_check, run_call
+from aircore.execution import output_check, run_call, validate_arguments
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
 from aircore.registry import Registry
 from aircore.resource import Resource
 from aircore.tool import Tool
+from aircore.types import GatedMeterHook
 from airstore import MemoryStore, Store, StoreLocation, create_storage, resolve_store_location
 
 __all__ = ["AirServer", "define_server"]
@@ -164,6 +165,21 @@ class AirServer(Registry):
         self._owns_store = isinstance(storage, str)
         self.store = storage if isinstance(storage, Store) else None
 
+    def use_meter(self, meter: Any) -> None:
+        """Replace the meter hook before the server starts (``air serve --otel`` gives one
+        that exports).
+
+        Args:
+            meter: ``None``, ``True`` (airmeter's default hook) or a
+                :class:`~aircore.types.MeterHook`.
+
+        Raises:
+            DefinitionError: the server already started, or ``meter`` is not a hook.
+        """
+        if self._started:
+            raise DefinitionError("cannot change the meter of a running server")
+        self.meter = _load_meter(meter)
+
     # ---- lifecycle ----------------------------------------------------------------------
     async def start(self) -> None:
         """Open the store, run plugins' ``on_init`` / ``on_start``, start the meter, run
@@ -248,11 +264,17 @@ class AirServer(Registry):
                 message = f"tool {tool.name!r} tried to exit the server (SystemExit: {exc.code})"
                 raise AirError(INTERNAL_ERROR, message) from exc
 
-        layers = list(self._plugin_middleware) + list(self._user_middleware)
-        if tool.output_validator is not None:
-            layers.insert(0, output_check)
+        layers: list[Any] = []
         if self.meter is not None:
-            layers.insert(0, self.meter)
+            layers.append(self.meter)
+        if tool.validator is not None:
+            layers.append(validate_arguments)
+        if isinstance(self.meter, GatedMeterHook):
+            layers.append(self.meter.gate())
+        if tool.output_validator is not None:
+            layers.append(output_check)
+        layers += self._plugin_middleware
+        layers += self._user_middleware
         return compose(layers, handler)
 
     async def stop(self) -> None:
@@ -304,7 +326,7 @@ class AirServer(Registry):
         if chain is None:
             await self.start()
             chain = self._chains[ctx.tool.name]
-        return await run_call(chain, ctx, self.meter)
+        return await run_call(chain, ctx)
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, **context: Any

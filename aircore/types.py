@@ -1,14 +1,16 @@
 """The vocabulary of aircore: handler and middleware aliases, and the protocols others satisfy.
 
-``MeterHook`` is the meter slot of the chain. airmeter implements it structurally (without
-importing aircore): any object with ``async __call__(ctx, call_next)``, ``async start(...)`` and
-``async stop()`` fits. ``CallInfo`` lists what such a hook may read from the call context.
+``MeterHook`` is the meter slot of the chain: any object with ``async __call__(ctx, call_next)``,
+``async start(...)`` and ``async stop()`` fits (airmeter's ``MeterMiddleware`` is one).
+``CallInfo`` is airmeter's: what a meter reads from a call, which ``ToolContext`` satisfies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+from airmeter.types import CallInfo
 
 if TYPE_CHECKING:
     from aircore.context import ToolContext
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CallInfo",
     "CallNext",
+    "GatedMeterHook",
     "Handler",
     "JSONDict",
     "MeterHook",
@@ -48,45 +51,28 @@ Middleware: TypeAlias = Any
 
 
 @runtime_checkable
-class CallInfo(Protocol):
-    """What the chain's context exposes to middleware and to the meter hook.
-
-    ``layer`` is the tool's L1-L7 hint (``None``: classify by name); ``usage`` is a dict where a
-    handler may put ``tokens_in``, ``tokens_out`` and ``cost``; ``meta`` collects ``before``
-    hooks' extra meta.
-    """
-
-    tool_name: str
-    arguments: dict[str, Any]
-    request_id: str | None
-    session_id: str | None
-    protocol_version: str | None
-    transport: str
-    client_name: str | None
-    server_name: str
-    started_at: float
-    layer: int | None
-    tags: tuple[str, ...]
-    annotations: Mapping[str, Any] | None
-    tool_meta: Mapping[str, Any] | None
-    meta: dict[str, Any]
-    usage: dict[str, Any]
-
-
-@runtime_checkable
 class MeterHook(Protocol):
     """The meter slot: a middleware with a lifecycle.
 
     The server calls ``await start(server_name=..., store=...)`` once before serving and
-    ``await stop()`` on shutdown. ``__call__`` wraps every tool call; it records and re-raises,
-    never swallowing an exception.
+    ``await stop()`` on shutdown. ``__call__`` wraps every tool call as the outermost link
+    (inside the error boundary); it records and re-raises, never swallowing an exception.
     """
 
-    async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any: ...
+    async def __call__(self, ctx: ToolContext, call_next: CallNext) -> Any: ...
 
     async def start(self, *, server_name: str, store: Store | None) -> None: ...
 
     async def stop(self) -> None: ...
+
+
+@runtime_checkable
+class GatedMeterHook(MeterHook, Protocol):
+    """A meter hook with a gate: a link the server composes just inside argument validation
+    (airmeter's budget), so that a call refused for its arguments is never refused twice."""
+
+    def gate(self) -> MiddlewareFn:
+        """The link to compose inside validation (the hook stops doing its work itself)."""
 
 
 class Transport(Protocol):

@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 from airmeter.budget import Budget, BudgetStatus
 from airmeter.classify import Classification, Classifier, Rule, classify, split_words
+from airmeter.engine import MeterEngine
 from airmeter.errors import (
     AirmeterError,
     BudgetExceededError,
@@ -15,16 +16,18 @@ from airmeter.meter import Meter, MeterStats
 from airmeter.metrics_app import metrics_app
 from airmeter.middleware import MeterMiddleware, create_meter_hook
 from airmeter.otel_settings import OtelSettings, otel_enabled, otel_settings
+from airmeter.outcome import ERROR_CLASSES, RATE_CLASSES, ErrorClass, error_class_of
 from airmeter.prometheus import PrometheusSink
 from airmeter.prometheus_snapshot import render_snapshot
+from airmeter.readers import has_calls, recent_calls
 from airmeter.record import CALLS_NAMESPACE, CallRecord
-from airmeter.redact import Redactor, redact
+from airmeter.redact import Redactor, redact, redact_text
 from airmeter.rollups import ROLLUPS_NAMESPACE
 from airmeter.snapshot import snapshot
 from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
 from airmeter.store_sink import StoreSink
 from airmeter.testing import MemorySink
-from airmeter.types import Recorder, Sink
+from airmeter.types import CallInfo, CallSuspended, Recorder, Sink
 from airmeter.usage import CallUsage, current_usage, report_usage
 
 if TYPE_CHECKING:
@@ -33,16 +36,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALLS_NAMESPACE",
+    "ERROR_CLASSES",
     "LAYERS",
+    "RATE_CLASSES",
     "ROLLUPS_NAMESPACE",
     "AirmeterError",
     "Budget",
     "BudgetExceededError",
     "BudgetStatus",
+    "CallInfo",
     "CallRecord",
+    "CallSuspended",
     "CallUsage",
     "Classification",
     "Classifier",
+    "ErrorClass",
     "Layer",
     "LayerInfo",
     "LayerStats",
@@ -50,6 +58,7 @@ __all__ = [
     "Meter",
     "MeterClosedError",
     "MeterConfigError",
+    "MeterEngine",
     "MeterMiddleware",
     "MeterStats",
     "OtelSettings",
@@ -68,11 +77,15 @@ __all__ = [
     "classify",
     "create_meter_hook",
     "current_usage",
+    "error_class_of",
+    "has_calls",
     "metrics_app",
     "otel_enabled",
     "otel_settings",
     "parse_layer",
+    "recent_calls",
     "redact",
+    "redact_text",
     "render_snapshot",
     "report_usage",
     "snapshot",

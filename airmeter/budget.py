@@ -17,16 +17,17 @@ from typing import Literal
 
 from airmeter.errors import BudgetExceededError, MeterConfigError
 from airmeter.layers import Layer
+from airmeter.outcome import BUDGET_ERROR_TYPE
 from airmeter.usage import CallUsage
 from airstore.types import Clock, Store
 
-__all__ = ["BUDGET_ERROR_TYPE", "Budget", "BudgetStatus", "OnExceed"]
+__all__ = ["BUDGET_ERROR_TYPE", "TOKENS_LIMIT", "Budget", "BudgetStatus", "OnExceed"]
 
 logger = logging.getLogger(__name__)
 
 OnExceed = Literal["warn", "block"]
-BUDGET_ERROR_TYPE = "budget_exceeded"
-"""The ``error_type`` of a call a budget blocked."""
+TOKENS_LIMIT = "tokens_per_call"
+"""The ``limit`` of a :class:`BudgetExceededError` raised for a call's reported tokens."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +126,12 @@ class Budget:
     def check_call(self) -> str | None:
         """Before a call: the refusal message when a limit is reached and blocking, else
         ``None`` (in warn mode a reached limit is logged once per period)."""
+        refusal = self.refusal()
+        return None if refusal is None else refusal.message
+
+    def refusal(self) -> BudgetExceededError | None:
+        """Before a call: the error refusing it when a limit is reached and blocking, else
+        ``None`` (in warn mode a reached limit is logged once per period)."""
         self._roll()
         for period, spent, limit, start in (
             ("daily", self._spent_day, self.daily_limit, self._day),
@@ -134,7 +141,7 @@ class Budget:
                 message = (f"{period} budget exceeded: spent {spent:g} of {limit:g}; "
                            "the call was not run")  # fmt: skip
                 if self.blocking:
-                    return message
+                    return BudgetExceededError(message, limit=period, spent=spent, allowed=limit)
                 if (period, start) not in self._warned:
                     self._warned.add((period, start))
                     logger.warning("airmeter: %s budget exceeded (%g of %g)", period, spent, limit)
@@ -151,7 +158,7 @@ class Budget:
             return
         message = f"token limit per call exceeded: {usage.tokens} tokens, limit {limit}"
         if self.blocking:
-            raise BudgetExceededError(message, limit="tokens_per_call", spent=usage.tokens,
+            raise BudgetExceededError(message, limit=TOKENS_LIMIT, spent=usage.tokens,
                                       allowed=limit)  # fmt: skip
         logger.warning("airmeter: %s", message)
 

@@ -18,12 +18,15 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeAlias
 
+from airmeter.build import PendingCall, RecordBuilder
 from airmeter.classify import Classifier
 from airmeter.errors import MeterClosedError, MeterConfigError
+from airmeter.fields import DEFAULT_MAX_FIELD_BYTES
 from airmeter.layers import Layer
-from airmeter.record import CallRecord, record_from_fields
+from airmeter.record import CallRecord, from_legacy
+from airmeter.redact import Redactor
 from airmeter.rollups import RollupBook
 from airmeter.snapshot import DEFAULT_MAX_BUCKETS, Bound, aggregate, snapshot, to_ms
 from airmeter.snapshot_types import Snapshot
@@ -31,7 +34,7 @@ from airmeter.store_sink import StoreSink
 from airmeter.types import Sink
 from airstore.types import Store
 
-__all__ = ["INSTANCE_ID_ENV", "Meter", "MeterStats", "default_instance_id"]
+__all__ = ["INSTANCE_ID_ENV", "Entry", "Meter", "MeterStats", "default_instance_id"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +46,9 @@ DEFAULT_MEMORY_RETENTION_MINUTES = 24 * 60
 SINK_ERROR_LOG_INTERVAL = 60.0
 """Seconds between two logged failures of one sink (the others are counted, not logged)."""
 
+
+Entry: TypeAlias = CallRecord | PendingCall | tuple[Any, ...]
+"""What :meth:`Meter.record` takes."""
 
 INSTANCE_ID_ENV = "AIR_INSTANCE_ID"
 """Environment variable naming this server instance (stable across restarts when set)."""
@@ -80,9 +86,12 @@ class Meter:
         max_pending: the bound of the pending batch; more records are dropped and counted.
         batch_size: a pending batch this large wakes the delivery task early.
         flush_interval: seconds between deliveries otherwise.
+        max_field_bytes: cap of the texts of records made elsewhere (the metering engine cuts
+            its own with its own cap).
+        redactor: redacts records made elsewhere (the engine redacts its own).
 
     Raises:
-        MeterConfigError: a size or interval is not positive.
+        MeterConfigError: a size or interval is not positive, or a bad ``max_field_bytes``.
     """
 
     def __init__(
@@ -97,6 +106,8 @@ class Meter:
         max_pending: int = DEFAULT_MAX_PENDING,
         batch_size: int = DEFAULT_BATCH_SIZE,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+        max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES,
+        redactor: Redactor | None = None,
     ) -> None:
         if min(ring_size, max_pending, batch_size) <= 0 or flush_interval <= 0:
             raise MeterConfigError("ring_size, max_pending, batch_size, flush_interval must be > 0")
@@ -112,8 +123,12 @@ class Meter:
         self._book = None if self._store is not None else RollupBook(
             retention_minutes=DEFAULT_MEMORY_RETENTION_MINUTES
         )  # fmt: skip
-        self._ring: deque[CallRecord | tuple[Any, ...]] = deque(maxlen=ring_size)
-        self._pending: list[CallRecord | tuple[Any, ...]] = []
+        self._ring: deque[Entry] = deque(maxlen=ring_size)
+        self._pending: list[Entry] = []
+        self._sanitizer = RecordBuilder(
+            server=server, instance_id=self.instance_id, redactor=redactor,
+            max_field_bytes=max_field_bytes,
+        )  # fmt: skip
         self._max_pending = max_pending
         self._batch_size = batch_size
         self._interval = flush_interval
@@ -131,12 +146,14 @@ class Meter:
         self._sink_quiet: dict[int, int] = {}
 
     # -- hot path --------------------------------------------------------------------------
-    def record(self, record: CallRecord | tuple[Any, ...]) -> None:
+    def record(self, record: Entry) -> None:
         """Accept one finished call: O(1), never blocks, never raises.
 
-        ``record`` is a :class:`CallRecord`, or its values as a tuple in ``RECORD_FIELDS``
-        order (what the meter middleware passes: the frozen record is then built by the
-        delivery task, or by :meth:`recent`, which keeps the call path under a microsecond).
+        ``record`` is a :class:`CallRecord` (its texts are cut and redacted by the delivery
+        task, like every record's), or a :class:`~airmeter.build.PendingCall` from the
+        metering engine (its record is then built once, by the delivery task or by
+        :meth:`recent`, which keeps the call path short). A plain tuple of values in
+        ``airmeter.record.LEGACY_FIELDS`` order is still taken (deprecated).
         """
         self._recorded += 1
         self._ring.append(record)
@@ -148,9 +165,6 @@ class Meter:
         if len(pending) >= self._batch_size and not self._woken and self._wake is not None:
             self._woken = True
             self._wake.set()
-
-    record_fields = record
-    """The same method; the name says a tuple of ``RECORD_FIELDS`` values is passed."""
 
     def layer_of(self, tool: str) -> Layer:
         """The cached layer of ``tool`` from this meter's classifier."""
@@ -221,8 +235,8 @@ class Meter:
             lock = self._lock = asyncio.Lock()
         async with lock:
             while self._pending:
-                batch = [r if isinstance(r, CallRecord) else record_from_fields(r)
-                         for r in self._pending]  # fmt: skip
+                final = self._final
+                batch = [rec for r in self._pending if (rec := final(r)) is not None]
                 self._pending = []
                 if self._book is not None:
                     add = self._book.add
@@ -288,8 +302,20 @@ class Meter:
         """The newest ``n`` records seen (all the ring holds by default), oldest first."""
         items = list(self._ring)
         items = items if n is None else items[-n:] if n > 0 else []
-        return [r if isinstance(r, CallRecord) else record_from_fields(r)
-                for r in items]  # fmt: skip
+        return [rec for r in items if (rec := self._final(r)) is not None]
+
+    def _final(self, entry: Entry) -> CallRecord | None:
+        """The record of an entry: built (once) for a pending call, bounded and redacted for a
+        record made elsewhere."""
+        if isinstance(entry, PendingCall):
+            return entry.build()
+        try:
+            if isinstance(entry, CallRecord):
+                return self._sanitizer.sanitize(entry)
+            return self._sanitizer.sanitize(from_legacy(entry))
+        except Exception:  # an entry that is not a record must not stop delivery: skipped
+            logger.exception("airmeter: a recorded entry is not a call record; skipped")
+            return None
 
     def live(self, *, tool: str | None = None, layer: Layer | int | str | None = None) -> Snapshot:
         """A snapshot of the records in the ring buffer only (the newest ``ring_size`` calls,

@@ -1,4 +1,8 @@
-"""Turn OpenTelemetry export on for an aircore server (``air serve --otel``)."""
+"""Which meter hook exports over OpenTelemetry: decided here, wired by the composition root.
+
+``air serve --otel`` asks :func:`otel_meter_hook` for the hook its server should use and hands
+it to ``AirServer.use_meter``; nothing reaches into a server from outside.
+"""
 
 from __future__ import annotations
 
@@ -9,45 +13,46 @@ from airmeter.middleware import MeterMiddleware
 from airmeter.otel import OtelSink
 from airmeter.types import Sink
 
-__all__ = ["attach_otel", "with_env_otel_sink"]
+__all__ = ["otel_meter_hook", "with_env_otel_sink"]
 
 logger = logging.getLogger(__name__)
 
 
-def attach_otel(
-    server: object, *, requested: bool = False, env: Mapping[str, str] | None = None
-) -> OtelSink | None:
-    """Add an :class:`OtelSink` to the server's meter when OpenTelemetry is on.
+def otel_meter_hook(
+    hook: object | None,
+    *,
+    service_name: str,
+    requested: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> MeterMiddleware | None:
+    """The meter hook that exports a server's calls over OTLP, when OpenTelemetry is on.
 
     On when ``requested`` (``--otel``) or an ``OTEL_EXPORTER_OTLP_*ENDPOINT`` variable is set;
-    never with ``OTEL_SDK_DISABLED=true``. A server without a meter gets the default
-    :class:`MeterMiddleware` (created on start with the server's store). The meter closes the
-    sink when the server stops. Call it before the server starts.
+    never with ``OTEL_SDK_DISABLED=true``. Without a hook, a new :class:`MeterMiddleware` with
+    the sink (its meter is created on start with the server's store); an airmeter hook gets the
+    sink added and is returned. The meter closes the sink when the server stops.
 
     Args:
-        server: An ``AirServer`` (its ``name`` and ``meter`` attributes are used).
-        requested: Asked for on the command line or in code.
-        env: The environment to read; ``os.environ`` by default.
+        hook: the server's current meter hook (``None``: the server does not meter).
+        service_name: ``service.name`` unless ``OTEL_SERVICE_NAME`` says otherwise.
+        requested: asked for on the command line or in code.
+        env: the environment to read; ``os.environ`` by default.
 
     Returns:
-        The sink, or ``None`` when OpenTelemetry is off or the server's meter hook is not an
-        airmeter one (logged).
+        The hook to give the server (``AirServer.use_meter``), or ``None`` when OpenTelemetry
+        is off or the hook is not airmeter's (logged when export was requested).
     """
-    name = getattr(server, "name", None)
-    service = name if isinstance(name, str) and name else "air"
-    hook = getattr(server, "meter", None)
     if hook is not None and not isinstance(hook, MeterMiddleware):
         if requested:
             logger.warning("--otel ignored: the server's meter hook is not airmeter's")
         return None
-    sink = OtelSink.from_env(env, requested=requested, service_name=service)
+    sink = OtelSink.from_env(env, requested=requested, service_name=service_name or "air")
     if sink is None:
         return None
     if hook is None:
-        server.meter = MeterMiddleware(sinks=[sink])  # type: ignore[attr-defined]
-    else:
-        hook.add_sink(sink)
-    return sink
+        return MeterMiddleware(sinks=[sink])
+    hook.add_sink(sink)
+    return hook
 
 
 def with_env_otel_sink(

@@ -7,7 +7,7 @@ from typing import Any
 
 from airmeter.layers import Layer, parse_layer
 
-__all__ = ["CALLS_NAMESPACE", "RECORD_FIELDS", "CallRecord", "record_from_fields"]
+__all__ = ["CALLS_NAMESPACE", "CallRecord"]
 
 CALLS_NAMESPACE = "meter.calls"
 """The store namespace whose append log holds one entry per call."""
@@ -15,6 +15,7 @@ CALLS_NAMESPACE = "meter.calls"
 _CODES = ("L0", "L1", "L2", "L3", "L4", "L5", "L6", "L7")  # indexed by the Layer (an int)
 
 _OPTIONAL_FIELDS = (
+    "error_class",
     "session_id",
     "protocol_version",
     "transport",
@@ -26,10 +27,14 @@ _OPTIONAL_FIELDS = (
     "tokens_out",
     "cost",
     "error_message",
+    "error_message_bytes",
     "category",
     "tool_version",
     "arguments",
+    "arguments_bytes",
     "result",
+    "result_bytes",
+    "result_tokens",
 )
 
 
@@ -39,8 +44,15 @@ class CallRecord:
 
     ``ts_ms`` is the call's start in epoch milliseconds (``_ts`` in the log). ``error_type`` is
     ``"tool_error"`` for an ``isError`` result, a JSON-RPC code as a string (``"-32602"``), or an
-    exception type name; ``None`` when ``ok``. ``arguments``/``result`` are present only when the
-    user opted in, already redacted.
+    exception type name; ``None`` when ``ok``. ``error_class`` is its class (see
+    :mod:`airmeter.outcome`: ``tool_error``, ``exception``, ``timeout``, ``refused``,
+    ``protocol``, ``cancelled``, ``budget``; ``None`` in records made before classes existed:
+    :func:`airmeter.outcome.error_class_of` of the type gives it). ``arguments``/``result``
+    are present only when the user opted in, already redacted. Text fields (``error_message``,
+    captured ``arguments`` and ``result``) are cut to the meter's ``max_field_bytes``; a cut
+    field keeps its original size in ``<field>_bytes`` (a captured value that was cut is kept
+    as the start of its JSON text).
+    ``result_tokens`` is the number of tokens the result adds to a model's context.
     """
 
     ts_ms: int
@@ -50,6 +62,7 @@ class CallRecord:
     latency_ms: float
     ok: bool
     error_type: str | None = None
+    error_class: str | None = None
     request_id: str | None = None
     session_id: str | None = None
     protocol_version: str | None = None
@@ -62,10 +75,14 @@ class CallRecord:
     tokens_out: int | None = None
     cost: float | None = None
     error_message: str | None = None
+    error_message_bytes: int | None = None
     category: str | None = None
     tool_version: str | None = None
-    arguments: dict[str, Any] | None = None
+    arguments: dict[str, Any] | str | None = None
+    arguments_bytes: int | None = None
     result: Any = None
+    result_bytes: int | None = None
+    result_tokens: int | None = None
 
     def to_log(self) -> dict[str, Any]:
         """The log form: snake_case keys, ``_ts`` and ``layer`` as ``"L1"``…; ``None`` omitted
@@ -81,6 +98,8 @@ class CallRecord:
             "request_id": self.request_id,
         }
         # Unrolled on purpose: this runs once per call on the sink's write path.
+        if self.error_class is not None:
+            out["error_class"] = self.error_class
         if self.session_id is not None:
             out["session_id"] = self.session_id
         if self.protocol_version is not None:
@@ -103,19 +122,32 @@ class CallRecord:
             out["cost"] = self.cost
         if self.error_message is not None:
             out["error_message"] = self.error_message
+            if self.error_message_bytes is not None:
+                out["error_message_bytes"] = self.error_message_bytes
         if self.category is not None:
             out["category"] = self.category
         if self.tool_version is not None:
             out["tool_version"] = self.tool_version
         if self.arguments is not None:
             out["arguments"] = self.arguments
+            if self.arguments_bytes is not None:
+                out["arguments_bytes"] = self.arguments_bytes
         if self.result is not None:
             out["result"] = self.result
+            if self.result_bytes is not None:
+                out["result_bytes"] = self.result_bytes
+        if self.result_tokens is not None:
+            out["result_tokens"] = self.result_tokens
         return out
 
     @classmethod
     def from_log(cls, data: dict[str, Any]) -> CallRecord:
-        """Rebuild a record from its log form; unknown keys are ignored."""
+        """Rebuild a record from its log form; unknown keys are ignored.
+
+        Raises:
+            KeyError: ``_ts`` or ``tool`` is missing.
+            ValueError: a field cannot be converted (a bad layer, a non-numeric time).
+        """
         kwargs: dict[str, Any] = {name: data.get(name) for name in _OPTIONAL_FIELDS}
         request_id = data.get("request_id")
         return cls(
@@ -131,21 +163,40 @@ class CallRecord:
         )
 
 
-RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CallRecord))
-"""The field names of :class:`CallRecord` in declaration order (for :func:`record_from_fields`)."""
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(CallRecord))
+"""The fields of :class:`CallRecord` in declaration order."""
 
 _new = object.__new__
-# The slots' own descriptors: setting through them skips the frozen __setattr__ check.
-_SETTERS = tuple(CallRecord.__dict__[name].__set__ for name in RECORD_FIELDS)
+# The slots' own descriptors: setting through them skips the frozen __setattr__ check, which
+# costs more than the rest of building a record (the builder creates one per call).
+_SETTERS = tuple(CallRecord.__dict__[name].__set__ for name in FIELD_NAMES)
 
 
-def record_from_fields(values: tuple[Any, ...]) -> CallRecord:
-    """Build a record from values in :data:`RECORD_FIELDS` order, without validation.
-
-    The meter middleware keeps a plain tuple on the hot path and lets the background task
-    build the frozen record (a frozen dataclass with 23 fields costs microseconds to create).
-    """
+def assemble(values: tuple[Any, ...]) -> CallRecord:
+    """A record from values in :data:`FIELD_NAMES` order, without validation (the builder's
+    fast path; everything else uses the constructor)."""
     rec = _new(CallRecord)
     for setter, value in zip(_SETTERS, values, strict=True):
         setter(rec, value)
     return rec
+
+
+LEGACY_FIELDS: tuple[str, ...] = (
+    "ts_ms", "server", "tool", "layer", "latency_ms", "ok", "error_type", "request_id",
+    "session_id", "protocol_version", "transport", "client_name", "instance_id", "input_bytes",
+    "output_bytes", "tokens_in", "tokens_out", "cost", "error_message", "category",
+    "tool_version", "arguments", "result",
+)  # fmt: skip
+"""The order of the values ``Meter.record`` still takes as a plain tuple (deprecated: build a
+:class:`CallRecord`, or meter through :class:`~airmeter.MeterEngine`)."""
+
+
+def from_legacy(values: tuple[Any, ...]) -> CallRecord:
+    """A record from values in :data:`LEGACY_FIELDS` order.
+
+    Raises:
+        ValueError: not as many values as fields.
+    """
+    if len(values) != len(LEGACY_FIELDS):
+        raise ValueError(f"expected {len(LEGACY_FIELDS)} values, got {len(values)}")
+    return CallRecord(**dict(zip(LEGACY_FIELDS, values, strict=True)))

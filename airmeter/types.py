@@ -1,13 +1,88 @@
-"""The vocabulary of airmeter: the protocols a meter, its sinks and its adapters agree on."""
+"""The vocabulary of airmeter: what a meter reads from a call, and what its sinks agree on.
+
+Servers satisfy these structurally; airmeter never imports them. aircore's ``ToolContext`` is a
+:class:`CallInfo` (checked by mypy and by a test), and aircore's ``InputRequired`` is a
+:class:`CallSuspended`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from airmeter.record import CallRecord
+if TYPE_CHECKING:
+    from airmeter.record import CallRecord
 
-__all__ = ["Recorder", "Sink"]
+__all__ = ["CallInfo", "CallSuspended", "CodedError", "Recorder", "Sink"]
+
+
+@runtime_checkable
+class CallInfo(Protocol):
+    """What the meter reads from one tool call; every member is read-only for the meter.
+
+    ``layer`` is the tool's explicit L1-L7 hint (``None``: classify by name and schema);
+    ``input_schema`` is the tool's JSON Schema for its arguments (``None`` when unknown: the
+    arguments themselves are looked at); ``usage`` is where a handler may put ``tokens_in``,
+    ``tokens_out`` and ``cost``.
+    """
+
+    @property
+    def tool_name(self) -> str: ...
+
+    @property
+    def arguments(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def request_id(self) -> str | None: ...
+
+    @property
+    def session_id(self) -> str | None: ...
+
+    @property
+    def protocol_version(self) -> str | None: ...
+
+    @property
+    def transport(self) -> str | None: ...
+
+    @property
+    def client_name(self) -> str | None: ...
+
+    @property
+    def server_name(self) -> str | None: ...
+
+    @property
+    def layer(self) -> int | None: ...
+
+    @property
+    def annotations(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def tool_meta(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def input_schema(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def usage(self) -> MutableMapping[str, Any]: ...
+
+
+class CallSuspended(BaseException):
+    """Raised through the meter when a call is suspended rather than finished.
+
+    The 2026-07-28 era answers a tool that needs the user's input with ``input_required``; the
+    client retries the call with the answer. The meter records such a call as successful (the
+    server did what it should) and re-raises. A ``BaseException``, so that middleware catching
+    ``Exception`` lets it through.
+    """
+
+
+@runtime_checkable
+class CodedError(Protocol):
+    """An exception that carries the JSON-RPC error code the client gets (aircore's
+    ``AirError``, the SDK's ``MCPError`` once translated)."""
+
+    @property
+    def code(self) -> int: ...
 
 
 @runtime_checkable
@@ -15,7 +90,8 @@ class Sink(Protocol):
     """Receives batches of records from the meter's background task.
 
     A sink must not raise into the meter for transient failures it can retry; it logs and
-    counts them. ``close`` delivers whatever it still holds.
+    counts them. ``close`` delivers whatever it still holds. The meter bounds every wait on a
+    sink with a timeout, so a sink that never returns cannot block the meter.
     """
 
     async def write(self, records: Sequence[CallRecord]) -> None:

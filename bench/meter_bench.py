@@ -80,6 +80,7 @@ class Ctx:
         self.annotations = None
         self.tool_meta = None
         self.usage: dict[str, Any] = {}
+        self.input_schema: dict[str, Any] | None = None
 
 
 class CountSink:

@@ -20,13 +20,8 @@ from fastmcp.tools.base import ToolResult
 from mcp.shared.exceptions import MCPError
 
 from airmeter.classify import Classifier
-from airmeter.integrations._common import (
-    TOOL_ERROR,
-    LayerOf,
-    elapsed_ms,
-    make_call_meter,
-    start_clock,
-)
+from airmeter.integrations._common import CallFacts, LayerOf, make_engine
+from airmeter.outcome import TOOL_ERROR, error_type_of
 from airmeter.types import Recorder
 
 __all__ = ["FastMCPMeterMiddleware"]
@@ -46,7 +41,17 @@ def _error_type(exc: BaseException) -> str:
         root = exc.__cause__
     if isinstance(root, MCPError):
         return str(root.error.code)
-    return type(root).__name__
+    return error_type_of(root)
+
+
+def _is_error(result: Any) -> bool:
+    return isinstance(result, ToolResult) and result.is_error is True
+
+
+def _encode(result: Any) -> bytes | None:
+    if isinstance(result, ToolResult):
+        return result.model_dump_json(by_alias=True, exclude_none=True).encode()
+    return None
 
 
 class FastMCPMeterMiddleware(Middleware):
@@ -54,7 +59,8 @@ class FastMCPMeterMiddleware(Middleware):
 
     ``isError`` results give ``error_type="tool_error"``; exceptions give the type of their
     root (see :func:`_error_type`) and are re-raised unchanged for FastMCP to turn into the
-    response it always gives.
+    response it always gives. The calls run through airmeter's one
+    :class:`~airmeter.engine.MeterEngine`, like an aircore server's.
     """
 
     def __init__(
@@ -79,12 +85,15 @@ class FastMCPMeterMiddleware(Middleware):
             transport: ``transport`` field; by default the transport FastMCP runs on.
             measure_sizes: Record ``input_bytes``/``output_bytes``.
         """
-        self._meter = make_call_meter(
+        self._engine, self._layer_of = make_engine(
             recorder,
             server_name=server_name,
             layer_of=layer_of,
             classifier=classifier,
             measure_sizes=measure_sizes,
+            error_type=_error_type,
+            error_result=_is_error,
+            encode_result=_encode,
         )
         self._transport = transport
 
@@ -94,53 +103,28 @@ class FastMCPMeterMiddleware(Middleware):
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
         """Time the call, record it, pass the result or the exception on unchanged."""
-        ts_ms, perf_ns = start_clock()
-        common = self._fields(context, ts_ms)
-        meter = self._meter
-        try:
-            result = await call_next(context)
-        except BaseException as exc:
-            meter.emit(
-                latency_ms=elapsed_ms(perf_ns), ok=False, error_type=_error_type(exc), **common
-            )
-            raise
-        latency = elapsed_ms(perf_ns)
-        output_bytes = None
-        if meter.measure_sizes:
-            output_bytes = len(result.model_dump_json(by_alias=True, exclude_none=True))
-        meter.emit(
-            latency_ms=latency,
-            ok=not result.is_error,
-            error_type=TOOL_ERROR if result.is_error else None,
-            output_bytes=output_bytes,
-            **common,
-        )
-        return result
+        return await self._engine.run(self._facts(context), call_next, context)
 
-    def _fields(
-        self, context: MiddlewareContext[mt.CallToolRequestParams], ts_ms: int
-    ) -> dict[str, Any]:
+    def _facts(self, context: MiddlewareContext[mt.CallToolRequestParams]) -> CallFacts:
         message = context.message
         arguments = message.arguments
-        fields: dict[str, Any] = {
-            "ts_ms": ts_ms,
-            "tool": message.name,
-            "layer": self._meter.layer(
-                message.name, arguments if isinstance(arguments, Mapping) else None
-            ),
-            "input_bytes": self._meter.input_bytes(arguments),
-            "transport": self._transport,
-        }
+        layer_of = self._layer_of
+        facts = CallFacts(
+            tool_name=message.name,
+            arguments=arguments if isinstance(arguments, Mapping) else {},
+            transport=self._transport,
+            layer=None if layer_of is None else int(layer_of(message.name)),
+        )
         fctx = context.fastmcp_context
         if fctx is None:
-            return fields
-        if fields["transport"] is None and fctx.transport is not None:
-            fields["transport"] = _TRANSPORTS.get(fctx.transport, fctx.transport)
+            return facts
+        if facts.transport is None and fctx.transport is not None:
+            facts.transport = _TRANSPORTS.get(fctx.transport, fctx.transport)
         rctx = fctx.request_context
         if rctx is not None:
-            fields["request_id"] = rctx.request_id
-            fields["protocol_version"] = rctx.protocol_version
+            facts.request_id = None if rctx.request_id is None else str(rctx.request_id)
+            facts.protocol_version = rctx.protocol_version
             client = rctx.session.client_params
-            fields["client_name"] = client.client_info.name if client is not None else None
-            fields["session_id"] = fctx.session_id
-        return fields
+            facts.client_name = client.client_info.name if client is not None else None
+            facts.session_id = fctx.session_id
+        return facts

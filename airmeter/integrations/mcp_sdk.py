@@ -22,15 +22,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from pydantic import BaseModel, ValidationError
 
+from airmeter.build import encode_json
 from airmeter.classify import Classifier
-from airmeter.integrations._common import (
-    TOOL_ERROR,
-    LayerOf,
-    elapsed_ms,
-    json_size,
-    make_call_meter,
-    start_clock,
-)
+from airmeter.integrations._common import CallFacts, LayerOf, make_engine
+from airmeter.outcome import error_type_of
 from airmeter.types import Recorder
 
 __all__ = ["SdkMeterMiddleware", "instrument_mcp_server"]
@@ -38,7 +33,7 @@ __all__ = ["SdkMeterMiddleware", "instrument_mcp_server"]
 _TOOLS_CALL = "tools/call"
 
 
-def _is_error(result: HandlerResult) -> bool:
+def _is_error(result: Any) -> bool:
     if isinstance(result, Mapping):
         return result.get("isError") is True
     return getattr(result, "is_error", False) is True
@@ -49,13 +44,13 @@ def _error_type(exc: BaseException) -> str:
         return str(exc.error.code)
     if isinstance(exc, ValidationError):
         return str(INVALID_PARAMS)
-    return type(exc).__name__
+    return error_type_of(exc)
 
 
-def _output_size(result: HandlerResult) -> int | None:
+def _encode(result: Any) -> bytes | None:
     if isinstance(result, BaseModel):
-        return len(result.model_dump_json(by_alias=True, exclude_none=True))
-    return json_size(result)
+        return result.model_dump_json(by_alias=True, exclude_none=True).encode()
+    return encode_json(result)
 
 
 class SdkMeterMiddleware:
@@ -64,7 +59,8 @@ class SdkMeterMiddleware:
     Success, ``isError`` results (``error_type="tool_error"``; the SDK turns exceptions in a
     tool into such results) and errors raised through the chain (``MCPError`` → its code,
     invalid params → ``"-32602"``, anything else → the exception type) are all recorded;
-    exceptions are re-raised unchanged.
+    exceptions are re-raised unchanged. The calls run through airmeter's one
+    :class:`~airmeter.engine.MeterEngine`, like an aircore server's.
     """
 
     def __init__(
@@ -89,14 +85,17 @@ class SdkMeterMiddleware:
             transport: ``transport`` field; by default ``"http"`` when the request came over
                 HTTP, else ``"stdio"``.
             measure_sizes: Record ``input_bytes``/``output_bytes`` (serializes the result
-                once more; turn off for the last microseconds).
+                once more, off the call path when the recorder is a meter).
         """
-        self._meter = make_call_meter(
+        self._engine, self._layer_of = make_engine(
             recorder,
             server_name=server_name,
             layer_of=layer_of,
             classifier=classifier,
             measure_sizes=measure_sizes,
+            error_type=_error_type,
+            error_result=_is_error,
+            encode_result=_encode,
         )
         self._transport = transport
 
@@ -107,51 +106,24 @@ class SdkMeterMiddleware:
         name = params.get("name") if params is not None else None
         if ctx.method != _TOOLS_CALL or not isinstance(name, str):
             return await call_next(ctx)
-        ts_ms, perf_ns = start_clock()
         arguments = params.get("arguments") if params is not None else None
-        meter = self._meter
-        common = self._fields(ctx, name, arguments, ts_ms)
-        try:
-            result = await call_next(ctx)
-        except BaseException as exc:
-            meter.emit(
-                latency_ms=elapsed_ms(perf_ns),
-                ok=False,
-                error_type=_error_type(exc),
-                **common,
-            )
-            raise
-        latency = elapsed_ms(perf_ns)
-        is_error = _is_error(result)
-        meter.emit(
-            latency_ms=latency,
-            ok=not is_error,
-            error_type=TOOL_ERROR if is_error else None,
-            output_bytes=_output_size(result) if meter.measure_sizes else None,
-            **common,
-        )
-        return result
+        return await self._engine.run(self._facts(ctx, name, arguments), call_next, ctx)
 
-    def _fields(
-        self, ctx: ServerRequestContext[Any, Any], tool: str, arguments: Any, ts_ms: int
-    ) -> dict[str, Any]:
+    def _facts(self, ctx: ServerRequestContext[Any, Any], tool: str, arguments: Any) -> CallFacts:
         request = ctx.request
         headers = getattr(request, "headers", None)
-        session_id = headers.get("mcp-session-id") if headers is not None else None
         client = ctx.session.client_params
-        transport = self._transport or ("http" if request is not None else "stdio")
-        meter = self._meter
-        return {
-            "ts_ms": ts_ms,
-            "tool": tool,
-            "layer": meter.layer(tool, arguments if isinstance(arguments, Mapping) else None),
-            "request_id": None if ctx.request_id is None else str(ctx.request_id),
-            "session_id": session_id,
-            "protocol_version": ctx.protocol_version,
-            "transport": transport,
-            "client_name": client.client_info.name if client is not None else None,
-            "input_bytes": meter.input_bytes(arguments),
-        }
+        layer_of = self._layer_of
+        return CallFacts(
+            tool_name=tool,
+            arguments=arguments if isinstance(arguments, Mapping) else {},
+            request_id=None if ctx.request_id is None else str(ctx.request_id),
+            session_id=headers.get("mcp-session-id") if headers is not None else None,
+            protocol_version=ctx.protocol_version,
+            transport=self._transport or ("http" if request is not None else "stdio"),
+            client_name=client.client_info.name if client is not None else None,
+            layer=None if layer_of is None else int(layer_of(tool)),
+        )
 
 
 def instrument_mcp_server(

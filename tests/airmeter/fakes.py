@@ -19,6 +19,7 @@ class FakeContext:
         self.layer: int | None = kw.get("layer")
         self.annotations: dict[str, Any] | None = kw.get("annotations")
         self.tool_meta: dict[str, Any] | None = kw.get("tool_meta")
+        self.input_schema: dict[str, Any] | None = kw.get("input_schema")
         self.meta: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}
 

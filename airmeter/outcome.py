@@ -1,0 +1,102 @@
+"""How a call ended: its error type (kept as the server said it) and its error class.
+
+The class keeps apart what a tool's error rate should count from what it should not:
+
+=============  ===========================================================  ===============
+class          when                                                         in error rate
+=============  ===========================================================  ===============
+tool_error     the tool returned an ``isError`` result                      yes
+exception      the handler raised (``error_type`` keeps the type name)      yes
+timeout        the call ran past its time limit (-32001, ``TimeoutError``)  yes
+refused        the arguments were rejected before the handler (-32602)      no
+protocol       any other JSON-RPC error code                                no
+cancelled      the client (or a shutdown) cancelled the call                no
+budget         a budget blocked the call                                    no
+=============  ===========================================================  ===============
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Final, Literal
+
+from airmeter.types import CodedError
+
+__all__ = [
+    "BUDGET_ERROR_TYPE",
+    "CANCELLED_ERROR_TYPE",
+    "ERROR_CLASSES",
+    "RATE_CLASSES",
+    "TOOL_ERROR",
+    "ErrorClass",
+    "error_class_of",
+    "error_type_of",
+]
+
+ErrorClass = Literal[
+    "tool_error", "exception", "timeout", "refused", "protocol", "cancelled", "budget"
+]
+ERROR_CLASSES: Final[tuple[ErrorClass, ...]] = (
+    "tool_error", "exception", "timeout", "refused", "protocol", "cancelled", "budget",
+)  # fmt: skip
+"""Every error class, those counted in a tool's error rate first."""
+RATE_CLASSES: Final[frozenset[str]] = frozenset({"tool_error", "exception", "timeout"})
+"""The classes a tool's error rate counts."""
+
+TOOL_ERROR: Final = "tool_error"
+"""The ``error_type`` of an ``isError`` result."""
+CANCELLED_ERROR_TYPE: Final = "cancelled"
+"""The ``error_type`` of a call cancelled before it finished."""
+BUDGET_ERROR_TYPE: Final = "budget_exceeded"
+"""The ``error_type`` of a call a budget blocked."""
+
+INVALID_PARAMS: Final = "-32602"
+REQUEST_TIMEOUT: Final = "-32001"
+_TIMEOUT_TYPES: Final = frozenset({"TimeoutError", "ToolTimeoutError", "CancelledTimeout"})
+
+
+def error_type_of(exc: BaseException) -> str:
+    """``str(code)`` for an exception carrying a negative int JSON-RPC ``code`` (a
+    :class:`~airmeter.types.CodedError`), ``"cancelled"`` for a cancellation, else the
+    exception's type name.
+
+    Positive codes (an HTTP status on ``urllib``'s ``HTTPError``) are not JSON-RPC codes.
+    """
+    if isinstance(exc, asyncio.CancelledError):
+        return CANCELLED_ERROR_TYPE
+    if isinstance(exc, CodedError):
+        code = exc.code
+        if type(code) is int and code < 0:
+            return str(code)
+    return type(exc).__name__
+
+
+_CACHE: dict[str, ErrorClass] = {
+    TOOL_ERROR: "tool_error",
+    INVALID_PARAMS: "refused",
+    REQUEST_TIMEOUT: "timeout",
+    CANCELLED_ERROR_TYPE: "cancelled",
+    BUDGET_ERROR_TYPE: "budget",
+}
+
+
+def error_class_of(error_type: str | None) -> ErrorClass:
+    """The class of an ``error_type`` (a record's, or a rollup's key): a pure function, so
+    rollups written before classes existed are classified the same way.
+
+    ``None`` (an error without a type) counts as an exception.
+    """
+    if error_type is None:
+        return "exception"
+    found = _CACHE.get(error_type)
+    if found is not None:
+        return found
+    if error_type in _TIMEOUT_TYPES:
+        cls: ErrorClass = "timeout"
+    elif error_type.lstrip("-").isdigit():
+        cls = "protocol"
+    else:
+        cls = "exception"
+    if len(_CACHE) < 4096:
+        _CACHE[error_type] = cls
+    return cls
