@@ -312,23 +312,18 @@ class GatewayEndpoint:
         cancel_on_disconnect: bool,
     ) -> JSONDict | None:  # fmt: skip
         """Wait for the call; 2026-07-28: the client closing the POST cancels it."""
-        watcher = asyncio.ensure_future(receive()) if cancel_on_disconnect else None
+        watcher: asyncio.Future[Any] | None = None
+        if cancel_on_disconnect:
+            watcher = asyncio.ensure_future(receive())
+            watcher.add_done_callback(lambda _w: task.cancel())  # a no-op once the task is done
         try:
-            if watcher is None:
-                return await task
-            done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            if task in done:
-                return task.result()
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            return None
+            return await task
         except asyncio.CancelledError:
             me = asyncio.current_task()
             if me is not None and me.cancelling():
-                task.cancel()
+                task.cancel()  # we are being cancelled (shutdown): take the call with us
                 raise
-            return None  # cancelled by notifications/cancelled: no answer
+            return None  # the client closed the POST, or notifications/cancelled: no answer
         finally:
             if watcher is not None:
                 watcher.cancel()
