@@ -12,6 +12,7 @@ from typing import Final
 from airmeter.record import CallRecord
 
 __all__ = [
+    "AIR_CALL_ID",
     "AIR_LAYER",
     "AIR_SERVER",
     "CALLS_COUNTER",
@@ -41,6 +42,7 @@ MCP_SESSION_ID: Final = "mcp.session.id"
 NETWORK_TRANSPORT: Final = "network.transport"
 ERROR_TYPE: Final = "error.type"
 AIR_LAYER: Final = "air.layer"
+AIR_CALL_ID: Final = "air.call.id"
 AIR_SERVER: Final = "air.server"
 
 TOOLS_CALL: Final = "tools/call"
@@ -117,6 +119,8 @@ def span_attributes(record: CallRecord) -> dict[str, str]:
     attrs = metric_attributes(record)
     if record.request_id is not None:
         attrs[JSONRPC_REQUEST_ID] = record.request_id
+    if record.call_id is not None:
+        attrs[AIR_CALL_ID] = record.call_id
     if record.session_id is not None:
         attrs[MCP_SESSION_ID] = record.session_id
     if record.server:
