@@ -153,6 +153,7 @@ EXPECTED = {
         "StoreLocation",
         "StoreLockedError",
         "TimeBound",
+        "UnsupportedFormatError",
         "create_storage",
         "default_locations",
         "parse_store_url",
