@@ -191,7 +191,9 @@ class GatewayMeter:
             request_id=call.request_id, call_id=call.call_id, session_id=call.session_id,
             protocol_version=call.protocol_version, transport="tcp", client_name=call.client,
             instance_id=replica, input_bytes=_size(arguments), output_bytes=out_bytes,
-            error_message=message, category=_text(meta.get("category_key")),
+            error_message=message,
+            # the standard's "categoryKey"; "category_key" from servers before it
+            category=_text(meta.get("categoryKey", meta.get("category_key"))),
             tool_version=_text(meta.get("version")),
         )  # fmt: skip
         if call.span is not None:
