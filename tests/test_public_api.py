@@ -8,6 +8,7 @@ import pytest
 
 EXPECTED = {
     "airhttp": [
+        "DEFAULT_GRACE",
         "DEFAULT_HEADER_TIMEOUT",
         "DEFAULT_IDLE_TIMEOUT",
         "DEFAULT_MAX_BODY",
@@ -15,6 +16,7 @@ EXPECTED = {
         "DEFAULT_MAX_HEADER_BYTES",
         "DEFAULT_MAX_INFLIGHT",
         "LOCAL_HOSTS",
+        "ASGIApp",
         "AccessPolicy",
         "AirhttpError",
         "GuardedApp",
@@ -22,8 +24,13 @@ EXPECTED = {
         "HttpServer",
         "Limits",
         "LimitsError",
+        "Message",
+        "Receive",
         "Refusal",
         "RepeatFilter",
+        "Scope",
+        "Send",
+        "ServerError",
         "ServerStats",
         "accepts",
         "bearer_token",
@@ -34,6 +41,7 @@ EXPECTED = {
         "media_type",
         "origin_ok",
         "send_refusal",
+        "serve",
         "text_refusal",
         "token_ok",
         "wsgi_refusal",
