@@ -12,15 +12,28 @@ import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
-from aircli import check, dashboard, demo, gateway, manifest, meter, scaffold, serve, status, store
+from aircli import (
+    check,
+    dashboard,
+    demo,
+    gateway,
+    manifest,
+    meter,
+    migrate,
+    scaffold,
+    serve,
+    status,
+    store,
+)
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # Subcommand modules, in the order `air --help` lists them (each imports its heavy parts,
 # such as Dash or the MCP client, inside the function that needs them).
 _MODULES: tuple[ModuleType, ...] = (
-    serve, store, meter, demo, dashboard, check, manifest, scaffold, gateway, status
+    serve, store, meter, demo, dashboard, check, manifest, scaffold, migrate, gateway, status
 )  # fmt: skip
 COMMANDS: tuple[str, ...] = tuple(m.__name__.rpartition(".")[2] for m in _MODULES)
 
@@ -38,10 +51,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    """The innermost subcommand parser ``args`` went through (``air meter report``'s)."""
+    while True:
+        found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, found[0].dest, None) if found else None
+        if not found or name is None:
+            return parser
+        parser = found[0].choices[name]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``air`` console script; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # say it with the subcommand's usage, not the top-level one
+        _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         stream=sys.stderr,
