@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
-from airmeter import Snapshot, snapshot
+from airmeter import Snapshot, meter_health, snapshot
 from airmeter.errors import AirmeterError
 from airstore import AirstoreError, create_storage, parse_store_url
 
@@ -100,14 +100,16 @@ async def _report(args: argparse.Namespace) -> str:
             server=args.server,
             instance=args.instance,
         )
+        healths = await meter_health(store) if args.format == "prometheus" else []
     finally:
         await store.close()
     if args.format == "json":
         return snap.to_json()
     if args.format == "prometheus":
+        from airmeter.health import render_health
         from airmeter.prometheus_snapshot import render_snapshot
 
-        return render_snapshot(snap)
+        return render_snapshot(snap) + render_health(healths)
     return format_table(snap)
 
 

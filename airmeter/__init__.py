@@ -11,6 +11,7 @@ from airmeter.errors import (
     MeterClosedError,
     MeterConfigError,
 )
+from airmeter.health import MeterHealth, meter_health
 from airmeter.layers import LAYERS, Layer, LayerInfo, parse_layer
 from airmeter.meter import Meter, MeterStats
 from airmeter.metrics_app import metrics_app
@@ -59,6 +60,7 @@ __all__ = [
     "MeterClosedError",
     "MeterConfigError",
     "MeterEngine",
+    "MeterHealth",
     "MeterMiddleware",
     "MeterStats",
     "OtelSettings",
@@ -79,6 +81,7 @@ __all__ = [
     "current_usage",
     "error_class_of",
     "has_calls",
+    "meter_health",
     "metrics_app",
     "otel_enabled",
     "otel_settings",

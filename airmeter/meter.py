@@ -24,10 +24,12 @@ from airmeter.build import PendingCall, RecordBuilder
 from airmeter.classify import Classifier
 from airmeter.errors import MeterClosedError, MeterConfigError
 from airmeter.fields import DEFAULT_MAX_FIELD_BYTES
+from airmeter.health import HealthReporter, MeterHealth
 from airmeter.layers import Layer
 from airmeter.record import CallRecord, from_legacy
 from airmeter.redact import Redactor
 from airmeter.rollups import RollupBook
+from airmeter.sink_calls import DEFAULT_SINK_TIMEOUT, SinkCalls
 from airmeter.snapshot import DEFAULT_MAX_BUCKETS, Bound, aggregate, snapshot, to_ms
 from airmeter.snapshot_types import Snapshot
 from airmeter.store_sink import StoreSink
@@ -43,8 +45,6 @@ DEFAULT_MAX_PENDING = 100_000
 DEFAULT_BATCH_SIZE = 2_048
 DEFAULT_FLUSH_INTERVAL = 0.25
 DEFAULT_MEMORY_RETENTION_MINUTES = 24 * 60
-SINK_ERROR_LOG_INTERVAL = 60.0
-"""Seconds between two logged failures of one sink (the others are counted, not logged)."""
 
 
 Entry: TypeAlias = CallRecord | PendingCall | tuple[Any, ...]
@@ -71,6 +71,7 @@ class MeterStats:
     dropped: int
     pending: int
     sink_errors: int
+    sink_timeouts: int = 0
 
 
 class Meter:
@@ -86,6 +87,9 @@ class Meter:
         max_pending: the bound of the pending batch; more records are dropped and counted.
         batch_size: a pending batch this large wakes the delivery task early.
         flush_interval: seconds between deliveries otherwise.
+        sink_timeout: longest wait on one sink call; a sink that does not answer in time is
+            abandoned for that call and counted (``stats.sink_timeouts``), so a hung sink
+            never blocks :meth:`stop`, :meth:`snapshot` or ``/metrics``.
         max_field_bytes: cap of the texts of records made elsewhere (the metering engine cuts
             its own with its own cap).
         redactor: redacts records made elsewhere (the engine redacts its own).
@@ -108,9 +112,12 @@ class Meter:
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES,
         redactor: Redactor | None = None,
+        sink_timeout: float = DEFAULT_SINK_TIMEOUT,
     ) -> None:
-        if min(ring_size, max_pending, batch_size) <= 0 or flush_interval <= 0:
-            raise MeterConfigError("ring_size, max_pending, batch_size, flush_interval must be > 0")
+        if min(ring_size, max_pending, batch_size) <= 0 or min(flush_interval, sink_timeout) <= 0:
+            raise MeterConfigError(
+                "ring_size, max_pending, batch_size, flush_interval, sink_timeout must be > 0"
+            )
         self.server = server
         self.instance_id = instance_id or default_instance_id()
         self.classifier = classifier or Classifier()
@@ -135,15 +142,14 @@ class Meter:
         self._recorded = 0
         self._delivered = 0
         self._dropped = 0
-        self._sink_errors = 0
+        self._calls = SinkCalls(timeout=sink_timeout)
+        self._health = HealthReporter()
         self._wake: asyncio.Event | None = None
         self._woken = False
         self._task: asyncio.Task[None] | None = None
         self._lock: asyncio.Lock | None = None
         self._stopping = False
         self._closed = False
-        self._sink_logged: dict[int, float] = {}
-        self._sink_quiet: dict[int, int] = {}
 
     # -- hot path --------------------------------------------------------------------------
     def record(self, record: Entry) -> None:
@@ -196,12 +202,9 @@ class Meter:
             await task
         await self._deliver()
         self._closed = True
+        await self._report_health(final=True)
         for sink in self._sinks:
-            try:
-                await sink.close()
-            except Exception:
-                self._sink_errors += 1
-                logger.exception("airmeter: closing sink %r failed", sink)
+            await self._calls.call(sink, sink.close(), "close", 0)
 
     async def flush(self) -> None:
         """Deliver everything pending now (also without a running delivery task)."""
@@ -228,6 +231,7 @@ class Meter:
             wake.clear()
             self._woken = False
             await self._deliver()
+            await self._report_health()
 
     async def _deliver(self) -> None:
         lock = self._lock
@@ -243,26 +247,17 @@ class Meter:
                     for rec in batch:
                         add(rec)
                 for sink in self._sinks:
-                    try:
-                        await sink.write(batch)
-                    except Exception:
-                        self._sink_errors += 1
-                        self._log_sink_error(sink, len(batch))
+                    await self._calls.call(sink, sink.write(batch), "write", len(batch))
                 self._delivered += len(batch)
 
-    def _log_sink_error(self, sink: Sink, n: int) -> None:
-        """Log a sink failure with its traceback, then at most once a minute per sink (an
-        outage would otherwise log every delivery)."""
-        now = time.monotonic()
-        key = id(sink)
-        last = self._sink_logged.get(key)
-        if last is not None and now - last < SINK_ERROR_LOG_INTERVAL:
-            self._sink_quiet[key] = self._sink_quiet.get(key, 0) + 1
-            return
-        self._sink_logged[key] = now
-        quiet = self._sink_quiet.pop(key, 0)
-        more = f" ({quiet} more failures not logged)" if quiet else ""
-        logger.error("airmeter: sink %r failed on %d records%s", sink, n, more, exc_info=True)
+    async def _report_health(self, *, final: bool = False) -> None:
+        """Warn about drops and sink failures (rate-limited) and keep the health document in
+        the store (bounded like a sink call)."""
+        health = self.health
+        self._health.check(health, final=final)
+        if self._store is not None and self._health.due(health, final=final):
+            await self._calls.call(self._store, self._health.persist(self._store, health),
+                               "health report", 0)  # fmt: skip
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -275,7 +270,18 @@ class Meter:
         """The meter's counters right now."""
         return MeterStats(
             recorded=self._recorded, delivered=self._delivered, dropped=self._dropped,
-            pending=len(self._pending), sink_errors=self._sink_errors,
+            pending=len(self._pending), sink_errors=self._calls.errors,
+            sink_timeouts=self._calls.timeouts,
+        )  # fmt: skip
+
+    @property
+    def health(self) -> MeterHealth:
+        """The counters as the :class:`~airmeter.health.MeterHealth` this meter reports."""
+        return MeterHealth(
+            instance_id=self.instance_id, server=self.server, recorded=self._recorded,
+            delivered=self._delivered, dropped=self._dropped, pending=len(self._pending),
+            sink_errors=self._calls.errors, sink_timeouts=self._calls.timeouts,
+            updated_ms=int(time.time() * 1000),
         )  # fmt: skip
 
     @property
@@ -352,8 +358,8 @@ class Meter:
         await self._deliver()
         if self._store is not None:
             for sink in self._sinks:
-                if isinstance(sink, StoreSink):
-                    await sink.persist()
+                if isinstance(sink, StoreSink):  # bounded: a hung store answers what it has
+                    await self._calls.call(sink, sink.persist(), "persist", 0)
             return await snapshot(
                 self._store, since=since, until=until, tool=tool, layer=layer, server=server,
                 instance=instance, bucket_ms=bucket_ms, max_buckets=max_buckets,
