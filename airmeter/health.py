@@ -3,7 +3,7 @@
 A meter never blocks a call, so under overload it drops records and counts them; a sink that
 fails or hangs is counted too. Those counts must not stay in memory where nobody looks:
 
-- a warning on the ``airmeter.meter`` logger, at most once per :data:`WARN_INTERVAL` seconds
+- a warning on this module's logger, at most once per :data:`WARN_INTERVAL` seconds
   (saying how many records were dropped meanwhile);
 - Prometheus series beside the call metrics (:func:`render_health`);
 - one document per meter instance in the store namespace :data:`HEALTH_NAMESPACE`, read by
@@ -31,7 +31,7 @@ __all__ = [
     "render_health",
 ]
 
-logger = logging.getLogger("airmeter.meter")
+logger = logging.getLogger(__name__)
 
 HEALTH_NAMESPACE: Final = "meter.health"
 """One key per meter instance: its :class:`MeterHealth` as a JSON object."""

@@ -29,10 +29,12 @@ from airmeter.layers import Layer
 from airmeter.record import CallRecord, from_legacy
 from airmeter.redact import Redactor
 from airmeter.rollups import RollupBook
+from airmeter.settings import INSTANCE_ID_ENV, instance_id_setting
 from airmeter.sink_calls import DEFAULT_SINK_TIMEOUT, SinkCalls
 from airmeter.snapshot import DEFAULT_MAX_BUCKETS, Bound, aggregate, snapshot, to_ms
 from airmeter.snapshot_types import Snapshot
 from airmeter.store_sink import StoreSink
+from airmeter.tokens import count_all
 from airmeter.types import Sink
 from airstore.types import Store
 
@@ -50,14 +52,11 @@ DEFAULT_MEMORY_RETENTION_MINUTES = 24 * 60
 Entry: TypeAlias = CallRecord | PendingCall | tuple[Any, ...]
 """What :meth:`Meter.record` takes."""
 
-INSTANCE_ID_ENV = "AIR_INSTANCE_ID"
-"""Environment variable naming this server instance (stable across restarts when set)."""
-
 
 def default_instance_id() -> str:
     """This server process's id: ``$AIR_INSTANCE_ID`` when set, else ``host-pid``."""
-    configured = os.environ.get(INSTANCE_ID_ENV, "").strip()
-    if configured and ":" not in configured:
+    configured = instance_id_setting()
+    if configured is not None:
         return configured
     return f"{socket.gethostname()}-{os.getpid()}"
 
@@ -239,6 +238,7 @@ class Meter:
             lock = self._lock = asyncio.Lock()
         async with lock:
             while self._pending:
+                await self._count_tokens(self._pending)
                 final = self._final
                 batch = [rec for r in self._pending if (rec := final(r)) is not None]
                 self._pending = []
@@ -249,6 +249,32 @@ class Meter:
                 for sink in self._sinks:
                     await self._calls.call(sink, sink.write(batch), "write", len(batch))
                 self._delivered += len(batch)
+
+    async def _count_tokens(self, entries: list[Entry]) -> None:
+        """Count the context tokens of the results about to be built: with the exact tokenizer
+        on a worker thread (the estimate counts inline when the record is built)."""
+        todo = [p for p in entries if isinstance(p, PendingCall) and p.record is None
+                and p.result is not None and p.builder.tokens is not None
+                and p.result_tokens is None]  # fmt: skip
+        if not todo:
+            return
+        tokens = todo[0].builder.tokens
+        assert tokens is not None
+        counter = tokens.counter
+        if counter is None:  # still loading: these records carry no count
+            tokens.preload()
+            return
+        if not counter.exact:  # the estimate counts inline when the record is built
+            return
+        mine = [p for p in todo if p.builder.tokens is tokens]
+        texts = [p.builder.context_text(p.result) or "" for p in mine]
+        try:
+            counts = await asyncio.to_thread(count_all, counter, texts)
+        except Exception:  # a tokenizer failure must not stop delivery: no counts then
+            logger.exception("airmeter: counting result tokens failed")
+            return
+        for p, n in zip(mine, counts, strict=True):
+            p.result_tokens = n
 
     async def _report_health(self, *, final: bool = False) -> None:
         """Warn about drops and sink failures (rate-limited) and keep the health document in

@@ -11,7 +11,7 @@ from typing import Final
 
 __all__ = ["DEFAULT_SINK_TIMEOUT", "SINK_ERROR_LOG_INTERVAL", "SinkCalls"]
 
-logger = logging.getLogger("airmeter.meter")
+logger = logging.getLogger(__name__)
 
 DEFAULT_SINK_TIMEOUT: Final = 10.0
 """Longest wait on one sink call (a write, a close, a rollup persist); then it is abandoned."""

@@ -34,7 +34,7 @@ async def test_drops_are_warned_once_counted_in_prometheus_and_kept_in_the_store
 ) -> None:
     store = MemoryStore()
     meter = Meter(store=store, max_pending=5, instance_id="i-1", flush_interval=3600)
-    with caplog.at_level(logging.WARNING, logger="airmeter.meter"):
+    with caplog.at_level(logging.WARNING, logger="airmeter"):
         for i in range(20):  # nothing is delivered meanwhile: 15 are dropped
             meter.record(rec(i))
         await meter.start()
