@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 SYSDEPS_STAMP := $(VENV)/.sysdeps
 PYTEST_ARGS ?=
 
-.PHONY: all demo test lint typecheck pytest install sysdeps bench conformance clean
+.PHONY: all demo test lint typecheck pytest install sysdeps wrk bench conformance conformance-gateway clean
 
 all: test
 
@@ -44,14 +44,27 @@ pytest: $(STAMP) $(SYSDEPS_STAMP)
 
 test: lint typecheck pytest
 
+# wrk drives bench/gateway_bench.py (Debian's package; without it the bench uses its own driver).
+WRK_STAMP := $(VENV)/.wrk
+$(WRK_STAMP): | $(BIN)/python
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; } \
+		|| echo "wrk is not installed: bench/gateway_bench.py uses its built-in driver"
+	@touch $(WRK_STAMP)
+
+wrk: $(WRK_STAMP)
+
 # Every benchmark program: ours beside the peers, tables with ratios (several minutes in all).
-BENCHES := store_bench backends_bench mcp_bench meter_bench otel_bench dashboard_bench definitions_bench
-bench: $(STAMP) $(SYSDEPS_STAMP)
+BENCHES := store_bench backends_bench mcp_bench meter_bench otel_bench dashboard_bench definitions_bench gateway_bench
+bench: $(STAMP) $(SYSDEPS_STAMP) $(WRK_STAMP)
 	@for b in $(BENCHES); do echo "==> bench/$$b.py"; $(BIN)/python bench/$$b.py || exit 1; done
 
 # The official MCP conformance suite over HTTP (Node 22 from npm into .conformance/; not in `test`).
 conformance: $(STAMP)
 	bash scripts/conformance.sh
+
+# The same suite against `air gateway` in front of examples/conformance_server.py (same baseline).
+conformance-gateway: $(STAMP)
+	bash scripts/conformance_gateway.sh
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

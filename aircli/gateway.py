@@ -2,19 +2,18 @@
 
 Serves Streamable HTTP on ``/mcp`` (both eras) and ``GET /status``; prints its URL on stderr.
 A non-loopback ``--host`` needs ``--allow-remote`` and ``--token``. SIGTERM / Ctrl+C stop it
-cleanly: stdio children are stopped and metering is flushed.
+cleanly: stdio children are stopped and metering is flushed. Sessions, rate counters and
+metering go to ``--store`` (else the default location every ``air`` command uses).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 
-from airgateway.errors import ConfigError, GatewayError
+from aircli.locate import STORE_HELP, store_location
 from airhttp.guards import is_loopback
-from airstore.errors import AirstoreError
 
 __all__ = ["DEFAULT_GATEWAY_PORT", "register"]
 
@@ -30,13 +29,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--store",
         default=None,
-        help="sessions, rate limits and metering (redis://… shares them between gateways; "
-        "default: memory:// for sessions and limits, no metering)",
+        help="sessions, rate limits and metering; redis://… shares them between gateways. "
+        + STORE_HELP,
+    )
+    parser.add_argument(
+        "--no-meter",
+        action="store_true",
+        help="do not meter proxied calls (sessions still use --store)",
     )
     parser.add_argument(
         "--token",
-        default=os.environ.get("AIR_GATEWAY_TOKEN"),
-        help="require this bearer token (env AIR_GATEWAY_TOKEN)",
+        default=None,
+        help="require this bearer token (default: env AIR_GATEWAY_TOKEN)",
     )
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN")
@@ -45,6 +49,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from airgateway.errors import ConfigError, GatewayError  # the gateway loads only when run
+    from airgateway.settings import gateway_token
+    from airstore.errors import AirstoreError
+
+    args.token = args.token or gateway_token()
     if not 0 <= args.port <= 65535:
         print(f"air gateway: --port {args.port} is not a port (0-65535)", file=sys.stderr)
         return 2
@@ -81,10 +90,11 @@ async def _serve(config: object, args: argparse.Namespace) -> None:
     from airstore.factory import create_storage
 
     assert isinstance(config, GatewayConfig)
-    store = await create_storage(args.store or "memory://")
+    location = store_location("air gateway", args.store, reading=False)
+    store = await create_storage(location.url)
     try:
         meter = None
-        if args.store:
+        if not args.no_meter:
             meter = GatewayMeter(Meter(store=store, server="air-gateway"))
         gateway = Gateway(config, store=store, token=args.token, meter=meter)
         await serve_gateway(

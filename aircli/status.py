@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import urllib.error
 import urllib.request
@@ -23,8 +22,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--url", required=True, help="the gateway's URL (…/mcp or its root)")
     parser.add_argument(
         "--token",
-        default=os.environ.get("AIR_GATEWAY_TOKEN"),
-        help="bearer token (env AIR_GATEWAY_TOKEN)",
+        default=None,
+        help="bearer token (default: env AIR_GATEWAY_TOKEN)",
     )
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.set_defaults(func=_run)
@@ -59,9 +58,12 @@ def format_table(status: dict[str, Any]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from airgateway.settings import gateway_token
+
+    token = args.token or gateway_token()
     request = urllib.request.Request(status_url(args.url), method="GET")
-    if args.token:
-        request.add_header("Authorization", f"Bearer {args.token}")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as resp:
             status = json.loads(resp.read())

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 
 from aircli.locate import STORE_HELP, store_location
-from airstore import AirstoreError, FileStore, parse_store_url
+from airstore import (
+    AirstoreError,
+    Inspectable,
+    ReadOnlyUnsupportedError,
+    create_storage,
+    store_exists,
+)
 
 __all__ = ["register"]
 
@@ -31,16 +36,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action.set_defaults(func=func)
 
 
-def _file_dir(url: str) -> str | None:
-    """The data directory of a ``file://`` URL; None (with a message) for other stores."""
-    kind, location = parse_store_url(url)
-    if kind != "file" or location is None:
-        print(f"{url}: only file stores keep files to inspect ({kind} store)")
+async def _open(url: str) -> Inspectable | None:
+    """The store at ``url`` opened read-only, or None (with a message) when there is nothing
+    to inspect: nothing stored yet, or a store that keeps no files."""
+    if not await store_exists(url):
+        print(f"{url}: no data directory or database yet (nothing stored there)")
         return None
-    if not os.path.isdir(location):
-        print(f"{location}: no data directory (nothing stored yet)")
-        return None
-    return location
+    try:
+        store = await create_storage(url, read_only=True)
+    except ReadOnlyUnsupportedError:
+        store = None
+    if isinstance(store, Inspectable):
+        return store
+    if store is not None:
+        await store.close()
+    print(f"{url}: only file stores keep files to inspect")
+    return None
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -53,12 +64,14 @@ def _check(args: argparse.Namespace) -> int:
 
 
 async def _run_check(url: str) -> int:
-    root = _file_dir(url)
-    if root is None:
+    store = await _open(url)
+    if store is None:
         return 0
-    async with FileStore(root, read_only=True) as store:
+    try:
         report = await store.check()
-    print(f"data directory: {root}")
+    finally:
+        await store.close()
+    print(f"data directory: {report.root}")
     for ns in report.namespaces:
         counts = {"torn tails": 0, "corrupt lines": 0, "corrupt snapshots": 0}
         for f in ns.findings:
@@ -93,12 +106,14 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 async def _run_stats(url: str) -> int:
-    root = _file_dir(url)
-    if root is None:
+    store = await _open(url)
+    if store is None:
         return 0
-    async with FileStore(root, read_only=True) as store:
+    try:
         found = await store.stats()
-    print(f"data directory: {root}")
+    finally:
+        await store.close()
+    print(f"data directory: {url}")
     print(f"  {'namespace':<32} {'keys':>10} {'log entries':>12} {'segments':>9} {'bytes':>14}")
     for item in found:
         print(

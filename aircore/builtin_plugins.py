@@ -12,6 +12,7 @@ import orjson
 
 from aircore.errors import INVALID_PARAMS, AirError, DefinitionError, ToolTimeoutError
 from aircore.plugins import Plugin
+from aircore.results import to_jsonable
 
 __all__ = ["cache_plugin", "retry_plugin", "timeout_plugin"]
 
@@ -131,7 +132,9 @@ class _CacheHooks:
         if isinstance(result, dict) and result.get("isError"):
             return
         try:
-            await ctx.store.set(self.namespace, key, {"value": result}, ttl=self.ttl)
+            # models, dataclasses, datetimes … are stored as the JSON the client would get
+            value = to_jsonable(result)
+            await ctx.store.set(self.namespace, key, {"value": value}, ttl=self.ttl)
         except Exception as exc:  # a value the store cannot hold is simply not cached
             logger.debug("cache_plugin: not caching %s: %s", ctx.tool_name, exc)
 

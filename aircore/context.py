@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
+import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from aircore.errors import (
     INTERNAL_ERROR,
@@ -21,13 +24,30 @@ if TYPE_CHECKING:
     from aircore.tool import Tool
     from airstore import Store
 
-__all__ = ["LOG_LEVELS", "ElicitResult", "InputRequired", "ToolContext"]
+__all__ = ["LOG_LEVELS", "Elicit", "ElicitResult", "InputRequired", "ToolContext"]
 
 LOG_LEVELS = {
     "debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6,
     "emergency": 7,
 }  # fmt: skip
 """MCP log levels (syslog severities), lowest first."""
+
+
+# ctx.call_id: a random per-process prefix plus a counter (uuid4 costs 2-3 µs a call; this costs
+# one next() and, when read, one format). A forked child draws a new prefix, so ids stay unique
+# across processes.
+_CALL_PREFIX_BYTES = 8
+_call_prefix = secrets.token_hex(_CALL_PREFIX_BYTES)
+_call_counter = itertools.count(1)
+
+
+def _new_call_prefix() -> None:
+    global _call_prefix, _call_counter
+    _call_prefix = secrets.token_hex(_CALL_PREFIX_BYTES)
+    _call_counter = itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_new_call_prefix)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +72,31 @@ class InputRequired(CallSuspended):
         self.request = request
 
 
+class Elicit(Protocol):
+    """``ctx.elicit``: ``await ctx.elicit(message, schema)`` → :class:`ElicitResult`."""
+
+    async def __call__(self, message: str, schema: Mapping[str, Any]) -> ElicitResult: ...
+
+
+class _ElicitUnavailable:
+    """``ctx.elicit`` when the client cannot elicit: falsy, so ``if ctx.elicit:`` takes the
+    fallback; called anyway, it raises what the protocol asks (-32021 on 2026-07-28)."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self._ctx = ctx
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "<elicit unavailable: the client did not declare elicitation>"
+
+    async def __call__(self, message: str, schema: Mapping[str, Any]) -> ElicitResult:
+        return await self._ctx._elicit(message, schema)
+
+
 def elicit_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """The seed's elicitation schema ``{field: {type, description, required}}`` → JSON Schema."""
     if schema.get("type") == "object" and "properties" in schema:
@@ -69,8 +114,15 @@ class ToolContext:
 
     Attributes:
         tool_name: the called tool.
-        arguments: the (validated) arguments; ``before`` hooks may replace them.
-        request_id: the JSON-RPC id as a string (``None`` in-process without an id).
+        arguments: the (validated) JSON arguments; ``before`` hooks may replace them (assign a
+            new dict: a tool with typed parameters converts a replaced dict again).
+        bound_arguments: the arguments as the handler's annotated types (an ``Enum`` member, a
+            model instance …), set by validation for decorator tools whose signature needs
+            conversion; ``None`` otherwise.
+        request_id: the JSON-RPC id as a string (``None`` in-process without an id); clients
+            number their requests per connection, so it repeats across connections.
+        call_id: unique per call across processes (a random per-process prefix and a
+            counter, ``"3f9a…c2-1a"``); the meter, spans (``air.call.id``) and logs carry it.
         session_id: the HTTP ``Mcp-Session-Id`` (legacy era), else ``None``.
         protocol_version: the negotiated or per-request protocol version.
         transport: ``"pipe"`` (stdio), ``"tcp"`` (HTTP) or ``"inproc"``.
@@ -87,6 +139,8 @@ class ToolContext:
     """
 
     __slots__ = (
+        "_call_id",
+        "_call_number",
         "_elicit_count",
         "_input_responses",
         "_log_level",
@@ -94,6 +148,8 @@ class ToolContext:
         "_progress_token",
         "_task",
         "arguments",
+        "bound_arguments",
+        "bound_source",
         "client_capabilities",
         "client_name",
         "meta",
@@ -148,6 +204,18 @@ class ToolContext:
         self._input_responses = input_responses
         self._log_level = log_level
         self._elicit_count = 0
+        self._call_number = next(_call_counter)
+        self._call_id: str | None = None
+        self.bound_arguments: dict[str, Any] | None = None
+        self.bound_source: dict[str, Any] | None = None  # the arguments bound_arguments came from
+
+    @property
+    def call_id(self) -> str:
+        """This call's id, unique across calls and processes (the seed's ``requestId``)."""
+        call_id = self._call_id
+        if call_id is None:
+            call_id = self._call_id = f"{_call_prefix}-{self._call_number:x}"
+        return call_id
 
     @property
     def cancelled(self) -> bool:
@@ -205,7 +273,27 @@ class ToolContext:
             params["message"] = message
         await self._peer.notify("notifications/progress", params)
 
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> ElicitResult:
+    @property
+    def can_elicit(self) -> bool:
+        """Whether the client declared elicitation and this call can reach it."""
+        caps = self.client_capabilities
+        if not caps or "elicitation" not in caps:
+            return False
+        if _is_modern(self.protocol_version) or self._input_responses is not None:
+            return True
+        return self._peer is not None
+
+    @property
+    def elicit(self) -> Elicit:
+        """``await ctx.elicit(message, schema)`` asks the user; falsy when the client cannot.
+
+        So the seed's idiom works: ``if ctx.elicit: answer = await ctx.elicit(…) else: …``.
+        Called although the client cannot elicit, it raises :class:`ElicitationError`
+        (-32021 on 2026-07-28, an ``isError`` result in the legacy era).
+        """
+        return self._elicit if self.can_elicit else _ElicitUnavailable(self)
+
+    async def _elicit(self, message: str, schema: Mapping[str, Any]) -> ElicitResult:
         """Ask the user for input through the client.
 
         Legacy era: an ``elicitation/create`` request to the client. 2026-07-28: the call answers

@@ -9,6 +9,7 @@ boundary can answer with it.
     ├── MethodNotFoundError     -32601: unknown JSON-RPC method
     ├── InvalidRequestError     -32600: not a valid JSON-RPC request
     ├── ToolTimeoutError        -32001: a call ran past ``timeout_plugin``'s limit
+    ├── ResultError             -32603: a tool returned a value that is not JSON
     └── ElicitationError        elicitation is not available or failed
 """
 
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidParamsError",
     "InvalidRequestError",
     "MethodNotFoundError",
+    "ResultError",
     "ToolTimeoutError",
     "error_object",
 ]
@@ -107,6 +109,20 @@ class ToolTimeoutError(AirError):
 
     def __init__(self, message: str, *, data: Any = None) -> None:
         super().__init__(REQUEST_TIMEOUT, message, data=data)
+
+
+class ResultError(AirError):
+    """-32603: a tool returned a value that cannot become MCP content (it is not JSON).
+
+    Attributes:
+        type_name: the offending value's type.
+        path: where it sits in the result (``result['when']``).
+    """
+
+    def __init__(self, message: str, *, type_name: str, path: str) -> None:
+        super().__init__(INTERNAL_ERROR, message, data={"type": type_name, "path": path})
+        self.type_name = type_name
+        self.path = path
 
 
 class ElicitationError(AirError):

@@ -5,27 +5,40 @@ gate → output check → plugins → user middleware → handler) and shapes th
 Every failure becomes an ``isError`` result ``[code] message``; only the 2026-07-28 protocol
 errors propagate as JSON-RPC errors. Validation is a link like any other: a call refused for its
 arguments raises -32602 through the meter, which records it, and the boundary answers it.
+Validation checks the compiled schema and, for tools with typed parameters, converts the
+arguments to the handler's types in the same step (:func:`check_arguments`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aircore.context import ToolContext
 from aircore.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     AirError,
+    InvalidParamsError,
 )
 from aircore.failure_log import FAILURES
-from aircore.results import to_call_result
+from aircore.results import structured_result, to_call_result
 
-__all__ = ["PROTOCOL_CODES", "error_result", "output_check", "run_call", "validate_arguments"]
+if TYPE_CHECKING:
+    from aircore.tool import Tool
+
+__all__ = [
+    "PROTOCOL_CODES",
+    "check_arguments",
+    "error_result",
+    "output_check",
+    "render_output",
+    "run_call",
+    "validate_arguments",
+]
 
 Chain = Callable[[ToolContext], Awaitable[Any]]
 
@@ -47,30 +60,46 @@ def _is_content_result(value: Any) -> bool:
 
 
 async def output_check(ctx: ToolContext, call_next: Chain) -> Any:
-    """Middleware (inside validation) that refuses output not matching ``outputSchema``.
+    """Middleware (inside validation) for tools with an ``outputSchema``: the value becomes
+    ``structuredContent`` (a returned model, dataclass or ``TypedDict`` serialized, a non-object
+    type wrapped as ``{"result": …}``), checked, and the ``CallToolResult`` is built here.
 
     Raises:
         AirError: -32603 naming every mismatch, so the meter records the call as failed.
     """
-    value = await call_next(ctx)
-    validator = ctx.tool.output_validator
-    if validator is not None and not _is_content_result(value):
-        problems = validator.errors(value)
+    return render_output(ctx.tool, await call_next(ctx))
+
+
+def render_output(tool: Tool, value: Any) -> Any:
+    """The ``CallToolResult`` of a value of a tool with an ``outputSchema`` (see
+    :func:`output_check`); a content result (``{"content": [...]}``) passes as it is.
+
+    Raises:
+        AirError: -32603, the value does not match the ``outputSchema``.
+    """
+    if _is_content_result(value):
+        return value
+    structure = tool.structure
+    structured = value if structure is None else structure(value)
+    validator = tool.output_validator
+    if validator is not None:
+        problems = validator.errors(structured)
         if problems:
             raise AirError(
                 INTERNAL_ERROR,
-                f"Output of tool {ctx.tool.name!r} does not match its outputSchema: "
+                f"Output of tool {tool.name!r} does not match its outputSchema: "
                 + "; ".join(problems),
             )
-    return value
+    return structured_result(structured, wrapped=tool.output_wrapped)
 
 
-async def validate_arguments(ctx: ToolContext, call_next: Chain) -> Any:
-    """Middleware (just inside the meter) that checks the arguments against ``inputSchema``
-    (compiled once per tool) and passes the validated copy on.
+def check_arguments(ctx: ToolContext) -> None:
+    """The validation step: check ``ctx.arguments`` against the tool's compiled schema (schema
+    defaults filled in), then, for tools with typed parameters, convert them to the handler's
+    annotated types (``ctx.bound_arguments``).
 
     Raises:
-        AirError: -32602 naming every problem; nothing inside this link runs.
+        InvalidParamsError: -32602 naming every bad field.
     """
     tool = ctx.tool
     validator = tool.validator
@@ -78,8 +107,21 @@ async def validate_arguments(ctx: ToolContext, call_next: Chain) -> Any:
         try:
             ctx.arguments = validator.validate(ctx.arguments)
         except ValueError as exc:
-            message = f"Invalid arguments for tool {tool.name!r}: {exc}"
-            raise AirError(INVALID_PARAMS, message) from exc
+            raise InvalidParamsError(f"Invalid arguments for tool {tool.name!r}: {exc}") from None
+    convert = tool.convert
+    if convert is not None:
+        arguments = ctx.arguments
+        ctx.bound_arguments = convert(arguments)
+        ctx.bound_source = arguments
+
+
+async def validate_arguments(ctx: ToolContext, call_next: Chain) -> Any:
+    """Middleware (just inside the meter): :func:`check_arguments`, then the rest of the chain.
+
+    Raises:
+        InvalidParamsError: -32602 naming every problem; nothing inside this link runs.
+    """
+    check_arguments(ctx)
     return await call_next(ctx)
 
 
@@ -95,14 +137,12 @@ async def run_call(chain: Chain, ctx: ToolContext) -> dict[str, Any]:
     """
     tool = ctx.tool
     try:
-        value = await chain(ctx)
-        if tool.output_schema is not None and not _is_content_result(value):
-            return to_call_result(value, structured=True)
-        return to_call_result(value)
+        return to_call_result(await chain(ctx))
     except AirError as exc:
         if exc.code in PROTOCOL_CODES:
             raise
         return error_result(exc.code, exc.message)
     except Exception as exc:
-        FAILURES.tool_failed(tool.name, ctx.request_id, exc)  # the traceback, for the author
+        # the traceback, for the author
+        FAILURES.tool_failed(tool.name, ctx.request_id, exc, call_id=ctx.call_id)
         return error_result(INTERNAL_ERROR, str(exc) or type(exc).__name__)

@@ -38,8 +38,10 @@ class FailureLog:
         self._clock = clock
         self._last: dict[tuple[str, str], float] = {}
 
-    def tool_failed(self, tool: str, request_id: str | None, exc: BaseException) -> None:
-        """Log that ``tool`` raised ``exc`` while answering ``request_id``."""
+    def tool_failed(
+        self, tool: str, request_id: str | None, exc: BaseException, *, call_id: str | None = None
+    ) -> None:
+        """Log that ``tool`` raised ``exc`` while answering ``request_id`` (call ``call_id``)."""
         kind = type(exc).__name__
         key = (tool, kind)
         now = self._clock()
@@ -51,9 +53,10 @@ class FailureLog:
             if len(self._last) > MAX_TRACKED:
                 del self._last[next(iter(self._last))]
         logger.error(
-            "tool %r failed (request %s): %s: %s%s",
+            "tool %r failed (request %s%s): %s: %s%s",
             tool,
             request_id if request_id is not None else "-",
+            "" if call_id is None else f", call {call_id}",
             kind,
             exc,
             "" if with_traceback else " (same error as before; its traceback was logged then)",

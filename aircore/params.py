@@ -7,7 +7,8 @@ A params mapping maps each argument name to one of:
 - the object form ``{"type": "string", "description": "...", "optional": True}``;
 - any JSON Schema fragment (``{"type": "string", "format": "email"}``, ``{"enum": [...]}``); it is
   required unless it says ``"optional": True`` or has a ``"default"``;
-- a Python type (``str``, ``int``, ``float``, ``bool``, ``dict``, ``list``).
+- a plain Python type (``str``, ``int``, ``float``, ``bool``, ``dict``, ``list``, ``list[str]``,
+  ``Literal[...]``, ``X | None``; optional when it admits ``None``, which it then accepts).
 
 A mapping that already is an object schema (``{"type": "object", "properties": {...}}``) is used
 as it is. Extra arguments are allowed (``additionalProperties`` is not closed), as in the seed.
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Union, get_args, get_origin
 
 from aircore.errors import DefinitionError
+from aircore.hints import plain_schema
 
 __all__ = ["SHORTHAND_TYPES", "param_to_schema", "params_to_json_schema"]
 
@@ -33,33 +35,18 @@ SHORTHAND_TYPES: dict[str, dict[str, Any]] = {
     "any": {},
 }
 
-_PY_TYPES: dict[Any, dict[str, Any]] = {
-    str: {"type": "string"},
-    int: {"type": "integer"},
-    float: {"type": "number"},
-    bool: {"type": "boolean"},
-    dict: {"type": "object"},
-    list: {"type": "array"},
-    tuple: {"type": "array"},
-    Any: {},
-}
-
 
 def _python_type_schema(name: str, tp: Any) -> tuple[dict[str, Any], bool]:
-    """Schema for a Python annotation and whether it is optional (``X | None``)."""
-    origin = get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = [a for a in get_args(tp) if a is not type(None)]
-        optional = len(args) != len(get_args(tp))
-        if len(args) == 1:
-            schema, _ = _python_type_schema(name, args[0])
-            return schema, optional
-        return {"anyOf": [_python_type_schema(name, a)[0] for a in args]}, optional
-    if origin is not None:
-        tp = origin
-    if tp in _PY_TYPES:
-        return dict(_PY_TYPES[tp]), False
-    raise DefinitionError(f"parameter {name!r}: unsupported type {tp!r}")
+    """Schema for a plain Python annotation and whether it is optional (``X | None``)."""
+    schema = {"items": {}, "type": "array"} if tp is tuple else plain_schema(tp)
+    if schema is None:
+        raise DefinitionError(
+            f"parameter {name!r}: unsupported type {tp!r} in a params mapping (plain types: "
+            "str, int, float, bool, list, dict, Literal, X | None); declare the tool with "
+            "@server.tool for Enum, models, dataclasses and other types"
+        )
+    optional = get_origin(tp) in (Union, types.UnionType) and type(None) in get_args(tp)
+    return schema, optional
 
 
 def param_to_schema(name: str, spec: Any) -> tuple[dict[str, Any], bool]:

@@ -83,6 +83,7 @@ class Registry:
         meta: Mapping[str, Any] | None = None,
         layer: int | str | None = None,
         tags: Sequence[str] = (),
+        structured_output: bool | None = None,
     ) -> Callable[[Callable[..., Any]], Tool]: ...
 
     def tool(
@@ -98,11 +99,15 @@ class Registry:
         meta: Mapping[str, Any] | None = None,
         layer: int | str | None = None,
         tags: Sequence[str] = (),
+        structured_output: bool | None = None,
     ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-        """Decorator: register a function as a tool, its params derived from type hints.
+        """Decorator: register a function as a tool, its schemas derived from type hints.
 
         ``@server.tool`` or ``@server.tool(description=..., layer=2)``. The docstring is the
-        default description; a parameter typed :class:`ToolContext` receives the context.
+        default description (its parameter section describes the parameters); a parameter
+        typed :class:`ToolContext` receives the context; the return annotation gives the
+        ``outputSchema`` unless ``structured_output=False`` (see
+        :func:`~aircore.tool.tool_from_function`).
         """
 
         def register(f: Callable[..., Any]) -> Tool:
@@ -117,6 +122,7 @@ class Registry:
                     meta=meta,
                     layer=layer,
                     tags=tags,
+                    structured_output=structured_output,
                 )
             )
 

@@ -1,26 +1,131 @@
-"""``normalize_result``: a handler's return value → MCP content blocks (the seed's table)."""
+"""``normalize_result``: a handler's return value → MCP content blocks (the seed's table).
+
+Values that are not JSON are converted the documented way, never through ``repr()``:
+
+==============================================  ==========================================
+value                                           JSON
+==============================================  ==========================================
+``datetime``, ``date``, ``time``                ISO 8601 string (``"2024-05-01T12:00:00"``)
+``timedelta``                                   ISO 8601 duration in seconds (``"PT90.5S"``)
+``set``, ``frozenset``                          list (sorted when the items compare)
+``tuple``                                       list
+``Decimal``                                     string (keeps every digit)
+``UUID``, ``pathlib`` paths                     string
+``bytes``, ``bytearray``                        base64 string
+``Enum`` member                                 its value
+dataclass instance, pydantic model              object of its fields
+==============================================  ==========================================
+
+Anything else (an arbitrary object) is refused with :class:`~aircore.errors.ResultError`,
+which names the type and where it sits: the client gets an ``isError`` result.
+"""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import datetime
+import sys
 from collections.abc import Mapping
+from decimal import Decimal
+from pathlib import PurePath
 from typing import Any
 
 import orjson
 
-__all__ = ["dumps_pretty", "normalize_result", "to_call_result"]
+from aircore.errors import ResultError
 
-_PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+__all__ = ["dumps_pretty", "normalize_result", "structured_result", "to_call_result", "to_jsonable"]
+
+_COMPACT = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+_PRETTY = orjson.OPT_INDENT_2 | _COMPACT
+
+
+class _NotJSONError(TypeError):
+    """Raised inside orjson's ``default`` for a value with no documented conversion."""
 
 
 def _default(value: Any) -> Any:
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
+    if isinstance(value, (set, frozenset)):
+        try:
+            return sorted(value)
+        except TypeError:  # items that do not compare: iteration order
+            return list(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, datetime.timedelta):
+        return f"PT{value.total_seconds():g}S"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, PurePath):
+        return str(value)
+    pydantic = sys.modules.get("pydantic")  # a model can only exist if pydantic is loaded
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json")
+    raise _NotJSONError(type(value).__qualname__)
+
+
+_WHERE_DEPTH = 8  # the error message names at most this many levels (a cycle has no end)
+
+
+def _where(value: Any, path: str = "result", depth: int = 0) -> tuple[str, Any] | None:
+    """``(path, value)`` of the first value that cannot be encoded (for the error message)."""
+    try:
+        orjson.dumps(value, default=_default, option=_COMPACT)
+    except (orjson.JSONEncodeError, RecursionError):
+        pass
+    else:
+        return None
+    if isinstance(value, Mapping):
+        items: Any = ((f"{path}[{k!r}]", v) for k, v in value.items())
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = ((f"{path}.{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value))
+    else:
+        return path, value
+    if depth >= _WHERE_DEPTH:
+        return path, value
+    for sub_path, sub in items:
+        found = _where(sub, sub_path, depth + 1)
+        if found is not None:
+            return found
+    return path, value
 
 
 def dumps_pretty(value: Any) -> str:
-    """JSON with two-space indentation (``JSON.stringify(v, null, 2)``); unknown types via str."""
-    return orjson.dumps(value, default=_default, option=_PRETTY).decode()
+    """JSON with two-space indentation (``JSON.stringify(v, null, 2)``).
+
+    Raises:
+        ResultError: a value with no JSON conversion (see the module's table).
+    """
+    return _dumps(value, _PRETTY).decode()
+
+
+def _dumps(value: Any, option: int) -> bytes:
+    try:
+        return orjson.dumps(value, default=_default, option=option)
+    except orjson.JSONEncodeError as exc:
+        where, bad = _where(value) or ("result", value)
+        kind = type(bad).__qualname__
+        if isinstance(exc.__cause__, _NotJSONError):
+            message = (
+                f"the tool returned a value that is not JSON: {where} is a {kind}; return JSON "
+                "values, dataclasses or pydantic models (datetime, set, Decimal, UUID and paths "
+                "are converted)"
+            )
+        else:  # an integer beyond 64 bits, a circular reference …
+            message = f"the tool returned a value that cannot be JSON-encoded at {where}: {exc}"
+        raise ResultError(message, type_name=kind, path=where) from None
+
+
+def to_jsonable(value: Any) -> Any:
+    """The plain JSON value (dicts, lists, scalars) of ``value``, converted as in the table.
+
+    Raises:
+        ResultError: a value with no JSON conversion.
+    """
+    return orjson.loads(_dumps(value, _COMPACT))
 
 
 def _text(text: str) -> list[dict[str, Any]]:
@@ -50,6 +155,9 @@ def normalize_result(value: Any) -> list[dict[str, Any]]:
 
     Returns:
         The content blocks.
+
+    Raises:
+        ResultError: the value is not JSON and has no documented conversion.
     """
     if isinstance(value, str):
         return _text(value)
@@ -75,6 +183,25 @@ def normalize_result(value: Any) -> list[dict[str, Any]]:
     return _text(dumps_pretty(value))
 
 
+def structured_result(structured: Any, *, wrapped: bool = False) -> dict[str, Any]:
+    """The ``CallToolResult`` of a tool with an ``outputSchema``.
+
+    Args:
+        structured: the ``structuredContent`` (JSON).
+        wrapped: ``structured`` is ``{"result": value}`` around a non-object return type; the
+            text block then shows the value itself (a string stays a string), as the SDK does.
+
+    Returns:
+        ``{"content": [...], "structuredContent": structured}``.
+
+    Raises:
+        ResultError: the value is not JSON.
+    """
+    if wrapped:
+        return {"content": normalize_result(structured["result"]), "structuredContent": structured}
+    return {"content": _text(dumps_pretty(structured)), "structuredContent": structured}
+
+
 def to_call_result(value: Any, *, structured: bool = False) -> dict[str, Any]:
     """Build a ``CallToolResult`` from a handler value.
 
@@ -93,5 +220,5 @@ def to_call_result(value: Any, *, structured: bool = False) -> dict[str, Any]:
     ):
         return dict(value)
     if structured:
-        return {"content": _text(dumps_pretty(value)), "structuredContent": value}
+        return structured_result(value)
     return {"content": normalize_result(value)}

@@ -25,7 +25,7 @@ from aircore.errors import (
     DefinitionError,
     InvalidParamsError,
 )
-from aircore.execution import output_check, run_call, validate_arguments
+from aircore.execution import output_check, render_output, run_call, validate_arguments
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
@@ -274,15 +274,20 @@ class AirServer(Registry):
         layers: list[Any] = []
         if self.meter is not None:
             layers.append(self.meter)
-        if tool.validator is not None:
+        if tool.validator is not None or tool.convert is not None:
             layers.append(validate_arguments)
         if isinstance(self.meter, GatedMeterHook):
             layers.append(self.meter.gate())
-        if tool.output_validator is not None:
+        inner = [*self._plugin_middleware, *self._user_middleware]
+        if tool.output_schema is not None and inner:
             layers.append(output_check)
-        layers += self._plugin_middleware
-        layers += self._user_middleware
-        return compose(layers, handler)
+        elif tool.output_schema is not None:  # nothing between it and the handler: one link less
+
+            async def handler_with_output(ctx: ToolContext) -> Any:
+                return render_output(tool, await handler(ctx))
+
+            return compose(layers, handler_with_output)
+        return compose([*layers, *inner], handler)
 
     async def stop(self) -> None:
         """Run plugins' ``on_stop`` (reverse order), stop the meter, close an owned store.

@@ -6,13 +6,14 @@ import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any
 
 from aircore.errors import DefinitionError
-from aircore.params import param_to_schema, params_to_json_schema
+from aircore.params import params_to_json_schema
+from aircore.signature import read_signature
 from aircore.validation import SchemaValidator
 
-__all__ = ["ANNOTATION_KEYS", "Tool", "define_tool", "params_from_signature"]
+__all__ = ["ANNOTATION_KEYS", "Tool", "define_tool", "tool_from_function"]
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 ANNOTATION_KEYS = frozenset(
@@ -59,6 +60,13 @@ class Tool:
     is_async: bool = False
     validator: SchemaValidator | None = None
     output_validator: SchemaValidator | None = None
+    # Decorator form, signatures beyond plain types: validated JSON arguments → the handler's
+    # annotated types (raises -32602); None when the JSON values already are those types.
+    convert: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    # The return annotation's step from handler value to structuredContent (wraps non-object
+    # types as {"result": …}); None: the value is the structured content as it is.
+    structure: Callable[[Any], Any] | None = None
+    output_wrapped: bool = False
     # Where each schema came from, for the definitions' schema priority: "explicit" (a complete
     # object JSON Schema), "derived" (params shorthand/object forms, type hints) or "none".
     input_origin: str = "none"
@@ -81,13 +89,21 @@ class Tool:
         return out
 
     async def invoke(self, params: dict[str, Any], ctx: Any) -> Any:
-        """Call the handler with ``params`` the way it was declared; await it if async."""
+        """Call the handler with ``params`` the way it was declared; await it if async.
+
+        A tool with a converter gets the arguments validation converted for these very
+        ``params`` (``ctx.bound_arguments``), or converts them here when a middleware replaced
+        them after validation.
+        """
         if self.call_style == "kwargs":
-            kwargs = (
-                params
-                if self.accepts_extra
-                else {k: v for k, v in params.items() if k in self.input_schema["properties"]}
-            )
+            convert = self.convert
+            if convert is not None:
+                typed = ctx.bound_arguments if ctx.bound_source is params else convert(params)
+                kwargs = {**params, **typed} if self.accepts_extra else typed
+            elif self.accepts_extra:
+                kwargs = params
+            else:
+                kwargs = {k: v for k, v in params.items() if k in self.input_schema["properties"]}
             if self.ctx_param is not None:
                 kwargs = {**kwargs, self.ctx_param: ctx}
             value = self.handler(**kwargs)
@@ -197,6 +213,7 @@ def _build(
     wants_ctx: bool = False,
     ctx_param: str | None = None,
     accepts_extra: bool = True,
+    typed_formats: bool = False,
 ) -> Tool:
     if annotations is not None:
         unknown = set(annotations) - ANNOTATION_KEYS
@@ -226,56 +243,12 @@ def _build(
         is_async=inspect.iscoroutinefunction(handler),
     )
     tool.output_origin = _origin(output_schema)
-    tool.validator = SchemaValidator(input_schema, what=f"tool {name!r} inputSchema")
+    tool.validator = SchemaValidator(
+        input_schema, what=f"tool {name!r} inputSchema", typed_formats=typed_formats
+    )
     if out_schema is not None:
         tool.output_validator = SchemaValidator(out_schema, what=f"tool {name!r} outputSchema")
     return tool
-
-
-def params_from_signature(
-    func: Callable[..., Any],
-) -> tuple[dict[str, Any], str | None, bool]:
-    """Derive ``(inputSchema, context parameter name, accepts **kwargs)`` from type hints.
-
-    A parameter annotated with :class:`~aircore.ToolContext` (or named ``ctx``) receives the
-    context; parameters with defaults are optional.
-
-    Raises:
-        DefinitionError: a parameter has no usable annotation.
-    """
-    from aircore.context import ToolContext
-
-    sig = inspect.signature(func)
-    try:
-        hints = get_type_hints(func)
-    except Exception as exc:  # NameError etc. from unresolvable forward references
-        raise DefinitionError(f"tool {func.__name__!r}: cannot resolve type hints: {exc}") from exc
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    ctx_param: str | None = None
-    extra = False
-    for pname, p in sig.parameters.items():
-        if p.kind is p.VAR_KEYWORD:
-            extra = True
-            continue
-        if p.kind is p.VAR_POSITIONAL:
-            continue
-        hint = hints.get(pname, Any)
-        if hint is ToolContext or pname == "ctx":
-            ctx_param = pname
-            continue
-        schema, is_required = param_to_schema(pname, hint)
-        if p.default is not p.empty:
-            is_required = False
-            if p.default is not None:
-                schema = {**schema, "default": p.default}
-        properties[pname] = schema
-        if is_required:
-            required.append(pname)
-    out: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        out["required"] = required
-    return out, ctx_param, extra
 
 
 def tool_from_function(
@@ -289,18 +262,36 @@ def tool_from_function(
     meta: Mapping[str, Any] | None = None,
     layer: int | str | None = None,
     tags: Sequence[str] = (),
+    structured_output: bool | None = None,
 ) -> Tool:
-    """Build a tool from a function whose parameters are the tool's arguments (decorator form)."""
+    """Build a tool from a function whose parameters are the tool's arguments (decorator form).
+
+    Args:
+        func: the tool function; its type hints give the schemas (see :mod:`aircore.signature`).
+        name: the tool's name (default: the function's).
+        description: default: the docstring without its parameter section.
+        output_schema: an explicit ``outputSchema`` (wins over the return annotation).
+        annotations, title, meta, layer, tags: as in :func:`define_tool`.
+        structured_output: ``None`` derives ``outputSchema`` from the return annotation when
+            it has a JSON shape; ``False`` never; ``True`` requires one.
+
+    Returns:
+        The :class:`Tool`.
+
+    Raises:
+        DefinitionError: a bad name, unresolvable hints, or a type with no JSON Schema.
+    """
     tool_name = name or func.__name__
     if not TOOL_NAME.match(tool_name):
         raise DefinitionError(f"tool name {tool_name!r} must be 1-128 characters of A-Za-z0-9_-.")
-    schema, ctx_param, extra = params_from_signature(func)
-    doc = inspect.getdoc(func)
+    sig = read_signature(
+        func, tool=tool_name, structured_output=False if output_schema else structured_output
+    )
     tool = _build(
         name=tool_name,
         handler=func,
-        description=description if description is not None else doc,
-        input_schema=schema,
+        description=description if description is not None else sig.description,
+        input_schema=sig.input_schema,
         output_schema=output_schema,
         annotations=annotations,
         title=title,
@@ -308,8 +299,19 @@ def tool_from_function(
         layer=layer,
         tags=tags,
         call_style="kwargs",
-        ctx_param=ctx_param,
-        accepts_extra=extra,
+        ctx_param=sig.ctx_param,
+        accepts_extra=sig.accepts_extra,
+        typed_formats=sig.typed_formats,
     )
     tool.input_origin = "derived"
+    tool.convert = sig.convert
+    if sig.output_schema is not None:
+        tool.output_schema = sig.output_schema
+        tool.output_origin = "derived"
+        tool.structure = sig.structure
+        tool.output_wrapped = sig.output_wrapped
+        if not sig.output_checked:  # pydantic checks what it structures; plain JSON is checked
+            tool.output_validator = SchemaValidator(
+                sig.output_schema, what=f"tool {tool_name!r} outputSchema"
+            )
     return tool

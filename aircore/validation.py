@@ -18,9 +18,20 @@ __all__ = ["SchemaValidator"]
 _Check = Callable[[Any], Any]
 
 
-def _compile(schema: Mapping[str, Any], what: str) -> _Check:
+# String formats fastjsonschema checks. A schema that pydantic wrote is checked for them by
+# pydantic itself while converting (with its own, laxer rules: a date-time without an offset),
+# so its validator accepts any string there instead of refusing what pydantic accepts.
+_FORMATS = ("date", "date-time", "email", "hostname", "idn-email", "idn-hostname", "ipv4",
+            "ipv6", "iri", "iri-reference", "json-pointer", "regex", "relative-json-pointer",
+            "time", "uri", "uri-reference", "uri-template")  # fmt: skip
+_ANY_STRING: dict[str, Any] = dict.fromkeys(_FORMATS, "")
+
+
+def _compile(schema: Mapping[str, Any], what: str, *, typed_formats: bool = False) -> _Check:
     try:
-        check: _Check = fastjsonschema.compile(dict(schema))
+        check: _Check = fastjsonschema.compile(
+            dict(schema), formats=_ANY_STRING if typed_formats else {}
+        )
         return check
     except fastjsonschema.JsonSchemaDefinitionException as exc:
         raise DefinitionError(f"{what}: invalid JSON Schema: {exc}") from exc
@@ -37,6 +48,7 @@ class SchemaValidator:
     Args:
         schema: an object JSON Schema (``type: object``).
         what: a label for definition errors (``"tool 'search' inputSchema"``).
+        typed_formats: string ``format``s are left to the pydantic conversion that follows.
 
     Raises:
         DefinitionError: the schema itself is invalid.
@@ -46,9 +58,11 @@ class SchemaValidator:
 
     _properties: dict[str, _Check]
 
-    def __init__(self, schema: Mapping[str, Any], *, what: str) -> None:
+    def __init__(
+        self, schema: Mapping[str, Any], *, what: str, typed_formats: bool = False
+    ) -> None:
         self.schema = dict(schema)
-        self._check = _compile(self.schema, what)
+        self._check = _compile(self.schema, what, typed_formats=typed_formats)
         props = self.schema.get("properties") or {}
         # per-property validators name every bad field; they share the root's definitions so
         # local "$ref"s resolve, and a property that still cannot stand alone is skipped
@@ -59,7 +73,9 @@ class SchemaValidator:
         for name, sub in props.items():
             if isinstance(sub, Mapping):
                 try:
-                    self._properties[name] = _compile({**shared, **sub}, what)
+                    self._properties[name] = _compile(
+                        {**shared, **sub}, what, typed_formats=typed_formats
+                    )
                 except DefinitionError:
                     continue
         req = self.schema.get("required") or []

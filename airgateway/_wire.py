@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from aircore.errors import (
@@ -16,10 +16,20 @@ from aircore.errors import (
 )
 from aircore.protocol.framing import encode
 
-__all__ = ["Receive", "Send", "SseResponse", "read_body", "reply", "reply_json", "status_of"]
+__all__ = [
+    "Receive",
+    "Scope",
+    "Send",
+    "SseResponse",
+    "read_body",
+    "reply",
+    "reply_json",
+    "status_of",
+]
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
+Scope = MutableMapping[str, Any]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
 _STATUS = {
     PARSE_ERROR: 400,

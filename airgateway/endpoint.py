@@ -1,6 +1,7 @@
 """The gateway's ``/mcp`` endpoint: Streamable HTTP in both eras, in front of the upstreams.
 
-Guards first (Host, Origin, bearer token naming a client), then one JSON-RPC request per POST.
+Behind ``airhttp.GuardedApp`` (Host, Origin, body and in-flight limits); here the bearer token
+names a client, then one JSON-RPC request per POST.
 2026-07-28 requests are stateless (headers checked against the body, as aircore does);
 legacy sessions live in the store (:mod:`airgateway.sessions`), so any gateway replica can
 serve them. An answer is JSON, or SSE when the call may send messages first (progress, logs,
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aircore.context import LOG_LEVELS
@@ -30,6 +31,7 @@ from airgateway import eras
 from airgateway._listing import LIST_METHODS, page
 from airgateway._wire import (
     Receive,
+    Scope,
     Send,
     SseResponse,
     read_body,
@@ -43,7 +45,7 @@ from airgateway.errors import GatewayError
 from airgateway.gateway import Gateway
 from airgateway.sessions import Session
 from airgateway.types import JSONDict
-from airhttp.guards import bearer_token, host_ok, origin_ok
+from airhttp.guards import bearer_token
 
 __all__ = ["DEFAULT_MAX_BODY", "GatewayEndpoint"]
 
@@ -101,25 +103,11 @@ class GatewayEndpoint:
 
     Args:
         gateway: the started gateway.
-        allowed_origins: extra ``Origin`` values accepted besides localhost.
-        check_host: refuse ``Host`` names other than loopback ones (and ``allowed_hosts``).
-        allowed_hosts: extra ``Host`` names accepted.
         max_body: the request body limit in bytes.
     """
 
-    def __init__(
-        self,
-        gateway: Gateway,
-        *,
-        allowed_origins: Sequence[str] = (),
-        check_host: bool = True,
-        allowed_hosts: Sequence[str] = (),
-        max_body: int = DEFAULT_MAX_BODY,
-    ) -> None:
+    def __init__(self, gateway: Gateway, *, max_body: int = DEFAULT_MAX_BODY) -> None:
         self.gateway = gateway
-        self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
-        self.check_host = check_host
-        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
         self.max_body = max_body
         self._inflight: dict[tuple[str, Any], asyncio.Task[Any]] = {}
         self._pending: dict[str, asyncio.Future[JSONDict]] = {}
@@ -142,15 +130,10 @@ class GatewayEndpoint:
     async def admit(
         self, headers: Mapping[str, str], send: Send
     ) -> tuple[bool, ClientConfig | None]:
-        """Host, Origin and bearer-token checks; answers 421/403/401 itself when they fail."""
-        if self.check_host and not host_ok(headers.get("host"), self.allowed_hosts):
-            body = error_response(None, INVALID_REQUEST, "Misdirected Request: invalid Host")
-            await reply_json(send, body, 421)
-            return False, None
-        if not origin_ok(headers.get("origin"), self.allowed_origins):
-            body = error_response(None, INVALID_REQUEST, "Forbidden: invalid Origin")
-            await reply_json(send, body, 403)
-            return False, None
+        """The client the bearer token names; answers 401 itself when it names none.
+
+        Host and Origin are checked before (``airhttp.GuardedApp``, see :mod:`airgateway.serve`).
+        """
         try:
             client = self.gateway.access.identify(bearer_token(headers.get("authorization")))
         except Unauthorized:
@@ -159,7 +142,7 @@ class GatewayEndpoint:
             return False, None
         return True, client
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         ok, client = await self.admit(headers, send)
         if not ok:
@@ -312,23 +295,18 @@ class GatewayEndpoint:
         cancel_on_disconnect: bool,
     ) -> JSONDict | None:  # fmt: skip
         """Wait for the call; 2026-07-28: the client closing the POST cancels it."""
-        watcher = asyncio.ensure_future(receive()) if cancel_on_disconnect else None
+        watcher: asyncio.Future[Any] | None = None
+        if cancel_on_disconnect:
+            watcher = asyncio.ensure_future(receive())
+            watcher.add_done_callback(lambda _w: task.cancel())  # a no-op once the task is done
         try:
-            if watcher is None:
-                return await task
-            done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            if task in done:
-                return task.result()
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            return None
+            return await task
         except asyncio.CancelledError:
             me = asyncio.current_task()
             if me is not None and me.cancelling():
-                task.cancel()
+                task.cancel()  # we are being cancelled (shutdown): take the call with us
                 raise
-            return None  # cancelled by notifications/cancelled: no answer
+            return None  # the client closed the POST, or notifications/cancelled: no answer
         finally:
             if watcher is not None:
                 watcher.cancel()

@@ -12,11 +12,11 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
-from airgateway._wire import Receive, Send, reply, reply_json
+from airgateway._wire import Receive, Scope, Send, reply, reply_json
 from airgateway.endpoint import DEFAULT_MAX_BODY, GatewayEndpoint
 from airgateway.gateway import Gateway
+from airhttp import AccessPolicy, GuardedApp, Limits, json_refusal
 from airhttp.guards import is_loopback
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_gateway_app", "serve_gateway"]
@@ -34,9 +34,11 @@ def build_gateway_app(
     check_host: bool = True,
     allowed_hosts: Sequence[str] = (),
     max_body: int = DEFAULT_MAX_BODY,
-) -> Callable[[dict[str, Any], Receive, Send], Any]:
-    """The ASGI app: ``path`` (MCP) and ``GET /status`` (the upstreams, JSON), both behind the
-    same Host/Origin/token guards.
+    limits: Limits | None = None,
+) -> GuardedApp:
+    """The ASGI app: ``path`` (MCP) and ``GET /status`` (the upstreams, JSON), both behind
+    ``airhttp.GuardedApp`` (Host 421, Origin 403, body 413, in-flight 503) and the gateway's
+    bearer tokens (401).
 
     Args:
         gateway: the gateway (started before requests arrive).
@@ -44,15 +46,18 @@ def build_gateway_app(
         allowed_origins: extra ``Origin`` values accepted besides localhost.
         check_host: refuse non-loopback ``Host`` names (DNS-rebinding protection).
         allowed_hosts: extra ``Host`` names accepted.
-        max_body: the request body limit in bytes.
+        max_body: the request body limit in bytes (when ``limits`` is not given).
+        limits: the shared HTTP limits (``max_body``, ``max_inflight`` act here).
 
     Returns:
-        The ASGI callable.
+        The guarded ASGI app.
     """
-    endpoint = GatewayEndpoint(gateway, allowed_origins=allowed_origins, check_host=check_host,
-                               allowed_hosts=allowed_hosts, max_body=max_body)  # fmt: skip
+    limits = limits or Limits(max_body=max_body)
+    policy = AccessPolicy(check_host=check_host, allowed_hosts=allowed_hosts,
+                          allowed_origins=allowed_origins)  # fmt: skip
+    endpoint = GatewayEndpoint(gateway, max_body=limits.max_body)  # fmt: skip
 
-    async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         where = scope["path"]
@@ -71,7 +76,7 @@ def build_gateway_app(
         else:
             await reply(send, 404)
 
-    return app
+    return GuardedApp(app, policy=policy, limits=limits, render=json_refusal)
 
 
 async def serve_gateway(
@@ -130,7 +135,8 @@ async def serve_gateway(
                                 check_host=loopback or bool(allowed_hosts),
                                 allowed_hosts=allowed_hosts, max_body=max_body)  # fmt: skip
         config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
-                                timeout_graceful_shutdown=GRACE_S)  # fmt: skip
+                                timeout_graceful_shutdown=GRACE_S,
+                                timeout_keep_alive=int(max(1, Limits().idle_timeout)))  # fmt: skip
         server = _Server(config)
         loop = asyncio.get_running_loop()
         installed: list[signal.Signals] = []

@@ -1,8 +1,9 @@
-"""A Streamable HTTP upstream (either era) over one pooled aiohttp session per replica.
+"""A Streamable HTTP upstream (either era) over one keep-alive connection pool per replica.
 
-Keep-alive connections are reused across calls; the handshake runs once per replica (and
-again when a legacy session expires). Answers may be JSON or an SSE stream: messages before
-the answer (progress, logs, server→client requests) go to the call's ``on_message``.
+Connections are reused across calls (:mod:`airgateway._http11`); the handshake runs once per
+replica (and again when a legacy session expires). Answers may be JSON or an SSE stream:
+messages before the answer (progress, logs, server→client requests) go to the call's
+``on_message``.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import base64
 import itertools
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from aircore.protocol.modern import NAME_BEARING
 from airgateway import eras
+from airgateway._http11 import ConnectFailedError, ConnectionLostError, Http11Pool, Response
 from airgateway._sse import events
 from airgateway.errors import (
     GatewayError,
@@ -27,18 +28,13 @@ from airgateway.errors import (
 )
 from airgateway.types import JSONDict, MessageHandler
 
-if TYPE_CHECKING:
-    import aiohttp
-
 __all__ = ["DEFAULT_POOL_SIZE", "HttpUpstream", "encode_header"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_POOL_SIZE = 128
-"""Keep-alive connections per replica at most."""
-KEEPALIVE_S = 60.0
+"""Idle keep-alive connections kept per replica at most."""
 _SESSION = "mcp-session-id"
-_JSON_CT = "application/json"
 _ACCEPT = "application/json, text/event-stream"
 
 
@@ -56,7 +52,7 @@ class HttpUpstream:
         label: the replica's label.
         url: the MCP endpoint.
         headers: extra headers on every request (secrets already resolved).
-        pool_size: keep-alive connections at most.
+        pool_size: idle keep-alive connections kept at most.
         handshake_timeout: seconds for the handshake.
     """
 
@@ -72,54 +68,43 @@ class HttpUpstream:
         self.label = label
         self.url = url
         self.era: str | None = None
-        self._headers = {"content-type": _JSON_CT, "accept": _ACCEPT, **(headers or {})}
-        self._pool_size = pool_size
+        fixed = {"Content-Type": "application/json", "Accept": _ACCEPT, **(headers or {})}
+        self._pool = Http11Pool(url, size=pool_size, headers=fixed)
         self._timeout = handshake_timeout
-        self._session: aiohttp.ClientSession | None = None
         self._sid: str | None = None
         self._version: str | None = None
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
-        self._aiohttp: Any = None
         self._background: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     async def connect(self) -> None:
-        """Open the pool and run the handshake (again, if the replica came back)."""
-        import aiohttp  # heavy: only when a gateway starts
-
-        self._aiohttp = aiohttp
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(
-                limit=self._pool_size, keepalive_timeout=KEEPALIVE_S, force_close=False
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector, auto_decompress=False, skip_auto_headers=("User-Agent",)
-            )
+        """Run the handshake (again, if the replica came back)."""
         async with self._lock:
             self._sid = None
             self._version = None
             self.era = None
             self.era = await eras.handshake(self._handshake_send, self.notify)
             if self.era == eras.LEGACY:
-                self._version = self._version or eras.initialize_params()["protocolVersion"]
+                self._version = eras.initialize_params()["protocolVersion"]
 
     async def _handshake_send(self, method: str, params: JSONDict) -> JSONDict:
         return await self._exchange(method, params, self._timeout, None)
 
     def _request_headers(self, method: str, params: JSONDict) -> dict[str, str]:
-        headers = dict(self._headers)
+        headers: dict[str, str] = {}
         if self.era == eras.MODERN or method == "server/discover":
-            headers["mcp-protocol-version"] = eras.MODERN_VERSION
-            headers["mcp-method"] = method
+            headers["MCP-Protocol-Version"] = eras.MODERN_VERSION
+            headers["Mcp-Method"] = method
             key = NAME_BEARING.get(method)
             value = params.get(key) if key is not None else None
             if isinstance(value, str):
-                headers["mcp-name"] = encode_header(value)
+                headers["Mcp-Name"] = encode_header(value)
         else:
             if self._sid is not None:
-                headers[_SESSION] = self._sid
+                headers["Mcp-Session-Id"] = self._sid
             if self._version is not None:
-                headers["mcp-protocol-version"] = self._version
+                headers["MCP-Protocol-Version"] = self._version
         return headers
 
     async def request(
@@ -143,26 +128,23 @@ class HttpUpstream:
     async def _exchange(
         self, method: str, params: JSONDict, timeout: float, on_message: MessageHandler | None
     ) -> JSONDict:
-        session = self._session
-        if session is None:
+        if self._closed:
             raise UpstreamUnavailableError(f"{self.label} is closed", replica=self.label)
         msg_id = next(self._ids)
         body = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         headers = self._request_headers(method, params)
-        aiohttp = self._aiohttp
         try:
             async with asyncio.timeout(timeout):
-                async with session.post(self.url, data=body, headers=headers) as resp:
-                    if method == "initialize" and _SESSION in resp.headers:
-                        self._sid = resp.headers[_SESSION]
-                    if resp.content_type == "text/event-stream":
-                        return await self._read_stream(resp, msg_id, on_message)
-                    return self._answer(resp.status, await resp.read())
+                resp = await self._pool.request("POST", body, headers)
+                if method == "initialize" and _SESSION in resp.headers:
+                    self._sid = resp.headers[_SESSION]
+                if resp.body is None:
+                    return await self._read_stream(resp, msg_id, on_message)
+                return self._answer(resp.status, resp.body)
         except TimeoutError:
             if self.era == eras.LEGACY:
-                await self.notify(
-                    "notifications/cancelled", {"requestId": msg_id, "reason": "timeout"}
-                )
+                await self.notify("notifications/cancelled", {"requestId": msg_id,
+                                                              "reason": "timeout"})  # fmt: skip
             raise UpstreamTimeoutError(
                 f"{self.label} did not answer {method} within {timeout:g} s", replica=self.label
             ) from None
@@ -170,11 +152,11 @@ class HttpUpstream:
             if self.era == eras.LEGACY:  # 2026-07-28: closing the POST is the cancellation
                 await asyncio.shield(self.notify("notifications/cancelled", {"requestId": msg_id}))
             raise
-        except aiohttp.ClientConnectorError as exc:
-            raise UpstreamUnavailableError(f"{self.label}: cannot connect: {exc}",
-                                           replica=self.label, sent=False) from exc  # fmt: skip
-        except (aiohttp.ClientError, ValueError) as exc:
-            raise UpstreamUnavailableError(f"{self.label}: {type(exc).__name__}: {exc}",
+        except ConnectFailedError as exc:
+            raise UpstreamUnavailableError(f"{self.label}: {exc}", replica=self.label,
+                                           sent=False) from exc  # fmt: skip
+        except ConnectionLostError as exc:
+            raise UpstreamUnavailableError(f"{self.label}: connection lost: {exc}",
                                            replica=self.label) from exc  # fmt: skip
 
     def _answer(self, status: int, body: bytes) -> JSONDict:
@@ -194,9 +176,9 @@ class HttpUpstream:
         return result if isinstance(result, dict) else {}
 
     async def _read_stream(
-        self, resp: aiohttp.ClientResponse, msg_id: int, on_message: MessageHandler | None
+        self, resp: Response, msg_id: int, on_message: MessageHandler | None
     ) -> JSONDict:
-        async for _name, data in events(resp.content.__aiter__()):
+        async for _name, data in events(resp.lines()):
             try:
                 message = orjson.loads(data)
             except orjson.JSONDecodeError:
@@ -223,13 +205,12 @@ class HttpUpstream:
         )
 
     async def _send_raw(self, message: JSONDict) -> None:
-        session = self._session
-        if session is None:
+        if self._closed:
             return
         headers = self._request_headers("", {})
         try:
-            async with session.post(self.url, data=orjson.dumps(message), headers=headers) as r:
-                await r.read()
+            async with asyncio.timeout(self._timeout):
+                await self._pool.request("POST", orjson.dumps(message), headers)
         except Exception as exc:  # best effort: the call fails on its own if this mattered
             logger.debug("%s: could not send %s: %s", self.label, message.get("method"), exc)
 
@@ -239,17 +220,16 @@ class HttpUpstream:
 
     async def close(self) -> None:
         """End the legacy session (DELETE) and close the pool. Idempotent."""
-        session, self._session = self._session, None
-        if session is None:
+        if self._closed:
             return
         if self._sid is not None:
             try:
                 async with asyncio.timeout(2):
-                    async with session.delete(self.url, headers={_SESSION: self._sid}) as r:
-                        await r.read()
+                    await self._pool.request("DELETE", b"", {"Mcp-Session-Id": self._sid})
             except Exception:
                 logger.debug("%s: DELETE of the session failed", self.label)
-        await session.close()
+        self._closed = True
+        await self._pool.close()
 
 
 class _SessionExpiredError(GatewayError):

@@ -39,16 +39,16 @@ ResultEncoder = Callable[[Any], bytes | None]
 
 _MIN_FIELD_BYTES: Final = 64
 _ID_FIELDS: Final = (
-    "server", "tool", "error_type", "request_id", "session_id", "protocol_version", "transport",
-    "client_name", "instance_id", "category", "tool_version",
+    "server", "tool", "error_type", "request_id", "call_id", "session_id", "protocol_version",
+    "transport", "client_name", "instance_id", "category", "tool_version",
 )  # fmt: skip
 
 assert FIELD_NAMES == (
     "ts_ms", "server", "tool", "layer", "latency_ms", "ok", "error_type", "error_class",
-    "request_id", "session_id", "protocol_version", "transport", "client_name", "instance_id",
-    "input_bytes", "output_bytes", "tokens_in", "tokens_out", "cost", "error_message",
-    "error_message_bytes", "category", "tool_version", "arguments", "arguments_bytes", "result",
-    "result_bytes", "result_tokens",
+    "request_id", "call_id", "session_id", "protocol_version", "transport", "client_name",
+    "instance_id", "input_bytes", "output_bytes", "tokens_in", "tokens_out", "cost",
+    "error_message", "error_message_bytes", "category", "tool_version", "arguments",
+    "arguments_bytes", "result", "result_bytes", "result_tokens",
 ), "RecordBuilder.build passes values in this order"  # fmt: skip
 
 
@@ -223,18 +223,20 @@ class RecordBuilder:
             message, message_bytes = self._text(message)
         info = p.info
         if call is None:
-            server, request_id, session_id, version, transport, client = (
-                self.server, None, None, None, None, None)  # fmt: skip
+            server, request_id, call_id, session_id, version, transport, client = (
+                self.server, None, None, None, None, None, None)  # fmt: skip
         else:
             server = self._server(call.server_name)
             transport = self._transport(call.transport)
             request_id, session_id = cut_id(call.request_id), cut_id(call.session_id)
+            call_id = cut_id(call.call_id)
             version, client = cut_id(call.protocol_version), cut_id(call.client_name)
         etype = p.error_type
         # In FIELD_NAMES order (checked at import).
         return assemble((
             int(p.ts * 1000), server, info.tool, info.layer, p.latency_ms, p.ok,
-            None if etype is None else cut_id(etype), p.error_class, request_id, session_id,
+            None if etype is None else cut_id(etype), p.error_class, request_id, call_id,
+            session_id,
             version, transport, client, self.instance_id, input_bytes, output_bytes,
             p.tokens_in, p.tokens_out, p.cost, message, message_bytes, info.category,
             info.version, arguments, arguments_bytes, captured, result_bytes, result_tokens,

@@ -16,6 +16,7 @@ _CODES = ("L0", "L1", "L2", "L3", "L4", "L5", "L6", "L7")  # indexed by the Laye
 
 _OPTIONAL_FIELDS = (
     "error_class",
+    "call_id",
     "session_id",
     "protocol_version",
     "transport",
@@ -48,10 +49,12 @@ class CallRecord:
     :mod:`airmeter.outcome`: ``tool_error``, ``exception``, ``timeout``, ``refused``,
     ``protocol``, ``cancelled``, ``budget``; ``None`` in records made before classes existed:
     :func:`airmeter.outcome.error_class_of` of the type gives it). ``arguments``/``result``
-    are present only when the user opted in, already redacted. Text fields (``error_message``,
-    captured ``arguments`` and ``result``) are cut to the meter's ``max_field_bytes``; a cut
-    field keeps its original size in ``<field>_bytes`` (a captured value that was cut is kept
-    as the start of its JSON text).
+    are present only when the user opted in, already redacted. ``request_id`` is the JSON-RPC
+    id (clients number requests per connection); ``call_id`` is unique per call across
+    processes (aircore's ``ctx.call_id``; ``None`` from the SDK adapters). Text fields
+    (``error_message``, captured ``arguments`` and ``result``) are cut to the meter's
+    ``max_field_bytes``; a cut field keeps its original size in ``<field>_bytes`` (a captured
+    value that was cut is kept as the start of its JSON text).
     ``result_tokens`` is the number of tokens the result adds to a model's context.
     """
 
@@ -64,6 +67,7 @@ class CallRecord:
     error_type: str | None = None
     error_class: str | None = None
     request_id: str | None = None
+    call_id: str | None = None
     session_id: str | None = None
     protocol_version: str | None = None
     transport: str | None = None
@@ -100,6 +104,8 @@ class CallRecord:
         # Unrolled on purpose: this runs once per call on the sink's write path.
         if self.error_class is not None:
             out["error_class"] = self.error_class
+        if self.call_id is not None:
+            out["call_id"] = self.call_id
         if self.session_id is not None:
             out["session_id"] = self.session_id
         if self.protocol_version is not None:

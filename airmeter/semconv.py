@@ -13,6 +13,7 @@ from airmeter.outcome import error_class_of
 from airmeter.record import CallRecord
 
 __all__ = [
+    "AIR_CALL_ID",
     "AIR_ERROR_CLASS",
     "AIR_LAYER",
     "AIR_SERVER",
@@ -44,6 +45,7 @@ NETWORK_TRANSPORT: Final = "network.transport"
 ERROR_TYPE: Final = "error.type"
 AIR_LAYER: Final = "air.layer"
 AIR_ERROR_CLASS: Final = "air.error.class"
+AIR_CALL_ID: Final = "air.call.id"
 AIR_SERVER: Final = "air.server"
 
 TOOLS_CALL: Final = "tools/call"
@@ -121,6 +123,8 @@ def span_attributes(record: CallRecord) -> dict[str, str]:
     attrs = metric_attributes(record)
     if record.request_id is not None:
         attrs[JSONRPC_REQUEST_ID] = record.request_id
+    if record.call_id is not None:
+        attrs[AIR_CALL_ID] = record.call_id
     if record.session_id is not None:
         attrs[MCP_SESSION_ID] = record.session_id
     if record.server:

@@ -36,6 +36,9 @@ class CallInfo(Protocol):
     def request_id(self) -> str | None: ...
 
     @property
+    def call_id(self) -> str | None: ...
+
+    @property
     def session_id(self) -> str | None: ...
 
     @property

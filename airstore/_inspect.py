@@ -49,8 +49,12 @@ class Inspection:
         Raises:
             StorageIOError: the directory cannot be read.
         """
-        report: CheckReport = await self._inspect(check_directory)
-        return report
+        self._ensure_open()
+        await self.flush()
+        try:
+            return await check_directory(self.path)
+        except OSError as exc:
+            raise StorageIOError(f"cannot read {self.path}: {exc}", path=self.path) from exc
 
     async def stats(self) -> builtins.list[NamespaceStats]:
         """Per namespace: live keys, log entries, files and bytes on disk.

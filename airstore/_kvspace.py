@@ -16,21 +16,26 @@ import re
 import time
 from typing import Any
 
+import aiofiles
 import orjson
 
 from airstore._appendfile import AppendFile
 from airstore._filenames import journal_path, snapshot_path
 from airstore._recovery import Finding
+from airstore._validate import JSON_OPTS
 from airstore.errors import CorruptDataError, InvalidValueError
 from airstore.types import Clock
 
-__all__ = ["Item", "KVSpace", "remove_stale_temp_files", "write_atomic"]
+__all__ = ["MISSING", "KVSpace", "remove_stale_temp_files", "write_atomic"]
 
 logger = logging.getLogger(__name__)
 
-Item = tuple[Any, float | None]  # (value, expire_at in epoch seconds or None)
+_dumps = orjson.dumps
+
+MISSING: Any = object()
 _Sig = tuple[int, int, int] | None  # (inode, size, mtime_ns) of a file, None when missing
 SNAPSHOT_FORMAT = 1
+LOAD_ATTEMPTS = 20  # a reader racing a writer's compactions retries this often, then gives up
 
 
 def _sig(path: str) -> _Sig:
@@ -39,6 +44,25 @@ def _sig(path: str) -> _Sig:
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_file(path: str, offset: int = 0) -> bytes | None:
+    """The file's bytes from ``offset`` on, or ``None`` when it does not exist."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+async def _aread_file(path: str) -> bytes | None:
+    """:func:`_read_file` off the event loop (one aiofiles call per file, never per line)."""
+    try:
+        async with aiofiles.open(path, "rb") as fh:
+            return await fh.read()
+    except FileNotFoundError:
+        return None
 
 
 _tmp_counter = itertools.count()
@@ -104,11 +128,16 @@ class KVSpace:
         findings: list[Finding],
     ) -> None:
         self.ns = ns
-        self.items: dict[str, Item] = {}
-        # JSON of each value set in this session, as validated at set(): the snapshot writes
-        # these bytes, so it can neither fail nor differ from the journal if a caller later
-        # mutates the object it stored.
-        self.encoded: dict[str, bytes] = {}
+        # Values sit in ``items`` directly and expiries in ``expires`` (only keys that have one):
+        # a long-lived (value, expiry) tuple per key is one more object for the garbage
+        # collector to track and scan, which halved set throughput.
+        self.items: dict[str, Any] = {}
+        self.expires: dict[str, float] = {}
+        # The snapshot's bytes of each key, ``"key":[value,exp]``, built once at set() from
+        # the JSON validated there (so a snapshot can neither fail nor differ from the journal
+        # if a caller later mutates the object it stored) or at the first snapshot for keys
+        # loaded from disk. A snapshot is then one join of these.
+        self.entries: dict[str, bytes] = {}
         self.expiry: list[tuple[float, str]] = []
         self.seq = 0
         self.dirty = False
@@ -127,36 +156,49 @@ class KVSpace:
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
         """Read snapshot then journal into memory (writer: repairing; reader: only looking)."""
-        for _attempt in range(20):
-            if self._load_once():
+        for _attempt in range(LOAD_ATTEMPTS):
+            self._snap_sig = _sig(self.snapshot_path)
+            snap = _read_file(self.snapshot_path)
+            self._journal_sig = _sig(self._journal_path)
+            if self._load_once(snap, _read_file(self._journal_path)):
                 return
+        self._keeps_changing()
+
+    async def load_async(self) -> None:
+        """:meth:`load` with the files read off the event loop (aiofiles): the cold path of a
+        namespace's first access, which may read megabytes."""
+        for _attempt in range(LOAD_ATTEMPTS):
+            self._snap_sig = _sig(self.snapshot_path)
+            snap = await _aread_file(self.snapshot_path)
+            self._journal_sig = _sig(self._journal_path)
+            if self._load_once(snap, await _aread_file(self._journal_path)):
+                return
+        self._keeps_changing()
+
+    def _keeps_changing(self) -> None:
         raise CorruptDataError(
             f"journal of {self.ns!r} keeps changing under the reader",
             namespace=self.ns,
             path=self._journal_path,
         )
 
-    def _load_once(self) -> bool:
+    def _load_once(self, snap: bytes | None, journal: bytes | None) -> bool:
         self.items = {}
-        self.encoded = {}
+        self.expires = {}
+        self.entries = {}
         self.expiry = []
-        self._snap_sig = _sig(self.snapshot_path)
-        snap_seq = self._read_snapshot()
+        snap_seq = self._read_snapshot(snap)
         self.seq = max(snap_seq, 0)
         self._journal_offset = 0
-        self._journal_sig = _sig(self._journal_path)
-        if not self._replay_journal(snap_seq, from_start=True):
+        if not self._replay_journal(snap_seq, journal, from_start=True):
             return False
         if self.journal is not None and self.journal.fd is None:
             self.journal.open()  # cuts the torn tail the replay has just reported
         return True
 
-    def _read_snapshot(self) -> int:
+    def _read_snapshot(self, data: bytes | None) -> int:
         """Load the snapshot; returns its seq (-1 when there is none or it was unreadable)."""
-        try:
-            with open(self.snapshot_path, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
+        if data is None:
             return -1
         try:
             doc = orjson.loads(data)
@@ -173,10 +215,7 @@ class KVSpace:
             return -1
         now = self._clock()
         for key, (value, exp) in items.items():
-            if exp is None or exp > now:
-                self.items[key] = (value, exp)
-                if exp is not None:
-                    heapq.heappush(self.expiry, (exp, key))
+            self._apply_set(key, value, exp, now)
         return seq
 
     def _snapshot_corrupt(self, reason: str) -> None:
@@ -199,13 +238,9 @@ class KVSpace:
         self._findings.append(finding)
         logger.warning("airstore recovery: %s in %s line %s: %s", kind, path, line, detail)
 
-    def _replay_journal(self, snap_seq: int, *, from_start: bool) -> bool:
+    def _replay_journal(self, snap_seq: int, data: bytes | None, *, from_start: bool) -> bool:
         """Apply journal records after ``snap_seq``; False if a gap says 're-read everything'."""
-        try:
-            with open(self._journal_path, "rb") as fh:
-                fh.seek(self._journal_offset)
-                data = fh.read()
-        except FileNotFoundError:
+        if data is None:
             return True
         end = data.rfind(b"\n") + 1
         if from_start and end < len(data) and not self._read_only:
@@ -240,15 +275,9 @@ class KVSpace:
                 return False  # truncated in place and regrown past our offset: start over
             applied_first = False
             if op == "s":
-                exp = rec[4]
-                if exp is None or exp > now:
-                    self.items[key] = (rec[3], exp)
-                    if exp is not None:
-                        heapq.heappush(self.expiry, (exp, key))
-                else:
-                    self.items.pop(key, None)
+                self._apply_set(key, rec[3], rec[4], now)
             else:
-                self.items.pop(key, None)
+                self._apply_delete(key)
             self.seq = max(self.seq, seq)
         self._journal_offset += end
         return True
@@ -267,32 +296,89 @@ class KVSpace:
             and journal[1] >= self._journal_offset
         ):
             self._journal_sig = journal
-            if self._replay_journal(self.seq, from_start=False):
+            tail = _read_file(self._journal_path, self._journal_offset)
+            if self._replay_journal(self.seq, tail, from_start=False):
                 return
         self.load()
 
-    # -- mutations ---------------------------------------------------------------------------
-    def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
-        """Set ``key`` in memory and in the journal buffer; sweep what has expired."""
-        self.items[key] = (value, exp)
-        self.encoded[key] = encoded
-        self.journal_set(key, encoded, exp)
-        if exp is not None:
+    # -- reads and mutations -----------------------------------------------------------------
+    def _apply_set(self, key: str, value: Any, exp: float | None, now: float) -> None:
+        """Take a stored record into memory (load, replay): a live value or a removal."""
+        if exp is not None and exp <= now:
+            self._apply_delete(key)
+            return
+        self.items[key] = value
+        self.entries.pop(key, None)
+        if exp is None:
+            self.expires.pop(key, None)
+        else:
+            self.expires[key] = exp
             heapq.heappush(self.expiry, (exp, key))
+
+    def _apply_delete(self, key: str) -> None:
+        self.items.pop(key, None)
+        self.expires.pop(key, None)
+        self.entries.pop(key, None)
+
+    def live(self, key: str, now: float) -> Any:
+        """The live value of ``key``, or :data:`MISSING`."""
+        value = self.items.get(key, MISSING)
+        if value is not MISSING and self.expires:
+            exp = self.expires.get(key)
+            if exp is not None and exp <= now:
+                return MISSING
+        return value
+
+    def set_plain(self, key: str, value: Any, encoded: bytes) -> None:
+        """Set ``key`` without expiry in memory and in the journal buffer (the hot path)."""
+        self.items[key] = value
+        key_json = _dumps(key)
+        self.entries[key] = b"%b:[%b,null]" % (key_json, encoded)
+        if self.expires:
+            self.expires.pop(key, None)
+        self.seq = seq = self.seq + 1
+        self.dirty = True
+        journal = self.journal
+        if journal is not None:
+            journal.pending += b'[%d,"s",%b,%b,null]\n' % (seq, key_json, encoded)
+
+    def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
+        """Set ``key`` (with an expiry or none) in memory and in the journal buffer; sweep
+        what has expired."""
+        if exp is None:
+            self.set_plain(key, value, encoded)
+        else:
+            self.items[key] = value
+            self.expires[key] = exp
+            heapq.heappush(self.expiry, (exp, key))
+            self.journal_set(key, encoded, exp)
         if self.expiry and self.expiry[0][0] <= now:
             self.sweep(now)
 
+    def delete(self, key: str, now: float) -> bool | None:
+        """Remove ``key`` in memory and in the journal; True if it was live, None if absent."""
+        if key not in self.items:
+            return None
+        exp = self.expires.get(key)
+        self._apply_delete(key)
+        self.journal_delete(key)
+        return exp is None or exp > now
+
     def journal_set(self, key: str, encoded_value: bytes, exp: float | None) -> None:
-        """Record a set in the journal buffer (the caller updates ``items``)."""
+        """Record a set with an expiry in the journal buffer and the snapshot entries (the
+        caller updates ``items``)."""
         self.seq += 1
         self.dirty = True
+        key_json = _dumps(key)
+        tail = b"null" if exp is None else repr(exp).encode()
+        self.entries[key] = b"%b:[%b,%b]" % (key_json, encoded_value, tail)
         if self.journal is not None:
-            buf = self.journal.pending
-            buf += b'[%d,"s",' % self.seq
-            buf += orjson.dumps(key)
-            buf += b","
-            buf += encoded_value
-            buf += b",null]\n" if exp is None else b",%r]\n" % exp
+            self.journal.pending += b'[%d,"s",%b,%b,%b]\n' % (
+                self.seq,
+                key_json,
+                encoded_value,
+                tail,
+            )
 
     def journal_delete(self, key: str) -> None:
         """Record a delete in the journal buffer."""
@@ -304,32 +390,42 @@ class KVSpace:
     def sweep(self, now: float) -> None:
         """Drop keys whose expiry has passed (the heap keeps this O(expired))."""
         heap = self.expiry
-        items = self.items
+        expires = self.expires
         while heap and heap[0][0] <= now:
             exp, key = heapq.heappop(heap)
-            item = items.get(key)
-            if item is not None and item[1] == exp:
-                del items[key]
-                self.encoded.pop(key, None)
+            if expires.get(key) == exp:  # not overwritten with another expiry since
+                self._apply_delete(key)
 
     # -- snapshots ---------------------------------------------------------------------------
     def encode_snapshot(self) -> tuple[bytes, int]:
         """Serialize live items; returns ``(data, journal_end)`` and clears ``dirty``."""
         now = self._clock()
-        enc = self.encoded
-        items = {
-            k: [orjson.Fragment(e) if (e := enc.get(k)) is not None else v, exp]
-            for k, (v, exp) in self.items.items()
-            if exp is None or exp > now
-        }
-        try:
-            data = orjson.dumps({"format": SNAPSHOT_FORMAT, "seq": self.seq, "items": items})
-        except TypeError as exc:  # a value loaded from disk was mutated through get()
-            raise InvalidValueError(
-                f"a value in namespace {self.ns!r} was mutated after it was stored and is no "
-                f"longer JSON: {exc}",
-                namespace=self.ns,
-            ) from exc
+        entries = self.entries
+        expires = self.expires
+        parts = []
+        for key, value in self.items.items():
+            exp = expires.get(key) if expires else None
+            if exp is not None and exp <= now:
+                continue
+            entry = entries.get(key)
+            if entry is None:  # loaded from disk: encoded once, at its first snapshot
+                try:
+                    body = orjson.dumps(value, option=JSON_OPTS)
+                except TypeError as exc:  # a value loaded from disk was mutated through get()
+                    raise InvalidValueError(
+                        f"a value in namespace {self.ns!r} was mutated after it was stored and "
+                        f"is no longer JSON: {exc}",
+                        namespace=self.ns,
+                        key=key,
+                    ) from exc
+                tail = b"null" if exp is None else repr(exp).encode()
+                entry = entries[key] = b"%b:[%b,%b]" % (_dumps(key), body, tail)
+            parts.append(entry)
+        data = b'{"format":%d,"seq":%d,"items":{%b}}' % (
+            SNAPSHOT_FORMAT,
+            self.seq,
+            b",".join(parts),
+        )
         self.dirty = False
         journal_end = self.journal.end if self.journal is not None else 0
         return data, journal_end

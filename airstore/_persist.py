@@ -82,14 +82,21 @@ class Persister:
         files += [s.journal for s in self.spaces.values() if s.journal is not None]
         return files
 
-    async def written(self, f: AppendFile | None) -> None:
-        """Schedule the write of ``f``'s pending bytes; in sync mode wait until durable."""
-        if f is None:
-            return
+    def schedule(self, f: AppendFile) -> None:
+        """Have ``f``'s pending bytes written at the end of this loop turn (or now, past 1 MB).
+
+        Synchronous: an acknowledged write in ``journal`` mode costs no await that suspends.
+        """
         if self._drain_handle is None:
             self._drain_handle = self._loop.call_soon(self.drain)
         if len(f.pending) >= INLINE_WRITE_BYTES:
             self.drain()
+
+    async def written(self, f: AppendFile | None) -> None:
+        """Schedule the write of ``f``'s pending bytes; in sync mode wait until durable."""
+        if f is None:
+            return
+        self.schedule(f)
         if self._sync:
             await self._commit()
 

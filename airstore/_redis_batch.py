@@ -16,9 +16,9 @@ from typing import Any
 from redis import exceptions as rex
 
 from airstore._redis_codec import decode_value, translate
-from airstore.errors import CorruptDataError
+from airstore.errors import CorruptDataError, InvalidArgumentError, InvalidValueError
 
-__all__ = ["Group", "command", "outcomes", "plan"]
+__all__ = ["INCR_SCRIPT", "Group", "command", "outcomes", "plan"]
 
 Group = tuple[str, list[int]]
 """(kind, indices of the batch's operations it carries)."""
@@ -69,6 +69,46 @@ return n
 """
 
 
+# KEYS[1]: the counter; ARGV: step, store-clock now, expiry head for a new counter ('' none),
+# PX for a new counter ('' none), the largest magnitude. A missing or expired counter starts
+# at 0 with the new expiry; a live one keeps its head and its TTL (KEEPTTL). Lua numbers are
+# doubles: exact for integers within ±2**53, the range every backend keeps counters in.
+INCR_SCRIPT = """#!lua
+local cur = redis.call('GET', KEYS[1])
+local by, now, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
+local n, head = 0, nil
+if cur then
+  local sep = string.find(cur, '|', 1, true)
+  if not sep then
+    return redis.error_reply('AIRSTORE_NOT_COUNTER value at the key is not a RedisStore value')
+  end
+  local h = string.sub(cur, 1, sep - 1)
+  if h == '' or tonumber(h) > now then
+    head = h
+    local body = string.sub(cur, sep + 1)
+    if not string.match(body, '^%-?%d+$') or math.abs(tonumber(body)) > limit then
+      return redis.error_reply('AIRSTORE_NOT_COUNTER ' .. string.sub(body, 1, 64))
+    end
+    n = tonumber(body)
+  end
+end
+local r = n + by
+if math.abs(r) > limit then
+  return redis.error_reply('AIRSTORE_OVERFLOW ' .. string.format('%.0f', n))
+end
+local text = string.format('%.0f', r)
+if r == 0 then text = '0' end
+if head then
+  redis.call('SET', KEYS[1], head .. '|' .. text, 'KEEPTTL')
+elseif ARGV[4] == '' then
+  redis.call('SET', KEYS[1], ARGV[3] .. '|' .. text)
+else
+  redis.call('SET', KEYS[1], ARGV[3] .. '|' .. text, 'PX', ARGV[4])
+end
+return text
+"""
+
+
 def plan(ops: Sequence[tuple[Any, ...]]) -> list[Group]:
     """Fold a batch into groups, keeping the order that matters (per key, per stream)."""
     groups: list[Group] = []
@@ -83,7 +123,7 @@ def plan(ops: Sequence[tuple[Any, ...]]) -> list[Group]:
             members.append(i)
             continue
         streams = {}  # a non-append ends the run of appends
-        if kind != "del" and groups and groups[-1][0] == kind:
+        if kind in ("get", "set") and groups and groups[-1][0] == kind:
             groups[-1][1].append(i)
         else:
             groups.append((kind, [i]))
@@ -96,6 +136,9 @@ def command(kind: str, ops: list[tuple[Any, ...]], max_log: int | None) -> tuple
         return ("MGET", *(op[1] for op in ops))
     if kind == "del":
         return ("GETDEL", ops[0][1])
+    if kind == "incr":
+        _, key, by, now, head, px, limit = ops[0]
+        return ("EVAL", INCR_SCRIPT, 1, key, by, repr(now), head, px, limit)
     if kind == "set":
         rows = [row for op in ops for row in op[1]]
         args: list[Any] = []
@@ -113,7 +156,9 @@ def outcomes(
     """One result per operation (an exception instance fails just that operation)."""
     results: list[Any] = [None] * len(ops)
     for (kind, members), reply in zip(groups, replies, strict=True):
-        if isinstance(reply, rex.RedisError):
+        if kind == "incr":
+            results[members[0]] = _counter(ops[members[0]], reply, where)
+        elif isinstance(reply, rex.RedisError):
             error = translate(reply, where, kind.upper())
             for i in members:
                 results[i] = error
@@ -123,6 +168,27 @@ def outcomes(
         elif kind == "del":
             results[members[0]] = _decoded(ops[members[0]][1], reply, now, where, want_live=True)
     return results
+
+
+def _counter(op: tuple[Any, ...], reply: Any, where: str) -> Any:
+    """An incr's new value, or the typed error its script reported."""
+    if not isinstance(reply, rex.RedisError):
+        return int(reply)
+    text = str(reply)
+    _, key, by, _now, _head, _px, limit = op
+    if text.startswith("AIRSTORE_NOT_COUNTER"):
+        return InvalidValueError(
+            f"cannot incr {key!r} at {where}: it does not hold an integer counter within "
+            f"±{limit} ({text.partition(' ')[2]!r})",
+            key=key,
+        )
+    if text.startswith("AIRSTORE_OVERFLOW"):
+        return InvalidArgumentError(
+            f"incr of {key!r} at {where} by {by} would overflow ±{limit} "
+            f"(it holds {text.partition(' ')[2]})",
+            key=key,
+        )
+    return translate(reply, where, "INCR")
 
 
 def _decoded(key: str, payload: bytes | None, now: float, where: str, *, want_live: bool) -> Any:

@@ -14,7 +14,9 @@ from airstore._validate import matches
 from airstore.errors import AirstoreError, CorruptDataError, ReadOnlyStoreError, StorageIOError
 
 __all__ = [
+    "COUNTER",
     "DELETE",
+    "INCR",
     "INSERT_LOG",
     "LIVE",
     "PURGE",
@@ -37,6 +39,22 @@ UPSERT = "INSERT OR REPLACE INTO kv (ns, key, value, expires_at) VALUES (?, ?, ?
 INSERT_LOG = "INSERT INTO log (ns, ts, body) VALUES (?, ?, ?)"
 DELETE = "DELETE FROM kv WHERE ns = ? AND key = ? RETURNING expires_at"
 PURGE = "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?"
+# One statement: a missing or expired counter starts from ?3 (= the step) with expiry ?4; a live
+# integer counter gets ?3 added and keeps its expiry. Anything else (not an integer, or a
+# result beyond ±?5) leaves the row untouched and returns no row.
+INCR = """
+INSERT INTO kv (ns, key, value, expires_at) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (ns, key) DO UPDATE SET
+    value = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= ?6 THEN excluded.value
+                 ELSE CAST(kv.value AS INTEGER) + ?3 END,
+    expires_at = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= ?6 THEN ?4
+                      ELSE kv.expires_at END
+WHERE (kv.expires_at IS NOT NULL AND kv.expires_at <= ?6)
+   OR (json_type(kv.value) = 'integer' AND abs(CAST(kv.value AS INTEGER)) <= ?5
+       AND abs(CAST(kv.value AS INTEGER) + ?3) <= ?5)
+RETURNING CAST(value AS INTEGER)
+"""
+COUNTER = "SELECT value FROM kv WHERE ns = ? AND key = ?"
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
 
 SCHEMA = """

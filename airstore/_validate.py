@@ -20,6 +20,10 @@ from airstore.types import Entry, TimeBound
 
 __all__ = [
     "JSON_OPTS",
+    "MAX_COUNTER",
+    "MAX_KEY_LENGTH",
+    "check_by",
+    "check_counter",
     "check_filter",
     "check_finite",
     "check_key",
@@ -36,6 +40,8 @@ __all__ = [
 
 _NAMESPACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 MAX_KEY_LENGTH = 1024
+MAX_COUNTER = 2**53 - 1
+"""Counters (``incr``) stay within ±MAX_COUNTER on every backend (exact in a double, Redis Lua)."""
 
 # Refuse what is not plain JSON instead of letting orjson quietly serialize it.
 JSON_OPTS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -57,14 +63,31 @@ def check_namespace(ns: object) -> str:
     )
 
 
+def _utf8_ok(text: str) -> bool:
+    """False for a str holding a lone surrogate (it has no UTF-8 form, so no file or server
+    could store it)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_key(ns: str, key: object) -> str:
-    """Return ``key`` if it is a non-empty string of at most 1024 characters."""
-    if type(key) is str and 0 < len(key) <= MAX_KEY_LENGTH:
+    """Return ``key`` if it is a non-empty string of at most 1024 characters, all encodable as
+    UTF-8 (no lone surrogates); else raise :class:`InvalidKeyError`."""
+    if type(key) is str and 0 < len(key) <= MAX_KEY_LENGTH and (key.isascii() or _utf8_ok(key)):
         return key
+    why = (
+        ""
+        if type(key) is not str or not key or len(key) > MAX_KEY_LENGTH
+        else " (a lone surrogate)"
+    )
     raise InvalidKeyError(
-        f"invalid key {key!r} in namespace {ns!r}: keys are non-empty strings of at most "
-        f"{MAX_KEY_LENGTH} characters",
+        f"invalid key {key!r} in namespace {ns!r}{why}: keys are non-empty strings of at most "
+        f"{MAX_KEY_LENGTH} characters, valid Unicode",
         namespace=ns,
+        key=key if type(key) is str else None,
     )
 
 
@@ -122,6 +145,41 @@ def encode_entry(ns: str, entry: Any) -> bytes:
         ) from exc
     check_finite(ns, None, entry, data)
     return data
+
+
+def check_by(ns: str, key: str, by: object) -> int:
+    """Return ``incr``'s step if it is an int (not a bool) within ±:data:`MAX_COUNTER`."""
+    if type(by) is not int or not -MAX_COUNTER <= by <= MAX_COUNTER:
+        raise InvalidArgumentError(
+            f"incr step for {ns!r}/{key!r} must be an int within ±{MAX_COUNTER}, got {by!r}",
+            namespace=ns,
+            key=key,
+        )
+    return by
+
+
+def check_counter(ns: str, key: str, current: object, by: int) -> int:
+    """Return ``current + by`` for a stored counter, refusing what is not one.
+
+    Raises:
+        InvalidValueError: the stored value is not an int within ±:data:`MAX_COUNTER`.
+        InvalidArgumentError: the result would leave ±:data:`MAX_COUNTER`.
+    """
+    if type(current) is not int or not -MAX_COUNTER <= current <= MAX_COUNTER:
+        raise InvalidValueError(
+            f"cannot incr {ns!r}/{key!r}: it holds {type(current).__name__} {current!r}, not an "
+            f"integer counter within ±{MAX_COUNTER}",
+            namespace=ns,
+            key=key,
+        )
+    result = current + by
+    if not -MAX_COUNTER <= result <= MAX_COUNTER:
+        raise InvalidArgumentError(
+            f"incr of {ns!r}/{key!r} by {by} would overflow ±{MAX_COUNTER} (it holds {current})",
+            namespace=ns,
+            key=key,
+        )
+    return result
 
 
 def check_prefix(prefix: object) -> str:

@@ -9,6 +9,7 @@ with ``raise ... from``.
     ├── InvalidKeyError         key is not a non-empty string
     ├── InvalidValueError       value is not JSON-serializable (raised by set/append itself)
     ├── InvalidArgumentError    any other bad argument (negative TTL, bad limit, bad URL …)
+    │   └── ReadOnlyUnsupportedError   read_only=True asked of a backend that cannot (memory://)
     ├── StoreClosedError        the store was used after close()
     ├── StoreLockedError        another process holds the data dir (carries the holder's pid)
     ├── ReadOnlyStoreError      a write on a store opened read-only
@@ -26,6 +27,7 @@ __all__ = [
     "InvalidNamespaceError",
     "InvalidValueError",
     "ReadOnlyStoreError",
+    "ReadOnlyUnsupportedError",
     "StorageIOError",
     "StoreClosedError",
     "StoreLockedError",
@@ -64,6 +66,11 @@ class InvalidValueError(AirstoreError):
 
 class InvalidArgumentError(AirstoreError):
     """An argument other than namespace, key or value is invalid."""
+
+
+class ReadOnlyUnsupportedError(InvalidArgumentError):
+    """``read_only=True`` was asked of a backend that has no read-only mode (``memory://``:
+    another process's memory cannot be read)."""
 
 
 class StoreClosedError(AirstoreError):

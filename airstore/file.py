@@ -7,17 +7,21 @@ parts: ``_kvspace`` (keys), ``_logfile``/``_logread`` (log), ``_persist`` (write
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import os
 import time
+from collections.abc import Iterable
 from typing import Any, Literal
+
+import orjson
 
 from airstore import _exit
 from airstore._entry import stamp
 from airstore._filenames import log_path
 from airstore._inspect import Inspection
-from airstore._kvspace import KVSpace, remove_stale_temp_files
+from airstore._kvspace import MISSING, KVSpace, remove_stale_temp_files
 from airstore._lifecycle import StoreBase
 from airstore._lock import DirLock
 from airstore._logfile import LogFile, LogOptions, query_log
@@ -25,6 +29,10 @@ from airstore._logread import Collector
 from airstore._persist import Persister
 from airstore._recovery import CorruptLineLog, Finding
 from airstore._validate import (
+    JSON_OPTS,
+    MAX_KEY_LENGTH,
+    check_by,
+    check_counter,
     check_filter,
     check_key,
     check_limits,
@@ -50,6 +58,8 @@ logger = logging.getLogger(__name__)
 Durability = Literal["journal", "snapshot", "sync"]
 DEFAULT_FLUSH_INTERVAL = 5.0
 DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
+
+_dumps = orjson.dumps
 
 
 class FileStore(Inspection, StoreBase):
@@ -109,6 +119,7 @@ class FileStore(Inspection, StoreBase):
         self._corrupt_lines = CorruptLineLog(self._findings)
         self._lock = DirLock(self.path)
         self._persist: Persister | None = None  # created by init() on the running loop
+        self._loading: dict[str, asyncio.Future[KVSpace]] = {}
         self._counted = False
         self._opened = False
         self._closed = False
@@ -201,10 +212,21 @@ class FileStore(Inspection, StoreBase):
         raise StoreClosedError(f"FileStore {self.path!r} is not open; await init()")
 
     # -- namespaces --------------------------------------------------------------------------
-    def _space(self, ns: str) -> KVSpace:
+    async def _space(self, ns: str) -> KVSpace:
+        """The namespace's keys: loaded on first use with the files read off the loop; a
+        reader re-reads what changed since its last look."""
         space = self._spaces.get(ns)
-        if space is None:
-            check_namespace(ns)
+        if space is not None:
+            if self.read_only:
+                self._io(space.refresh, ns)
+            return space
+        check_namespace(ns)
+        loading = self._loading.get(ns)
+        if loading is not None:  # another caller is loading it: share that load
+            return await asyncio.shield(loading)
+        fut: asyncio.Future[KVSpace] = asyncio.get_running_loop().create_future()
+        self._loading[ns] = fut
+        try:
             space = KVSpace(
                 self.path,
                 ns,
@@ -213,11 +235,22 @@ class FileStore(Inspection, StoreBase):
                 clock=self._clock,
                 findings=self._findings,
             )
-            self._io(space.load, ns)
+            try:
+                await space.load_async()
+            except OSError as exc:
+                raise StorageIOError(
+                    f"I/O error in namespace {ns!r}: {exc}", namespace=ns, path=self.path
+                ) from exc
+            self._ensure_open()
             self._spaces[ns] = space
-        elif self.read_only:
-            self._io(space.refresh, ns)
-        return space
+            fut.set_result(space)
+            return space
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # retrieved: the waiters re-raise it
+            raise
+        finally:
+            del self._loading[ns]
 
     def _log(self, ns: str) -> LogFile:
         log = LogFile(self.path, check_namespace(ns), self._log_options)
@@ -243,64 +276,103 @@ class FileStore(Inspection, StoreBase):
         persist = self._persist
         if persist is None or self._closed:
             persist = self._writer()
-        space = self._spaces.get(ns) or self._space(ns)
+        space = self._spaces.get(ns) or await self._space(ns)
+        if type(key) is not str or not key.isascii() or not 0 < len(key) <= MAX_KEY_LENGTH:
+            check_key(ns, key)  # the slow path: raises, or accepts a non-ASCII key
+        try:
+            encoded = _dumps(value, None, JSON_OPTS)
+        except TypeError:
+            encoded = encode_value(ns, key, value)  # raises the typed error
+        if encoded.find(b"null") >= 0:  # (bytes.find: `in` costs twice as much here)
+            encode_value(ns, key, value)  # NaN/Infinity hide behind null: check properly
+        if ttl is None and self._default_ttl is None:
+            space.set_plain(key, value, encoded)
+        else:
+            seconds = self._default_ttl if ttl is None else check_ttl(ttl)
+            now = self._clock()
+            space.put(key, value, encoded, None if seconds is None else now + seconds, now)
+        journal = space.journal
+        if journal is not None:
+            persist.schedule(journal)
+            if self._sync:
+                await persist.written(journal)
+
+    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
+        """Add ``by`` to the counter at ``key``; see :meth:`airstore.Store.incr`.
+
+        Raises:
+            InvalidValueError: the key holds something other than an integer counter.
+            InvalidArgumentError: a bad ``by`` or ``ttl``, or the result would overflow.
+            ReadOnlyStoreError: the store is read-only.
+        """
+        persist = self._writer()
+        space = await self._space(ns)
         check_key(ns, key)
-        encoded = encode_value(ns, key, value)
+        by = check_by(ns, key, by)
         ttl = self._default_ttl if ttl is None else check_ttl(ttl)
         now = self._clock()
-        space.put(key, value, encoded, None if ttl is None else now + ttl, now)
-        if self._journaled:
+        current = space.live(key, now)
+        if current is MISSING:
+            value, exp = check_counter(ns, key, 0, by), None if ttl is None else now + ttl
+        else:
+            value, exp = check_counter(ns, key, current, by), space.expires.get(key)
+        space.put(key, value, b"%d" % value, exp, now)
+        if space.journal is not None:
             await persist.written(space.journal)
+        return value
 
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the value, or ``None`` when missing or expired."""
         if self._closed:
             self._ensure_open()
-        space = self._space(ns) if self.read_only else self._spaces.get(ns) or self._space(ns)
-        item = space.items.get(key) if type(key) is str else None
-        if item is None:
+        space = self._spaces.get(ns)
+        if space is None or self.read_only:
+            space = await self._space(ns)
+        try:
+            value = space.items.get(key, MISSING)
+        except TypeError:  # unhashable key
+            value = MISSING
+        if value is MISSING:
             check_key(ns, key)
             return None
-        exp = item[1]
-        if exp is not None and exp <= self._clock():
-            if not self.read_only:
-                del space.items[key]
-            return None
-        return item[0]
+        if space.expires:
+            exp = space.expires.get(key)
+            if exp is not None and exp <= self._clock():
+                return None  # the writer's sweep removes it (readers never change anything)
+        return value
 
     async def delete(self, ns: str, key: str) -> bool:
         """Remove ``key``; True if it existed and had not expired."""
         persist = self._writer()
-        space = self._space(ns)
+        space = await self._space(ns)
         check_key(ns, key)
-        item = space.items.pop(key, None)
-        if item is None:
+        live = space.delete(key, self._clock())
+        if live is None:
             return False
-        space.encoded.pop(key, None)
-        space.journal_delete(key)
-        if self._journaled:
+        if space.journal is not None:
             await persist.written(space.journal)
-        return item[1] is None or item[1] > self._clock()
+        return live
 
     async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
         """Live keys starting with ``prefix``, sorted."""
-        return [k for k, _ in self._live(ns, prefix)]
+        return [k for k, _ in await self._live(ns, prefix)]
 
     async def entries(self, ns: str, prefix: str = "") -> builtins.list[tuple[str, JSONValue]]:
         """Live ``(key, value)`` pairs starting with ``prefix``, sorted by key."""
-        return self._live(ns, prefix)
+        return await self._live(ns, prefix)
 
-    def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
+    async def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
         self._ensure_open()
-        space = self._space(ns)
+        space = await self._space(ns)
         check_prefix(prefix)
         now = self._clock()
         if not self.read_only:
             space.sweep(now)
+        expires = space.expires
         return sorted(
             (k, v)
-            for k, (v, exp) in space.items.items()
-            if k.startswith(prefix) and (exp is None or exp > now)
+            for k, v in space.items.items()
+            if k.startswith(prefix) and ((exp := expires.get(k)) is None or exp > now)
         )
 
     # -- append log --------------------------------------------------------------------------
@@ -318,8 +390,25 @@ class FileStore(Inspection, StoreBase):
         buf = log.pending
         buf += line
         buf += b"\n"
-        await persist.written(log)
+        persist.schedule(log)
+        if self._sync:
+            await persist.written(log)
         return stored
+
+    async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
+        """Append every entry, all validated and encoded first (a bad one appends nothing)."""
+        persist = self._writer()
+        log = self._logs.get(ns) or self._log(ns)
+        clock = self._clock
+        stamped = [stamp(ns, entry, clock) for entry in entries]
+        buf = log.pending
+        for _, _, line in stamped:
+            buf += line
+            buf += b"\n"
+        persist.schedule(log)
+        if self._sync:
+            await persist.written(log)
+        return [stored for stored, _, _ in stamped]
 
     async def query(
         self,

@@ -29,6 +29,8 @@ from airstore._redis_codec import (
 )
 from airstore._redis_filter import scan_filtered
 from airstore._validate import (
+    MAX_COUNTER,
+    check_by,
     check_filter,
     check_key,
     check_limits,
@@ -43,6 +45,7 @@ from airstore._validate import (
 from airstore.errors import (
     CorruptDataError,
     InvalidArgumentError,
+    InvalidValueError,
     ReadOnlyStoreError,
     StorageIOError,
     StoreClosedError,
@@ -68,7 +71,8 @@ _PAGE = 1000
 _BODY = b"d"
 
 # One queued command: ("get", key) | ("set", [(key, payload, px), …]) | ("del", key)
-#                   | ("app", stream, [(ts, body), …]); the *_many calls queue many rows at once
+#                   | ("incr", key, by, now, head, px, limit) | ("app", stream, [(ts, body), …]);
+# the *_many calls queue many rows at once
 _Op = tuple[Any, ...]
 
 
@@ -274,6 +278,28 @@ class RedisStore(StoreBase):
         """Remove ``key`` (``GETDEL``); True if it was present and live."""
         check_key(check_namespace(ns), key)
         return bool(await self._submit(("del", self._kv_key(ns, key)), write=True))
+
+    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
+        """Add ``by`` to the counter at ``key`` in one server-side script (atomic across every
+        client of the server; a live counter keeps its TTL). See :meth:`airstore.Store.incr`.
+
+        Raises:
+            InvalidValueError: the key holds something other than an integer counter.
+            InvalidArgumentError: a bad ``by`` or ``ttl``, or the result would overflow.
+            StorageIOError: Redis failed.
+        """
+        check_key(check_namespace(ns), key)
+        by = check_by(ns, key, by)
+        ttl = self._default_ttl if ttl is None else check_ttl(ttl)
+        now = self._clock()
+        head = b"" if ttl is None else repr(now + ttl).encode()
+        px = b"" if ttl is None else max(1, math.ceil(ttl * 1000))
+        op = ("incr", self._kv_key(ns, key), by, now, head, px, MAX_COUNTER)
+        try:
+            return int(await self._submit(op, write=True))
+        except (InvalidValueError, InvalidArgumentError) as exc:
+            exc.namespace, exc.key = ns, key
+            raise
 
     async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
         """Live keys starting with ``prefix``, sorted (``SCAN … MATCH``, never ``KEYS``)."""

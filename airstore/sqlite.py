@@ -19,7 +19,9 @@ from airstore._batch import Batcher
 from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
 from airstore._sqlite_sql import (
+    COUNTER,
     DELETE,
+    INCR,
     INSERT_LOG,
     LIVE,
     PURGE,
@@ -35,6 +37,9 @@ from airstore._sqlite_sql import (
     translate,
 )
 from airstore._validate import (
+    MAX_COUNTER,
+    check_by,
+    check_counter,
     check_filter,
     check_key,
     check_limits,
@@ -45,6 +50,7 @@ from airstore._validate import (
     to_epoch_ms,
 )
 from airstore.errors import (
+    AirstoreError,
     CorruptDataError,
     InvalidArgumentError,
     ReadOnlyStoreError,
@@ -66,7 +72,8 @@ PURGE_INTERVAL = 1.0
 _IN_CHUNK = 900  # bound parameters per SELECT … IN (…), under SQLite's old 999 limit
 
 # One queued write: ("set", [(ns, key, json, expires_at), …]) | ("del", ns, key)
-#                 | ("app", [(ns, ts, json), …]); set_many/append_many queue many rows at once
+#                 | ("incr", ns, key, by, expires_at) | ("app", [(ns, ts, json), …]);
+# set_many/append_many queue many rows at once
 _Op = tuple[Any, ...]
 
 
@@ -217,15 +224,18 @@ class SqliteStore(StoreBase):
                 while i < len(ops):
                     kind = ops[i][0]
                     j = i
-                    while j < len(ops) and ops[j][0] == kind and kind != "del":
+                    while j < len(ops) and ops[j][0] == kind and kind in ("set", "app"):
                         j += 1
-                    if kind != "del":
+                    if kind in ("set", "app"):
                         rows = [row for op in ops[i:j] for row in op[1]]
                         await db.executemany(UPSERT if kind == "set" else INSERT_LOG, rows)
                         results.extend([None] * (j - i))
-                    else:
+                    elif kind == "del":
                         j = i + 1
                         results.append(await self._delete(db, ops[i]))
+                    else:
+                        j = i + 1
+                        results.append(await self._incr(db, ops[i]))
                     i = j
                 now = self._clock()
                 if now - self._last_purge >= PURGE_INTERVAL:
@@ -245,6 +255,20 @@ class SqliteStore(StoreBase):
             return False
         expires_at = rows[0][0]
         return expires_at is None or expires_at > self._clock()
+
+    async def _incr(self, db: aiosqlite.Connection, op: _Op) -> Any:
+        """One counter step inside the batch's transaction; the error instance when refused."""
+        _, ns, key, by, expires_at = op
+        now = self._clock()
+        rows = list(await db.execute_fetchall(INCR, (ns, key, by, expires_at, MAX_COUNTER, now)))
+        if rows:
+            return int(rows[0][0])
+        held = list(await db.execute_fetchall(COUNTER, (ns, key)))
+        try:  # explain the refusal exactly as every backend does
+            check_counter(ns, key, decode_json(held[0][0], self.path, ns) if held else 0, by)
+        except AirstoreError as exc:
+            return exc
+        return StorageIOError(f"incr of {ns!r}/{key!r} in {self.path!r} changed nothing")
 
     # -- key-value ---------------------------------------------------------------------------
     async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
@@ -306,6 +330,21 @@ class SqliteStore(StoreBase):
         """Remove ``key``; True if it was present and live."""
         check_key(check_namespace(ns), key)
         return bool(await self._submit(("del", ns, key)))
+
+    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
+        """Add ``by`` to the counter at ``key`` in one SQL statement (an UPSERT … RETURNING
+        inside the batch's write transaction), atomic across processes sharing the file.
+        See :meth:`airstore.Store.incr`.
+
+        Raises:
+            InvalidValueError: the key holds something other than an integer counter.
+            InvalidArgumentError: a bad ``by`` or ``ttl``, or the result would overflow.
+        """
+        check_key(check_namespace(ns), key)
+        by = check_by(ns, key, by)
+        ttl = self._default_ttl if ttl is None else check_ttl(ttl)
+        expires_at = None if ttl is None else self._clock() + ttl
+        return int(await self._submit(("incr", ns, key, by, expires_at)))
 
     async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
         """Live keys starting with ``prefix``, sorted."""

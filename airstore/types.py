@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias, runtime_checkable
 
-__all__ = ["Clock", "Entry", "JSONValue", "Store", "TimeBound"]
+if TYPE_CHECKING:
+    from airstore._recovery import CheckReport, NamespaceStats
+
+__all__ = ["Clock", "Entry", "Inspectable", "JSONValue", "Store", "TimeBound"]
 
 JSONValue: TypeAlias = Any
 """Any plain JSON value: dict (str keys), list, str, int, float, bool or None."""
@@ -46,6 +49,15 @@ class Store(Protocol):
     async def delete(self, ns: str, key: str) -> bool:
         """Remove ``key``; True if it existed (and had not expired)."""
 
+    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
+        """Atomically add ``by`` to the integer counter at ``key`` and return the new value.
+
+        A missing or expired counter starts at 0 and gets ``ttl`` (``None``: the store
+        default); a live one keeps its expiry. Atomic against every other ``incr``/``set`` of
+        the same store, in this process and in others sharing it. Counters stay within
+        ±(2**53 - 1).
+        """
+
     async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
         """Keys starting with ``prefix``, sorted, expired ones excluded."""
 
@@ -54,6 +66,9 @@ class Store(Protocol):
 
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry`` to the namespace's log; return the stored dict (with ``_ts``)."""
+
+    async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
+        """Append every entry (all validated before any is written); return the stored dicts."""
 
     async def query(
         self,
@@ -77,3 +92,17 @@ class Store(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class Inspectable(Protocol):
+    """A store whose files can be checked and measured (``air store check`` / ``stats``)."""
+
+    async def check(self) -> CheckReport:
+        """Read every file without changing anything; report what recovery would find."""
+
+    async def stats(self) -> builtins.list[NamespaceStats]:
+        """Per namespace: keys, log entries, files and bytes."""
+
+    async def close(self) -> None:
+        """Release the store."""

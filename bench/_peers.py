@@ -68,6 +68,20 @@ def fastmcp_server() -> Any:
     return app
 
 
+def aircore_decorated_server() -> Any:
+    from aircore import define_server
+
+    app = define_server(name="bench", storage="memory://")
+
+    @app.tool
+    def echo(text: str) -> str:
+        return text
+
+    return app
+
+
+DECORATED_FACTORIES = {"aircore": aircore_decorated_server}
+
 FACTORIES = {
     "aircore": aircore_server,
     "lowlevel": lowlevel_server,

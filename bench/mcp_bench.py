@@ -6,7 +6,8 @@ Workloads:
 1. pipelined ``tools/call`` over stdio from one raw JSON-lines driver (server capacity);
 2. sequential round trips with the official ``mcp.Client`` over stdio and Streamable HTTP;
 3. in-process dispatch (aircore: ``server.handle_message``; peers: ``Client(server)`` in-process,
-   the SDK's own in-process path).
+   the SDK's own in-process path), for the echo tool, aircore's decorated echo, and a tool typed
+   with a pydantic model (``place(order: Order) -> Order``) beside MCPServer's and FastMCP's.
 
 Run: ``python bench/mcp_bench.py [--quick]``. Prints a table with aircore/peer ratios.
 """
@@ -17,6 +18,7 @@ import argparse
 import asyncio
 import json
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -96,11 +98,17 @@ def _free_port() -> int:
         return port
 
 
-async def _timed_calls(client: Any, n: int) -> float:
-    await client.call_tool("echo", {"text": "warm"})
+async def _timed_calls(client: Any, n: int, tool: str = "echo", arguments: Any = None) -> float:
+    if arguments is None:  # the echo tool: a different text each call
+        await client.call_tool("echo", {"text": "warm"})
+        start = time.perf_counter()
+        for i in range(n):
+            await client.call_tool("echo", {"text": f"m{i}"})
+        return n / (time.perf_counter() - start)
+    await client.call_tool(tool, arguments)
     start = time.perf_counter()
-    for i in range(n):
-        await client.call_tool("echo", {"text": f"m{i}"})
+    for _ in range(n):
+        await client.call_tool(tool, arguments)
     return n / (time.perf_counter() - start)
 
 
@@ -140,11 +148,36 @@ async def in_process(kind: str, n: int) -> float:
     """Calls/s: in-process dispatch."""
     import _peers
 
-    server = _peers.FACTORIES[kind]()
+    return await _in_process(_peers.FACTORIES[kind](), kind, n, "echo", {"text": "x"})
+
+
+async def in_process_decorated(kind: str, n: int) -> float:
+    """Calls/s: in-process dispatch, ``@server.tool def echo(text: str) -> str`` (aircore only:
+    the peers' echo rows are decorated tools already)."""
+    import _peers
+
+    factory = _peers.DECORATED_FACTORIES.get(kind)
+    if factory is None:
+        raise LookupError("the peers' echo row above is their decorated tool")
+    return await _in_process(factory(), kind, n, "echo", {"text": "x"})
+
+
+async def in_process_model(kind: str, n: int) -> float:
+    """Calls/s: in-process dispatch of ``place(order: Order) -> Order`` (a pydantic model in,
+    the same model out as structuredContent)."""
+    import _typed_peers
+
+    factory = _typed_peers.FACTORIES.get(kind)
+    if factory is None:
+        raise LookupError(f"{kind} has no typed tools")
+    return await _in_process(factory(), kind, n, "place", {"order": {"sku": "A1", "quantity": 2}})
+
+
+async def _in_process(server: Any, kind: str, n: int, tool: str, arguments: Any) -> float:
     if kind == "aircore":
         await server.start()
         msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "echo", "arguments": {"text": "x"}}}  # fmt: skip
+               "params": {"name": tool, "arguments": arguments}}  # fmt: skip
         handle = server.handle_message
         await handle(msg)
         start = time.perf_counter()
@@ -157,11 +190,11 @@ async def in_process(kind: str, n: int) -> float:
         from fastmcp import Client as FastClient
 
         async with FastClient(server) as client:
-            return await _timed_calls(client, n)
+            return await _timed_calls(client, n, tool, arguments)
     from mcp import Client
 
     async with Client(server) as client:
-        return await _timed_calls(client, n)
+        return await _timed_calls(client, n, tool, arguments)
 
 
 WORKLOADS: list[tuple[str, Callable[[str, int], Coroutine[Any, Any, float]], dict[str, int]]] = [
@@ -170,6 +203,10 @@ WORKLOADS: list[tuple[str, Callable[[str, int], Coroutine[Any, Any, float]], dic
     ("round trips, official client, stdio", client_stdio, {"aircore": 400, "default": 400}),
     ("round trips, official client, HTTP", client_http, {"aircore": 300, "default": 300}),
     ("in-process dispatch", in_process, {"aircore": 50000, "default": 2000}),
+    ("in-process, @server.tool echo(text: str) -> str", in_process_decorated,
+     {"aircore": 50000, "default": 2000}),
+    ("in-process, model-typed tool (Order in, Order out)", in_process_model,
+     {"aircore": 50000, "default": 2000}),
 ]  # fmt: skip
 
 
@@ -181,9 +218,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a fifth of the calls")
     parser.add_argument("--repeat", type=int, default=3, help="runs per cell; the best is kept")
+    parser.add_argument("--median", action="store_true", help="keep the median, not the best")
     parser.add_argument("--only", choices=KINDS, action="append", help="run only these servers")
     parser.add_argument(
-        "--workload", type=int, action="append", help="run only these workloads (1-4)"
+        "--workload", type=int, action="append", help="run only these workloads (1-6)"
     )
     args = parser.parse_args()
     kinds = args.only or list(KINDS)
@@ -192,6 +230,7 @@ async def main() -> None:
         if args.workload and index not in args.workload:
             continue
         rates: dict[str, float | None] = dict.fromkeys(kinds)
+        runs: dict[str, list[float]] = {k: [] for k in kinds}
         for _rep in range(args.repeat):  # interleaved repeats, best kept: the machine is shared
             for kind in kinds:
                 n = sizes.get(kind, sizes["default"])
@@ -202,8 +241,8 @@ async def main() -> None:
                 except Exception as exc:  # a peer that fails is reported, not fatal
                     print(f"  {title} / {kind}: failed: {exc}", file=sys.stderr)
                     continue
-                best = rates[kind]
-                rates[kind] = rate if best is None else max(best, rate)
+                runs[kind].append(rate)
+                rates[kind] = statistics.median(runs[kind]) if args.median else max(runs[kind])
                 print(f"  {title:42s} {LABELS[kind]:11s} {_fmt(rate)}", file=sys.stderr)
         rows.append((title, rates))
     peers = [k for k in kinds if k != "aircore"]

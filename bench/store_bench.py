@@ -2,7 +2,9 @@
 
 Workload: N set, N get, N append (the loop builds each entry), then on an L-entry log the
 newest-100 query and a filtered query (field equality matching ~0.1 % of entries, so it scans
-the whole log), also right after a read-only reopen where the backend has one.
+the whole log), also right after a read-only reopen where the backend has one. The "kv set"
+row is issue 10's KV workload: N awaited ``set(ns, f"k{i}", {"v": i})``, the loop building key
+and value; its floor is an awaited coroutine that stores into a dict ("async floor").
 
 Peers: a plain dict (the physical floor, synchronous), diskcache, raw sqlite3 (one
 transaction), redis-py used naively (one await per op). RedisStore and the redis-py peer each
@@ -38,6 +40,7 @@ from airstore import FileStore, MemoryStore, Store
 
 FILTER = {"tool": "rare"}
 RARE_EVERY = 1000
+KV_SET = "kv set (k{i}, {v: i})"
 
 
 def make_entry(i: int) -> dict[str, Any]:
@@ -104,6 +107,15 @@ async def run_store(
     """The workload through the public async API; ``batch > 1`` issues calls concurrently."""
     store = await open_store(tmp)
     try:
+        gc.collect()
+        t0 = time.perf_counter()
+        if batch == 1:
+            for i in range(n):
+                await store.set("kv", f"k{i}", {"v": i})
+        else:
+            await _gathered(n, batch, lambda i: store.set("kv", f"k{i}", {"v": i}))
+        await store.flush()
+        res.put(name, KV_SET, n / (time.perf_counter() - t0))
         gc.collect()
         t0 = time.perf_counter()
         if batch == 1:
@@ -246,6 +258,11 @@ async def bench_dict(tmp: str, n: int, log_n: int, res: Results) -> None:
     kv: dict[str, Any] = {}
     t0 = time.perf_counter()
     for i in range(n):
+        kv[f"k{i}"] = {"v": i}
+    res.put(name, KV_SET, n / (time.perf_counter() - t0))
+    kv = {}
+    t0 = time.perf_counter()
+    for i in range(n):
         kv[f"key:{i}"] = {"i": i, "name": "value", "ok": True}
     res.put(name, "set", n / (time.perf_counter() - t0))
     t0 = time.perf_counter()
@@ -274,12 +291,31 @@ async def bench_dict(tmp: str, n: int, log_n: int, res: Results) -> None:
     )
 
 
+async def bench_async_floor(tmp: str, n: int, log_n: int, res: Results) -> None:
+    """An awaited coroutine that stores into a dict: what any async ``set`` costs at least."""
+    name = "async floor"
+    kv: dict[str, dict[str, Any]] = {}
+
+    async def put(ns: str, key: str, value: Any) -> None:
+        kv[key] = value
+
+    gc.collect()
+    t0 = time.perf_counter()
+    for i in range(n):
+        await put("kv", f"k{i}", {"v": i})
+    res.put(name, KV_SET, n / (time.perf_counter() - t0))
+
+
 async def bench_diskcache(tmp: str, n: int, log_n: int, res: Results) -> None:
     import diskcache
 
     name = "diskcache"
     n = min(n, 10_000)  # ~6 k sets/s: a rate from 10 k ops is as good and 10x shorter
     with diskcache.Cache(os.path.join(tmp, "dc")) as cache:
+        t0 = time.perf_counter()
+        for i in range(n):
+            cache.set(f"k{i}", {"v": i})
+        res.put(name, KV_SET, n / (time.perf_counter() - t0))
         t0 = time.perf_counter()
         for i in range(n):
             cache.set(f"key:{i}", {"i": i, "name": "value", "ok": True})
@@ -307,6 +343,10 @@ async def bench_redis_naive(tmp: str, n: int, log_n: int, res: Results) -> None:
     try:
         t0 = time.perf_counter()
         for i in range(n):
+            await client.set(f"kv:k{i}", orjson.dumps({"v": i}))
+        res.put(name, KV_SET, n / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(n):
             await client.set(f"kv:key:{i}", orjson.dumps({"i": i, "name": "value", "ok": True}))
         res.put(name, "set", n / (time.perf_counter() - t0))
         t0 = time.perf_counter()
@@ -330,6 +370,15 @@ async def bench_sqlite3(tmp: str, n: int, log_n: int, res: Results) -> None:
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v BLOB)")
         db.execute("CREATE TABLE log (id INTEGER PRIMARY KEY, ts INTEGER, data BLOB)")
+        t0 = time.perf_counter()
+        with db:
+            for i in range(n):
+                db.execute(
+                    "INSERT OR REPLACE INTO kv VALUES (?, ?)", (f"k{i}", orjson.dumps({"v": i}))
+                )
+        res.put(name, KV_SET, n / (time.perf_counter() - t0))
+        db.execute("DELETE FROM kv")
+        db.commit()
         t0 = time.perf_counter()
         with db:
             for i in range(n):
@@ -387,6 +436,7 @@ def backends() -> list[Backend]:
         rows.append(Backend("RedisStore", bench_redis_store, ours=True))
     rows += [
         Backend("dict (floor)", bench_dict),
+        Backend("async floor", bench_async_floor),
         Backend("diskcache", bench_diskcache),
         Backend("sqlite3 (1 txn)", bench_sqlite3),
     ]

@@ -8,7 +8,6 @@ are used only for the recent errors and a tool's latest calls.
 from __future__ import annotations
 
 import bisect
-import inspect
 import logging
 import os
 import time
@@ -24,8 +23,13 @@ from airmeter import (
     parse_layer,
     snapshot,
 )
-from airstore import AirstoreError, Store, create_storage, parse_store_url
-from airstore.factory import BACKENDS
+from airstore import (
+    AirstoreError,
+    ReadOnlyUnsupportedError,
+    Store,
+    create_storage,
+    parse_store_url,
+)
 from dashboard.errors import StoreUnavailableError
 from dashboard.ranges import resolve_range
 from dashboard.servers import parse_server_choice, server_choices
@@ -68,16 +72,6 @@ _NO_DATA_HINT = (
     "run `air demo` to generate sample traffic, or add the meter to your server "
     "(define_server(..., meter=True, storage=URL)) and point the dashboard at the same store"
 )
-
-
-def _accepts_read_only(kind: str) -> bool:
-    module_name, _, cls_name = BACKENDS[kind].partition(":")
-    try:
-        module = __import__(module_name, fromlist=[cls_name])
-        params = inspect.signature(getattr(module, cls_name)).parameters
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return False
-    return "read_only" in params
 
 
 def _check_location(url: str, kind: str, location: str | None) -> None:
@@ -124,9 +118,11 @@ async def open_store(url: str) -> Store:
             exc.message, url=str(url), hint="check the --store URL"
         ) from exc
     _check_location(url, kind, location)
-    options: dict[str, Any] = {"read_only": True} if _accepts_read_only(kind) else {}
     try:
-        store = await create_storage(url, **options)
+        try:
+            store = await create_storage(url, read_only=True)
+        except ReadOnlyUnsupportedError:  # memory://: nothing to share, open it plainly
+            store = await create_storage(url)
     except (AirstoreError, OSError) as exc:
         raise StoreUnavailableError(
             f"cannot open store {url}: {exc}", url=url, hint="check the --store URL"

@@ -130,6 +130,7 @@ EXPECTED = {
         "Entry",
         "FileStore",
         "Finding",
+        "Inspectable",
         "InvalidArgumentError",
         "InvalidKeyError",
         "InvalidNamespaceError",
@@ -139,6 +140,7 @@ EXPECTED = {
         "NamespaceCheck",
         "NamespaceStats",
         "ReadOnlyStoreError",
+        "ReadOnlyUnsupportedError",
         "RedisStore",
         "SqliteStore",
         "StorageIOError",
@@ -151,6 +153,7 @@ EXPECTED = {
         "default_locations",
         "parse_store_url",
         "resolve_store_location",
+        "store_exists",
         "to_epoch_ms",
     ],
     "airmeter": [

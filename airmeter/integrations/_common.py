@@ -31,6 +31,7 @@ class CallFacts:
     tool_name: str
     arguments: Mapping[str, Any] | None = None
     request_id: str | None = None
+    call_id: str | None = None
     session_id: str | None = None
     protocol_version: str | None = None
     transport: str | None = None

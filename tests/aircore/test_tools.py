@@ -108,7 +108,7 @@ async def test_decorator_derives_params_from_type_hints_and_injects_context() ->
         "properties": {
             "name": {"type": "string"},
             "excited": {"type": "boolean", "default": False},
-            "times": {"type": "integer"},
+            "times": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
         },
         "required": ["name"],
     }
@@ -118,6 +118,8 @@ async def test_decorator_derives_params_from_type_hints_and_injects_context() ->
             "text"
         ] == "s:Al!"
         assert (await server.call_tool("add", {"a": 1, "b": 2.5}))["content"][0]["text"] == "3.5"
+        explicit_null = await server.call_tool("greet", {"name": "Al", "times": None})
+        assert explicit_null["content"][0]["text"] == "s:Al"
         bad = await server.call_tool("add", {"a": "1"})
     assert bad["isError"]
     assert "a: must be integer" in bad["content"][0]["text"]

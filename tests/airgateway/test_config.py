@@ -126,3 +126,40 @@ def test_any_text_is_a_config_or_a_config_error(text: str) -> None:
     except ConfigError as exc:
         error = exc
     assert error is None or error.path == "fuzz.yml"
+
+
+def test_air_gateway_reports_a_bad_config_on_one_line_and_exits_2(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.airgateway.procs import air
+
+    path = tmp_path / "gw.yml"
+    path.write_text("servers:\n  - name: a\n    url: http://127.0.0.1:1/mcp\n    bogus: 1\n")
+    out = subprocess.run(
+        air("gateway", "--config", str(path), "--port", "0"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"air gateway: {path}:4: servers[0].bogus: unknown key " + (
+        "(expected one of name, url, command, transport, env, cwd, prefix, timeout_s, "
+        "headers, include_drafts)"
+    )
+
+
+def test_air_gateway_refuses_a_remote_bind_without_allow_remote_and_token(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.airgateway.procs import air
+
+    path = tmp_path / "gw.yml"
+    path.write_text("servers:\n  - name: a\n    url: http://127.0.0.1:1/mcp\n")
+    out = subprocess.run(
+        air("gateway", "--config", str(path), "--host", "0.0.0.0"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "--allow-remote and --token" in out.stderr

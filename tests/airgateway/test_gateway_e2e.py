@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import mcp.types as mt
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 
 from tests.airgateway.procs import (
@@ -100,7 +102,8 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         sse_upstream() as sse,
     ):
         config = _config(tmp / "gateway.yml", ports["a"], ports["b"], sse.url)
-        with started(air("gateway", "--config", str(config), "--port", "0")) as gateway:
+        argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://")
+        with started(argv) as gateway:
             rig = Rig(gateway, {"a": a, "b": b}, ports)
             yield rig
             for replica in rig.replicas.values():  # restarted ones too
@@ -322,3 +325,39 @@ def test_sigterm_stops_the_gateway_and_its_stdio_children(tmp_path: Path) -> Non
         assert gateway.stop() == 0
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_message = st.fixed_dictionaries(
+    {"jsonrpc": st.sampled_from(["2.0", "1.0", None])},
+    optional={
+        "id": st.integers() | st.text(max_size=8) | st.none(),
+        "method": st.sampled_from(["tools/call", "tools/list", "initialize", "ping",
+                                   "resources/read", "prompts/get", "nope"]) | st.text(max_size=8),
+        "params": _json | st.fixed_dictionaries({"name": st.text(max_size=12), "_meta": _json}),
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(message=_message, modern=st.booleans(), session=st.none() | st.text(max_size=40))
+def test_any_client_message_gets_a_clean_answer_and_the_gateway_stays_up(
+    rig: Rig, message: dict[str, Any], modern: bool, session: str | None
+) -> None:
+    headers = {"content-type": "application/json", "accept": "application/json"}
+    if modern:
+        headers.update({"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"})
+    if session is not None and session.isprintable() and session.isascii():
+        headers["mcp-session-id"] = session
+    resp = httpx.post(rig.url, json=message, headers=headers, timeout=30)
+    assert resp.status_code in (200, 202, 400, 404), resp.text
+    if resp.status_code != 202:
+        answer = resp.json()
+        assert answer["jsonrpc"] == "2.0"
+        assert ("result" in answer) != ("error" in answer)

@@ -11,6 +11,7 @@ class FakeContext:
         self.tool_name = tool_name
         self.arguments = arguments or {}
         self.request_id: str | None = kw.get("request_id", "1")
+        self.call_id: str | None = kw.get("call_id")
         self.session_id: str | None = kw.get("session_id")
         self.protocol_version: str | None = kw.get("protocol_version", "2025-11-25")
         self.transport: str = kw.get("transport", "inproc")

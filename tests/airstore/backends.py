@@ -33,6 +33,8 @@ class Backend:
     name: str
     open: Callable[[Path, FakeClock], Awaitable[Store]]
     persistent: bool
+    url: Callable[[Path], str]
+    """The store URL of the data ``open`` uses in that test directory (for create_storage)."""
     marks: tuple[Any, ...] = ()
 
 
@@ -64,11 +66,19 @@ async def _open_redis(tmp: Path, clock: FakeClock) -> Store:
     return store
 
 
+def _file_url(tmp: Path) -> str:
+    return f"file://{tmp / 'data'}"
+
+
+def _redis_url(tmp: Path) -> str:
+    return f"{shared_redis_server().url()}?prefix={unique_prefix(str(tmp))}"
+
+
 BACKENDS: list[Backend] = [
-    Backend("memory", _open_memory, persistent=False),
-    Backend("file-journal", _file_opener("journal"), persistent=True),
-    Backend("file-snapshot", _file_opener("snapshot"), persistent=True),
-    Backend("file-sync", _file_opener("sync"), persistent=True),
-    Backend("sqlite", _open_sqlite, persistent=True),
-    Backend("redis", _open_redis, persistent=True, marks=(pytest.mark.redis,)),
+    Backend("memory", _open_memory, persistent=False, url=lambda tmp: "memory://"),
+    Backend("file-journal", _file_opener("journal"), persistent=True, url=_file_url),
+    Backend("file-snapshot", _file_opener("snapshot"), persistent=True, url=_file_url),
+    Backend("file-sync", _file_opener("sync"), persistent=True, url=_file_url),
+    Backend("sqlite", _open_sqlite, persistent=True, url=lambda tmp: f"sqlite:///{tmp / 'air.db'}"),
+    Backend("redis", _open_redis, persistent=True, url=_redis_url, marks=(pytest.mark.redis,)),
 ]

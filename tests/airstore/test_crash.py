@@ -86,7 +86,7 @@ async def test_sigkilled_writer_loses_at_most_its_window(mode: str, tmp_path: Pa
         assert sets, "the writer acknowledged nothing before the kill"
 
         # Every file parses; at most a torn tail, which the reopen below repairs.
-        before = check_directory(str(data))
+        before = await check_directory(str(data))
         assert {f.kind for f in before.findings} <= {"torn_tail"}, before.findings
 
         store = FileStore(data, durability=mode, max_log_bytes=MAX_LOG_BYTES)  # type: ignore[arg-type]
@@ -116,7 +116,7 @@ async def test_sigkilled_writer_loses_at_most_its_window(mode: str, tmp_path: Pa
             kept_entries = len(entries)
         finally:
             await store.close()
-        assert check_directory(str(data)).ok
+        assert (await check_directory(str(data))).ok
         start = max(sets[-1], appends[-1] if appends else 0) + 1000
     rotated = [n for n in os.listdir(data) if n.startswith("crash.log.log.0")]
     assert rotated, "the log never rotated: kills around rotations were not exercised"

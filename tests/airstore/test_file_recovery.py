@@ -83,13 +83,13 @@ async def test_torn_log_tail_is_cut_back_and_reported(tmp_path: Path) -> None:
     await _filled(data)
     log = data / "log.log.jsonl"
     _append(log, b'{"i": 99, "unfini')
-    assert [f.kind for f in check_directory(str(data)).findings] == ["torn_tail"]
+    assert [f.kind for f in (await check_directory(str(data))).findings] == ["torn_tail"]
     async with FileStore(data) as store:
         assert [e["i"] for e in await store.query("log")] == [4, 3, 2, 1, 0]
         assert [f.kind for f in store.recovery] == ["torn_tail"]
         await store.append("log", {"i": 5})
     assert log.read_bytes().endswith(b'"i":5,"_ts":' + log.read_bytes().split(b'"_ts":')[-1])
-    assert check_directory(str(data)).ok
+    assert (await check_directory(str(data))).ok
 
 
 async def test_torn_journal_tail_keeps_every_whole_record(
@@ -111,7 +111,7 @@ async def test_torn_journal_tail_keeps_every_whole_record(
         assert await store.get("ns", "torn") is None
         assert await store.list("ns") == ["k0", "k1", "k2", "k3", "k4", "late"]
         assert [f.kind for f in store.recovery] == ["torn_tail"]
-    assert check_directory(str(tmp_path)).ok
+    assert (await check_directory(str(tmp_path))).ok
 
 
 async def test_garbage_mid_log_is_skipped_counted_with_its_line_number(tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ async def test_garbage_mid_log_is_skipped_counted_with_its_line_number(tmp_path:
     lines = log.read_bytes().split(b"\n")
     lines.insert(2, b"\x00\xffgarbage{{")
     log.write_bytes(b"\n".join(lines))
-    report = check_directory(str(data))
+    report = await check_directory(str(data))
     assert [(f.kind, f.line) for f in report.findings] == [("corrupt_line", 3)]
     async with FileStore(data) as store:
         assert [e["i"] for e in await store.query("log")] == [4, 3, 2, 1, 0]
@@ -141,7 +141,7 @@ async def test_unparseable_snapshot_is_kept_aside_never_replaced(
     snapshot = data / "ns.json"
     broken = damage(snapshot.read_bytes())  # type: ignore[operator]
     snapshot.write_bytes(broken)
-    assert [f.kind for f in check_directory(str(data)).findings] == ["corrupt_snapshot"]
+    assert [f.kind for f in (await check_directory(str(data))).findings] == ["corrupt_snapshot"]
     async with FileStore(data, read_only=True) as reader:
         assert await reader.get("ns", "k1") is None
         assert [f.kind for f in reader.recovery] == ["corrupt_snapshot"]
@@ -154,7 +154,7 @@ async def test_unparseable_snapshot_is_kept_aside_never_replaced(
         assert aside.name.startswith("ns.json.corrupt-")
         assert _read(aside) == broken
         await store.set("ns", "new", 1)
-    assert [f.kind for f in check_directory(str(data)).findings] == ["snapshot_kept_aside"]
+    assert [f.kind for f in (await check_directory(str(data))).findings] == ["snapshot_kept_aside"]
     async with FileStore(data) as store:
         assert await store.get("ns", "new") == 1
 

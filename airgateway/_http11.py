@@ -1,0 +1,261 @@
+"""A small HTTP/1.1 client for the gateway's hot path: keep-alive pools of asyncio streams.
+
+Measured against httpx and aiohttp in ``bench/gateway_bench.py`` (see docs/gateway.md): the
+libraries cost several hundred microseconds of CPU per call, which capped the gateway far
+below its throughput target; this client writes each request in one write and parses only
+what an MCP endpoint answers (``Content-Length`` bodies and chunked SSE streams).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections.abc import AsyncIterator, Mapping
+from urllib.parse import urlsplit
+
+__all__ = ["ConnectFailedError", "ConnectionLostError", "Http11Pool", "Response"]
+
+MAX_LINE = 16 * 1024 * 1024
+"""The longest header block or unchunked stream line accepted."""
+MAX_BODY = 64 * 1024 * 1024
+IDLE_S = 4.0
+"""An idle connection older than this is not reused (uvicorn closes them after 5 s)."""
+
+
+class ConnectFailedError(OSError):
+    """No connection could be opened (the request was not sent)."""
+
+
+class ConnectionLostError(OSError):
+    """The connection broke before the whole answer arrived (the request may have run)."""
+
+
+class _Conn:
+    __slots__ = ("idle_since", "reader", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.idle_since = 0.0
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.writer.close()
+
+
+class Response:
+    """One answer: status, lower-case headers, and either ``body`` or a line stream."""
+
+    __slots__ = ("_chunked", "_conn", "_pool", "body", "headers", "status")
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes | None) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self._conn: _Conn | None = None
+        self._pool: Http11Pool | None = None
+        self._chunked = False
+
+    @property
+    def content_type(self) -> str:
+        """The media type, without parameters."""
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        """The streamed body, line by line (the connection returns to the pool at its end)."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        finished = False
+        try:
+            if self._chunked:
+                pending = b""
+                while True:
+                    size_line = await conn.reader.readline()
+                    size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+                    if size == 0:
+                        await conn.reader.readline()
+                        break
+                    data = await conn.reader.readexactly(size + 2)
+                    pending += data[:-2]
+                    *complete, pending = pending.split(b"\n")
+                    for line in complete:
+                        yield line + b"\n"
+                if pending:
+                    yield pending
+            else:  # read to the end of the connection
+                while line := await conn.reader.readline():
+                    yield line
+                conn.close()
+                conn = None
+            finished = True
+        except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
+            raise ConnectionLostError(str(exc)) from exc
+        finally:
+            if conn is not None:
+                if finished and self._pool is not None:
+                    self._pool.release(conn)
+                else:
+                    conn.close()
+
+
+class Http11Pool:
+    """Keep-alive connections to one ``http(s)://host:port/path``.
+
+    Args:
+        url: the endpoint every request goes to.
+        size: idle connections kept at most (more may be open while busy).
+        headers: sent with every request.
+    """
+
+    def __init__(self, url: str, *, size: int, headers: Mapping[str, str]) -> None:
+        parts = urlsplit(url)
+        self.host = parts.hostname or "127.0.0.1"
+        self.ssl: ssl.SSLContext | None = (
+            ssl.create_default_context() if parts.scheme == "https" else None
+        )
+        self.port = parts.port or (443 if self.ssl is not None else 80)
+        path = parts.path or "/"
+        if parts.query:
+            path += "?" + parts.query
+        self.path = path
+        host = parts.netloc.rsplit("@", 1)[-1]
+        fixed = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self._head = f"Host: {host}\r\n{fixed}".encode("latin-1")
+        self._size = size
+        self._idle: list[_Conn] = []
+        self._closed = False
+
+    async def _connect(self) -> _Conn:
+        try:
+            reader, writer = await asyncio.open_connection(
+                self.host, self.port, ssl=self.ssl, limit=MAX_LINE
+            )
+        except (OSError, ssl.SSLError) as exc:
+            raise ConnectFailedError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        return _Conn(reader, writer)
+
+    def _take(self) -> _Conn | None:
+        now = time.monotonic()
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.reader.at_eof() or now - conn.idle_since > IDLE_S:
+                conn.close()
+                continue
+            return conn
+        return None
+
+    def release(self, conn: _Conn) -> None:
+        """Put a connection whose answer was read completely back in the pool."""
+        if self._closed or len(self._idle) >= self._size or conn.reader.at_eof():
+            conn.close()
+            return
+        conn.idle_since = time.monotonic()
+        self._idle.append(conn)
+
+    async def request(
+        self, method: str, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> Response:
+        """Send one request; a JSON answer is read whole, an SSE answer is left to stream.
+
+        Raises:
+            ConnectFailedError: no connection (nothing was sent).
+            ConnectionLostError: the connection broke after the request was written.
+        """
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items()).encode("latin-1")
+        data = b"".join((
+            f"{method} {self.path} HTTP/1.1\r\n".encode(), self._head, extra,
+            b"Content-Length: ", str(len(body)).encode(), b"\r\n\r\n", body,
+        ))  # fmt: skip
+        conn = self._take()
+        reused = conn is not None
+        if conn is None:
+            conn = await self._connect()
+        try:
+            return await self._exchange(conn, data)
+        except _StaleError:
+            conn.close()
+            if not reused:
+                raise ConnectionLostError("the server closed the connection") from None
+            # a pooled connection the server had just closed: it never saw the request
+            return await self._exchange(await self._connect(), data)
+
+    async def _exchange(self, conn: _Conn, data: bytes) -> Response:
+        try:
+            conn.writer.write(data)
+            try:
+                head = await conn.reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError as exc:
+                if not exc.partial:
+                    raise _StaleError from exc
+                raise
+            status, headers = _parse_head(head)
+            response = Response(status, headers, None)
+            chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+            length = headers.get("content-length")
+            if response.content_type == "text/event-stream" and (chunked or length is None):
+                response._conn, response._pool, response._chunked = conn, self, chunked
+                return response
+            if length is not None:
+                size = int(length)
+                if size > MAX_BODY:
+                    raise ValueError(f"an answer of {size} bytes")
+                response.body = await conn.reader.readexactly(size) if size else b""
+            elif chunked:
+                response.body = await _read_chunked(conn.reader)
+            else:
+                response.body = await conn.reader.read(MAX_BODY)
+                conn.close()
+                return response
+        except _StaleError:
+            raise
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                ValueError) as exc:  # fmt: skip
+            conn.close()
+            raise ConnectionLostError(str(exc) or type(exc).__name__) from exc
+        except BaseException:  # cancelled mid-answer: the connection is in an unknown state
+            conn.close()
+            raise
+        if headers.get("connection", "").lower() == "close":
+            conn.close()
+        else:
+            self.release(conn)
+        return response
+
+    async def close(self) -> None:
+        """Close every idle connection. Idempotent."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+class _StaleError(Exception):
+    """The connection was closed before any byte of the answer."""
+
+
+def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1."):
+        raise ValueError(f"not an HTTP/1.1 answer: {lines[0][:80]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    return int(parts[1]), headers
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    out = bytearray()
+    while True:
+        size = int((await reader.readline()).split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            await reader.readline()
+            return bytes(out)
+        out += (await reader.readexactly(size + 2))[:-2]
+        if len(out) > MAX_BODY:
+            raise ValueError("an answer over the body limit")

@@ -1,0 +1,143 @@
+"""The gateway's HTTP/1.1 client against real loopback servers: keep-alive reuse, a pooled
+connection the server closed, chunked SSE streams, refused connections, broken answers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+
+from airgateway._http11 import ConnectFailedError, ConnectionLostError, Http11Pool
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@asynccontextmanager
+async def _server(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
+    connections: list[int] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            await handler(reader, writer)
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", connections
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def _read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    return await reader.readexactly(length)
+
+
+def _json_answer(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (
+        len(body),
+        body,
+    )
+
+
+async def test_keep_alive_reuses_one_connection() -> None:
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                body = await _read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            writer.write(_json_answer(body))
+
+    async with _server(echo) as (url, connections):
+        pool = Http11Pool(url, size=4, headers={"Accept": "application/json"})
+        for i in range(5):
+            resp = await pool.request("POST", b'{"n":%d}' % i)
+            assert resp.status == 200
+            assert resp.body == b'{"n":%d}' % i
+        await pool.close()
+    assert len(connections) == 1
+
+
+async def test_a_pooled_connection_the_server_closed_is_replaced_and_the_request_sent_once() -> (
+    None
+):
+    seen: list[bytes] = []
+
+    async def one_shot(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        body = await _read_request(reader)
+        seen.append(body)
+        writer.write(_json_answer(body))
+        await writer.drain()  # then close: the next request must use a new connection
+
+    async with _server(one_shot) as (url, connections):
+        pool = Http11Pool(url, size=4, headers={})
+        assert (await pool.request("POST", b"1")).body == b"1"
+        assert (await pool.request("POST", b"2")).body == b"2"
+        await pool.close()
+    assert seen == [b"1", b"2"]
+    assert len(connections) == 2
+
+
+async def test_a_chunked_sse_answer_streams_line_by_line() -> None:
+    events = [b"event: message\n", b'data: {"a":1}\n', b"\n", b'data: {"b":2}\n', b"\n"]
+
+    async def sse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        payload = b"".join(events)
+        for piece in (payload[:7], payload[7:30], payload[30:]):  # chunks split mid-line
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await _read_request(reader)  # the connection is reused after the stream
+        writer.write(_json_answer(b"{}"))
+
+    async with _server(sse) as (url, connections):
+        pool = Http11Pool(url, size=4, headers={})
+        resp = await pool.request("POST", b"{}")
+        assert resp.body is None
+        assert [line async for line in resp.lines()] == events
+        assert (await pool.request("POST", b"{}")).body == b"{}"
+        await pool.close()
+    assert len(connections) == 1
+
+
+async def test_a_refused_connection_and_a_cut_answer_are_told_apart() -> None:
+    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial")
+
+    async with _server(cut) as (url, _connections):
+        pool = Http11Pool(url, size=4, headers={})
+        with pytest.raises(ConnectionLostError):
+            await pool.request("POST", b"{}")
+        await pool.close()
+    refused = Http11Pool(url, size=4, headers={})
+    with pytest.raises(ConnectFailedError):
+        await refused.request("POST", b"{}")
+
+
+async def test_a_non_http_answer_is_a_lost_connection() -> None:
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"SSH-2.0-OpenSSH\r\n\r\n")
+
+    async with _server(garbage) as (url, _connections):
+        pool = Http11Pool(url, size=4, headers={})
+        with pytest.raises(ConnectionLostError):
+            await pool.request("POST", b"{}")
+        await pool.close()
