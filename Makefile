@@ -58,7 +58,8 @@ BENCHES := store_bench backends_bench mcp_bench meter_bench otel_bench dashboard
 bench: $(STAMP) $(SYSDEPS_STAMP) $(WRK_STAMP)
 	@for b in $(BENCHES); do echo "==> bench/$$b.py"; $(BIN)/python bench/$$b.py || exit 1; done
 
-# The official MCP conformance suite over HTTP (Node 22 from npm into .conformance/; not in `test`).
+# The official MCP conformance suites over HTTP, both protocol eras (Node 22 and the suites from
+# npm into .conformance/; about half a minute once installed; .ci/run runs it after `test`).
 conformance: $(STAMP)
 	bash scripts/conformance.sh
 

@@ -91,8 +91,9 @@ def serve_dashboard(
         return 2
     stop = stop or threading.Event()
     with server:
-        print(f"air dashboard: serving {store_url} at {server.url}  (Ctrl+C to stop)", flush=True)
-        try:
+        try:  # from the first line on: a Ctrl+C right after the URL still stops cleanly
+            said = f"air dashboard: serving {store_url} at {server.url}  (Ctrl+C to stop)"
+            print(said, flush=True)
             while not stop.wait(0.5):
                 pass
         except KeyboardInterrupt:

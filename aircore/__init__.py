@@ -6,7 +6,7 @@ Define tools with :func:`define_tool` (or ``@server.tool``), resources with
 """
 
 from aircore.builtin_plugins import cache_plugin, retry_plugin, timeout_plugin
-from aircore.context import ElicitResult, ToolContext
+from aircore.context import ElicitResult, InputRequest, RequestContext, ToolContext
 from aircore.errors import (
     AirError,
     DefinitionError,
@@ -32,12 +32,14 @@ __all__ = [
     "DefinitionError",
     "ElicitResult",
     "ElicitationError",
+    "InputRequest",
     "InvalidParamsError",
     "InvalidRequestError",
     "MeterHook",
     "MethodNotFoundError",
     "Plugin",
     "Prompt",
+    "RequestContext",
     "Resource",
     "Tool",
     "ToolContext",

@@ -1,4 +1,8 @@
-"""``ToolContext``: what a handler and every middleware of one call see."""
+"""``ToolContext``: what a handler and every middleware of one call see.
+
+Its base, :class:`~aircore.request_context.RequestContext`, holds what any request handler may
+ask the client for (elicitation, sampling, roots) in either protocol era.
+"""
 
 from __future__ import annotations
 
@@ -7,31 +11,43 @@ import itertools
 import os
 import secrets
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from aircore.errors import (
-    INTERNAL_ERROR,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    ElicitationError,
+from aircore.errors import INTERNAL_ERROR, AirError
+from aircore.request_context import (
+    Elicit,
+    ElicitResult,
+    InputChannel,
+    InputRequest,
+    InputRequired,
+    RequestContext,
+    TaskStarter,
 )
-from aircore.params import params_to_json_schema
-from airmeter.types import CallInfo, CallSuspended
+from airmeter.types import CallInfo
 
 if TYPE_CHECKING:
     from aircore.protocol.session import Peer
     from aircore.tool import Tool
     from airstore import Store
 
-__all__ = ["LOG_LEVELS", "Elicit", "ElicitResult", "InputRequired", "ToolContext"]
+__all__ = [
+    "LOG_LEVELS",
+    "Elicit",
+    "ElicitResult",
+    "InputChannel",
+    "InputRequest",
+    "InputRequired",
+    "RequestContext",
+    "TaskStarter",
+    "ToolContext",
+]
 
 LOG_LEVELS = {
     "debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6,
     "emergency": 7,
 }  # fmt: skip
 """MCP log levels (syslog severities), lowest first."""
-
 
 # ctx.call_id: a random per-process prefix plus a counter (uuid4 costs 2-3 µs a call; this costs
 # one next() and, when read, one format). A forked child draws a new prefix, so ids stay unique
@@ -50,66 +66,7 @@ def _new_call_prefix() -> None:
 os.register_at_fork(after_in_child=_new_call_prefix)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ElicitResult:
-    """The user's answer to :meth:`ToolContext.elicit`."""
-
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
-
-
-class InputRequired(CallSuspended):
-    """Raised by ``elicit`` in the 2026-07-28 era: the call answers ``input_required``.
-
-    A ``BaseException`` (airmeter's :class:`~airmeter.types.CallSuspended`), so that middleware
-    catching ``Exception`` lets it through and the meter records a suspended call, not a
-    failed one.
-    """
-
-    def __init__(self, key: str, request: dict[str, Any]) -> None:
-        super().__init__(key)
-        self.key = key
-        self.request = request
-
-
-class Elicit(Protocol):
-    """``ctx.elicit``: ``await ctx.elicit(message, schema)`` → :class:`ElicitResult`."""
-
-    async def __call__(self, message: str, schema: Mapping[str, Any]) -> ElicitResult: ...
-
-
-class _ElicitUnavailable:
-    """``ctx.elicit`` when the client cannot elicit: falsy, so ``if ctx.elicit:`` takes the
-    fallback; called anyway, it raises what the protocol asks (-32021 on 2026-07-28)."""
-
-    __slots__ = ("_ctx",)
-
-    def __init__(self, ctx: ToolContext) -> None:
-        self._ctx = ctx
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return "<elicit unavailable: the client did not declare elicitation>"
-
-    async def __call__(self, message: str, schema: Mapping[str, Any]) -> ElicitResult:
-        return await self._ctx._elicit(message, schema)
-
-
-def elicit_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The seed's elicitation schema ``{field: {type, description, required}}`` → JSON Schema."""
-    if schema.get("type") == "object" and "properties" in schema:
-        return dict(schema)
-    fields: dict[str, Any] = {}
-    for name, spec in schema.items():
-        if isinstance(spec, Mapping) and "required" not in spec and "optional" not in spec:
-            spec = {**spec, "optional": True}  # seed: fields are optional unless required
-        fields[name] = spec
-    return params_to_json_schema(fields)
-
-
-class ToolContext:
+class ToolContext(RequestContext):
     """Context of one tool call, shared by every middleware and the handler.
 
     Attributes:
@@ -124,7 +81,8 @@ class ToolContext:
         call_id: unique per call across processes (a random per-process prefix and a
             counter, ``"3f9a…c2-1a"``); the meter, spans (``air.call.id``) and logs carry it.
         session_id: the HTTP ``Mcp-Session-Id`` (legacy era), else ``None``.
-        protocol_version: the negotiated or per-request protocol version.
+        protocol_version: the negotiated or per-request protocol version (see also
+            :class:`RequestContext`: ``ask``, ``elicit``, ``sample``, ``list_roots``).
         transport: ``"pipe"`` (stdio), ``"tcp"`` (HTTP) or ``"inproc"``.
         client_name: ``clientInfo.name`` when the client sent it.
         server_name: the server's name.
@@ -141,19 +99,15 @@ class ToolContext:
     __slots__ = (
         "_call_id",
         "_call_number",
-        "_elicit_count",
-        "_input_responses",
         "_log_level",
-        "_peer",
         "_progress_token",
         "_task",
+        "_tasking",
         "arguments",
         "bound_arguments",
         "bound_source",
-        "client_capabilities",
         "client_name",
         "meta",
-        "protocol_version",
         "request_id",
         "server_name",
         "session_id",
@@ -181,9 +135,16 @@ class ToolContext:
         client_capabilities: Mapping[str, Any] | None = None,
         peer: Peer | None = None,
         progress_token: Any = None,
-        input_responses: Mapping[str, Any] | None = None,
+        inputs: InputChannel | None = None,
         log_level: str | None = None,
+        tasking: TaskStarter | None = None,
     ) -> None:
+        # RequestContext's fields, set here rather than through its __init__ (hot path)
+        self.protocol_version = protocol_version
+        self.client_capabilities = client_capabilities
+        self._peer = peer
+        self._inputs = inputs
+        self._elicit_count = 0
         self.tool = tool
         self.arguments = arguments
         self.server_name = server_name
@@ -191,19 +152,15 @@ class ToolContext:
         self.store = store
         self.request_id = request_id
         self.session_id = session_id
-        self.protocol_version = protocol_version
         self.transport = transport
         self.client_name = client_name
-        self.client_capabilities = client_capabilities
         self.started_at = time.time()
         self.meta: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}
         self._task: asyncio.Task[Any] | None = asyncio.current_task()
-        self._peer = peer
         self._progress_token = progress_token
-        self._input_responses = input_responses
         self._log_level = log_level
-        self._elicit_count = 0
+        self._tasking = tasking
         self._call_number = next(_call_counter)
         self._call_id: str | None = None
         self.bound_arguments: dict[str, Any] | None = None
@@ -254,6 +211,51 @@ class ToolContext:
         """The tool's ``inputSchema`` (the meter classifies a tool by it)."""
         return self.tool.input_schema
 
+    @property
+    def can_start_task(self) -> bool:
+        """Whether :meth:`start_task` would turn this call into a task (a 2026-07-28 request
+        whose client declared the ``io.modelcontextprotocol/tasks`` extension)."""
+        return self._tasking is not None and self._tasking.available
+
+    async def start_task(
+        self, *, required: bool = False, status_message: str | None = None
+    ) -> bool:
+        """Continue this call in the background as a task (the tasks extension).
+
+        The client gets a ``CreateTaskResult`` now and follows the call with ``tasks/get``;
+        what the handler returns becomes the task's result. Input asked for before this point
+        is gathered in ``input_required`` rounds of the call itself; afterwards the task waits
+        in ``input_required`` for ``tasks/update``. A task sends no progress or log
+        notifications. Without the extension the call simply goes on (``False``).
+
+        Args:
+            required: the call cannot go on without becoming a task: raise instead of going on.
+            status_message: the task's initial ``statusMessage``.
+
+        Returns:
+            ``True`` when the call now runs as a task.
+
+        Raises:
+            AirError: ``required`` and the client did not declare the extension (-32021), or
+                the server holds too many tasks (-32603).
+        """
+        tasking = self._tasking
+        if tasking is None or not tasking.available:
+            if required:
+                from aircore.protocol.tasks import missing_tasks_capability
+
+                raise missing_tasks_capability(f"tool {self.tool.name!r}")
+            return False
+        channel = tasking.begin(status_message=status_message)
+        if channel is None:
+            if required:
+                raise AirError(INTERNAL_ERROR, "too many tasks in flight; try again later")
+            return False
+        self._inputs = channel
+        self._peer = None  # request-scoped notifications end with the request
+        await asyncio.sleep(0)  # the CreateTaskResult goes out before the handler goes on
+        return True
+
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
@@ -272,81 +274,6 @@ class ToolContext:
         if message is not None:
             params["message"] = message
         await self._peer.notify("notifications/progress", params)
-
-    @property
-    def can_elicit(self) -> bool:
-        """Whether the client declared elicitation and this call can reach it."""
-        caps = self.client_capabilities
-        if not caps or "elicitation" not in caps:
-            return False
-        if _is_modern(self.protocol_version) or self._input_responses is not None:
-            return True
-        return self._peer is not None
-
-    @property
-    def elicit(self) -> Elicit:
-        """``await ctx.elicit(message, schema)`` asks the user; falsy when the client cannot.
-
-        So the seed's idiom works: ``if ctx.elicit: answer = await ctx.elicit(…) else: …``.
-        Called although the client cannot elicit, it raises :class:`ElicitationError`
-        (-32021 on 2026-07-28, an ``isError`` result in the legacy era).
-        """
-        return self._elicit if self.can_elicit else _ElicitUnavailable(self)
-
-    async def _elicit(self, message: str, schema: Mapping[str, Any]) -> ElicitResult:
-        """Ask the user for input through the client.
-
-        Legacy era: an ``elicitation/create`` request to the client. 2026-07-28: the call answers
-        ``resultType: "input_required"`` and the client retries it with the answer; the handler
-        runs again and this call returns that answer.
-
-        Args:
-            message: what to ask.
-            schema: ``{field: {"type", "description", "required"}}`` or a flat object schema.
-
-        Returns:
-            ``ElicitResult(action, content)``.
-
-        Raises:
-            ElicitationError: the client did not declare the elicitation capability or the
-                transport cannot carry the request.
-        """
-        params: dict[str, Any] = {"message": message, "requestedSchema": elicit_schema(schema)}
-        if _is_modern(self.protocol_version) or (self.protocol_version or "") >= "2025-11-25":
-            params = {"mode": "form", **params}
-        return _elicit_result(await self._ask_client("elicitation/create", params, "elicitation"))
-
-    async def sample(
-        self,
-        messages: str | Sequence[Mapping[str, Any]],
-        *,
-        max_tokens: int = 256,
-        **options: Any,
-    ) -> dict[str, Any]:
-        """Ask the client's model for a completion (``sampling/createMessage``).
-
-        Works in both eras like :meth:`elicit`.
-
-        Args:
-            messages: a prompt string (one user message) or MCP sampling messages.
-            max_tokens: ``maxTokens``.
-            **options: other request fields (``systemPrompt``, ``temperature`` …).
-
-        Returns:
-            The client's ``CreateMessageResult`` (``role``, ``content``, ``model`` …).
-
-        Raises:
-            ElicitationError: the client did not declare the sampling capability.
-        """
-        if isinstance(messages, str):
-            msgs: list[Any] = [{"role": "user", "content": {"type": "text", "text": messages}}]
-        else:
-            msgs = [dict(m) for m in messages]
-        params = {"messages": msgs, "maxTokens": max_tokens, **options}
-        answer = await self._ask_client("sampling/createMessage", params, "sampling")
-        if not isinstance(answer, Mapping):
-            raise ElicitationError(INTERNAL_ERROR, f"invalid sampling answer: {answer!r}")
-        return dict(answer)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
         """Send ``notifications/message`` to the client, if it asked for this level.
@@ -368,44 +295,6 @@ class ToolContext:
         if logger is not None:
             params["logger"] = logger
         await self._peer.notify("notifications/message", params)
-
-    async def _ask_client(self, method: str, params: dict[str, Any], capability: str) -> Any:
-        caps = self.client_capabilities or {}
-        modern = _is_modern(self.protocol_version) or self._input_responses is not None
-        if capability not in caps:
-            raise ElicitationError(
-                MISSING_REQUIRED_CLIENT_CAPABILITY if modern else INTERNAL_ERROR,
-                f"the client does not support {capability}",
-                data={"requiredCapabilities": {capability: {}}} if modern else None,
-            )
-        key = f"input-{self._elicit_count}"
-        self._elicit_count += 1
-        if modern:
-            answer = (self._input_responses or {}).get(key)
-            if answer is None:
-                raise InputRequired(key, {"method": method, "params": params})
-            return answer
-        if self._peer is None:
-            raise ElicitationError(INTERNAL_ERROR, f"{method} needs a connected client")
-        return await self._peer.request(method, params)
-
-
-def _is_modern(version: str | None) -> bool:
-    # imported here: aircore.protocol imports this module
-    from aircore.protocol.modern import MODERN_VERSIONS
-
-    return version in MODERN_VERSIONS
-
-
-def _elicit_result(answer: Any) -> ElicitResult:
-    if not isinstance(answer, Mapping) or answer.get("action") not in (
-        "accept",
-        "decline",
-        "cancel",
-    ):
-        raise ElicitationError(INTERNAL_ERROR, f"invalid elicitation answer: {answer!r}")
-    content = answer.get("content")
-    return ElicitResult(action=answer["action"], content=dict(content) if content else None)
 
 
 def _is_call_info(ctx: ToolContext) -> CallInfo:

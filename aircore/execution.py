@@ -77,6 +77,9 @@ def render_output(tool: Tool, value: Any) -> Any:
     Raises:
         AirError: -32603, the value does not match the ``outputSchema``.
     """
+    if value.__class__ is str and tool.output_text:  # -> str, the common case, kept cheap
+        text = [{"type": "text", "text": value}]
+        return {"content": text, "structuredContent": {"result": value}}
     if _is_content_result(value):
         return value
     structure = tool.structure

@@ -22,6 +22,7 @@ class Prompt:
     title: str | None = None
     arguments: tuple[dict[str, Any], ...] = ()
     complete: Callable[[str, str], Any] | None = None
+    wants_ctx: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The ``prompts/list`` entry."""
@@ -33,8 +34,11 @@ class Prompt:
         out["arguments"] = [dict(a) for a in self.arguments]
         return out
 
-    async def render(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    async def render(self, arguments: Mapping[str, Any], ctx: Any = None) -> dict[str, Any]:
         """Check the arguments and run the handler into a ``prompts/get`` result.
+
+        ``ctx`` (a :class:`~aircore.context.RequestContext`) goes to a handler that takes a
+        second argument: ``handler(arguments, ctx)`` may ``await ctx.elicit(...)`` etc.
 
         Raises:
             InvalidParamsError: a required argument is missing or a value is not a string.
@@ -51,7 +55,9 @@ class Prompt:
             raise InvalidParamsError(
                 f"prompt {self.name!r}: argument values must be strings: {', '.join(bad)}"
             )
-        value = self.handler(dict(arguments))
+        value = (
+            self.handler(dict(arguments), ctx) if self.wants_ctx else self.handler(dict(arguments))
+        )
         if inspect.isawaitable(value):
             value = await value
         return _messages(value, self.description)
@@ -93,8 +99,10 @@ def define_prompt(
 
     Args:
         name: the prompt's name.
-        handler: ``handler(arguments)`` sync or async; returns a string (one user message), a
-            list of strings / ``{"role", "content"}`` dicts, or ``{"messages": [...]}``.
+        handler: ``handler(arguments)`` or ``handler(arguments, ctx)`` (a
+            :class:`~aircore.context.RequestContext`: ``ctx.elicit`` …), sync or async; returns
+            a string (one user message), a list of strings / ``{"role", "content"}`` dicts, or
+            ``{"messages": [...]}``.
         description: shown to the client.
         title: a human-readable title.
         arguments: ``{name: "description"}``, ``{name: {"description", "required"}}`` or a
@@ -137,4 +145,16 @@ def define_prompt(
         title=title,
         arguments=tuple(args),
         complete=complete,
+        wants_ctx=_takes_two(handler),
     )
+
+
+def _takes_two(handler: Callable[..., Any]) -> bool:
+    """Whether a prompt handler takes the context as a second positional argument."""
+    try:
+        sig = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return False
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)

@@ -40,6 +40,7 @@ class Signature:
             ``{"result": …}``; pydantic-checked for non-plain types), or ``None``.
         output_checked: ``structure`` already validates (no JSON Schema check needed).
         output_wrapped: the return type travels as ``{"result": …}``.
+        output_text: the return type is exactly ``str`` (a fast path for the common case).
         description: the docstring without its parameter section.
     """
 
@@ -52,6 +53,7 @@ class Signature:
     structure: Callable[[Any], Any] | None
     output_checked: bool
     output_wrapped: bool
+    output_text: bool
     description: str | None
 
 
@@ -252,6 +254,7 @@ def read_signature(
         structure=structure,
         output_checked=checked,
         output_wrapped=wrapped,
+        output_text=out_schema is not None and structure is not None and hints.get("return") is str,
         description=doc.description,
     )
 

@@ -67,6 +67,7 @@ class Tool:
     # types as {"result": …}); None: the value is the structured content as it is.
     structure: Callable[[Any], Any] | None = None
     output_wrapped: bool = False
+    output_text: bool = False  # the return annotation is exactly str: {"result": text}
     # Where each schema came from, for the definitions' schema priority: "explicit" (a complete
     # object JSON Schema), "derived" (params shorthand/object forms, type hints) or "none".
     input_origin: str = "none"
@@ -310,6 +311,7 @@ def tool_from_function(
         tool.output_origin = "derived"
         tool.structure = sig.structure
         tool.output_wrapped = sig.output_wrapped
+        tool.output_text = sig.output_text
         if not sig.output_checked:  # pydantic checks what it structures; plain JSON is checked
             tool.output_validator = SchemaValidator(
                 sig.output_schema, what=f"tool {tool_name!r} outputSchema"

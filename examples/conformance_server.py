@@ -1,7 +1,9 @@
 """The fixtures the official MCP conformance suite asks a server for, on aircore.
 
 ``make conformance`` serves this over HTTP and runs ``@modelcontextprotocol/conformance``
-against it; ``conformance-baseline.yml`` lists the scenarios we do not pass, with reasons.
+against it (the 2025-11-25 suite and the 2026-07-28 requirement set); the baseline files list
+the scenarios we do not pass, with reasons. Everything here is plain aircore: the tools only
+exercise what every aircore server does (multi round-trip input, tasks, custom headers).
 """
 
 from __future__ import annotations
@@ -10,7 +12,15 @@ import asyncio
 import json
 from typing import Any
 
-from aircore import ToolContext, define_prompt, define_resource, define_server, define_tool
+from aircore import (
+    InputRequest,
+    RequestContext,
+    ToolContext,
+    define_prompt,
+    define_resource,
+    define_server,
+    define_tool,
+)
 
 # 1x1 red PNG and a tiny silent WAV
 PNG = (
@@ -140,13 +150,179 @@ SCHEMA_2020 = {
     "type": "object",
     "$defs": {
         "address": {
+            "$anchor": "addressDef",
             "type": "object",
             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         }
     },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
+
+# ---- 2026-07-28: diagnostic tools of server-stateless --------------------------------------
+
+
+async def missing_capability(_p: dict[str, Any], ctx: ToolContext) -> str:
+    # needs sampling: a client that did not declare it gets -32021 (HTTP 400)
+    answer = await ctx.sample("Say hello", max_tokens=10)
+    return f"sampled: {answer.get('content')}"
+
+
+async def streaming_elicitation(_p: dict[str, Any], ctx: ToolContext) -> str:
+    answer = await ctx.elicit("Continue?", {"ok": {"type": "boolean", "required": True}})
+    return f"action={answer.action}"
+
+
+async def logging_tool(_p: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.log("info", "logged only when the request asked for a log level")
+    return "logged"
+
+
+# ---- 2026-07-28: multi round-trip requests (input_required) --------------------------------
+
+NAME_FORM = {"name": {"type": "string", "required": True}}
+
+
+async def ask_name(_p: dict[str, Any], ctx: ToolContext) -> str:
+    answer = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+async def ask_capital(_p: dict[str, Any], ctx: ToolContext) -> str:
+    answer = await ctx.sample(
+        "What is the capital of France?", max_tokens=100, key="capital_question"
+    )
+    return f"The model says: {(answer.get('content') or {}).get('text')}"
+
+
+async def ask_roots(_p: dict[str, Any], ctx: ToolContext) -> str:
+    roots = await ctx.list_roots(key="client_roots")
+    return "Roots: " + ", ".join(r["uri"] for r in roots)
+
+
+async def ask_confirmation(_p: dict[str, Any], ctx: ToolContext) -> str:
+    # reaching the handler again means the echoed requestState passed its integrity check
+    answer = await ctx.elicit(
+        "Please confirm", {"ok": {"type": "boolean", "required": True}}, key="confirm"
+    )
+    return f"state-ok: confirmed={(answer.content or {}).get('ok')}"
+
+
+async def ask_everything(_p: dict[str, Any], ctx: ToolContext) -> str:
+    answers = await ctx.ask({
+        "user_name": InputRequest.elicitation("What is your name?", NAME_FORM),
+        "greeting": InputRequest.sampling("Generate a greeting", max_tokens=50),
+        "client_roots": InputRequest.roots(),
+    })  # fmt: skip
+    return f"Got {', '.join(sorted(answers))}"
+
+
+async def ask_in_rounds(_p: dict[str, Any], ctx: ToolContext) -> str:
+    first = await ctx.elicit("Step 1: What is your name?", NAME_FORM, key="step1")
+    second = await ctx.elicit(
+        "Step 2: What is your favorite color?",
+        {"color": {"type": "string", "required": True}},
+        key="step2",
+    )
+    name = (first.content or {}).get("name")
+    return f"{name} likes {(second.content or {}).get('color')}"
+
+
+async def ask_what_is_supported(_p: dict[str, Any], ctx: ToolContext) -> str:
+    caps = ctx.client_capabilities or {}
+    wanted: dict[str, InputRequest] = {}
+    if "elicitation" in caps:
+        wanted["user_name"] = InputRequest.elicitation("What is your name?", NAME_FORM)
+    if "sampling" in caps:
+        wanted["greeting"] = InputRequest.sampling("Generate a greeting", max_tokens=50)
+    answers = await ctx.ask(wanted) if wanted else {}
+    return f"Asked for {', '.join(sorted(answers)) or 'nothing'}"
+
+
+async def prompt_with_context(_a: dict[str, Any], ctx: RequestContext) -> str:
+    answer = await ctx.elicit(
+        "What context should the prompt use?",
+        {"context": {"type": "string", "required": True}},
+        key="user_context",
+    )
+    return f"Use this context: {(answer.content or {}).get('context')}"
+
+
+# ---- 2026-07-28: the tasks extension -------------------------------------------------------
+
+
+async def slow_compute(p: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.start_task(status_message="Computing")
+    await asyncio.sleep(p["seconds"])
+    return f"Computed {p.get('label', 'result')} after {p['seconds']}s"
+
+
+async def failing_job(_p: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.start_task(required=True)
+    await asyncio.sleep(1)
+    raise RuntimeError("the job failed (a tool error: the task completes with isError)")
+
+
+async def protocol_error_job(_p: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.start_task(required=True)
+    # needs the client's roots: without the roots capability the task fails with -32021
+    roots = await ctx.list_roots()
+    return f"{len(roots)} roots"
+
+
+async def confirm_delete(p: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.start_task()
+    answer = await ctx.elicit(
+        f"Delete {p['filename']}?", {"confirm": {"type": "boolean", "required": True}}
+    )
+    confirmed = answer.action == "accept" and (answer.content or {}).get("confirm")
+    return f"{'Deleted' if confirmed else 'Kept'} {p['filename']}"
+
+
+async def multi_input(_p: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.start_task()
+    name, confirm = await asyncio.gather(
+        ctx.elicit("Your name?", NAME_FORM),
+        ctx.elicit("Proceed?", {"confirm": {"type": "boolean", "required": True}}),
+    )
+    return f"{(name.content or {}).get('name')}: {(confirm.content or {}).get('confirm')}"
+
+
+async def tool_with_task(_p: dict[str, Any], ctx: ToolContext) -> str:
+    answer = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    await ctx.start_task(required=True)  # input first (input_required rounds), then a task
+    await asyncio.sleep(0.1)
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+TASK_TOOLS = [
+    define_tool("greet", description="Greets (always answers at once)",
+                params={"name": "string"}, handler=lambda p: f"Hello, {p['name']}!"),
+    define_tool("slow_compute", description="Sleeps, as a task when the client can",
+                params={"seconds": {"type": "number", "minimum": 0, "maximum": 600},
+                        "label": {"type": "string", "optional": True}},
+                handler=slow_compute),
+    define_tool("failing_job", description="A task that ends in a tool error",
+                handler=failing_job),
+    define_tool("protocol_error_job", description="A task that ends in a protocol error",
+                handler=protocol_error_job),
+    define_tool("confirm_delete", description="A task that asks for confirmation",
+                params={"filename": "string"}, handler=confirm_delete),
+    define_tool("multi_input", description="A task that asks two things at once",
+                handler=multi_input),
+    define_tool("test_tool_with_task", description="Asks a name, then continues as a task",
+                handler=tool_with_task),
+]  # fmt: skip
 
 TOOLS = [
     define_tool("test_simple_text", description="Returns simple text",
@@ -184,6 +360,33 @@ TOOLS = [
                 handler=elicitation_enums),
     define_tool("json_schema_2020_12_tool", description="Tool with JSON Schema 2020-12 features",
                 params=SCHEMA_2020, handler=lambda p: json.dumps(p)),
+    define_tool("test_custom_header", description="Mirrors its region into Mcp-Param-Region",
+                params={"type": "object", "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"},
+                    "query": {"type": "string"}}, "required": ["region"]},
+                handler=lambda p: f"region={p['region']}"),
+    define_tool("test_missing_capability", description="Needs the sampling capability",
+                handler=missing_capability),
+    define_tool("test_streaming_elicitation", description="Asks the user on a streamed call",
+                handler=streaming_elicitation),
+    define_tool("test_logging_tool", description="Logs when asked to", handler=logging_tool),
+    define_tool("test_input_required_result_elicitation", description="Asks a name",
+                handler=ask_name),
+    define_tool("test_input_required_result_sampling", description="Asks the model",
+                handler=ask_capital),
+    define_tool("test_input_required_result_list_roots", description="Asks for roots",
+                handler=ask_roots),
+    define_tool("test_input_required_result_request_state", description="Needs a confirmation",
+                handler=ask_confirmation),
+    define_tool("test_input_required_result_tampered_state", description="Needs a confirmation",
+                handler=ask_confirmation),
+    define_tool("test_input_required_result_multiple_inputs", description="Asks three things",
+                handler=ask_everything),
+    define_tool("test_input_required_result_multi_round", description="Asks in two rounds",
+                handler=ask_in_rounds),
+    define_tool("test_input_required_result_capabilities",
+                description="Asks only what the client supports", handler=ask_what_is_supported),
+    *TASK_TOOLS,
 ]  # fmt: skip
 
 RESOURCES = [
@@ -224,6 +427,8 @@ PROMPTS = [
                       {"role": "user", "content": {"type": "image", "data": PNG,
                                                    "mimeType": "image/png"}},
                       "Please analyze the image above."]),
+    define_prompt("test_input_required_result_prompt", description="Asks for context first",
+                  handler=prompt_with_context),
 ]  # fmt: skip
 
 server = define_server(

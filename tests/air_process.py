@@ -18,6 +18,10 @@ def air(*args: str) -> list[str]:
     return [sys.executable, "-m", "aircli", *args]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def serving(
     *args: str,
@@ -34,6 +38,8 @@ def serving(
         text=True,
         cwd=cwd,
         env=None if env is None else dict(env),
+        # A test run started in the background inherits SIGINT ignored; Ctrl+C must reach air.
+        preexec_fn=_default_sigint,
     )
     assert proc.stdout is not None
     try:

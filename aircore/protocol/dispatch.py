@@ -9,7 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from aircore.context import LOG_LEVELS, InputRequired, ToolContext
+from aircore.context import LOG_LEVELS, InputRequired, RequestContext
 from aircore.errors import (
     INTERNAL_ERROR,
     AirError,
@@ -23,7 +23,12 @@ from aircore.protocol.framing import (
     check,
     error_response,
 )
+from aircore.protocol.mrtr import RoundInputs, StateSealer
 from aircore.protocol.session import Connection, peer_for
+from aircore.protocol.subscriptions import SUBSCRIPTION_ID_KEY, SubscriptionHub
+from aircore.protocol.tasks import TASKS_EXTENSION, TaskStore
+from aircore.protocol.tool_calls import ToolCalls
+from aircore.settings import request_state_key
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -33,6 +38,8 @@ __all__ = ["DEFAULT_PAGE_SIZE", "Dispatcher"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_PAGE_SIZE = 100
+MODERN_ONLY = frozenset({"subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"})
+"""Methods only the 2026-07-28 era has (-32601 in the handshake era)."""
 
 _Method = Callable[[Mapping[str, Any], Connection, Any], Awaitable[dict[str, Any]]]
 
@@ -61,12 +68,16 @@ class Dispatcher:
     def __init__(self, server: AirServer, *, page_size: int = DEFAULT_PAGE_SIZE) -> None:
         self.server = server
         self.page_size = page_size
+        self.sealer = StateSealer(request_state_key())
+        self.subscriptions = SubscriptionHub(server.capabilities)
+        self.tasks = TaskStore(notify=self._task_changed)
+        self.calls = ToolCalls(server, self.sealer, self.tasks)
         self._methods: dict[str, _Method] = {
             "initialize": self._initialize,
             "ping": self._ping,
             "server/discover": self._discover,
             "tools/list": self._tools_list,
-            "tools/call": self._tools_call,
+            "tools/call": self.calls.call,
             "resources/list": self._resources_list,
             "resources/templates/list": self._templates_list,
             "resources/read": self._resources_read,
@@ -76,7 +87,28 @@ class Dispatcher:
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
             "completion/complete": self._complete,
+            "subscriptions/listen": self._listen,
+            "tasks/get": self.calls.tasks_get,
+            "tasks/update": self.calls.tasks_update,
+            "tasks/cancel": self.calls.tasks_cancel,
         }
+
+    @property
+    def modern_capabilities(self) -> dict[str, Any]:
+        """The server's capabilities as ``server/discover`` shows them (with extensions)."""
+        caps = dict(self.server.capabilities)
+        extensions = dict(caps.get("extensions") or {})
+        extensions.setdefault(TASKS_EXTENSION, {})
+        caps["extensions"] = extensions
+        return caps
+
+    def close(self) -> None:
+        """End every listen stream gracefully and cancel every running task (shutdown)."""
+        self.subscriptions.close()
+        self.tasks.close()
+
+    async def _task_changed(self, detailed: dict[str, Any]) -> None:
+        await self.subscriptions.publish("notifications/tasks", detailed)
 
     # ---- entry points -------------------------------------------------------------------
     async def handle(
@@ -118,15 +150,15 @@ class Dispatcher:
                 conn.client_capabilities = caps
                 if info is not None:
                     conn.client_info = info
-                if method in ("ping", "initialize"):
-                    raise MethodNotFoundError(f"Method not found: {method}", data=method)
-                handler = self._methods.get(method)
+                handler = None if method in modern.REMOVED_METHODS else self._methods.get(method)
                 if handler is None:
                     raise MethodNotFoundError(f"Method not found: {method}", data=method)
+                if headers is not None and method == "tools/call":
+                    self.calls.check_param_headers(params, headers)
                 result = await handler(params, conn, msg_id)
                 result = modern.decorate(method, result, self.server.server_info)
             else:
-                handler = self._methods.get(method)
+                handler = None if method in MODERN_ONLY else self._methods.get(method)
                 if handler is None:
                     raise MethodNotFoundError(f"Method not found: {method}", data=method)
                 result = await handler(params, conn, msg_id)
@@ -239,7 +271,7 @@ class Dispatcher:
     async def _discover(self, _p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
         out: dict[str, Any] = {
             "supportedVersions": list(modern.MODERN_VERSIONS),
-            "capabilities": self.server.capabilities,
+            "capabilities": self.modern_capabilities,
         }
         if self.server.instructions:
             out["instructions"] = self.server.instructions
@@ -276,50 +308,20 @@ class Dispatcher:
     async def _prompts_list(self, p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
         return self._page([pr.describe() for pr in self.server.prompts.values()], "prompts", p)
 
-    # ---- calls ----------------------------------------------------------------------------
-    async def _tools_call(
+    # ---- streams, resources and prompts -------------------------------------------------
+    async def _listen(
         self, params: Mapping[str, Any], conn: Connection, msg_id: Any
     ) -> dict[str, Any]:
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise InvalidParamsError("tools/call: params.name must be a string")
-        tool = self.server.tools.get(name)
-        if tool is None:
-            raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
-        arguments = params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        elif not isinstance(arguments, dict):
-            raise InvalidParamsError("tools/call: params.arguments must be an object")
-        meta = params.get("_meta")
-        responses = params.get("inputResponses")
-        ctx = ToolContext(
-            tool=tool,
-            arguments=arguments,
-            server_name=self.server.name,
-            state=self.server.state,
-            store=self.server.store,
-            request_id=str(msg_id),
-            session_id=conn.session_id,
-            protocol_version=conn.protocol_version,
-            transport=conn.transport,
-            client_name=conn.client_name,
-            client_capabilities=conn.client_capabilities,
-            peer=peer_for(conn),
-            progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
-            input_responses=responses if isinstance(responses, dict) else None,
-            log_level=(meta.get(modern.LOG_LEVEL_KEY) if isinstance(meta, dict) else None)
-            if conn.era == "modern"
-            else conn.log_level,
-        )
+        honored = self.subscriptions.honor(params, conn.client_capabilities)
+        sub = self.subscriptions.open(msg_id, honored, peer_for(conn))
+        self.server.subscribers.add(sub)  # resource_updated reaches listeners of both eras
         try:
-            return await self.server.call_tool_ctx(ctx)
-        except InputRequired as need:
-            return {
-                "resultType": "input_required",
-                "inputRequests": {need.key: need.request},
-                "requestState": need.key,
-            }
+            await sub.acknowledge()
+            await sub.closed.wait()
+        finally:
+            self.subscriptions.discard(sub)
+            self.server.subscribers.discard(sub)
+        return {"_meta": {SUBSCRIPTION_ID_KEY: msg_id}}
 
     async def _resources_read(
         self, params: Mapping[str, Any], _c: Connection, _id: Any
@@ -334,7 +336,7 @@ class Dispatcher:
         raise InvalidParamsError(f"Resource not found: {uri}", data={"uri": uri})
 
     async def _prompts_get(
-        self, params: Mapping[str, Any], _c: Connection, _id: Any
+        self, params: Mapping[str, Any], conn: Connection, _id: Any
     ) -> dict[str, Any]:
         name = params.get("name")
         prompt = self.server.prompts.get(name) if isinstance(name, str) else None
@@ -343,4 +345,20 @@ class Dispatcher:
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, Mapping):
             raise InvalidParamsError("prompts/get: params.arguments must be an object")
-        return await prompt.render(arguments)
+        if conn.era != "modern":
+            ctx = RequestContext(
+                protocol_version=conn.protocol_version,
+                client_capabilities=conn.client_capabilities,
+                peer=peer_for(conn),
+            )
+            return await prompt.render(arguments, ctx)
+        inputs = RoundInputs.open(self.sealer, params, ("prompts/get", name, arguments))
+        ctx = RequestContext(
+            protocol_version=conn.protocol_version,
+            client_capabilities=conn.client_capabilities,
+            inputs=inputs,
+        )
+        try:
+            return await prompt.render(arguments, ctx)
+        except InputRequired as need:
+            return inputs.result(need, self.sealer)

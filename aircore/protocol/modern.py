@@ -28,9 +28,12 @@ __all__ = [
     "LOG_LEVEL_KEY",
     "MODERN_VERSIONS",
     "PROTOCOL_VERSION_KEY",
+    "REMOVED_METHODS",
     "SERVER_INFO_KEY",
     "check_envelope",
+    "decode_header",
     "decorate",
+    "header_value",
     "is_modern",
     "is_modern_request",
 ]
@@ -43,10 +46,39 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 
 CACHEABLE_METHODS = frozenset(
-    {"server/discover", "tools/list", "resources/list", "resources/templates/list", "prompts/list"}
+    {
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+    }
 )
-NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+"""Methods whose complete results carry ``ttlMs``/``cacheScope`` (spec: caching)."""
+REMOVED_METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/result",
+        "tasks/list",
+    }
+)
+"""Requests of the handshake era (and of the 2025-11-25 tasks) that 2026-07-28 removed: they
+get -32601, which the HTTP transport answers with 404."""
+NAME_BEARING = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _B64 = re.compile(r"^=\?base64\?(.*)\?=$")
+_VISIBLE = re.compile(r"^[\x20-\x7e\t]*$")
 
 
 def is_modern_request(params: Mapping[str, Any] | None) -> bool:
@@ -63,12 +95,22 @@ def is_modern(method: str, params: Mapping[str, Any] | None) -> bool:
     return is_modern_request(params) or method == "server/discover"
 
 
-def _decode_header(value: str | None) -> str | None:
+def header_value(headers: Mapping[str, str], name: str) -> str | None:
+    """A request header's value with surrounding whitespace removed (RFC 9110 §5.5: optional
+    whitespace around a field value is not part of it); ``name`` is lower case."""
+    value = headers.get(name)
+    return None if value is None else value.strip(" \t")
+
+
+def decode_header(value: str | None) -> str | None:
+    """A ``Mcp-Name``/``Mcp-Param-*`` value as text: the ``=?base64?…?=`` sentinel decoded
+    (strict Base64, UTF-8), any other value taken literally. ``None`` when the value is
+    missing, badly encoded, or holds characters a header value may not carry."""
     if value is None:
         return None
     m = _B64.fullmatch(value)
     if m is None:
-        return value
+        return value if _VISIBLE.fullmatch(value) else None
     try:
         return base64.b64decode(m.group(1), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
@@ -98,17 +140,18 @@ def check_envelope(
         )
     version = meta[PROTOCOL_VERSION_KEY]
     if headers is not None:
-        if headers.get("mcp-protocol-version") != version:
+        if header_value(headers, "mcp-protocol-version") != version:
             raise AirError(
                 HEADER_MISMATCH,
                 "MCP-Protocol-Version header does not match the request's protocol version",
             )
-        if headers.get("mcp-method") != method:
+        if header_value(headers, "mcp-method") != method:
             raise AirError(HEADER_MISMATCH, "Mcp-Method header does not match the method")
         key = NAME_BEARING.get(method)
         if key is not None and params is not None:
             body_value = params.get(key)
-            if body_value is not None and _decode_header(headers.get("mcp-name")) != body_value:
+            named = decode_header(header_value(headers, "mcp-name"))
+            if isinstance(body_value, str) and named != body_value:  # else params are bad
                 raise AirError(HEADER_MISMATCH, f"Mcp-Name header does not match params.{key}")
     if not isinstance(version, str):
         raise AirError(INVALID_PARAMS, "the protocol version in params._meta must be a string")

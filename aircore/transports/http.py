@@ -81,14 +81,17 @@ def _status_of(response: Mapping[str, Any]) -> int:
 def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> bool:
     """Whether the answer to this request may be preceded by messages (so it needs SSE).
 
-    Legacy ``tools/call`` may send progress, log messages and elicitation/sampling requests;
+    Legacy ``tools/call`` and ``prompts/get`` may send progress, log messages and
+    elicitation/sampling/roots requests;
     2026-07-28 calls send progress or logs only when asked (``progressToken`` / ``logLevel``)
     and turn server→client requests into ``input_required`` results.
     """
+    if method == "subscriptions/listen":
+        return True  # the answer is a long-lived notification stream
     if method not in ("tools/call", "prompts/get", "resources/read"):
         return False
     if not is_modern:
-        return method == "tools/call"
+        return method in ("tools/call", "prompts/get")  # prompt handlers may ask too
     meta = params.get("_meta")
     return isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta)
 
@@ -289,6 +292,15 @@ class McpEndpoint:
                 )
                 return
             conn = session
+        if method == "subscriptions/listen" and not accepts_sse:
+            await self._json(
+                send,
+                error_response(
+                    message["id"], INVALID_REQUEST, "subscriptions/listen needs text/event-stream"
+                ),
+                406,
+            )
+            return
         wants_stream = accepts_sse and (
             not accepts_json or _may_talk_first(method, params, is_modern)
         )

@@ -225,6 +225,7 @@ async def serve_http(
 
     def _exit() -> None:
         userver.should_exit = True
+        server.dispatcher.close()  # listen streams end now, not at the shutdown timeout
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -249,6 +250,7 @@ async def serve_http(
         routes = app.app
         if isinstance(routes, HttpApp):
             routes.mcp.sessions.close_all()
+        server.dispatcher.close()
         sock.close()
         await server.stop()
 

@@ -268,6 +268,7 @@ async def serve_stdio(
         await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
         reader.cancel()
         await asyncio.gather(reader, return_exceptions=True)
+        server.dispatcher.close()  # no client to listen any more: end listen streams and tasks
         if not stop.is_set():
             # stdin EOF: let in-flight calls finish, unless a signal arrives meanwhile
             draining = loop.create_task(session.drain(eof_grace))

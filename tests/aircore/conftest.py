@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = str(ROOT / "examples" / "demo_server.py")
 LIFECYCLE = str(ROOT / "tests" / "aircore" / "fixtures" / "lifecycle_server.py")
+MODERN = str(ROOT / "tests" / "aircore" / "fixtures" / "modern_server.py")
 STARTUP_TIMEOUT = 30.0
 
 

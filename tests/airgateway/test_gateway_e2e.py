@@ -35,6 +35,11 @@ pytestmark = pytest.mark.slow
 WAIT = 30.0
 
 
+SHARED_KEY = {"AIR_REQUEST_STATE_KEY": "replicas-of-one-server-share-this"}
+"""Replicas of one server sign 2026-07-28 requestState with one key, so a retry the balancer
+sends to the other replica still verifies (aircore/settings.py)."""
+
+
 class Rig:
     """The running processes."""
 
@@ -97,8 +102,8 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     tmp = tmp_path_factory.mktemp("gw")
     ports = {"a": free_port(), "b": free_port()}
     with (
-        started(http_replica("a", ports["a"]), env={"REPLICA": "a"}) as a,
-        started(http_replica("b", ports["b"]), env={"REPLICA": "b"}) as b,
+        started(http_replica("a", ports["a"]), env={"REPLICA": "a", **SHARED_KEY}) as a,
+        started(http_replica("b", ports["b"]), env={"REPLICA": "b", **SHARED_KEY}) as b,
         sse_upstream() as sse,
     ):
         config = _config(tmp / "gateway.yml", ports["a"], ports["b"], sse.url)
@@ -280,7 +285,7 @@ async def test_sigkill_of_a_replica_under_traffic_then_it_rejoins(rig: Rig) -> N
     for r in writes:  # a write either ran or failed cleanly with the upstream-unavailable code
         assert ("result" in r) or r["error"]["code"] == -32003, r
     rig.wait_state(0, "down")
-    restarted = started(http_replica("a", rig.ports["a"]), env={"REPLICA": "a2"})
+    restarted = started(http_replica("a", rig.ports["a"]), env={"REPLICA": "a2", **SHARED_KEY})
     rig.replicas["a"] = restarted.__enter__()
     rig.wait_state(0, "healthy")
     async with httpx.AsyncClient(timeout=10) as http:

@@ -63,7 +63,7 @@ async def test_input_required_suspends_the_call_and_is_recorded_as_done() -> Non
     mw = MeterMiddleware(meter)
 
     async def needs_input(ctx: Any) -> Any:
-        raise InputRequired("input-0", {"method": "elicitation/create", "params": {}})
+        raise InputRequired({"input-0": {"method": "elicitation/create", "params": {}}})
 
     with pytest.raises(InputRequired):
         await mw(FakeContext("ask_user"), needs_input)

@@ -1,0 +1,179 @@
+"""``tools/call`` in both eras, and the ``tasks/*`` methods of calls that became tasks.
+
+Handshake era: the call runs through the server's chain; questions to the client are
+server→client requests. 2026-07-28: questions make the call answer ``input_required``
+(:mod:`~aircore.protocol.mrtr`); when the client declared the tasks extension the call runs
+beside the request, which answers its result, an ``input_required`` round or, once the handler
+called ``start_task``, the ``CreateTaskResult`` (:mod:`~aircore.protocol.tasks`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from aircore.context import InputRequired, ToolContext
+from aircore.errors import InvalidParamsError
+from aircore.protocol import modern
+from aircore.protocol.mrtr import RoundInputs, StateSealer, read_responses
+from aircore.protocol.param_headers import ParamHeader, check_param_headers, param_headers
+from aircore.protocol.session import Connection, peer_for
+from aircore.protocol.tasks import (
+    CallTasking,
+    TaskRecord,
+    TaskStore,
+    client_has_tasks,
+    missing_tasks_capability,
+)
+
+if TYPE_CHECKING:
+    from aircore.server import AirServer
+
+__all__ = ["ToolCalls"]
+
+
+class ToolCalls:
+    """The ``tools/call`` and ``tasks/*`` methods of one server.
+
+    Args:
+        server: the server whose tools run.
+        sealer: signs and checks ``requestState``.
+        tasks: where calls that became tasks live.
+    """
+
+    def __init__(self, server: AirServer, sealer: StateSealer, tasks: TaskStore) -> None:
+        self.server = server
+        self.sealer = sealer
+        self.tasks = tasks
+        self._param_headers: dict[str, tuple[Any, tuple[ParamHeader, ...]]] = {}
+
+    def check_param_headers(self, params: Mapping[str, Any], headers: Mapping[str, str]) -> None:
+        """Check the ``Mcp-Param-*`` headers of an HTTP ``tools/call`` against its arguments.
+
+        Raises:
+            AirError: -32020 on a mismatch; DefinitionError for a bad ``x-mcp-header``.
+        """
+        name = params.get("name")
+        tool = self.server.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return  # an unknown tool is refused by tools/call itself
+        cached = self._param_headers.get(tool.name)
+        if cached is None or cached[0] is not tool.input_schema:
+            cached = (tool.input_schema, param_headers(tool.input_schema, tool=tool.name))
+            self._param_headers[tool.name] = cached
+        if cached[1]:
+            check_param_headers(cached[1], params.get("arguments"), headers)
+
+    async def call(
+        self, params: Mapping[str, Any], conn: Connection, msg_id: Any
+    ) -> dict[str, Any]:
+        """``tools/call``.
+
+        Raises:
+            InvalidParamsError: a bad name, arguments, ``requestState`` or ``inputResponses``.
+            AirError: protocol-level failures of the call (-32020/-32021/-32022).
+        """
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParamsError("tools/call: params.name must be a string")
+        tool = self.server.tools.get(name)
+        if tool is None:
+            raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise InvalidParamsError("tools/call: params.arguments must be an object")
+        meta = params.get("_meta")
+        is_modern = conn.era == "modern"
+        inputs = (
+            RoundInputs.open(self.sealer, params, ("tools/call", name, arguments))
+            if is_modern
+            else None
+        )
+        caps = conn.client_capabilities
+        tasking = (
+            CallTasking(self.tasks, available=True)
+            if is_modern and client_has_tasks(caps)
+            else None
+        )
+        ctx = ToolContext(
+            tool=tool,
+            arguments=arguments,
+            server_name=self.server.name,
+            state=self.server.state,
+            store=self.server.store,
+            request_id=str(msg_id),
+            session_id=conn.session_id,
+            protocol_version=conn.protocol_version,
+            transport=conn.transport,
+            client_name=conn.client_name,
+            client_capabilities=caps,
+            peer=peer_for(conn),
+            progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
+            inputs=inputs,
+            log_level=(meta.get(modern.LOG_LEVEL_KEY) if isinstance(meta, dict) else None)
+            if is_modern
+            else conn.log_level,
+            tasking=tasking,
+        )
+        if inputs is None:
+            return await self.server.call_tool_ctx(ctx)
+        if tasking is not None:
+            return await self._call_or_task(ctx, inputs, tasking)
+        try:
+            return await self.server.call_tool_ctx(ctx)
+        except InputRequired as need:
+            return inputs.result(need, self.sealer)
+
+    async def _call_or_task(
+        self, ctx: ToolContext, inputs: RoundInputs, tasking: CallTasking
+    ) -> dict[str, Any]:
+        runner = asyncio.ensure_future(self.server.call_tool_ctx(ctx))
+        started = asyncio.ensure_future(tasking.started.wait())
+        try:
+            await asyncio.wait({runner, started}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if tasking.record is None:
+                runner.cancel()  # the client went away before the call became a task
+            raise
+        finally:
+            started.cancel()
+        record = tasking.record
+        if record is not None:
+            self.tasks.attach(record, runner)
+            return {"resultType": "task", **record.envelope()}
+        try:
+            return runner.result()
+        except InputRequired as need:
+            return inputs.result(need, self.sealer)
+
+    def _task(self, method: str, params: Mapping[str, Any], conn: Connection) -> TaskRecord:
+        if not client_has_tasks(conn.client_capabilities):
+            raise missing_tasks_capability(method)
+        return self.tasks.get(params.get("taskId"))
+
+    async def tasks_get(
+        self, params: Mapping[str, Any], conn: Connection, _id: Any
+    ) -> dict[str, Any]:
+        """``tasks/get``: the task's ``DetailedTask``."""
+        return self._task("tasks/get", params, conn).detailed()
+
+    async def tasks_update(
+        self, params: Mapping[str, Any], conn: Connection, _id: Any
+    ) -> dict[str, Any]:
+        """``tasks/update``: deliver ``inputResponses`` (keys not outstanding are ignored)."""
+        record = self._task("tasks/update", params, conn)
+        responses = read_responses(params)
+        if responses is None:
+            raise InvalidParamsError("tasks/update: params.inputResponses is required")
+        self.tasks.update(record, responses)
+        return {}
+
+    async def tasks_cancel(
+        self, params: Mapping[str, Any], conn: Connection, _id: Any
+    ) -> dict[str, Any]:
+        """``tasks/cancel``: cancel a running task (acknowledged for finished ones too)."""
+        self.tasks.cancel(self._task("tasks/cancel", params, conn))
+        return {}

@@ -1,0 +1,18 @@
+"""Environment variables aircore reads (all of them, in one place; see ``docs/settings.md``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+__all__ = ["REQUEST_STATE_KEY_ENV", "request_state_key"]
+
+REQUEST_STATE_KEY_ENV = "AIR_REQUEST_STATE_KEY"
+"""The secret that signs 2026-07-28 ``requestState`` values; give every replica of a server
+the same one so any replica can serve the next round. Unset: a random key per process."""
+
+
+def request_state_key(environ: Mapping[str, str] | None = None) -> bytes | None:
+    """The ``requestState`` signing secret from the environment, or ``None`` when unset."""
+    value = (os.environ if environ is None else environ).get(REQUEST_STATE_KEY_ENV, "")
+    return value.encode("utf-8") if value else None
