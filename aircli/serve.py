@@ -22,7 +22,14 @@ from aircore.server import AirServer
 from aircore.transports import TRANSPORTS, get_transport
 from aircore.transports.detect import TRANSPORT_ENV, detect_transport
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT
-from airhttp import AirhttpError
+from aircore.transports.stdio import DEFAULT_MAX_INFLIGHT as STDIO_MAX_INFLIGHT
+from airhttp import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_INFLIGHT,
+    AirhttpError,
+)
 from airstore.errors import AirstoreError
 
 __all__ = ["load_server", "register"]
@@ -66,6 +73,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="HOST",
         help="an extra Host name accepted on HTTP (repeatable)",
+    )
+    limits = parser.add_argument_group("limits (HTTP; --max-inflight also for stdio)")
+    limits.add_argument(
+        "--header-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"seconds to receive a request's headers (default {DEFAULT_HEADER_TIMEOUT:g})",
+    )
+    limits.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"keep-alive idle seconds between requests (default {DEFAULT_IDLE_TIMEOUT:g})",
+    )
+    limits.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"open connections at once (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    limits.add_argument(
+        "--max-inflight",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"calls handled at once (default {DEFAULT_MAX_INFLIGHT} on HTTP, "
+        f"{STDIO_MAX_INFLIGHT} on stdio)",
     )
     parser.add_argument(
         "--otel",
@@ -181,6 +218,10 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
         "token": args.token,
         "allowed_origins": args.allow_origin,
         "allowed_hosts": args.allow_host,
+        "header_timeout": args.header_timeout,
+        "idle_timeout": args.idle_timeout,
+        "max_connections": args.max_connections,
+        "max_inflight": args.max_inflight,
     }
     # each transport gets the options it takes (stdio: max_message only)
     opts = {k: v for k, v in offered.items() if k in chosen.options and v is not None}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 
 from aircli.locate import STORE_HELP, store_location
 from airstore import (
@@ -92,8 +93,26 @@ async def _run_check(url: str) -> int:
             print(f"    {f.kind}: {where}: {f.detail}")
     if not report.namespaces:
         print("  (no namespaces)")
+    for event in report.events:
+        if event.get("event") == "lost_writes":
+            print(
+                f"  lost writes: {event.get('count')} acknowledged writes dropped by pid "
+                f"{event.get('pid')} at {_when(event.get('ts'))} ({event.get('reason')})"
+            )
+        else:
+            print(f"  event: {event}")
     print("result:", "ok" if report.ok else f"{len(report.findings)} problem(s) found")
     return 0 if report.ok else 1
+
+
+def _when(ms: object) -> str:
+    if not isinstance(ms, int):
+        return "an unknown time"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000))
+
+
+def _days(seconds: float) -> str:
+    return f"{seconds / 86400:.1f} d" if seconds >= 86400 else f"{seconds / 3600:.1f} h"
 
 
 def _stats(args: argparse.Namespace) -> int:
@@ -114,11 +133,19 @@ async def _run_stats(url: str) -> int:
     finally:
         await store.close()
     print(f"data directory: {url}")
-    print(f"  {'namespace':<32} {'keys':>10} {'log entries':>12} {'segments':>9} {'bytes':>14}")
+    print(
+        f"  {'namespace':<32} {'keys':>10} {'log entries':>12} {'segments':>9} {'bytes':>14}"
+        f"  {'log bytes / cap':>24}  {'oldest / max age':>18}"
+    )
     for item in found:
+        cap = f"{item.log_bytes:,} / " + (f"{item.max_bytes:,}" if item.max_bytes else "-")
+        if item.max_bytes:
+            cap += f" ({item.log_bytes / item.max_bytes:.0%})"
+        age = "-" if item.oldest_log_age is None else _days(item.oldest_log_age)
+        age += " / " + ("-" if item.max_age is None else _days(item.max_age))
         print(
             f"  {item.namespace:<32} {item.keys:>10,} {item.log_entries:>12,} "
-            f"{item.segments:>9} {item.bytes:>14,}"
+            f"{item.segments:>9} {item.bytes:>14,}  {cap:>24}  {age:>18}"
         )
     total = sum(item.bytes for item in found)
     print(f"  {len(found)} namespaces, {total:,} bytes")

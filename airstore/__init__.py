@@ -24,6 +24,7 @@ from airstore.errors import (
     StorageIOError,
     StoreClosedError,
     StoreLockedError,
+    UnsupportedFormatError,
 )
 from airstore.factory import create_storage, parse_store_url, store_exists
 from airstore.file import FileStore
@@ -61,6 +62,7 @@ __all__ = [
     "StoreLocation",
     "StoreLockedError",
     "TimeBound",
+    "UnsupportedFormatError",
     "create_storage",
     "default_locations",
     "parse_store_url",

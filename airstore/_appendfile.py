@@ -76,16 +76,25 @@ class AppendFile:
         return self.size + len(self.pending)
 
     def write_pending(self) -> None:
-        """Write the pending buffer; on ``OSError`` the unwritten part stays pending."""
+        """Write the pending buffer; on ``OSError`` (disk full …) the file is cut back to where
+        it was, so no partial line stays behind, and the bytes stay pending."""
         buf = self.pending
         if not buf or self.fd is None:
             return
         fd = self.fd
-        while buf:
-            n = os.write(fd, buf)
-            del buf[:n]
-            self.size += n
-            self.unsynced = True
+        written = 0
+        try:
+            with memoryview(buf) as view:
+                while written < len(buf):
+                    written += os.write(fd, view[written:])
+        except OSError:
+            if written:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, self.size)
+            raise
+        del buf[:]
+        self.size += written
+        self.unsynced = True
 
     def sync(self) -> None:
         """``fdatasync`` the file if it has unsynced writes (safe from a worker thread)."""

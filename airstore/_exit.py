@@ -1,6 +1,9 @@
-"""Flush open FileStores when the process ends: normal interpreter exit and SIGTERM.
+"""Close what the owner forgot when the process ends: normal interpreter exit and SIGTERM.
 
-* ``atexit``: every store still open gets a synchronous final flush.
+* ``atexit``: every FileStore still open gets a synchronous final flush; every other store
+  still open (SQLite, Redis, memory) is closed. Each emits a ``ResourceWarning`` naming it: a
+  store should be closed by its owner (``async with`` or ``await store.close()``). Nothing here
+  ever blocks exit (SQLite's worker threads are daemon threads, stopped here).
 * SIGTERM: only when nobody else handles it (the handler is ``SIG_DFL``) and the store was
   opened on the main thread's running loop, a loop signal handler is installed. It runs as an
   ordinary loop callback, so it never interrupts a store half-way through an operation; it
@@ -17,10 +20,11 @@ import logging
 import os
 import signal
 import threading
+import warnings
 import weakref
 from typing import Protocol
 
-__all__ = ["register", "unregister"]
+__all__ = ["register", "track", "unregister", "untrack"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,9 +33,16 @@ class _Flushable(Protocol):
     def flush_now(self) -> None: ...
 
 
-# Strong references: an open store that its owner dropped without close() must still be flushed
-# at exit. close() removes it.
+class _Closable(Protocol):
+    def close_at_exit(self) -> None: ...
+
+
+# Strong references: an open FileStore that its owner dropped without close() must still be
+# flushed at exit. close() removes it.
 _stores: set[_Flushable] = set()
+# Weak references: a store with nothing left to flush (every acknowledged write is already
+# committed) is only closed at exit if it is still alive then.
+_others: weakref.WeakSet[_Closable] = weakref.WeakSet()
 _loops_with_handler: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = (
     weakref.WeakKeyDictionary()
 )
@@ -44,6 +55,36 @@ def _flush_all() -> None:
             store.flush_now()
         except Exception:  # at exit: report and keep flushing the others
             logger.exception("airstore: final flush at exit failed")
+
+
+def _at_exit() -> None:
+    for store in list(_stores):
+        warnings.warn(f"{store!r} was never closed; flushed at exit", ResourceWarning, 1)
+    _flush_all()
+    for other in list(_others):
+        warnings.warn(f"{other!r} was never closed; closed at exit", ResourceWarning, 1)
+        try:
+            other.close_at_exit()
+        except Exception:  # at exit: report and keep closing the others
+            logger.exception("airstore: closing a store at exit failed")
+
+
+def _ensure_atexit() -> None:
+    global _atexit_done
+    if not _atexit_done:
+        atexit.register(_at_exit)
+        _atexit_done = True
+
+
+def track(store: _Closable) -> None:
+    """Close ``store`` at interpreter exit (with a ``ResourceWarning``) if it is still open."""
+    _others.add(store)
+    _ensure_atexit()
+
+
+def untrack(store: _Closable) -> None:
+    """``store`` was closed by its owner."""
+    _others.discard(store)
 
 
 def _on_sigterm(loop: asyncio.AbstractEventLoop) -> None:
@@ -63,11 +104,8 @@ def register(store: _Flushable, *, handle_sigterm: bool) -> bool:
         True when the store counts towards the loop's SIGTERM handler (pass it back to
         :func:`unregister`).
     """
-    global _atexit_done
     _stores.add(store)
-    if not _atexit_done:
-        atexit.register(_flush_all)
-        _atexit_done = True
+    _ensure_atexit()
     if not handle_sigterm or threading.current_thread() is not threading.main_thread():
         return False
     loop = asyncio.get_running_loop()

@@ -2,15 +2,23 @@
 
 For a namespace ``ns``::
 
-    ns.json                  KV snapshot {"format": 1, "seq": N, "items": {key: [value, exp]}}
-    ns.journal.jsonl         KV journal  [seq, "s", key, value, exp] / [seq, "d", key]
-    ns.log.jsonl             active append log, one JSON object per line
-    ns.log.00000001.jsonl    rotated log segments (higher number = newer)
-    ns.json.corrupt-<time>   an unparseable snapshot kept aside by recovery
-    .lock                    the writer lock (pid inside)
+    ns.json                      KV snapshot {"format": 2, "pos": P, "items": {key: [value, exp]}}
+    ns.journal.jsonl             KV journal: a header line, then {key: [value, exp]} / {key: null}
+    ns.journal.lock              the journal's lock (flock): held by a writer while it appends
+    ns.log.jsonl                 active append log of writer slot 0, one JSON object per line
+    ns.log.00000001.jsonl        slot 0's rotated segments (higher number = newer; ``.gz`` when
+                                 compressed)
+    ns.log.s2.jsonl              active log of writer slot 2; ``ns.log.s2.00000001.jsonl`` …
+    ns.json.corrupt-<time>       an unparseable snapshot kept aside by recovery
+    ns.retention.json            the namespace's log caps (``_retention``)
+
+and for the directory: ``.airstore`` (the format marker), ``.events.jsonl`` (writes lost to a
+full disk, for ``air store check``), ``.lock`` (every writer holds a shared
+lock on it; a writer of the previous format holds it exclusively) and ``.writer-N.lock`` (the
+writer owning slot N holds it exclusively; its pid is inside).
 
 ``exp`` (expiry) is absolute (seconds since the epoch) so an expired key stays expired after a
-reopen; ``seq`` orders journal records against the snapshot.
+reopen; ``P`` is the journal position the snapshot covers (see ``_journal``).
 """
 
 from __future__ import annotations
@@ -21,15 +29,21 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "NamespaceFiles",
+    "SlotFiles",
     "discover",
+    "journal_lock_path",
     "journal_path",
     "log_path",
     "segment_path",
     "segments",
+    "slot_files",
     "snapshot_path",
+    "writer_lock_path",
 ]
 
-_SEGMENT_RE = re.compile(r"^(?P<ns>.+)\.log\.(?P<n>\d{8})\.jsonl$")
+_LOG_RE = re.compile(
+    r"^(?P<ns>.+)\.log(?:\.s(?P<slot>[1-9]\d{0,5}))?(?:\.(?P<n>\d{8}))?\.jsonl(?P<gz>\.gz)?$"
+)
 _CORRUPT_RE = re.compile(r"^(?P<ns>.+)\.json\.corrupt-[0-9TZ.-]+$")
 
 
@@ -43,19 +57,42 @@ def journal_path(root: str, ns: str) -> str:
     return os.path.join(root, ns + ".journal.jsonl")
 
 
-def log_path(root: str, ns: str) -> str:
-    """Path of the active append log of ``ns``."""
-    return os.path.join(root, ns + ".log.jsonl")
+def journal_lock_path(root: str, ns: str) -> str:
+    """Path of the lock file of the KV journal of ``ns``."""
+    return os.path.join(root, ns + ".journal.lock")
 
 
-def segment_path(root: str, ns: str, number: int) -> str:
-    """Path of rotated log segment ``number`` of ``ns``."""
-    return os.path.join(root, f"{ns}.log.{number:08d}.jsonl")
+def writer_lock_path(root: str, slot: int) -> str:
+    """Path of the lock file of writer slot ``slot``."""
+    return os.path.join(root, f".writer-{slot}.lock")
 
 
-def segments(root: str, ns: str) -> list[tuple[int, str]]:
-    """Rotated segments of ``ns`` as ``(number, path)``, oldest first."""
-    found: list[tuple[int, str]] = []
+def _slot_stem(ns: str, slot: int) -> str:
+    return f"{ns}.log" if slot == 0 else f"{ns}.log.s{slot}"
+
+
+def log_path(root: str, ns: str, slot: int = 0) -> str:
+    """Path of the active append log of ``ns`` for writer slot ``slot``."""
+    return os.path.join(root, _slot_stem(ns, slot) + ".jsonl")
+
+
+def segment_path(root: str, ns: str, number: int, slot: int = 0, *, gz: bool = False) -> str:
+    """Path of rotated log segment ``number`` of ``ns`` for writer slot ``slot``."""
+    return os.path.join(root, f"{_slot_stem(ns, slot)}.{number:08d}.jsonl" + (".gz" if gz else ""))
+
+
+@dataclass
+class SlotFiles:
+    """The log files one writer slot has written for a namespace."""
+
+    slot: int
+    active: str | None = None
+    segments: list[tuple[int, str]] = field(default_factory=list)  # (number, path), oldest first
+
+
+def _log_names(root: str, ns: str) -> list[tuple[int, int | None, str]]:
+    """(slot, segment number or None for the active file, path) of every log file of ``ns``."""
+    found: list[tuple[int, int | None, str]] = []
     prefix = ns + ".log."
     try:
         names = os.listdir(root)
@@ -64,11 +101,41 @@ def segments(root: str, ns: str) -> list[tuple[int, str]]:
     for name in names:
         if not name.startswith(prefix):
             continue
-        match = _SEGMENT_RE.match(name)
+        match = _LOG_RE.match(name)
         if match and match["ns"] == ns:
-            found.append((int(match["n"]), os.path.join(root, name)))
-    found.sort()
+            number = int(match["n"]) if match["n"] else None
+            if number is None and match["gz"]:
+                continue  # an active file is never compressed
+            found.append((int(match["slot"] or 0), number, os.path.join(root, name)))
     return found
+
+
+def slot_files(root: str, ns: str) -> list[SlotFiles]:
+    """Every writer slot's log files of ``ns``, by slot; segments oldest first (a segment
+    present both plain and compressed — a crash mid-compression — counts once, plain)."""
+    slots: dict[int, SlotFiles] = {}
+    for slot, number, path in _log_names(root, ns):
+        files = slots.setdefault(slot, SlotFiles(slot))
+        if number is None:
+            files.active = path
+        else:
+            files.segments.append((number, path))
+    for files in slots.values():
+        files.segments.sort(key=lambda item: (item[0], item[1].endswith(".gz")))
+        unique: list[tuple[int, str]] = []
+        for number, path in files.segments:
+            if not unique or unique[-1][0] != number:
+                unique.append((number, path))
+        files.segments = unique
+    return [slots[s] for s in sorted(slots)]
+
+
+def segments(root: str, ns: str, slot: int = 0) -> list[tuple[int, str]]:
+    """Rotated segments of ``ns`` of writer slot ``slot`` as ``(number, path)``, oldest first."""
+    for files in slot_files(root, ns):
+        if files.slot == slot:
+            return files.segments
+    return []
 
 
 @dataclass
@@ -77,17 +144,19 @@ class NamespaceFiles:
 
     snapshot: str | None = None
     journal: str | None = None
-    log: str | None = None
+    logs: list[str] = field(default_factory=list)  # active files of every slot
     segments: list[str] = field(default_factory=list)
     corrupt: list[str] = field(default_factory=list)
+
+    @property
+    def log(self) -> str | None:
+        """The active log of slot 0 (the only one a single writer has)."""
+        return next((p for p in self.logs if p.endswith(".log.jsonl")), None)
 
     def all(self) -> list[str]:
         """Every existing path, snapshot first."""
         paths = [p for p in (self.snapshot, self.journal) if p]
-        paths += self.segments
-        if self.log:
-            paths.append(self.log)
-        return paths + self.corrupt
+        return paths + self.segments + self.logs + self.corrupt
 
 
 def discover(root: str) -> dict[str, NamespaceFiles]:
@@ -103,14 +172,17 @@ def discover(root: str) -> dict[str, NamespaceFiles]:
 
     for name in names:
         path = os.path.join(root, name)
-        if name.startswith("."):
+        if name.startswith(".") or name.endswith((".lock", ".tmp", ".retention.json")):
+            continue
+        if ".tmp-" in name:
             continue
         if name.endswith(".journal.jsonl"):
             files(name[: -len(".journal.jsonl")]).journal = path
-        elif name.endswith(".log.jsonl"):
-            files(name[: -len(".log.jsonl")]).log = path
-        elif (match := _SEGMENT_RE.match(name)) is not None:
-            files(match["ns"]).segments.append(path)
+        elif (match := _LOG_RE.match(name)) is not None:
+            if match["n"]:
+                files(match["ns"]).segments.append(path)
+            elif not match["gz"]:
+                files(match["ns"]).logs.append(path)
         elif (match := _CORRUPT_RE.match(name)) is not None:
             files(match["ns"]).corrupt.append(path)
         elif name.endswith(".json"):

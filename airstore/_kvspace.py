@@ -1,44 +1,57 @@
-"""The key-value side of one FileStore namespace: cache, snapshot load/dump, journal replay.
+"""The keys of one FileStore namespace: memory, snapshot and the shared journal.
 
-Every mutation gets a sequence number. The snapshot records the last one it contains, the
-journal holds records after it, so replay skips what the snapshot already has and a reader
-that catches the writer between "snapshot replaced" and "journal compacted" notices the gap.
+Memory holds what this process has read from the journal plus its own writes of the current
+turn (``journal.pending``). A commit, under the journal's lock, first applies the records other
+writers appended since the last look — skipping keys this process has written meanwhile, whose
+records land after theirs — then appends the pending records in one ``write``. So every process
+ends with the journal's order: the last committed write of a key wins. Reads pick up other
+writers' records at most once per event-loop turn (one ``stat``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import heapq
-import itertools
 import logging
 import os
-import re
 import time
 from typing import Any
 
 import aiofiles
 import orjson
 
-from airstore._appendfile import AppendFile
-from airstore._filenames import journal_path, snapshot_path
+from airstore._atomic import temp_path, write_file
+from airstore._filenames import snapshot_path
+from airstore._format import FORMAT
+from airstore._journal import Journal
+from airstore._kvfiles import Snapshot, parse_snapshot, replay_v1
 from airstore._recovery import Finding
 from airstore._validate import JSON_OPTS
 from airstore.errors import CorruptDataError, InvalidValueError
 from airstore.types import Clock
 
-__all__ = ["MISSING", "KVSpace", "remove_stale_temp_files", "write_atomic"]
+__all__ = ["COMPACT_BYTES", "MISSING", "KVSpace"]
 
 logger = logging.getLogger(__name__)
 
+MISSING: Any = object()
+LOAD_ATTEMPTS = 20  # a loader racing other writers' compactions retries this often
+COMPACT_BYTES = 4 << 20
+"""A journal is compacted into a snapshot once its records pass this size (and the snapshot's)."""
+
 _dumps = orjson.dumps
 
-MISSING: Any = object()
-_Sig = tuple[int, int, int] | None  # (inode, size, mtime_ns) of a file, None when missing
-SNAPSHOT_FORMAT = 1
-LOAD_ATTEMPTS = 20  # a reader racing a writer's compactions retries this often, then gives up
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
 
 
-def _sig(path: str) -> _Sig:
+def _sig(path: str) -> tuple[int, int, int] | None:
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -46,63 +59,13 @@ def _sig(path: str) -> _Sig:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _read_file(path: str, offset: int = 0) -> bytes | None:
-    """The file's bytes from ``offset`` on, or ``None`` when it does not exist."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            return fh.read()
-    except FileNotFoundError:
-        return None
-
-
-async def _aread_file(path: str) -> bytes | None:
-    """:func:`_read_file` off the event loop (one aiofiles call per file, never per line)."""
+async def _aread(path: str) -> bytes | None:
+    """A file's bytes read off the event loop (one aiofiles call per file, never per line)."""
     try:
         async with aiofiles.open(path, "rb") as fh:
             return await fh.read()
     except FileNotFoundError:
         return None
-
-
-_tmp_counter = itertools.count()
-TMP_RE = re.compile(r"\.tmp(-\d+-\d+)?$")
-
-
-def remove_stale_temp_files(root: str) -> None:
-    """Delete temp files a crash left behind mid-snapshot (the writer holds the lock)."""
-    for name in os.listdir(root):
-        if TMP_RE.search(name):
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(root, name))
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves either the old or the new file.
-
-    A temp file in the same directory is written and fsynced, renamed over ``path``, and the
-    directory is fsynced so the rename itself is durable.
-    """
-    directory = os.path.dirname(path) or "."
-    tmp = f"{path}.tmp-{os.getpid()}-{next(_tmp_counter)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 class KVSpace:
@@ -111,21 +74,13 @@ class KVSpace:
     Args:
         root: the data directory.
         ns: the namespace.
-        journaled: keep a journal (durability ``journal`` and ``sync``).
-        read_only: never change a file; re-read them when they change.
+        read_only: never change a file (no lock, no writes).
         clock: seconds since the epoch.
         findings: where recovery problems are reported.
     """
 
     def __init__(
-        self,
-        root: str,
-        ns: str,
-        *,
-        journaled: bool,
-        read_only: bool,
-        clock: Clock,
-        findings: list[Finding],
+        self, root: str, ns: str, *, read_only: bool, clock: Clock, findings: list[Finding]
     ) -> None:
         self.ns = ns
         # Values sit in ``items`` directly and expiries in ``expires`` (only keys that have one):
@@ -133,177 +88,181 @@ class KVSpace:
         # collector to track and scan, which halved set throughput.
         self.items: dict[str, Any] = {}
         self.expires: dict[str, float] = {}
-        # The snapshot's bytes of each key, ``"key":[value,exp]``, built once at set() from
-        # the JSON validated there (so a snapshot can neither fail nor differ from the journal
-        # if a caller later mutates the object it stored) or at the first snapshot for keys
-        # loaded from disk. A snapshot is then one join of these.
+        # The snapshot's bytes of each key, ``"key":[value,exp]``: built at set() from the JSON
+        # validated there (a snapshot can neither fail nor differ from the journal if a caller
+        # later mutates the object it stored), taken from journal lines, or encoded at the first
+        # snapshot for keys loaded from one. A snapshot is then one join of these.
         self.entries: dict[str, bytes] = {}
         self.expiry: list[tuple[float, str]] = []
-        self.seq = 0
-        self.dirty = False
         self.snapshot_path = snapshot_path(root, ns)
-        self.journal: AppendFile | None = (
-            AppendFile(journal_path(root, ns)) if journaled and not read_only else None
-        )
-        self._journal_path = journal_path(root, ns)
-        self._read_only = read_only
+        self.journal = Journal(root, ns, writer=not read_only)
+        self.read_only = read_only
+        self.fresh = False  # True until the end of the loop turn in which we last looked
+        self.snapshot_size = 0
+        self._snapshot_pos = 0
+        self._needs_migration = False
+        self._legacy_sig: object = None
         self._clock = clock
         self._findings = findings
-        self._snap_sig: _Sig = None
-        self._journal_sig: _Sig = None
-        self._journal_offset = 0
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
-        """Read snapshot then journal into memory (writer: repairing; reader: only looking)."""
+        """Read snapshot then journal into memory (synchronously: refreshes, under the lock)."""
         for _attempt in range(LOAD_ATTEMPTS):
-            self._snap_sig = _sig(self.snapshot_path)
-            snap = _read_file(self.snapshot_path)
-            self._journal_sig = _sig(self._journal_path)
-            if self._load_once(snap, _read_file(self._journal_path)):
-                return
-        self._keeps_changing()
+            if self._load_once(_read(self.snapshot_path), last=_attempt == LOAD_ATTEMPTS - 1):
+                break
+        if self.journal.pending:  # our own writes not yet committed stay visible
+            self._apply_records(bytes(self.journal.pending), own=None)
 
     async def load_async(self) -> None:
-        """:meth:`load` with the files read off the event loop (aiofiles): the cold path of a
-        namespace's first access, which may read megabytes."""
+        """:meth:`load` with the snapshot read off the event loop (aiofiles): the cold path of
+        a namespace's first access, which may read megabytes."""
         for _attempt in range(LOAD_ATTEMPTS):
-            self._snap_sig = _sig(self.snapshot_path)
-            snap = await _aread_file(self.snapshot_path)
-            self._journal_sig = _sig(self._journal_path)
-            if self._load_once(snap, await _aread_file(self._journal_path)):
-                return
-        self._keeps_changing()
+            snap = await _aread(self.snapshot_path)
+            if self._load_once(snap, last=_attempt == LOAD_ATTEMPTS - 1):
+                break
+        if self.read_only:
+            return
+        if self._needs_migration:
+            self.migrate()
+        elif self.journal.fd is not None and self.journal.torn_bytes():
+            self.commit()  # a dead writer's unfinished record: cut under the lock
 
-    def _keeps_changing(self) -> None:
-        raise CorruptDataError(
-            f"journal of {self.ns!r} keeps changing under the reader",
-            namespace=self.ns,
-            path=self._journal_path,
-        )
-
-    def _load_once(self, snap: bytes | None, journal: bytes | None) -> bool:
-        self.items = {}
-        self.expires = {}
-        self.entries = {}
-        self.expiry = []
-        snap_seq = self._read_snapshot(snap)
-        self.seq = max(snap_seq, 0)
-        self._journal_offset = 0
-        if not self._replay_journal(snap_seq, journal, from_start=True):
-            return False
-        if self.journal is not None and self.journal.fd is None:
-            self.journal.open()  # cuts the torn tail the replay has just reported
+    def _load_once(self, data: bytes | None, *, last: bool) -> bool:
+        self.items, self.expires, self.entries, self.expiry = {}, {}, {}, []
+        self._needs_migration = False
+        snap = self._parse_snapshot(data)
+        if snap is not None:
+            self.snapshot_size = len(data or b"")
+            now = self._clock()
+            for key, (value, exp) in snap.items.items():
+                self._apply_set(key, value, exp, now)
+        if not self.journal.open():  # no journal yet: the first commit starts one at P
+            self._snapshot_pos = snap.position if snap is not None and snap.format >= 2 else 0
+            return True
+        if self.journal.legacy:
+            return self._load_legacy(snap, last=last)
+        if snap is not None and snap.format >= 2:
+            position = snap.position
+        elif data is None and self.journal.base > 0 and not last:
+            return False  # a compaction wrote the snapshot after we looked: look again
+        else:
+            position = self.journal.base  # no usable snapshot: everything the journal has
+        self._snapshot_pos = position
+        data = self.journal.read_from(position)
+        if data is None:
+            if not last:
+                return False  # compacted between our two reads: start over
+            raise CorruptDataError(
+                f"journal of {self.ns!r} keeps changing under the loader",
+                namespace=self.ns,
+                path=self.journal.path,
+            )
+        self._apply_records(data, own=None)
         return True
 
-    def _read_snapshot(self, data: bytes | None) -> int:
-        """Load the snapshot; returns its seq (-1 when there is none or it was unreadable)."""
-        if data is None:
-            return -1
-        try:
-            doc = orjson.loads(data)
-            if not isinstance(doc, dict):
-                raise ValueError("snapshot is not a JSON object")
-            if "format" in doc and "items" in doc:
-                seq = int(doc.get("seq", 0))
-                raw: dict[str, Any] = doc["items"]
-                items = {k: (v[0], v[1]) for k, v in raw.items()}
-            else:  # the seed's plain {key: value} file
-                seq, items = 0, {k: (v, None) for k, v in doc.items()}
-        except (orjson.JSONDecodeError, ValueError, TypeError, KeyError, IndexError) as exc:
-            self._snapshot_corrupt(str(exc))
-            return -1
+    def _load_legacy(self, snap: Snapshot | None, *, last: bool) -> bool:
+        """A format-1 journal: replay it by seq; a writer then moves the namespace to format 2
+        (a format-2 snapshot beside it means that move was cut short: it already holds it)."""
+        self._needs_migration = True
+        if snap is not None and snap.format >= 2:
+            return True
+        assert self.journal.fd is not None
+        data = os.pread(self.journal.fd, os.fstat(self.journal.fd).st_size, 0)
+        replayed = replay_v1(data, snap.position if snap is not None else -1)
+        if replayed is None:
+            return last
+        ops, corrupt = replayed
+        for number, reason in corrupt:
+            self._report("corrupt_line", self.journal.path, number, reason)
         now = self._clock()
-        for key, (value, exp) in items.items():
-            self._apply_set(key, value, exp, now)
-        return seq
+        for op, key, value, exp in ops:
+            if op == "s":
+                self._apply_set(key, value, exp, now)
+            else:
+                self._apply_delete(key)
+        return True
+
+    def migrate(self) -> None:
+        """Writer: move a format-1 namespace to format 2 (see :meth:`migrate_locked`)."""
+        with self.journal.locked():
+            self.migrate_locked()
+
+    def migrate_locked(self) -> None:
+        """Under the lock: write the keys as a format-2 snapshot at position 0, then an empty
+        format-2 journal — unless another writer already did (then read its files)."""
+        self._needs_migration = False
+        if self.journal.open() and not self.journal.legacy:
+            self.load()
+            return
+        tmp = temp_path(self.snapshot_path)
+        write_file(tmp, self.encode_snapshot(0))
+        self.journal.start_locked(0, snapshot=tmp)
+        self._snapshot_pos = 0
+
+    def _parse_snapshot(self, data: bytes | None) -> Snapshot | None:
+        if data is None:
+            return None
+        try:
+            return parse_snapshot(data, self.snapshot_path)
+        except ValueError as exc:
+            self._snapshot_corrupt(str(exc))
+            return None
 
     def _snapshot_corrupt(self, reason: str) -> None:
         path = self.snapshot_path
-        if self._read_only:
+        if self.read_only:
             self._report("corrupt_snapshot", path, None, f"unparseable snapshot ({reason})")
             return
-        aside = f"{path}.corrupt-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-        n = 0
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside, n = f"{path}.corrupt-{stamp}", 0
         while os.path.exists(aside):
             n += 1
-            aside = f"{aside.split('.corrupt-')[0]}.corrupt-{time.strftime('%Y%m%dT%H%M%SZ')}.{n}"
-        os.replace(path, aside)
-        self._report(
-            "corrupt_snapshot", aside, None, f"unparseable snapshot ({reason}); kept as {aside}"
-        )
+            aside = f"{path}.corrupt-{stamp}.{n}"
+        with contextlib.suppress(FileNotFoundError):  # another writer set it aside first
+            os.replace(path, aside)
+            self._report(
+                "corrupt_snapshot", aside, None, f"unparseable snapshot ({reason}); kept as {aside}"
+            )
 
     def _report(self, kind: Any, path: str, line: int | None, detail: str) -> None:
         finding = Finding(kind=kind, namespace=self.ns, path=path, line=line, detail=detail)
         self._findings.append(finding)
         logger.warning("airstore recovery: %s in %s line %s: %s", kind, path, line, detail)
 
-    def _replay_journal(self, snap_seq: int, data: bytes | None, *, from_start: bool) -> bool:
-        """Apply journal records after ``snap_seq``; False if a gap says 're-read everything'."""
-        if data is None:
-            return True
-        end = data.rfind(b"\n") + 1
-        if from_start and end < len(data) and not self._read_only:
-            self._report(
-                "torn_tail",
-                self._journal_path,
-                data.count(b"\n", 0, end) + 1,
-                f"cut {len(data) - end} bytes of an unfinished record",
-            )
-        body = data[:end]
-        applied_first = True
+    # -- applying records --------------------------------------------------------------------
+    def _apply_records(self, data: bytes, own: set[str] | None) -> None:
+        """Apply format-2 records (complete lines); keys in ``own`` keep this process's newer
+        writes."""
         now = self._clock()
-        for number, line in enumerate(body.split(b"\n")[:-1], 1):
+        for line in data.split(b"\n"):
             if not line:
                 continue
             try:
                 rec = orjson.loads(line)
-                seq, op, key = rec[0], rec[1], rec[2]
-                if type(seq) is not int or type(key) is not str or op not in ("s", "d"):
-                    raise ValueError("not a journal record")
-            except (orjson.JSONDecodeError, ValueError, TypeError, IndexError, KeyError) as exc:
-                if not from_start:
-                    return False  # read from an offset that is no longer a line start
-                if not self._read_only:
-                    self._report("corrupt_line", self._journal_path, number, str(exc))
+                ((key, val),) = rec.items()
+                if val is not None:
+                    value, exp = val
+            except (orjson.JSONDecodeError, AttributeError, ValueError, TypeError) as exc:
+                self._report("corrupt_line", self.journal.path, None, f"{exc}: {line[:80]!r}")
                 continue
-            if seq <= snap_seq:
+            if own is not None and key in own:
                 continue
-            if applied_first and from_start and snap_seq >= 0 and seq > snap_seq + 1:
-                return False  # compacted after we read the snapshot: start over
-            if applied_first and not from_start and seq != self.seq + 1:
-                return False  # truncated in place and regrown past our offset: start over
-            applied_first = False
-            if op == "s":
-                self._apply_set(key, rec[3], rec[4], now)
-            else:
+            if val is None:
                 self._apply_delete(key)
-            self.seq = max(self.seq, seq)
-        self._journal_offset += end
-        return True
+            else:
+                self._apply_set(key, value, exp, now)
+                if key in self.items:
+                    self.entries[key] = line[1:-1]
 
-    def refresh(self) -> None:
-        """Reader only: pick up a new snapshot or journal lines written since the last look."""
-        snap = _sig(self.snapshot_path)
-        journal = _sig(self._journal_path)
-        if snap == self._snap_sig and journal == self._journal_sig:
-            return
-        if (
-            snap == self._snap_sig
-            and journal is not None
-            and self._journal_sig is not None
-            and journal[0] == self._journal_sig[0]
-            and journal[1] >= self._journal_offset
-        ):
-            self._journal_sig = journal
-            tail = _read_file(self._journal_path, self._journal_offset)
-            if self._replay_journal(self.seq, tail, from_start=False):
-                return
-        self.load()
+    def _own_pending_keys(self) -> set[str]:
+        keys: set[str] = set()
+        for line in bytes(self.journal.pending).split(b"\n"):
+            if line:
+                keys.update(orjson.loads(line))
+        return keys
 
-    # -- reads and mutations -----------------------------------------------------------------
     def _apply_set(self, key: str, value: Any, exp: float | None, now: float) -> None:
-        """Take a stored record into memory (load, replay): a live value or a removal."""
         if exp is not None and exp <= now:
             self._apply_delete(key)
             return
@@ -320,6 +279,28 @@ class KVSpace:
         self.expires.pop(key, None)
         self.entries.pop(key, None)
 
+    def refresh(self) -> None:
+        """Take in what other writers appended since the last look (no lock)."""
+        if self._needs_migration:  # format 1, beside a writer of the previous release
+            sig = (_sig(self.snapshot_path), _sig(self.journal.path))
+            if sig != self._legacy_sig:
+                self._legacy_sig = sig
+                self.load()
+            return
+        data = self.journal.read_new()
+        if data is None:
+            if self.journal.fd is not None or os.path.exists(self.journal.path):
+                self.load()
+            return
+        if data:
+            own = self._own_pending_keys() if self.journal.pending else None
+            self._apply_records(data, own)
+
+    def mark_stale(self) -> None:
+        """End of the loop turn: the next read looks at the journal again."""
+        self.fresh = False
+
+    # -- reads and writes --------------------------------------------------------------------
     def live(self, key: str, now: float) -> Any:
         """The live value of ``key``, or :data:`MISSING`."""
         value = self.items.get(key, MISSING)
@@ -330,65 +311,41 @@ class KVSpace:
         return value
 
     def set_plain(self, key: str, value: Any, encoded: bytes) -> None:
-        """Set ``key`` without expiry in memory and in the journal buffer (the hot path)."""
+        """Set ``key`` without expiry in memory and in the pending records (the hot path)."""
         self.items[key] = value
-        key_json = _dumps(key)
-        self.entries[key] = b"%b:[%b,null]" % (key_json, encoded)
+        self.entries[key] = entry = b"%b:[%b,null]" % (_dumps(key), encoded)
         if self.expires:
             self.expires.pop(key, None)
-        self.seq = seq = self.seq + 1
-        self.dirty = True
-        journal = self.journal
-        if journal is not None:
-            journal.pending += b'[%d,"s",%b,%b,null]\n' % (seq, key_json, encoded)
+        buf = self.journal.pending
+        buf += b"{"
+        buf += entry
+        buf += b"}\n"
 
     def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
-        """Set ``key`` (with an expiry or none) in memory and in the journal buffer; sweep
-        what has expired."""
+        """Set ``key`` (with an expiry or none); sweep what has expired."""
         if exp is None:
             self.set_plain(key, value, encoded)
         else:
             self.items[key] = value
             self.expires[key] = exp
             heapq.heappush(self.expiry, (exp, key))
-            self.journal_set(key, encoded, exp)
+            entry = b"%b:[%b,%b]" % (_dumps(key), encoded, repr(exp).encode())
+            self.entries[key] = entry
+            self.journal.pending += b"{%b}\n" % entry
         if self.expiry and self.expiry[0][0] <= now:
             self.sweep(now)
 
     def delete(self, key: str, now: float) -> bool | None:
-        """Remove ``key`` in memory and in the journal; True if it was live, None if absent."""
+        """Remove ``key``; True if it was live, False if expired, None if absent."""
         if key not in self.items:
             return None
         exp = self.expires.get(key)
         self._apply_delete(key)
-        self.journal_delete(key)
+        self.journal.pending += b"{%b:null}\n" % _dumps(key)
         return exp is None or exp > now
 
-    def journal_set(self, key: str, encoded_value: bytes, exp: float | None) -> None:
-        """Record a set with an expiry in the journal buffer and the snapshot entries (the
-        caller updates ``items``)."""
-        self.seq += 1
-        self.dirty = True
-        key_json = _dumps(key)
-        tail = b"null" if exp is None else repr(exp).encode()
-        self.entries[key] = b"%b:[%b,%b]" % (key_json, encoded_value, tail)
-        if self.journal is not None:
-            self.journal.pending += b'[%d,"s",%b,%b,%b]\n' % (
-                self.seq,
-                key_json,
-                encoded_value,
-                tail,
-            )
-
-    def journal_delete(self, key: str) -> None:
-        """Record a delete in the journal buffer."""
-        self.seq += 1
-        self.dirty = True
-        if self.journal is not None:
-            self.journal.pending += b'[%d,"d",' % self.seq + orjson.dumps(key) + b"]\n"
-
     def sweep(self, now: float) -> None:
-        """Drop keys whose expiry has passed (the heap keeps this O(expired))."""
+        """Forget keys whose expiry has passed (their records say so on every reopen)."""
         heap = self.expiry
         expires = self.expires
         while heap and heap[0][0] <= now:
@@ -396,9 +353,40 @@ class KVSpace:
             if expires.get(key) == exp:  # not overwritten with another expiry since
                 self._apply_delete(key)
 
+    # -- committing --------------------------------------------------------------------------
+    def commit(self) -> int:
+        """Under the lock: take in others' records, cut a dead writer's torn record, append
+        ours in one ``write``. Returns the bytes written.
+
+        Raises:
+            OSError: the write failed; the file is as before and the records stay pending.
+        """
+        with self.journal.locked():
+            return self.commit_locked()
+
+    def commit_locked(self) -> int:
+        """:meth:`commit` for a caller already holding the lock."""
+        journal = self.journal
+        if self._needs_migration:
+            self.migrate_locked()
+        if journal.fd is None:
+            if not journal.open():
+                journal.start_locked(self._snapshot_pos)
+            else:  # another writer started it since we looked: read it all
+                self.load()
+        else:
+            self.refresh()
+        torn = journal.torn_bytes()
+        if torn:
+            journal.cut_torn()
+            self._report(
+                "torn_tail", journal.path, None, f"cut {torn} bytes of an unfinished record"
+            )
+        return journal.write_pending_locked()
+
     # -- snapshots ---------------------------------------------------------------------------
-    def encode_snapshot(self) -> tuple[bytes, int]:
-        """Serialize live items; returns ``(data, journal_end)`` and clears ``dirty``."""
+    def encode_snapshot(self, position: int) -> bytes:
+        """The live items as a format-2 snapshot covering the journal up to ``position``."""
         now = self._clock()
         entries = self.entries
         expires = self.expires
@@ -408,9 +396,9 @@ class KVSpace:
             if exp is not None and exp <= now:
                 continue
             entry = entries.get(key)
-            if entry is None:  # loaded from disk: encoded once, at its first snapshot
+            if entry is None:  # loaded from a snapshot: encoded once, at its first snapshot
                 try:
-                    body = orjson.dumps(value, option=JSON_OPTS)
+                    body = _dumps(value, option=JSON_OPTS)
                 except TypeError as exc:  # a value loaded from disk was mutated through get()
                     raise InvalidValueError(
                         f"a value in namespace {self.ns!r} was mutated after it was stored and "
@@ -421,28 +409,53 @@ class KVSpace:
                 tail = b"null" if exp is None else repr(exp).encode()
                 entry = entries[key] = b"%b:[%b,%b]" % (_dumps(key), body, tail)
             parts.append(entry)
-        data = b'{"format":%d,"seq":%d,"items":{%b}}' % (
-            SNAPSHOT_FORMAT,
-            self.seq,
-            b",".join(parts),
-        )
-        self.dirty = False
-        journal_end = self.journal.end if self.journal is not None else 0
-        return data, journal_end
+        return b'{"format":%d,"pos":%d,"items":{%b}}' % (FORMAT, position, b",".join(parts))
 
-    def compact_journal(self, journal_end: int) -> None:
-        """After a durable snapshot: drop the journal bytes it covers (before ``journal_end``)."""
+    def compaction_due(self) -> bool:
+        """True when this process wrote records since its last compaction, or the journal has
+        grown past :data:`COMPACT_BYTES` and the snapshot."""
         journal = self.journal
-        if journal is None or journal.fd is None:
-            return
-        journal.write_pending()
-        if journal.size == journal_end:
-            journal.truncate()
-            return
-        tail = os.pread(journal.fd, journal.size - journal_end, journal_end)
-        journal.replace_with(tail)
+        if journal.dirty:
+            return True
+        if journal.fd is None:
+            return False
+        grown = journal.read_to - journal.offset_of(self._snapshot_pos)
+        return grown > max(COMPACT_BYTES, self.snapshot_size)
+
+    async def compact(self) -> None:
+        """Write a snapshot of everything up to now and start a journal after it.
+
+        The snapshot is encoded under the lock and written (fsynced) outside it; then, under
+        the lock again, a new journal holding the records appended meanwhile replaces the old
+        one, right after the snapshot's rename. Another writer's newer compaction wins.
+
+        Raises:
+            OSError: a file could not be written (nothing was replaced).
+        """
+        with self.journal.locked():
+            self.commit_locked()
+            position = self.journal.pos
+            data = self.encode_snapshot(position)
+        tmp = temp_path(self.snapshot_path)
+        await asyncio.to_thread(write_file, tmp, data)
+        try:
+            with self.journal.locked():
+                self.commit_locked()
+                journal = self.journal
+                if position < journal.base:
+                    return  # another writer compacted further meanwhile
+                start = journal.offset_of(position)
+                assert journal.fd is not None
+                records = os.pread(journal.fd, journal.read_to - start, start)
+                journal.start_locked(position, records, snapshot=tmp)
+                journal.dirty = False
+                tmp = ""
+                self._snapshot_pos, self.snapshot_size = position, len(data)
+        finally:
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
     def close(self) -> None:
-        """Close the journal fd."""
-        if self.journal is not None:
-            self.journal.close()
+        """Close the journal's fds."""
+        self.journal.release()

@@ -1,4 +1,15 @@
-"""The writer lock of a FileStore data directory: an exclusive ``flock`` on a ``.lock`` sidecar."""
+"""Who may write a FileStore data directory: every writer holds a shared ``flock`` on ``.lock``
+and an exclusive one on its own writer slot (``.writer-N.lock``).
+
+* Any number of writers (processes, or stores in one process) share a directory. Each owns the
+  lowest free slot; its append logs carry the slot's number, so no two writers ever append to
+  the same log file. A slot left by a dead writer is taken by the next one, which repairs and
+  continues its files: the number of log files follows the most writers ever open at once.
+* A writer of the previous format locked ``.lock`` exclusively: the two exclude each other (a
+  ``StoreLockedError`` naming the holder), so an old release never writes beside a new one.
+* ``flock`` locks die with the process, so a SIGKILLed writer never leaves a stale lock behind;
+  the pid inside a slot's file is only informative.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +18,16 @@ import errno
 import fcntl
 import os
 
+from airstore._filenames import writer_lock_path
 from airstore.errors import StorageIOError, StoreLockedError
 
-__all__ = ["LOCK_NAME", "DirLock", "read_holder_pid"]
+__all__ = ["LOCK_NAME", "MAX_SLOTS", "DirLock", "read_holder_pid"]
 
 LOCK_NAME = ".lock"
+MAX_SLOTS = 4096
+"""Writers open at once on one data directory, at most."""
+
+_BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 
 
 def read_holder_pid(path: str) -> int | None:
@@ -24,49 +40,73 @@ def read_holder_pid(path: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-class DirLock:
-    """One writer per directory, enforced by the kernel.
+def _open(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StorageIOError(f"cannot open lock file {path}: {exc}", path=path) from exc
 
-    ``flock`` locks die with the process, so a SIGKILLed writer never leaves a stale lock behind;
-    the pid inside the file is only informative (it names the holder in the error).
-    """
+
+class DirLock:
+    """The writer locks of one data directory; :attr:`slot` is this writer's slot."""
 
     def __init__(self, directory: str) -> None:
+        self.directory = directory
         self.path = os.path.join(directory, LOCK_NAME)
+        self.slot = -1
         self._fd: int | None = None
+        self._slot_fd: int | None = None
 
-    def acquire(self) -> None:
-        """Take the lock or raise :class:`StoreLockedError` naming the holder's pid."""
+    def acquire(self) -> int:
+        """Take the shared directory lock and the lowest free slot; return the slot.
+
+        Raises:
+            StoreLockedError: a writer of the previous format holds the directory.
+            StorageIOError: the lock files cannot be opened, or every slot is taken.
+        """
+        fd = _open(self.path)
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise StorageIOError(
-                f"cannot open lock file {self.path}: {exc}", path=self.path
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            if exc.errno in _BUSY:
                 pid = read_holder_pid(self.path)
                 raise StoreLockedError(
-                    f"data directory {os.path.dirname(self.path)!r} is locked by another writer "
-                    f"(pid {pid if pid is not None else 'unknown'}); open it with read_only=True "
-                    "to read beside it",
+                    f"data directory {self.directory!r} is held by a writer of an older air "
+                    f"release (pid {pid if pid is not None else 'unknown'}); stop it or "
+                    "upgrade it to write beside it",
                     path=self.path,
                     pid=pid,
                 ) from exc
             raise StorageIOError(f"cannot lock {self.path}: {exc}", path=self.path) from exc
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError:
-            pass  # the pid is informative only; the flock is what counts
         self._fd = fd
+        for slot in range(MAX_SLOTS):
+            path = writer_lock_path(self.directory, slot)
+            slot_fd = _open(path)
+            try:
+                fcntl.flock(slot_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(slot_fd)
+                if exc.errno in _BUSY:
+                    continue
+                self.release()
+                raise StorageIOError(f"cannot lock {path}: {exc}", path=path) from exc
+            with contextlib.suppress(OSError):  # the pid is informative only
+                os.ftruncate(slot_fd, 0)
+                os.pwrite(slot_fd, f"{os.getpid()}\n".encode(), 0)
+            self._slot_fd = slot_fd
+            self.slot = slot
+            return slot
+        self.release()
+        raise StorageIOError(
+            f"{MAX_SLOTS} writers already hold {self.directory!r}", path=self.directory
+        )
 
     def release(self) -> None:
-        """Drop the lock. Idempotent."""
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        """Drop both locks. Idempotent."""
+        for fd in (self._slot_fd, self._fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._fd = self._slot_fd = None
+        self.slot = -1

@@ -1,21 +1,35 @@
-"""The append log of one namespace: the writer's active file with rotation and retention, and
-the newest-first query over pending lines, the active file and rotated segments."""
+"""The append log of one namespace: this writer's active file (its slot's) with rotation, and
+the newest-first query that merges every writer slot's files.
+
+Each writer appends only to the files of its own slot, so lines never interleave and each file
+is in the writer's time order. A query collects up to ``offset + limit`` matches newest first
+from each slot (pending lines, active file, rotated segments), stopping early, and merges them
+by ``_ts``.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import logging
 import os
 import time
+import zlib
 from collections.abc import Callable
+from typing import Any
 
 from airstore._appendfile import AppendFile
-from airstore._filenames import log_path, segment_path, segments
+from airstore._atomic import fsync_dir
+from airstore._filenames import SlotFiles, log_path, segment_path, segments, slot_files
+from airstore._format import HEADER_PREFIX, parse_header
+from airstore._gzseg import gz_chunks_newest_first
 from airstore._logread import Collector, iter_chunks
 from airstore._recovery import Finding
+from airstore._retention import Retention
 from airstore.errors import InvalidArgumentError
+from airstore.types import Entry
 
-__all__ = ["LogFile", "LogOptions", "query_log"]
+__all__ = ["LogFile", "LogOptions", "QueryWindow", "query_log"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,28 +41,39 @@ class LogOptions:
         max_bytes: rotate the active log into a segment once it grows past this size.
         max_segments: keep at most this many rotated segments (``None``: all).
         max_age: delete rotated segments last written more than this many seconds ago.
+        compress: gzip rotated segments (in a worker thread).
     """
 
-    __slots__ = ("max_age", "max_bytes", "max_segments")
+    __slots__ = ("compress", "max_age", "max_bytes", "max_segments")
 
-    def __init__(self, *, max_bytes: int, max_segments: int | None, max_age: float | None) -> None:
+    def __init__(
+        self,
+        *,
+        max_bytes: int,
+        max_segments: int | None,
+        max_age: float | None,
+        compress: bool = True,
+    ) -> None:
         if max_bytes <= 0 or (max_segments is not None and max_segments < 0):
             raise InvalidArgumentError("max_log_bytes must be positive, max_log_segments >= 0")
         self.max_bytes = max_bytes
         self.max_segments = max_segments
         self.max_age = max_age
+        self.compress = compress
 
 
 class LogFile(AppendFile):
-    """The writer's active ``ns.log.jsonl``."""
+    """This writer's active log of one namespace (its slot's ``ns.log[.sN].jsonl``)."""
 
-    __slots__ = ("_options", "_root", "ns")
+    __slots__ = ("_options", "_root", "ns", "retention", "slot")
 
-    def __init__(self, root: str, ns: str, options: LogOptions) -> None:
-        super().__init__(log_path(root, ns))
+    def __init__(self, root: str, ns: str, slot: int, options: LogOptions) -> None:
+        super().__init__(log_path(root, ns, slot))
         self._root = root
         self.ns = ns
+        self.slot = slot
         self._options = options
+        self.retention: Retention | None = None  # the namespace's caps, when it has some
 
     def open_reporting(self, findings: list[Finding]) -> None:
         """Open the file; a torn last line is cut back and reported in ``findings``."""
@@ -60,27 +85,48 @@ class LogFile(AppendFile):
             )
             logger.warning("airstore recovery: %s in %s", detail, self.path)
 
-    def rotate_if_needed(self) -> bool:
-        """Move a full active log aside as the next segment; True if it rotated."""
-        if self.size < self._options.max_bytes or self.fd is None:
-            return False
-        existing = segments(self._root, self.ns)
+    def rotate_if_needed(self) -> str | None:
+        """Move a full active log aside as the slot's next segment; returns the segment's path
+        when it rotated (the caller compresses it)."""
+        limit = self._options.max_bytes
+        if self.retention is not None:
+            limit = self.retention.rotate_bytes(limit)
+        if self.size < limit or self.fd is None:
+            return None
+        existing = segments(self._root, self.ns, self.slot)
         number = existing[-1][0] + 1 if existing else 1
         os.fdatasync(self.fd)
         self.unsynced = False
-        os.rename(self.path, segment_path(self._root, self.ns, number))
+        segment = segment_path(self._root, self.ns, number, self.slot)
+        os.rename(self.path, segment)
         self.close()
         self.open()
-        _fsync_dir(self._root)
+        fsync_dir(self._root)
         self.apply_retention()
-        return True
+        return segment if self._options.compress else None
+
+    def uncompressed_segments(self) -> list[str]:
+        """This slot's rotated segments still plain (a compression cut short by an exit or a
+        crash); a plain one whose ``.gz`` is complete is removed here."""
+        if not self._options.compress:
+            return []
+        plain = []
+        for _number, path in segments(self._root, self.ns, self.slot):
+            if path.endswith(".gz"):
+                continue
+            if os.path.exists(path + ".gz"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            else:
+                plain.append(path)
+        return plain
 
     def apply_retention(self) -> None:
-        """Delete segments beyond ``max_segments`` or older than ``max_age``."""
+        """Delete this slot's segments beyond ``max_segments`` or older than ``max_age``."""
         opts = self._options
         if opts.max_segments is None and opts.max_age is None:
             return
-        found = segments(self._root, self.ns)
+        found = segments(self._root, self.ns, self.slot)
         doomed = []
         if opts.max_segments is not None and len(found) > opts.max_segments:
             doomed = found[: len(found) - opts.max_segments]
@@ -97,18 +143,36 @@ class LogFile(AppendFile):
                 logger.info("airstore: log retention removed %s", path)
 
 
-def _fsync_dir(root: str) -> None:
-    dfd = os.open(root, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 CorruptReporter = Callable[[str, int], None]  # (path, byte offset)
 
 
+class QueryWindow:
+    """What a query asks for (limit, offset, time window, filter)."""
+
+    __slots__ = ("flt", "hi", "limit", "lo", "offset")
+
+    def __init__(
+        self, *, limit: int, offset: int, lo: int | None, hi: int | None, flt: dict[str, Any] | None
+    ) -> None:
+        self.limit, self.offset, self.lo, self.hi, self.flt = limit, offset, lo, hi, flt
+
+    def collector(self, *, merged: bool) -> Collector:
+        """A collector for one slot (merged: every match up to offset + limit)."""
+        if merged:
+            return Collector(limit=self.offset + self.limit, offset=0, lo=self.lo, hi=self.hi,
+                             flt=self.flt)  # fmt: skip
+        return Collector(limit=self.limit, offset=self.offset, lo=self.lo, hi=self.hi, flt=self.flt)
+
+
+def _check_header(fd: int, path: str) -> None:
+    head = os.pread(fd, 256, 0)
+    if head.startswith(HEADER_PREFIX):
+        parse_header(head[: head.find(b"\n") + 1] or head, "log", path)
+
+
 def _feed_file(fd: int, end: int, path: str, collector: Collector, report: CorruptReporter) -> None:
+    _check_header(fd, path)
+
     def hook(offset: int) -> None:
         report(path, offset)
 
@@ -118,16 +182,44 @@ def _feed_file(fd: int, end: int, path: str, collector: Collector, report: Corru
             return
 
 
-def query_log(
-    root: str, ns: str, collector: Collector, writer: LogFile | None, report: CorruptReporter
-) -> None:
-    """Feed ``collector`` newest first: pending lines, the active file, then segments.
+def _feed_gz(fd: int, path: str, collector: Collector, report: CorruptReporter) -> None:
+    def hook(offset: int) -> None:
+        report(path, offset)
 
-    A reader (``writer is None``) opens the files by name each time, so it sees every line the
-    writer has written, and skips a segment that is the very file it already read as active
-    (a rotation between its two looks).
-    """
-    active_path = log_path(root, ns)
+    try:
+        for chunk in gz_chunks_newest_first(fd):
+            if chunk.startswith(HEADER_PREFIX):
+                parse_header(chunk[: chunk.find(b"\n") + 1], "log", path)
+            collector.feed(chunk, -1, hook)
+            if collector.done:
+                return
+    except (EOFError, zlib.error) as exc:
+        report(path, -1)
+        logger.warning("airstore: skipped the rest of a damaged segment %s: %s", path, exc)
+
+
+def _feed_path(path: str, collector: Collector, report: CorruptReporter, skip_ino: int) -> int:
+    """Feed one file by name; returns its inode (-1 when it is gone)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return -1  # rotated, compressed or removed by retention meanwhile
+    try:
+        st = os.fstat(fd)
+        if path.endswith(".gz"):
+            _feed_gz(fd, path, collector, report)
+        elif st.st_ino != skip_ino:
+            _feed_file(fd, st.st_size, path, collector, report)
+        return st.st_ino
+    finally:
+        os.close(fd)
+
+
+def _collect_slot(
+    files: SlotFiles, collector: Collector, writer: LogFile | None, report: CorruptReporter
+) -> None:
+    """Feed one slot newest first: pending lines, the active file, then segments. A file read
+    as active is skipped when it shows up again as a segment (a rotation between two looks)."""
     active_ino = -1
     if writer is not None:
         if writer.pending:
@@ -138,31 +230,43 @@ def query_log(
         if collector.done or writer.fd is None:
             return
         active_ino = os.fstat(writer.fd).st_ino
-        _feed_file(writer.fd, writer.size, active_path, collector, report)
-    else:
-        try:
-            fd = os.open(active_path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            fd = -1
-        if fd >= 0:
-            try:
-                st = os.fstat(fd)
-                active_ino = st.st_ino
-                _feed_file(fd, st.st_size, active_path, collector, report)
-            finally:
-                os.close(fd)
-    if collector.done:
-        return
-    for _number, path in reversed(segments(root, ns)):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            continue  # removed by retention meanwhile
-        try:
-            st = os.fstat(fd)
-            if st.st_ino != active_ino:
-                _feed_file(fd, st.st_size, path, collector, report)
-        finally:
-            os.close(fd)
+        _feed_file(writer.fd, writer.size, writer.path, collector, report)
+    elif files.active is not None:
+        active_ino = _feed_path(files.active, collector, report, -1)
+    for _number, path in reversed(files.segments):
         if collector.done:
             return
+        _feed_path(path, collector, report, active_ino)
+
+
+def query_log(
+    root: str, ns: str, window: QueryWindow, writer: LogFile | None, report: CorruptReporter
+) -> list[Entry]:
+    """Entries of ``ns`` newest first across every writer slot's files.
+
+    ``writer`` is this store's own active log (its pending lines are the newest of its slot).
+    """
+    slots = slot_files(root, ns)
+    if writer is not None and all(s.slot != writer.slot for s in slots):
+        slots.append(SlotFiles(writer.slot))
+    if len(slots) <= 1:  # one writer's files: no merge, the collector pages itself
+        collector = window.collector(merged=False)
+        for files in slots:
+            own = writer if writer is not None and writer.slot == files.slot else None
+            _collect_slot(files, collector, own, report)
+        return collector.out
+    streams = []
+    for files in slots:
+        collector = window.collector(merged=True)
+        own = writer if writer is not None and writer.slot == files.slot else None
+        _collect_slot(files, collector, own, report)
+        streams.append(collector.out)
+    merged = heapq.merge(*streams, key=lambda entry: -entry["_ts"])
+    start = window.offset
+    out: list[Entry] = []
+    for i, entry in enumerate(merged):
+        if i >= start:
+            out.append(entry)
+            if len(out) >= window.limit:
+                break
+    return out

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from airstore._format import HEADER_PREFIX
 from airstore._validate import matches, needle
 from airstore.types import Entry
 
@@ -124,7 +125,8 @@ class Collector:
             on_corrupt(where)
             return
         if type(entry) is not dict or type(ts := entry.get("_ts")) is not int:
-            on_corrupt(where)
+            if not line.startswith(HEADER_PREFIX):  # a file's format line is no entry
+                on_corrupt(where)
             return
         if self._hi is not None and ts >= self._hi:
             return

@@ -1,9 +1,19 @@
-"""Getting a FileStore's bytes to disk: per-turn writes, group commit, snapshots, fdatasync.
+"""Getting a FileStore's bytes to disk: per-turn commits, group commit, compaction, fdatasync.
 
-All ``os.write`` calls happen on the event loop (one per file per loop turn, or inline once a
-buffer passes 1 MB so a loop that never yields still writes); ``fdatasync`` and snapshot files
-go to worker threads. A failed write keeps its bytes pending and is retried; a failed snapshot
-keeps its namespace dirty.
+All ``os.write`` calls happen on the event loop: at the end of each loop turn every log with
+pending lines gets one ``write`` and every namespace with pending KV records one commit (one
+``write`` under the journal's lock); a buffer past 1 MB is written at once, so a loop that never
+yields still writes. In ``snapshot`` durability KV records are committed only by a flush;
+in ``sync`` durability only by the group commit every writer waits for. ``fdatasync`` and
+snapshot files go to worker threads.
+
+A write the disk refuses (ENOSPC, EIO) leaves no partial record behind (the file is cut back)
+and its turn's records are dropped, memory rolled back to what the files hold. In ``sync`` mode
+every writer waiting on that commit gets :class:`StorageIOError`: refused, never acknowledged.
+Otherwise those writes were acknowledged already: they are counted as lost (``lost_writes``,
+an error log line, an event for ``air store check``) and the store refuses every write with
+``StorageIOError`` until a probe write succeeds, then resumes by itself — like Redis refusing
+writes (MISCONF) while it cannot persist.
 """
 
 from __future__ import annotations
@@ -12,11 +22,16 @@ import asyncio
 import builtins
 import contextlib
 import logging
+import os
 import time
+from collections.abc import Callable
+from typing import Protocol
 
-from airstore._appendfile import AppendFile
-from airstore._kvspace import KVSpace, write_atomic
+from airstore._events import append_event
+from airstore._gzseg import compress_segment
+from airstore._kvspace import KVSpace
 from airstore._logfile import LogFile
+from airstore._retention import apply_retention, read_retention
 from airstore.errors import AirstoreError, StorageIOError
 from airstore.types import Clock
 
@@ -25,25 +40,33 @@ __all__ = ["Persister"]
 logger = logging.getLogger(__name__)
 
 SYNC_INTERVAL = 1.0  # fdatasync cadence for journal and log files
-RETRY_DELAY = 0.5  # after a failed write
+RETENTION_INTERVAL = 10.0  # seconds between two passes of per-namespace log retention
+RETRY_DELAY = 0.5  # between probes of a disk that refused a write
 INLINE_WRITE_BYTES = 1 << 20  # a loop that never yields still writes every ~1 MB
 
 
-def _sync_all(files: builtins.list[AppendFile]) -> None:
+class _Syncable(Protocol):
+    def sync(self) -> None: ...
+
+
+def _sync_all(files: builtins.list[_Syncable]) -> None:
     for f in files:
         f.sync()
 
 
 class Persister:
-    """Writes, syncs and snapshots the files of one FileStore.
+    """Writes, syncs and compacts the files of one FileStore.
 
     Args:
         path: the data directory (for messages).
         spaces: the store's KV namespaces (shared, not copied).
         logs: the store's open logs (shared, not copied).
         sync: ``durability="sync"``: writers wait for fdatasync.
-        flush_interval: seconds between snapshots of dirty namespaces.
+        commit_each_turn: commit KV records at the end of every loop turn (``journal`` and
+            ``sync``); otherwise only when flushing (``snapshot``).
+        flush_interval: seconds between periodic flushes.
         clock: seconds since the epoch (TTL sweeps).
+        on_writable: told ``False`` when writes start being refused, ``True`` when they resume.
     """
 
     def __init__(
@@ -53,13 +76,16 @@ class Persister:
         logs: dict[str, LogFile],
         *,
         sync: bool,
+        commit_each_turn: bool,
         flush_interval: float,
         clock: Clock,
+        on_writable: Callable[[bool], None],
     ) -> None:
         self.path = path
         self.spaces = spaces
         self.logs = logs
         self._sync = sync
+        self._each_turn = commit_each_turn
         self._flush_interval = flush_interval
         self._clock = clock
         self._loop = asyncio.get_running_loop()
@@ -69,61 +95,199 @@ class Persister:
         self._flush_lock = asyncio.Lock()
         self._last_error: str | None = None
         self._maintainer: asyncio.Task[None] | None = None
+        self._on_writable = on_writable
+        self._probe_handle: asyncio.TimerHandle | None = None
+        self._lost_now = 0
+        self._compressing: set[str] = set()
+        self._compressions: set[asyncio.Task[None]] = set()
+        self.refusing: str | None = None  # why writes are refused, while they are
+        self.lost_writes = 0  # acknowledged writes dropped because the disk refused them
+        self.refused_writes = 0  # sync-mode writes refused (never acknowledged)
         self.closed = False
 
     def start(self) -> None:
-        """Start the background task (fdatasync, periodic snapshots, retention, TTL sweep)."""
+        """Start the background task (fdatasync, periodic flush, compaction, TTL sweep)."""
         if self._maintainer is None:
             self._maintainer = asyncio.create_task(self.maintain())
+        if self.refusing is not None:
+            self._schedule_probe()
 
-    def files(self) -> builtins.list[AppendFile]:
-        """Every open append file: logs and journals."""
-        files: builtins.list[AppendFile] = list(self.logs.values())
-        files += [s.journal for s in self.spaces.values() if s.journal is not None]
+    def files(self) -> builtins.list[_Syncable]:
+        """Every open file to fdatasync: logs and journals."""
+        files: builtins.list[_Syncable] = list(self.logs.values())
+        files += [s.journal for s in self.spaces.values()]
         return files
 
-    def schedule(self, f: AppendFile) -> None:
-        """Have ``f``'s pending bytes written at the end of this loop turn (or now, past 1 MB).
+    def schedule(self, pending: bytearray) -> None:
+        """Have pending bytes written at the end of this loop turn (or now, past 1 MB).
 
         Synchronous: an acknowledged write in ``journal`` mode costs no await that suspends.
         """
+        if self._sync:
+            return  # the group commit every writer awaits writes it
         if self._drain_handle is None:
             self._drain_handle = self._loop.call_soon(self.drain)
-        if len(f.pending) >= INLINE_WRITE_BYTES:
+        if len(pending) >= INLINE_WRITE_BYTES:
             self.drain()
 
-    async def written(self, f: AppendFile | None) -> None:
-        """Schedule the write of ``f``'s pending bytes; in sync mode wait until durable."""
-        if f is None:
-            return
-        self.schedule(f)
+    async def written(self, pending: bytearray) -> None:
+        """Schedule the write; in sync mode wait until it is durable."""
+        self.schedule(pending)
         if self._sync:
             await self._commit()
 
-    def drain(self) -> OSError | None:
-        """Write every pending buffer (one ``write`` each); keep what fails and retry later."""
+    def drain(self, *, kv: bool | None = None) -> OSError | None:
+        """Write every pending log buffer and (each turn, or when ``kv``) commit every
+        namespace's pending records; on a refused write, drop this turn's records (see the
+        module docstring) and return the error."""
         if self._drain_handle is not None:
             self._drain_handle.cancel()
             self._drain_handle = None
-        for f in self.files():
-            try:
-                f.write_pending()
-                if isinstance(f, LogFile):
-                    f.rotate_if_needed()
-            except OSError as exc:
-                self._report_io_error("write", f.path, exc)
-                if not self.closed and not self._loop.is_closed():
-                    self._drain_handle = self._loop.call_later(RETRY_DELAY, self.drain)
-                return exc
-        if self._last_error is not None:
-            logger.warning("airstore: writes to %s succeed again", self.path)
-            self._last_error = None
+        try:
+            for log in self.logs.values():
+                if log.pending:
+                    log.write_pending()
+                segment = log.rotate_if_needed()
+                if segment is not None:
+                    self._background(compress_segment, segment)
+            if self._each_turn if kv is None else kv:
+                for space in self.spaces.values():
+                    if space.journal.pending:
+                        space.commit()
+        except OSError as exc:
+            self.write_failed(exc)
+            return exc
         return None
+
+    def write_failed(self, exc: OSError) -> None:
+        """A write was refused by the disk: drop the pending records (see the module
+        docstring)."""
+        dropped = self._drop_pending()
+        if self._sync:
+            self.refused_writes += dropped
+            logger.error(
+                "airstore: a write to %s failed (%s): the %d writes waiting on it are refused",
+                self.path,
+                exc,
+                dropped,
+            )
+            return
+        self.lost_writes += dropped
+        self._lost_now += dropped
+        logger.error(
+            "airstore: a write to %s failed (%s): %d acknowledged writes of this loop turn are "
+            "lost; writes are refused until the disk takes them again",
+            self.path,
+            exc,
+            dropped,
+        )
+        if self.refusing is None:
+            self.refusing = str(exc)
+            self._on_writable(False)
+            self._schedule_probe()
+
+    def _drop_pending(self) -> int:
+        """Forget every pending record and line; memory goes back to what the files hold."""
+        dropped = 0
+        for log in self.logs.values():
+            buf = log.pending
+            dropped += buf.count(b"\n")
+            buf.clear()
+        for space in self.spaces.values():
+            buf = space.journal.pending
+            if buf:
+                dropped += buf.count(b"\n")
+                buf.clear()
+                with contextlib.suppress(OSError):
+                    space.load()
+        return dropped
+
+    def _schedule_probe(self) -> None:
+        if not self.closed and not self._loop.is_closed() and self._probe_handle is None:
+            self._probe_handle = self._loop.call_later(RETRY_DELAY, self._probe)
+
+    def _probe(self) -> None:
+        """While refusing: try to record the loss on disk; success means the disk takes writes
+        again."""
+        self._probe_handle = None
+        if self.refusing is None:
+            return
+        try:
+            self.record_loss()
+        except OSError:
+            self._schedule_probe()
+            return
+        logger.warning("airstore: writes to %s succeed again; accepting writes", self.path)
+        self.refusing = None
+        self._on_writable(True)
+
+    def record_loss(self) -> None:
+        """Write the writes lost since the last record to the directory's event log.
+
+        Raises:
+            OSError: the disk refused it.
+        """
+        if self._lost_now:
+            event = {
+                "event": "lost_writes",
+                "count": self._lost_now,
+                "reason": self.refusing or "write failed",
+                "ts": int(time.time() * 1000),
+                "pid": os.getpid(),
+            }
+            append_event(self.path, event)
+            self._lost_now = 0
+
+    def _background(self, fn: Callable[[str], object], path: str) -> None:
+        """Compress a segment in a worker thread; flushes and ``stop()`` wait for it."""
+        if self._loop.is_closed() or path in self._compressing:
+            return  # at exit: the next writer of this slot finishes it
+        self._compressing.add(path)
+
+        async def run() -> None:
+            try:
+                await asyncio.to_thread(fn, path)
+            except OSError as exc:  # the plain segment stays: queries read it as it is
+                logger.warning("airstore: could not compress %s: %s", path, exc)
+            finally:
+                self._compressing.discard(path)
+
+        task = self._loop.create_task(run())
+        self._tasks.add(task)
+        self._compressions.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._compressions.discard)
+
+    async def retention_pass(self) -> None:
+        """Apply every namespace's stored caps (set by any process) after compressing the
+        segments of our slots still plain (a compression cut short by an exit or a crash)."""
+        for path in await asyncio.to_thread(self._leftovers):
+            self._background(compress_segment, path)
+        if self._compressions:
+            await asyncio.gather(*self._compressions)
+        names = await asyncio.to_thread(os.listdir, self.path)
+        for name in names:
+            if name.endswith(".retention.json"):
+                ns = name[: -len(".retention.json")]
+                caps = read_retention(self.path, ns)
+                if caps is not None:
+                    await asyncio.to_thread(apply_retention, self.path, ns, caps, self._clock())
+                    if ns in self.logs:
+                        self.logs[ns].retention = caps
+
+    def _leftovers(self) -> builtins.list[str]:
+        busy = set(self._compressing)
+        return [
+            p
+            for log in list(self.logs.values())
+            for p in log.uncompressed_segments()
+            if p not in busy
+        ]
 
     def _report_io_error(self, what: str, path: str, exc: OSError) -> None:
         text = f"{what} {path}: {exc}"
         if text != self._last_error:  # log each distinct failure once, not every retry
-            logger.error("airstore: %s failed (data kept in memory, will retry): %s", what, text)
+            logger.error("airstore: %s failed (nothing lost: the journal holds it): %s", what, text)
             self._last_error = text
 
     async def _commit(self) -> None:
@@ -148,7 +312,7 @@ class Persister:
         task.add_done_callback(self._tasks.discard)
 
     async def _sync_then_resolve(
-        self, fut: asyncio.Future[None], files: builtins.list[AppendFile]
+        self, fut: asyncio.Future[None], files: builtins.list[_Syncable]
     ) -> None:
         try:
             await asyncio.to_thread(_sync_all, files)
@@ -159,76 +323,73 @@ class Persister:
             fut.set_result(None)
 
     async def flush(self) -> None:
-        """Write pending lines, snapshot dirty namespaces, and fdatasync.
+        """Write and commit everything pending, compact journals that are due, fdatasync.
 
         Raises:
-            StorageIOError: the disk failed; the data stays in memory, marked dirty.
+            StorageIOError: the disk failed; the data stays in memory, pending.
         """
         async with self._flush_lock:
-            exc = self.drain()
+            exc = self.drain(kv=True)
             if exc is not None:
-                raise StorageIOError(f"cannot write to {self.path}: {exc}", path=self.path) from exc
-            await self._snapshot_dirty()
+                raise StorageIOError(
+                    f"cannot write to {self.path}: {exc}; this turn's writes were dropped",
+                    path=self.path,
+                ) from exc
+            await self._compact_due()
+            await self.retention_pass()
             try:
                 await asyncio.to_thread(_sync_all, self.files())
             except OSError as exc:
                 raise StorageIOError(f"fdatasync failed in {self.path}: {exc}") from exc
 
-    async def _snapshot_dirty(self) -> None:
-        for space in [s for s in self.spaces.values() if s.dirty]:
-            data, journal_end = space.encode_snapshot()
+    async def _compact_due(self) -> None:
+        """Snapshot the namespaces this process changed (or whose journal grew big).
+
+        Raises:
+            StorageIOError: a snapshot could not be written; the journal still holds every
+                record, so nothing is lost, and the next flush tries again.
+        """
+        failed: OSError | None = None
+        for space in [s for s in self.spaces.values() if s.compaction_due()]:
             try:
-                await asyncio.to_thread(write_atomic, space.snapshot_path, data)
+                await space.compact()
             except OSError as exc:
-                space.dirty = True
                 self._report_io_error("snapshot", space.snapshot_path, exc)
-                raise StorageIOError(
-                    f"cannot write snapshot {space.snapshot_path}: {exc}",
-                    namespace=space.ns,
-                    path=space.snapshot_path,
-                ) from exc
-            try:
-                space.compact_journal(journal_end)
-            except OSError as exc:  # the snapshot is durable; the journal stays correct
-                self._report_io_error("journal compaction", space.snapshot_path, exc)
+                failed = exc
+        if failed is not None:
+            raise StorageIOError(f"cannot write a snapshot in {self.path}: {failed}") from failed
 
     def flush_now(self) -> None:
         """Synchronous final flush for interpreter exit and SIGTERM (no event loop needed)."""
-        exc = self.drain()
+        exc = self.drain(kv=True)
+        if exc is None:
+            try:
+                _sync_all(self.files())
+            except OSError as err:
+                exc = err
         if exc is not None:
-            raise StorageIOError(f"cannot write to {self.path}: {exc}", path=self.path) from exc
-        try:
-            for space in [s for s in self.spaces.values() if s.dirty]:
-                data, journal_end = space.encode_snapshot()
-                try:
-                    write_atomic(space.snapshot_path, data)
-                except OSError:
-                    space.dirty = True
-                    raise
-                space.compact_journal(journal_end)
-            _sync_all(self.files())
-        except OSError as exc:
-            raise StorageIOError(
-                f"final flush of {self.path} failed: {exc}", path=self.path
-            ) from exc
+            raise StorageIOError(f"final flush of {self.path} failed: {exc}", path=self.path)
 
     async def maintain(self) -> None:
-        """Background: fdatasync about once a second, snapshot dirty namespaces periodically."""
-        next_snapshot = time.monotonic() + self._flush_interval
+        """Background: fdatasync about once a second, flush and compact periodically."""
+        next_flush = time.monotonic() + self._flush_interval
+        next_retention = time.monotonic()
         while True:
             await asyncio.sleep(min(SYNC_INTERVAL, self._flush_interval))
             now = self._clock()
             for space in self.spaces.values():
                 space.sweep(now)
             try:
-                if self.drain() is None:
+                if time.monotonic() >= next_flush:
+                    await self.flush()
+                    next_flush = time.monotonic() + self._flush_interval
+                elif self.drain() is None:
                     await asyncio.to_thread(_sync_all, self.files())
-                if time.monotonic() >= next_snapshot:
-                    async with self._flush_lock:
-                        await self._snapshot_dirty()
-                    next_snapshot = time.monotonic() + self._flush_interval
                 for log in list(self.logs.values()):
                     log.apply_retention()
+                if time.monotonic() >= next_retention:
+                    next_retention = time.monotonic() + RETENTION_INTERVAL
+                    await self.retention_pass()
             except (OSError, AirstoreError) as exc:
                 logger.error(
                     "airstore: background flush of %s failed, will retry: %s", self.path, exc
@@ -246,8 +407,9 @@ class Persister:
         if self._drain_handle is not None:
             self._drain_handle.cancel()
             self._drain_handle = None
+        if self._probe_handle is not None:
+            self._probe_handle.cancel()
+            self._probe_handle = None
         for t in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, AirstoreError):
                 await t
-
-    # -- inspection --------------------------------------------------------------------------

@@ -11,13 +11,21 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
+import zlib
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import aiofiles
 import orjson
 
+from airstore._events import read_events
 from airstore._filenames import discover
+from airstore._format import HEADER_PREFIX, parse_header
+from airstore._gzseg import gz_read_all
+from airstore._kvfiles import parse_snapshot
+from airstore._retention import read_retention
+from airstore.errors import UnsupportedFormatError
 
 __all__ = [
     "CheckReport",
@@ -32,7 +40,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FindingKind = Literal["torn_tail", "corrupt_line", "corrupt_snapshot", "snapshot_kept_aside"]
+FindingKind = Literal[
+    "torn_tail", "corrupt_line", "corrupt_snapshot", "snapshot_kept_aside", "unsupported_format"
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,8 +51,9 @@ class Finding:
 
     Attributes:
         kind: ``torn_tail`` (an unfinished last line), ``corrupt_line`` (a line that does not
-            parse), ``corrupt_snapshot`` (an unparseable ``ns.json``) or
-            ``snapshot_kept_aside`` (a ``ns.json.corrupt-*`` file from an earlier recovery).
+            parse), ``corrupt_snapshot`` (an unparseable ``ns.json``),
+            ``snapshot_kept_aside`` (a ``ns.json.corrupt-*`` file from an earlier recovery) or
+            ``unsupported_format`` (a file written by a newer release: left unread).
         namespace: the namespace the file belongs to.
         path: the file.
         line: 1-based line number for line problems, else ``None``.
@@ -75,6 +86,9 @@ class CheckReport:
 
     root: str
     namespaces: list[NamespaceCheck] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """What writers recorded in the directory's event log (e.g. ``lost_writes`` after a full
+    disk), oldest first; informative, so not counted in :attr:`ok`."""
 
     @property
     def findings(self) -> list[Finding]:
@@ -87,11 +101,30 @@ class CheckReport:
         return not self.findings
 
 
-def _scan_lines(ns: str, path: str, data: bytes, report: NamespaceCheck, *, tail_ok: bool) -> int:
-    """Count the parseable lines of a JSONL file, recording torn tails and corrupt lines."""
+def _format_ok(ns: str, path: str, head: bytes, kind: str, report: NamespaceCheck) -> bool:
+    """False (with a finding) when ``head``, a file's first line, names a newer format."""
+    try:
+        parse_header(head, kind, path)
+    except UnsupportedFormatError as exc:
+        report.findings.append(
+            Finding(kind="unsupported_format", namespace=ns, path=path, detail=exc.message)
+        )
+        return False
+    return True
+
+
+def _scan_lines(
+    ns: str, path: str, data: bytes, report: NamespaceCheck, *, kind: str, tail_ok: bool
+) -> int:
+    """Count the parseable lines of a JSONL file (its header line aside), recording torn
+    tails and corrupt lines."""
     lines = data.split(b"\n")
     last = lines.pop()
     count = 0
+    if lines and lines[0].startswith(HEADER_PREFIX):
+        if not _format_ok(ns, path, lines[0], kind, report):
+            return 0
+        lines[0] = b""
     for number, line in enumerate(lines, 1):
         if not line:
             continue
@@ -147,18 +180,27 @@ async def check_directory(root: str) -> CheckReport:
         OSError: the directory or a file cannot be read (translated by callers).
     """
     report = CheckReport(root=root)
+    try:
+        report.events = await asyncio.to_thread(read_events, root)
+    except UnsupportedFormatError as exc:
+        report.events = [{"event": "unsupported_format", "detail": exc.message}]
     for ns, files in (await asyncio.to_thread(discover, root)).items():
         item = NamespaceCheck(namespace=ns, files=files.all())
         report.namespaces.append(item)
         item.bytes = await asyncio.to_thread(_total_size, item.files)
         if files.snapshot and (data := await _read(files.snapshot)) is not None:
             try:
-                doc = orjson.loads(data)
-                items = doc.get("items", doc) if isinstance(doc, dict) else None
-                if not isinstance(items, dict):
-                    raise ValueError("snapshot is not a JSON object")
-                item.keys = len(items)
-            except (orjson.JSONDecodeError, ValueError) as exc:
+                item.keys = len(parse_snapshot(data, files.snapshot).items)
+            except UnsupportedFormatError as exc:
+                item.findings.append(
+                    Finding(
+                        kind="unsupported_format",
+                        namespace=ns,
+                        path=files.snapshot,
+                        detail=exc.message,
+                    )
+                )
+            except ValueError as exc:
                 item.findings.append(
                     Finding(
                         kind="corrupt_snapshot",
@@ -177,12 +219,23 @@ async def check_directory(root: str) -> CheckReport:
                 )
             )
         if files.journal and (data := await _read(files.journal)) is not None:
-            item.journal_records = _scan_lines(ns, files.journal, data, item, tail_ok=False)
-        for path in files.segments:
-            if (data := await _read(path)) is not None:
-                item.log_entries += _scan_lines(ns, path, data, item, tail_ok=False)
-        if files.log and (data := await _read(files.log)) is not None:
-            item.log_entries += _scan_lines(ns, files.log, data, item, tail_ok=False)
+            item.journal_records = _scan_lines(
+                ns, files.journal, data, item, kind="journal", tail_ok=False
+            )
+        for path in [*files.segments, *files.logs]:
+            if path.endswith(".gz"):
+                try:
+                    data = await asyncio.to_thread(_gunzip, path)
+                except FileNotFoundError:
+                    continue
+                except (OSError, EOFError, zlib.error) as exc:
+                    item.findings.append(
+                        Finding(kind="corrupt_line", namespace=ns, path=path, detail=str(exc))
+                    )
+                    continue
+                item.log_entries += _scan_lines(ns, path, data, item, kind="log", tail_ok=False)
+            elif (data := await _read(path)) is not None:
+                item.log_entries += _scan_lines(ns, path, data, item, kind="log", tail_ok=False)
     return report
 
 
@@ -215,7 +268,13 @@ class CorruptLineLog:
 
 @dataclass(slots=True)
 class NamespaceStats:
-    """Size of one namespace (``air store stats``)."""
+    """Size of one namespace (``air store stats``).
+
+    Attributes:
+        log_bytes: bytes of its log files (every writer's, compressed segments as stored).
+        oldest_log_age: seconds since its oldest log file was last written (``None``: no log).
+        max_age, max_bytes: the retention caps stored for it (``None``: no such cap).
+    """
 
     namespace: str
     keys: int = 0
@@ -224,14 +283,36 @@ class NamespaceStats:
     files: int = 0
     bytes: int = 0
     has_kv: bool = False
+    log_bytes: int = 0
+    oldest_log_age: float | None = None
+    max_age: float | None = None
+    max_bytes: int | None = None
 
 
 def _count_lines(path: str) -> int:
+    """Lines of a log file (compressed or not), its header line aside."""
     count = 0
+    if path.endswith(".gz"):
+        with contextlib.suppress(FileNotFoundError, OSError, EOFError, zlib.error):
+            data = _gunzip(path)
+            count = data.count(b"\n") - (1 if data.startswith(HEADER_PREFIX) else 0)
+        return count
     with contextlib.suppress(FileNotFoundError), open(path, "rb") as fh:
+        first = True
         while block := fh.read(1 << 20):
             count += block.count(b"\n")
+            if first and block.startswith(HEADER_PREFIX):
+                count -= 1
+            first = False
     return count
+
+
+def _gunzip(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return gz_read_all(fd)
+    finally:
+        os.close(fd)
 
 
 def stats_directory(root: str) -> list[NamespaceStats]:
@@ -247,7 +328,16 @@ def stats_directory(root: str) -> list[NamespaceStats]:
         for path in files.all():
             with contextlib.suppress(FileNotFoundError):
                 item.bytes += os.path.getsize(path)
-        for path in [*files.segments, *([files.log] if files.log else [])]:
+        now = time.time()
+        for path in [*files.segments, *files.logs]:
             item.log_entries += _count_lines(path)
+            with contextlib.suppress(FileNotFoundError):
+                st = os.stat(path)
+                item.log_bytes += st.st_size
+                age = now - st.st_mtime
+                item.oldest_log_age = max(age, item.oldest_log_age or 0.0)
+        caps = read_retention(root, ns)
+        if caps is not None:
+            item.max_age, item.max_bytes = caps.max_age, caps.max_bytes
         found.append(item)
     return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sqlite3
 from typing import Any
@@ -22,6 +23,8 @@ __all__ = [
     "PURGE",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "TRIM_AGE",
+    "TRIM_BYTES",
     "UPSERT",
     "connect",
     "decode_json",
@@ -30,6 +33,7 @@ __all__ = [
     "log_query",
     "no_schema",
     "prefix_bounds",
+    "stop_connection",
     "translate",
 ]
 
@@ -55,6 +59,15 @@ WHERE (kv.expires_at IS NOT NULL AND kv.expires_at <= ?6)
 RETURNING CAST(value AS INTEGER)
 """
 COUNTER = "SELECT value FROM kv WHERE ns = ? AND key = ?"
+TRIM_AGE = "DELETE FROM log WHERE ns = ? AND ts < ?"
+# The oldest rows of a namespace beyond a byte budget (of entry JSON), newest kept.
+TRIM_BYTES = """
+DELETE FROM log WHERE ns = ?1 AND id <= (
+    SELECT id FROM (
+        SELECT id, SUM(length(body)) OVER (ORDER BY id DESC) AS total FROM log WHERE ns = ?1
+    ) WHERE total > ?2 ORDER BY id DESC LIMIT 1
+)
+"""
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
 
 SCHEMA = """
@@ -177,6 +190,9 @@ async def connect(target: str, *, uri: bool, busy_timeout: float) -> aiosqlite.C
         sqlite3.Error: the caller translates it with :func:`translate`.
     """
     pending = aiosqlite.connect(target, uri=uri, isolation_level=None, timeout=busy_timeout)
+    # A daemon thread: a store its owner never closed must not keep the interpreter alive
+    # (exit joins every other thread first); interpreter exit stops it (stop_connection).
+    pending._thread.daemon = True
     try:
         db = await pending
     except BaseException:
@@ -230,3 +246,11 @@ async def filtered_rows(
                 if len(out) >= limit:
                     break
     return out
+
+
+def stop_connection(db: aiosqlite.Connection, timeout: float) -> None:
+    """Without an event loop (interpreter exit): have the worker thread close the connection
+    after the work already queued, and wait up to ``timeout`` seconds for it."""
+    with contextlib.suppress(Exception):
+        db.stop()
+    db._thread.join(timeout)

@@ -22,6 +22,7 @@ __all__ = [
     "JSON_OPTS",
     "MAX_COUNTER",
     "MAX_KEY_LENGTH",
+    "MAX_TTL",
     "check_by",
     "check_counter",
     "check_filter",
@@ -40,6 +41,8 @@ __all__ = [
 
 _NAMESPACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 MAX_KEY_LENGTH = 1024
+MAX_TTL = 100 * 365 * 86400.0
+"""The longest TTL in seconds (100 years): beyond it expiry times stop being exact everywhere."""
 MAX_COUNTER = 2**53 - 1
 """Counters (``incr``) stay within ±MAX_COUNTER on every backend (exact in a double, Redis Lua)."""
 
@@ -197,11 +200,21 @@ def check_filter(flt: object) -> dict[str, Any] | None:
 
 
 def check_ttl(ttl: object) -> float | None:
-    """Return the TTL in seconds (``None`` for no expiry); reject negatives and non-numbers."""
+    """Return the TTL in seconds (``None`` for no expiry).
+
+    Every backend refuses alike what is not a positive, finite number of seconds up to
+    :data:`MAX_TTL` (NaN, ±Infinity, 0, negatives, bools, strings, 1e308).
+
+    Raises:
+        InvalidArgumentError: naming the TTL.
+    """
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
-        raise InvalidArgumentError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl <= MAX_TTL:
+        raise InvalidArgumentError(
+            f"ttl must be a positive, finite number of seconds up to {MAX_TTL:.0f} (100 years) "
+            f"or None, got {ttl!r}"
+        )
     return float(ttl)
 
 

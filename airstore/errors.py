@@ -14,6 +14,7 @@ with ``raise ... from``.
     ├── StoreLockedError        another process holds the data dir (carries the holder's pid)
     ├── ReadOnlyStoreError      a write on a store opened read-only
     ├── CorruptDataError        a file cannot be read back (carries the path)
+    ├── UnsupportedFormatError  a file written by a newer release (carries path and versions)
     └── StorageIOError          the disk or the server failed (ENOSPC, EIO, connection refused …)
 """
 
@@ -31,6 +32,7 @@ __all__ = [
     "StorageIOError",
     "StoreClosedError",
     "StoreLockedError",
+    "UnsupportedFormatError",
 ]
 
 
@@ -95,3 +97,15 @@ class CorruptDataError(AirstoreError):
 
 class StorageIOError(AirstoreError):
     """The underlying disk, database or server failed."""
+
+
+class UnsupportedFormatError(AirstoreError):
+    """A file carries a format version this release cannot read (written by a newer release).
+
+    Nothing is read from it and nothing is changed: upgrade air to read this data directory.
+    """
+
+    def __init__(self, message: str, *, path: str, found: int, supported: int) -> None:
+        super().__init__(message, path=path)
+        self.found = found
+        self.supported = supported

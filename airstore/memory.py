@@ -11,8 +11,10 @@ from typing import Any
 
 import orjson
 
+from airstore import _exit
 from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
+from airstore._retention import Retention
 from airstore._validate import (
     JSON_OPTS,
     MAX_KEY_LENGTH,
@@ -69,8 +71,14 @@ class MemoryStore(StoreBase):
         self._clock = clock
         self._kv: dict[str, _Space] = {}
         self._logs: dict[str, deque[Entry]] = {}
+        self._retention: dict[str, Retention] = {}
+        self._sizes: dict[str, deque[int]] = {}  # encoded bytes per entry, for byte caps
         self._expiry: list[tuple[float, str, str]] = []
         self._closed = False
+        _exit.track(self)
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({sum(len(s[0]) for s in self._kv.values())} keys)"
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def init(self) -> None:
@@ -79,6 +87,11 @@ class MemoryStore(StoreBase):
 
     async def close(self) -> None:
         """Mark the store closed. Idempotent."""
+        self._closed = True
+        _exit.untrack(self)
+
+    def close_at_exit(self) -> None:
+        """Interpreter exit: mark the store closed (it holds nothing to flush)."""
         self._closed = True
 
     async def flush(self) -> None:
@@ -228,20 +241,61 @@ class MemoryStore(StoreBase):
         log = self._logs.get(ns)
         if log is None:
             log = self._logs[check_namespace(ns)] = deque(maxlen=self._max_log)
-        stored = stamp(ns, entry, self._clock)[0]
+        stored, _, body = stamp(ns, entry, self._clock)
         log.append(stored)
+        if self._retention:
+            self._retain(ns, [len(body) + 1])
         return stored
+
+    async def set_log_retention(
+        self, ns: str, *, max_age: float | None = None, max_bytes: int | None = None
+    ) -> None:
+        """Cap the log of ``ns`` by entry age and by encoded size (see
+        :meth:`airstore.Store.set_log_retention`); applied at once and at every append."""
+        self._ensure_open()
+        caps = Retention.checked(max_age, max_bytes)
+        check_namespace(ns)
+        if caps.max_age is None and caps.max_bytes is None:
+            self._retention.pop(ns, None)
+            self._sizes.pop(ns, None)
+            return
+        self._retention[ns] = caps
+        log = self._logs.get(ns, ())
+        sizes = [len(_dumps(e, None, JSON_OPTS)) + 1 for e in log]
+        self._sizes[ns] = deque(maxlen=self._max_log)
+        self._retain(ns, sizes)
+
+    def _retain(self, ns: str, added: builtins.list[int]) -> None:
+        caps = self._retention.get(ns)
+        log = self._logs.get(ns)
+        if caps is None or log is None:
+            return
+        sizes = self._sizes.setdefault(ns, deque(maxlen=self._max_log))
+        sizes.extend(added)
+        if caps.max_age is not None:
+            cutoff = int((self._clock() - caps.max_age) * 1000)
+            while log and log[0]["_ts"] < cutoff:
+                log.popleft()
+                sizes.popleft()
+        if caps.max_bytes is not None:
+            total = sum(sizes)
+            while log and total > caps.max_bytes:
+                log.popleft()
+                total -= sizes.popleft()
 
     async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
         """Append every entry, all validated first (a bad one appends nothing)."""
         self._ensure_open()
         check_namespace(ns)
         clock = self._clock
-        stored = [stamp(ns, entry, clock)[0] for entry in entries]
+        stamped = [stamp(ns, entry, clock) for entry in entries]
         log = self._logs.get(ns)
         if log is None:
             log = self._logs[ns] = deque(maxlen=self._max_log)
+        stored = [s for s, _, _ in stamped]
         log.extend(stored)
+        if self._retention:
+            self._retain(ns, [len(body) + 1 for _, _, body in stamped])
         return stored
 
     async def query(

@@ -16,6 +16,7 @@ from redis import exceptions as rex
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
+from airstore import _exit
 from airstore._batch import Batcher
 from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
@@ -28,6 +29,7 @@ from airstore._redis_codec import (
     translate,
 )
 from airstore._redis_filter import scan_filtered
+from airstore._retention import Retention
 from airstore._validate import (
     MAX_COUNTER,
     check_by,
@@ -65,6 +67,8 @@ DEFAULT_CONNECT_TIMEOUT = 2.0
 DEFAULT_MAX_CONNECTIONS = 32
 DEFAULT_MAX_BATCH = 10_000
 MIN_REDIS_MAJOR = 7
+RETENTION_INTERVAL = 10.0
+"""Store-clock seconds between two trims of a capped stream."""
 
 _SCAN_COUNT = 1000
 _PAGE = 1000
@@ -149,6 +153,9 @@ class RedisStore(StoreBase):
         )
         self._max_batch = max_batch
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
+        self._retention: dict[str, Retention] = {}
+        self._entry_bytes: dict[str, tuple[int, int]] = {}  # ns -> (entries, bytes) appended
+        self._trimmed: dict[str, float] = {}  # ns -> store-clock time of the last trim
         self._opened = False
         self._closed = False
 
@@ -175,6 +182,15 @@ class RedisStore(StoreBase):
                 path=self.where,
             )
         self._opened = True
+        _exit.track(self)
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.where!r}, prefix={self._prefix!r})"
+
+    def close_at_exit(self) -> None:
+        """Interpreter exit, the store never closed: every awaited write was answered by the
+        server already; the sockets close with the process."""
+        self._closed = True
 
     async def close(self) -> None:
         """Finish pending commands and close the connection pool. Idempotent."""
@@ -184,12 +200,17 @@ class RedisStore(StoreBase):
             await self._batcher.drain()
         finally:
             self._closed = True
+            _exit.untrack(self)
             await self._client.aclose()
 
     async def flush(self) -> None:
-        """Wait until every command submitted so far has been answered."""
+        """Wait until every command submitted so far has been answered (and the log caps
+        applied)."""
         self._ensure_open()
         await self._batcher.drain()
+        for ns in list(self._retention):
+            self._trimmed.pop(ns, None)
+            await self._retain(ns, 0, 0)
 
     def _ensure_open(self) -> None:
         if self._closed:
@@ -339,6 +360,8 @@ class RedisStore(StoreBase):
         """Append ``entry`` to the namespace stream (``XADD``); returns it with ``_ts``."""
         stored, ts, body = stamp(check_namespace(ns), entry, self._clock)
         await self._submit(("app", self._log_key(ns), [(ts, body)]), write=True)
+        if self._retention:
+            await self._retain(ns, 1, len(body))
         return stored
 
     async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
@@ -347,7 +370,58 @@ class RedisStore(StoreBase):
         stamped = [stamp(ns, entry, self._clock) for entry in entries]
         rows = [(ts, body) for _, ts, body in stamped]
         await self._submit_rows(rows, "app", self._log_key(ns))
+        if self._retention:
+            await self._retain(ns, len(rows), sum(len(body) for _, body in rows))
         return [stored for stored, _, _ in stamped]
+
+    async def set_log_retention(
+        self, ns: str, *, max_age: float | None = None, max_bytes: int | None = None
+    ) -> None:
+        """Cap the stream of ``ns`` (see :meth:`airstore.Store.set_log_retention`) with Redis's
+        own trimming: ``XTRIM MINID`` for ``max_age``; for ``max_bytes``, ``XTRIM MAXLEN``
+        at the entry count that fits, by the average size of the entries this store appended
+        (an approximation: Redis trims by count, not bytes). Applied at once and then at most
+        every :data:`RETENTION_INTERVAL` by appends. The caps live in this store object.
+
+        Raises:
+            InvalidArgumentError: a cap that is not positive and finite.
+            ReadOnlyStoreError: the store is read-only.
+            StorageIOError: Redis failed.
+        """
+        caps = Retention.checked(max_age, max_bytes)
+        check_namespace(ns)
+        self._ensure_open()
+        if self._read_only:
+            raise ReadOnlyStoreError(f"RedisStore {self.where} is read-only", path=self.where)
+        if caps.max_age is None and caps.max_bytes is None:
+            self._retention.pop(ns, None)
+            return
+        self._retention[ns] = caps
+        self._trimmed.pop(ns, None)
+        await self._retain(ns, 0, 0)
+
+    async def _retain(self, ns: str, entries: int, size: int) -> None:
+        caps = self._retention.get(ns)
+        if caps is None:
+            return
+        count, total = self._entry_bytes.get(ns, (0, 0))
+        count, total = count + entries, total + size
+        self._entry_bytes[ns] = (count, total)
+        now = self._clock()
+        if now - self._trimmed.get(ns, float("-inf")) < RETENTION_INTERVAL:
+            return
+        self._trimmed[ns] = now
+        key = self._log_key(ns)
+        try:
+            if caps.max_age is not None:
+                floor_ms = max(0, int((now - caps.max_age) * 1000))
+                await self._client.xtrim(key, minid=f"{floor_ms}-0", approximate=False)
+            if caps.max_bytes is not None:
+                average = total / count if count else 256.0
+                keep = max(1, int(caps.max_bytes / max(average + 1, 1.0)))
+                await self._client.xtrim(key, maxlen=keep, approximate=False)
+        except rex.RedisError as exc:
+            raise translate(exc, self.where, "XTRIM") from exc
 
     async def query(
         self,

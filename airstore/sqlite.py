@@ -15,9 +15,11 @@ from urllib.request import pathname2url
 
 import aiosqlite
 
+from airstore import _exit
 from airstore._batch import Batcher
 from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
+from airstore._retention import Retention
 from airstore._sqlite_sql import (
     COUNTER,
     DELETE,
@@ -27,6 +29,8 @@ from airstore._sqlite_sql import (
     PURGE,
     SCHEMA,
     SCHEMA_VERSION,
+    TRIM_AGE,
+    TRIM_BYTES,
     UPSERT,
     connect,
     decode_json,
@@ -34,6 +38,7 @@ from airstore._sqlite_sql import (
     log_query,
     no_schema,
     prefix_bounds,
+    stop_connection,
     translate,
 )
 from airstore._validate import (
@@ -67,8 +72,12 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a statement waits for another process's write lock before failing."""
 DEFAULT_MAX_BATCH = 10_000
 """The most writes committed in one transaction."""
+EXIT_JOIN_TIMEOUT = 2.0
+"""Seconds interpreter exit waits for a forgotten store's connection threads to finish."""
 PURGE_INTERVAL = 1.0
 """Store-clock seconds between two deletions of expired keys (done inside a write batch)."""
+RETENTION_INTERVAL = 10.0
+"""Store-clock seconds between two applications of the log caps (inside a write batch)."""
 _IN_CHUNK = 900  # bound parameters per SELECT … IN (…), under SQLite's old 999 limit
 
 # One queued write: ("set", [(ns, key, json, expires_at), …]) | ("del", ns, key)
@@ -122,6 +131,8 @@ class SqliteStore(StoreBase):
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
         self._gets: Batcher[tuple[str, str]] = Batcher(self._run_gets, max_batch=max_batch)
         self._last_purge = float("-inf")
+        self._retention: dict[str, Retention] = {}
+        self._last_retention = float("-inf")
         self._opened = False
         self._closed = False
 
@@ -154,6 +165,19 @@ class SqliteStore(StoreBase):
             await self._disconnect()
             raise StorageIOError(f"cannot open {self.path!r}: {exc}", path=self.path) from exc
         self._opened = True
+        _exit.track(self)
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r}{', read-only' if self._read_only else ''})"
+
+    def close_at_exit(self) -> None:
+        """Interpreter exit, the store never closed: stop both connections' worker threads
+        (each closes its connection after the work already queued). Every acknowledged write
+        is already committed; nothing waits longer than :data:`EXIT_JOIN_TIMEOUT`."""
+        self._closed = True
+        for db in (self._writer, self._reader):
+            if db is not None:
+                stop_connection(db, EXIT_JOIN_TIMEOUT)
 
     async def _connect(self, *, read_only: bool) -> aiosqlite.Connection:
         target = self._ro_uri if read_only else self.path
@@ -177,11 +201,15 @@ class SqliteStore(StoreBase):
             await self._gets.drain()
         finally:
             self._closed = True
+            _exit.untrack(self)
             await self._disconnect()
 
     async def flush(self) -> None:
-        """Wait until every write submitted so far is committed."""
+        """Wait until every write submitted so far is committed (and the log caps applied)."""
         self._ensure_open()
+        if self._retention and not self._read_only:
+            self._last_retention = float("-inf")
+            await self._submit(("app", []))
         await self._batcher.drain()
 
     def _ensure_open(self) -> None:
@@ -241,6 +269,9 @@ class SqliteStore(StoreBase):
                 if now - self._last_purge >= PURGE_INTERVAL:
                     await db.execute(PURGE, (now,))
                     self._last_purge = now
+                if self._retention and now - self._last_retention >= RETENTION_INTERVAL:
+                    await self._trim(db, now)
+                    self._last_retention = now
                 await db.commit()
             except BaseException:
                 await db.rollback()
@@ -255,6 +286,36 @@ class SqliteStore(StoreBase):
             return False
         expires_at = rows[0][0]
         return expires_at is None or expires_at > self._clock()
+
+    async def _trim(self, db: aiosqlite.Connection, now: float) -> None:
+        for ns, caps in list(self._retention.items()):
+            if caps.max_age is not None:
+                await db.execute(TRIM_AGE, (ns, int((now - caps.max_age) * 1000)))
+            if caps.max_bytes is not None:
+                await db.execute(TRIM_BYTES, (ns, caps.max_bytes))
+
+    async def set_log_retention(
+        self, ns: str, *, max_age: float | None = None, max_bytes: int | None = None
+    ) -> None:
+        """Cap the log of ``ns`` by entry age (``_ts``) and by the bytes of the stored entries
+        (see :meth:`airstore.Store.set_log_retention`): rows beyond the caps are deleted
+        inside a write transaction, at once and then every :data:`RETENTION_INTERVAL`. The
+        caps live in this store object: every process writing the file should set them.
+
+        Raises:
+            InvalidArgumentError: a cap that is not positive and finite.
+            ReadOnlyStoreError: the store is read-only.
+        """
+        caps = Retention.checked(max_age, max_bytes)
+        check_namespace(ns)
+        if self._read_only:
+            raise ReadOnlyStoreError(f"SqliteStore {self.path!r} is read-only", path=self.path)
+        if caps.max_age is None and caps.max_bytes is None:
+            self._retention.pop(ns, None)
+            return
+        self._retention[ns] = caps
+        self._last_retention = float("-inf")
+        await self._submit(("app", []))  # a write batch applies the caps now
 
     async def _incr(self, db: aiosqlite.Connection, op: _Op) -> Any:
         """One counter step inside the batch's transaction; the error instance when refused."""

@@ -81,6 +81,13 @@ class Store(Protocol):
     ) -> builtins.list[Entry]:
         """Log entries newest first; ``since`` inclusive, ``until`` exclusive; field equality."""
 
+    async def set_log_retention(
+        self, ns: str, *, max_age: float | None = None, max_bytes: int | None = None
+    ) -> None:
+        """Cap the append log of ``ns``: entries older than ``max_age`` seconds and the oldest
+        beyond ``max_bytes`` (of encoded entries, or of files) go; ``None``: no such cap.
+        Each backend does it its native way (docs/storage.md, "Log retention")."""
+
     async def flush(self) -> None:
         """Write everything pending to durable storage."""
 

@@ -12,6 +12,15 @@ start a private ``redis-server`` on a free 127.0.0.1 port (tests/redis_server.py
 the end; both are left out when ``redis-server`` is not installed. Other backends join by adding
 a ``Backend`` row to ``backends()``.
 
+Multi-process rows (FileStore): 4 writer processes on one data dir, started together, each
+appending L/4 entries (aggregate rate; loss must be 0) and then each setting N/4 keys
+(aggregate rate); then newest-100 and the filtered scan over their merged logs (4 writer
+slots), read by a read-only store.
+
+Segment rows (FileStore, issue 12 item 8): the L-entry log rotated every 8 MiB, once with
+plain segments and once gzip-compressed: bytes per record on disk, a page deep in the rotated
+segments (offset 90 % of L), and the filtered scan through them.
+
 Run: ``python bench/store_bench.py`` (N=100 k, L=1 M) or ``--quick`` (N=10 k, L=100 k).
 """
 
@@ -420,10 +429,132 @@ async def bench_sqlite3(tmp: str, n: int, log_n: int, res: Results) -> None:
         db.close()
 
 
+# -- several processes on one data dir ---------------------------------------------------------
+WORKERS = 4
+
+
+async def _worker(kind: str, path: str, writer: int, count: int, go: float) -> None:
+    """One of the processes of ``bench_multi``: waits for the common start, then works."""
+    store = FileStore(path)
+    await store.init()
+    await asyncio.sleep(max(0.0, go - time.time()))
+    t0 = time.time()
+    if kind == "append":
+        for i in range(count):
+            await store.append("multi.log", make_entry(i * WORKERS + writer))
+            if i % 4096 == 0:
+                await asyncio.sleep(0)  # a server's loop yields; let group commits happen
+    else:
+        for i in range(count):
+            await store.set("multi", f"w{writer}k{i}", {"v": i})
+            if i % 4096 == 0:
+                await asyncio.sleep(0)
+    await store.flush()
+    t1 = time.time()
+    await store.close()
+    print(orjson.dumps({"t0": t0, "t1": t1}).decode(), flush=True)
+
+
+def _run_workers(kind: str, path: str, count: int) -> float:
+    """Start the workers together; return the aggregate rate (operations per second)."""
+    import subprocess
+
+    go = time.time() + 1.5  # every process imported and opened its store by then
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--worker", kind, path, str(w), str(count), repr(go)],
+            stdout=subprocess.PIPE,
+        )
+        for w in range(WORKERS)
+    ]
+    spans = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"{kind} worker failed"
+        spans.append(orjson.loads(out.splitlines()[-1]))
+    elapsed = max(s["t1"] for s in spans) - min(s["t0"] for s in spans)
+    return WORKERS * count / elapsed
+
+
+async def bench_multi(tmp: str, n: int, log_n: int, res: Results) -> None:
+    name = "FileStore ×4 processes"
+    path = os.path.join(tmp, "data")
+    per = log_n // WORKERS
+    res.put(name, f"append {log_n // 1000}k (sustained)", _run_workers("append", path, per))
+    reader = FileStore(path, read_only=True)
+    await reader.init()
+    try:
+        every = await reader.query("multi.log", limit=10**7)
+        assert len(every) == WORKERS * per, f"lost {WORKERS * per - len(every)} entries"
+        assert sorted(e["i"] for e in every) == list(range(WORKERS * per))
+        res.put(name, "newest-100", await _amedian_time(lambda: reader.query("multi.log")))
+        got = await reader.query("multi.log", filter=FILTER, limit=10_000)
+        assert len(got) == len(range(0, WORKERS * per, RARE_EVERY)), len(got)
+        res.put(
+            name,
+            "filtered scan",
+            await _amedian_time(lambda: reader.query("multi.log", filter=FILTER, limit=10_000), 3),
+        )
+    finally:
+        await reader.close()
+    res.put(name, KV_SET, _run_workers("set", path, n // WORKERS))
+    async with FileStore(path, read_only=True) as reader:
+        assert len(await reader.list("multi")) == n // WORKERS * WORKERS
+
+
+# -- rotated segments, plain and compressed ----------------------------------------------------
+SEGMENT_BYTES = 8 << 20
+
+
+def _log_bytes(path: str, prefix: str) -> int:
+    files = [f for f in os.listdir(path) if f.startswith(prefix)]
+    return sum(os.path.getsize(os.path.join(path, f)) for f in files)
+
+
+async def _segments(name: str, path: str, log_n: int, res: Results, *, compress: bool) -> None:
+    store = FileStore(path, max_log_bytes=SEGMENT_BYTES, compress_segments=compress)
+    await store.init()
+    try:
+        for i in range(log_n):
+            await store.append("seg.log", make_entry(i))
+            if i % 4096 == 0:
+                await asyncio.sleep(0)
+        await store.flush()
+        res.put(name, "bytes/record on disk", _log_bytes(path, "seg.log.") / log_n)
+        deep = int(log_n * 0.9)
+        got = await store.query("seg.log", limit=100, offset=deep)
+        assert got[0]["i"] == log_n - 1 - deep, got[:1]
+        res.put(
+            name,
+            "page at offset 90 %",
+            await _amedian_time(lambda: store.query("seg.log", limit=100, offset=deep), 3),
+        )
+        res.put(
+            name,
+            "filtered scan",
+            await _amedian_time(lambda: store.query("seg.log", filter=FILTER, limit=10_000), 3),
+        )
+    finally:
+        await store.close()
+
+
+async def bench_plain_segments(tmp: str, n: int, log_n: int, res: Results) -> None:
+    path = os.path.join(tmp, "plain")
+    await _segments("FileStore plain segments", path, log_n, res, compress=False)
+
+
+async def bench_gz_segments(tmp: str, n: int, log_n: int, res: Results) -> None:
+    path = os.path.join(tmp, "gz")
+    await _segments("FileStore gz segments", path, log_n, res, compress=True)
+
+
 def backends() -> list[Backend]:
     """The table's columns; add a row here for a new backend."""
     rows = [
         Backend("FileStore", bench_file, ours=True),
+        Backend("FileStore ×4 processes", bench_multi, ours=True),
+        Backend("FileStore plain segments", bench_plain_segments, ours=True),
+        Backend("FileStore gz segments", bench_gz_segments, ours=True),
         Backend("MemoryStore", bench_memory, ours=True),
     ]
     try:
@@ -448,7 +579,9 @@ def backends() -> list[Backend]:
 def _fmt(workload: str, value: float | None) -> str:
     if value is None:
         return "—"
-    if "newest" in workload or "scan" in workload or "reopen" in workload:
+    if "bytes" in workload:
+        return f"{value:.0f} B"
+    if any(word in workload for word in ("newest", "scan", "reopen", "page")):
         return f"{value * 1000:.2f} ms"
     return f"{value / 1000:,.0f} k/s"
 
@@ -472,7 +605,7 @@ def print_table(res: Results, order: list[str], n: int, log_n: int) -> None:
             r = res.rows.get(ref, {}).get(w)
             text = _fmt(w, v)
             if v is not None and r is not None and b != ref:
-                timed = "newest" in w or "scan" in w or "reopen" in w
+                timed = any(word in w for word in ("newest", "scan", "reopen", "page", "bytes"))
                 ratio = v / r if timed else r / v
                 text += f" ({ratio:.2g}×)"
             cells.append(text)
@@ -480,6 +613,10 @@ def print_table(res: Results, order: list[str], n: int, log_n: int) -> None:
 
 
 async def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        kind, path, writer, count, go = sys.argv[2:7]
+        await _worker(kind, path, int(writer), int(count), float(go))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N=10k, log of 100k (smoke run)")
     parser.add_argument("--only", help="comma-separated backend names")

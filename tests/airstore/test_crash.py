@@ -55,7 +55,9 @@ def _run_and_kill(data: Path, mode: str, start: int, ack: Path, rng: random.Rand
             proc.stderr.close()
 
 
-def _parse_acks(ack: Path) -> tuple[list[int], list[int], int]:
+def _parse_acks(ack: Path, counts: list[int] | None = None) -> tuple[list[int], list[int], int]:
+    """(acknowledged sets, appends, last flushed set); ``counts`` gets the acknowledged values
+    of the shared counter."""
     sets: list[int] = []
     appends: list[int] = []
     flushed = -1
@@ -66,6 +68,9 @@ def _parse_acks(ack: Path) -> tuple[list[int], list[int], int]:
             sets.append(num)
         elif kind == b"a":
             appends.append(num)
+        elif kind == b"c":
+            if counts is not None:
+                counts.append(num)
         else:
             flushed = num
     return sets, appends, flushed
@@ -120,3 +125,99 @@ async def test_sigkilled_writer_loses_at_most_its_window(mode: str, tmp_path: Pa
         start = max(sets[-1], appends[-1] if appends else 0) + 1000
     rotated = [n for n in os.listdir(data) if n.startswith("crash.log.log.0")]
     assert rotated, "the log never rotated: kills around rotations were not exercised"
+
+
+WRITERS = 4
+MULTI_ROUNDS = 3  # per mode; 9 in all, 4 writer processes each
+
+
+def _spawn(data: Path, mode: str, start: int, ack: Path) -> subprocess.Popen[bytes]:
+    ack.write_bytes(b"")
+    return subprocess.Popen(
+        [sys.executable, str(WRITER), str(data), mode, str(start), str(ack), "shared"],
+        stderr=subprocess.PIPE,
+    )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    if proc.stderr:
+        proc.stderr.close()
+
+
+def _run_writers_and_kill(
+    data: Path, mode: str, starts: list[int], acks: list[Path], rng: random.Random
+) -> None:
+    """Start one writer per ack file; once each has acknowledged a random amount, SIGKILL one
+    of them first (half the time; the others write on past its torn tail) and then all."""
+    procs = [_spawn(data, mode, start, ack) for start, ack in zip(starts, acks, strict=True)]
+    try:
+        for ack, proc in zip(acks, procs, strict=True):
+            target = rng.randint(300, 2_000) if mode == "sync" else rng.randint(2_000, 40_000)
+            _wait_for(_grown(ack, target, proc), 60)
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        if rng.random() < 0.5:
+            victim = rng.randrange(len(procs))
+            _stop(procs[victim])
+            other = acks[(victim + 1) % len(acks)]
+            _wait_for(_grown(other, other.stat().st_size + 2000, None), 60)
+    finally:
+        for proc in procs:
+            _stop(proc)
+
+
+def _grown(ack: Path, size: int, proc: subprocess.Popen[bytes] | None) -> object:
+    return lambda: ack.stat().st_size >= size or (proc is not None and proc.poll() is not None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["journal", "snapshot", "sync"])
+async def test_sigkilled_writers_sharing_a_directory_each_lose_at_most_their_window(
+    mode: str, tmp_path: Path
+) -> None:
+    """4 writer processes set, append and incr one shared counter at once; one of them, or
+    all together, are SIGKILLed at random moments. Per process, losses stay in its window."""
+    rng = random.Random(f"multi-crash-{mode}")
+    data = tmp_path / "data"
+    kept: set[int] = set()  # keys verified present after earlier rounds
+    top_count = 0
+    for round_no in range(MULTI_ROUNDS):
+        acks = [tmp_path / f"acks-{w}" for w in range(WRITERS)]
+        starts = [(round_no * WRITERS + w) * 10_000_000 for w in range(WRITERS)]
+        _run_writers_and_kill(data, mode, starts, acks, rng)
+        before = await check_directory(str(data))
+        assert {f.kind for f in before.findings} <= {"torn_tail"}, before.findings
+
+        store = FileStore(data, durability=mode, max_log_bytes=MAX_LOG_BYTES)  # type: ignore[arg-type]
+        await store.init()
+        try:
+            entries = {e["i"] for e in await store.query("crash.log", limit=10**9)}
+            counts: list[int] = []
+            for w in range(WRITERS):
+                sets, appends, flushed = _parse_acks(acks[w], counts)
+                assert sets, f"writer {w} acknowledged nothing before the kill"
+                lost = [i for i in sets if await store.get("crash", f"k{i}") != i]
+                lost_entries = [i for i in appends if i not in entries]
+                if mode == "sync":
+                    assert lost == [], (w, lost[:5])
+                    assert lost_entries == [], (w, lost_entries[:5])
+                elif mode == "journal":
+                    assert set(lost) <= set(sets[-YIELD_EVERY:]), (w, lost[:5])
+                else:
+                    assert all(i > flushed for i in lost), (w, lost[:5], flushed)
+                if mode != "sync":
+                    assert set(lost_entries) <= set(appends[-YIELD_EVERY:]), (w, lost_entries)
+                kept.update(i for i in sets[-500:] if i not in set(lost))
+            for i in kept:
+                assert await store.get("crash", f"k{i}") == i, i
+            # incr writes its record before it returns: an acknowledged count is never lost
+            total = await store.get("crash", "shared") or 0
+            assert total >= max(counts, default=0)
+            assert total >= top_count
+            assert len(set(counts)) == len(counts), "two increments returned the same value"
+            top_count = total
+        finally:
+            await store.close()
+        assert (await check_directory(str(data))).ok

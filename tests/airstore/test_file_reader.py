@@ -9,19 +9,23 @@ from pathlib import Path
 import pytest
 
 from airstore import FileStore
-from airstore._kvspace import KVSpace
+from airstore._journal import Journal, snapshot_path_of
 
 
-async def test_reader_between_snapshot_and_journal_compaction_misses_nothing(
+async def test_reader_between_snapshot_and_new_journal_misses_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The reader loads the new snapshot while the old journal is still whole; the writer then
-    truncates the journal (same inode) and writes past the reader's old offset."""
-    deferred: list[tuple[KVSpace, int]] = []
-    original = KVSpace.compact_journal
+    """The reader loads the new snapshot while the old journal is still in place (a compaction
+    between its two renames); the writer then puts the new journal in place and writes on."""
+    deferred: list[tuple[Journal, int, bytes]] = []
+    original = Journal.start_locked
 
-    def defer(self: KVSpace, journal_end: int) -> None:
-        deferred.append((self, journal_end))
+    def snapshot_only(
+        self: Journal, base: int, records: bytes = b"", snapshot: str | None = None
+    ) -> None:
+        assert snapshot is not None
+        os.replace(snapshot, snapshot_path_of(self.path))
+        deferred.append((self, base, records))
 
     async with (
         FileStore(tmp_path, flush_interval=3600) as writer,
@@ -29,12 +33,14 @@ async def test_reader_between_snapshot_and_journal_compaction_misses_nothing(
     ):
         for i in range(20):
             await writer.set("ns", f"a{i:02d}", i)
-        monkeypatch.setattr(KVSpace, "compact_journal", defer)
-        await writer.flush()  # snapshot written, compaction held back
-        assert len(await reader.list("ns")) == 20  # reader: new snapshot + whole journal
-        monkeypatch.setattr(KVSpace, "compact_journal", original)
-        space, end = deferred.pop()
-        space.compact_journal(end)  # journal truncated in place
+        await asyncio.sleep(0)  # the writer's loop turn ends: records committed
+        monkeypatch.setattr(Journal, "start_locked", snapshot_only)
+        await writer._spaces["ns"].compact()  # snapshot renamed, the journal switch held back
+        assert len(await reader.list("ns")) == 20  # reader: new snapshot + the old journal
+        monkeypatch.setattr(Journal, "start_locked", original)
+        journal, base, records = deferred.pop()
+        with journal.locked():
+            original(journal, base, records)  # the new journal replaces the old one
         for i in range(40):  # the new journal grows past the reader's old offset
             await writer.set("ns", f"b{i:02d}", i)
         await asyncio.sleep(0)  # the writer's loop turn ends: lines written
@@ -47,7 +53,9 @@ async def test_reader_sees_every_written_line_across_rotations_and_retention(
     tmp_path: Path,
 ) -> None:
     async with (
-        FileStore(tmp_path, max_log_bytes=1500, max_log_segments=2) as writer,
+        FileStore(
+            tmp_path, max_log_bytes=1500, max_log_segments=2, compress_segments=False
+        ) as writer,
         FileStore(tmp_path, read_only=True) as reader,
     ):
         written: list[int] = []

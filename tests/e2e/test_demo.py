@@ -105,9 +105,13 @@ def test_air_demo_explains_a_server_that_cannot_start(tmp_path: Path) -> None:
     store = tmp_path / "data"
 
     async def run_while_locked() -> subprocess.CompletedProcess[str]:
-        from airstore import FileStore
+        import fcntl
+        import os
 
-        async with FileStore(store):  # holds the writer lock: the demo server cannot open it
+        store.mkdir()
+        fd = os.open(store / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:  # held exclusively, as a writer of an older air release does: the server cannot
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return await asyncio.to_thread(
                 subprocess.run,
                 air("demo", "--calls", "10", "--no-dashboard", "--store", f"file://{store}"),
@@ -116,6 +120,8 @@ def test_air_demo_explains_a_server_that_cannot_start(tmp_path: Path) -> None:
                 timeout=120,
                 cwd=tmp_path,
             )
+        finally:
+            os.close(fd)
 
     result = asyncio.run(run_while_locked())
     assert result.returncode == 1

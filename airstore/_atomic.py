@@ -1,0 +1,79 @@
+"""Crash-safe whole-file writes, and the clean-up of what a crash left half-written."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+
+__all__ = ["fsync_dir", "remove_stale_temp_files", "temp_path", "write_atomic", "write_file"]
+
+_counter = itertools.count()
+_TMP_RE = re.compile(r"\.tmp(?:-(?P<pid>\d+)(?:-\d+)?)?$")
+
+
+def temp_path(path: str) -> str:
+    """A temp file name beside ``path`` that names this process (see
+    :func:`remove_stale_temp_files`)."""
+    return f"{path}.tmp-{os.getpid()}-{next(_counter)}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temp_files(root: str) -> None:
+    """Delete temp files of writers that died mid-write (a live writer's are left alone)."""
+    for name in os.listdir(root):
+        match = _TMP_RE.search(name)
+        if match is None:
+            continue
+        pid = match["pid"]
+        if pid is not None and int(pid) != os.getpid() and _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(root, name))
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Write ``data`` to a new file ``path`` and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    os.close(fd)
+
+
+def fsync_dir(root: str) -> None:
+    """fsync a directory, so a rename in it is durable."""
+    dfd = os.open(root or ".", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves either the old or the new file.
+
+    A temp file in the same directory is written and fsynced, renamed over ``path``, and the
+    directory is fsynced so the rename itself is durable.
+    """
+    tmp = temp_path(path)
+    write_file(tmp, data)
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(path))

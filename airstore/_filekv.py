@@ -1,0 +1,228 @@
+"""The key-value side of FileStore: namespaces loaded on first use, sets, counters, reads.
+
+Mixed into :class:`airstore.FileStore`; see ``_kvspace`` for how keys reach the shared journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from typing import Any
+
+import orjson
+
+from airstore._kvspace import MISSING, KVSpace
+from airstore._persist import Persister
+from airstore._recovery import Finding
+from airstore._validate import (
+    JSON_OPTS,
+    MAX_KEY_LENGTH,
+    check_by,
+    check_counter,
+    check_key,
+    check_namespace,
+    check_prefix,
+    check_ttl,
+    encode_value,
+)
+from airstore.errors import StorageIOError
+from airstore.types import Clock, JSONValue
+
+__all__ = ["FileKeys"]
+
+_dumps = orjson.dumps
+
+
+class FileKeys:
+    """Keys of a FileStore (relies on the attributes FileStore sets)."""
+
+    path: str
+    read_only: bool
+    _clock: Clock
+    _sync: bool
+    _default_ttl: float | None
+    _findings: builtins.list[Finding]
+    _write_ok: Persister | None
+
+    def _writer(self) -> Persister:
+        raise NotImplementedError
+
+    def _ensure_open(self) -> None:
+        raise NotImplementedError
+
+    def _io(self, fn: Any, ns: str) -> Any:
+        raise NotImplementedError
+
+    _closed: bool
+    _spaces: dict[str, KVSpace]
+    _loading: dict[str, asyncio.Future[KVSpace]]
+
+    # -- namespaces --------------------------------------------------------------------------
+    async def _space(self, ns: str) -> KVSpace:
+        """The namespace's keys, loaded on first use with the files read off the loop; then
+        what other writers appended since the last look, at most once per loop turn."""
+        space = self._spaces.get(ns)
+        if space is None:
+            space = await self._load(ns)
+        if self.read_only:  # a reader looks at every call
+            self._io(space.refresh, ns)
+        elif not space.fresh:
+            space.fresh = True
+            asyncio.get_running_loop().call_soon(space.mark_stale)
+            self._io(space.refresh, ns)
+        return space
+
+    async def _load(self, ns: str) -> KVSpace:
+        check_namespace(ns)
+        loading = self._loading.get(ns)
+        if loading is not None:  # another caller is loading it: share that load
+            return await asyncio.shield(loading)
+        fut: asyncio.Future[KVSpace] = asyncio.get_running_loop().create_future()
+        self._loading[ns] = fut
+        try:
+            space = KVSpace(
+                self.path, ns, read_only=self.read_only, clock=self._clock, findings=self._findings
+            )
+            try:
+                await space.load_async()
+            except OSError as exc:
+                space.close()
+                raise StorageIOError(
+                    f"I/O error in namespace {ns!r}: {exc}", namespace=ns, path=self.path
+                ) from exc
+            self._ensure_open()
+            space.fresh = True
+            asyncio.get_running_loop().call_soon(space.mark_stale)
+            self._spaces[ns] = space
+            fut.set_result(space)
+            return space
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # retrieved: the waiters re-raise it
+            raise
+        finally:
+            del self._loading[ns]
+
+    async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
+        """Store ``value``; see :meth:`airstore.Store.set`.
+
+        Raises:
+            InvalidNamespaceError, InvalidKeyError, InvalidValueError, InvalidArgumentError:
+                bad input; nothing is changed.
+            ReadOnlyStoreError: the store is read-only.
+        """
+        persist = self._write_ok
+        if persist is None:
+            persist = self._writer()
+        space = self._spaces.get(ns) or await self._space(ns)
+        if type(key) is not str or not key.isascii() or not 0 < len(key) <= MAX_KEY_LENGTH:
+            check_key(ns, key)  # the slow path: raises, or accepts a non-ASCII key
+        try:
+            encoded = _dumps(value, None, JSON_OPTS)
+        except TypeError:
+            encoded = encode_value(ns, key, value)  # raises the typed error
+        if encoded.find(b"null") >= 0:  # (bytes.find: `in` costs twice as much here)
+            encode_value(ns, key, value)  # NaN/Infinity hide behind null: check properly
+        if ttl is None and self._default_ttl is None:
+            space.set_plain(key, value, encoded)
+        else:
+            seconds = self._default_ttl if ttl is None else check_ttl(ttl)
+            now = self._clock()
+            space.put(key, value, encoded, None if seconds is None else now + seconds, now)
+        pending = space.journal.pending
+        persist.schedule(pending)
+        if self._sync:
+            await persist.written(pending)
+
+    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
+        """Add ``by`` to the counter at ``key``; see :meth:`airstore.Store.incr`.
+
+        The read and the write happen under the journal's lock after taking in every other
+        writer's records, so increments from any number of processes never get lost. The
+        record is written at once (in every durability mode).
+
+        Raises:
+            InvalidValueError: the key holds something other than an integer counter.
+            InvalidArgumentError: a bad ``by`` or ``ttl``, or the result would overflow.
+            ReadOnlyStoreError: the store is read-only.
+            StorageIOError: the journal cannot be written (nothing is counted).
+        """
+        persist = self._writer()
+        space = await self._space(ns)
+        check_key(ns, key)
+        by = check_by(ns, key, by)
+        seconds = self._default_ttl if ttl is None else check_ttl(ttl)
+        try:
+            with space.journal.locked():
+                space.commit_locked()
+                now = self._clock()
+                current = space.live(key, now)
+                if current is MISSING:
+                    value = check_counter(ns, key, 0, by)
+                    exp = None if seconds is None else now + seconds
+                else:
+                    value = check_counter(ns, key, current, by)
+                    exp = space.expires.get(key)
+                space.put(key, value, b"%d" % value, exp, now)
+                space.journal.write_pending_locked()
+        except OSError as exc:
+            persist.write_failed(exc)  # nothing of it stays pending: it must not land later
+            raise StorageIOError(
+                f"cannot write the journal of {ns!r}: {exc}", namespace=ns, key=key
+            ) from exc
+        if self._sync:
+            await persist.written(space.journal.pending)
+        return value
+
+    async def get(self, ns: str, key: str) -> JSONValue:
+        """Return the value, or ``None`` when missing or expired."""
+        if self._closed:
+            self._ensure_open()
+        space = self._spaces.get(ns)
+        if space is None or not space.fresh or self.read_only:
+            space = await self._space(ns)
+        try:
+            value = space.items.get(key, MISSING)
+        except TypeError:  # unhashable key
+            value = MISSING
+        if value is MISSING:
+            check_key(ns, key)
+            return None
+        if space.expires:
+            exp = space.expires.get(key)
+            if exp is not None and exp <= self._clock():
+                return None  # the writer's sweep forgets it (readers never change anything)
+        return value
+
+    async def delete(self, ns: str, key: str) -> bool:
+        """Remove ``key``; True if it existed and had not expired."""
+        persist = self._writer()
+        space = await self._space(ns)
+        check_key(ns, key)
+        live = space.delete(key, self._clock())
+        if live is None:
+            return False
+        await persist.written(space.journal.pending)
+        return live
+
+    async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
+        """Live keys starting with ``prefix``, sorted."""
+        return [k for k, _ in await self._live(ns, prefix)]
+
+    async def entries(self, ns: str, prefix: str = "") -> builtins.list[tuple[str, JSONValue]]:
+        """Live ``(key, value)`` pairs starting with ``prefix``, sorted by key."""
+        return await self._live(ns, prefix)
+
+    async def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
+        self._ensure_open()
+        space = await self._space(ns)
+        check_prefix(prefix)
+        now = self._clock()
+        if not self.read_only:
+            space.sweep(now)
+        expires = space.expires
+        return sorted(
+            (k, v)
+            for k, v in space.items.items()
+            if k.startswith(prefix) and ((exp := expires.get(k)) is None or exp > now)
+        )

@@ -1,0 +1,149 @@
+"""The append-log side of FileStore: this writer's logs, retention caps, merged queries.
+
+Mixed into :class:`airstore.FileStore`; see ``_logfile`` for the per-slot files.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from airstore._entry import stamp
+from airstore._filenames import log_path
+from airstore._lock import DirLock
+from airstore._logfile import LogFile, LogOptions, QueryWindow, query_log
+from airstore._persist import Persister
+from airstore._recovery import CorruptLineLog, Finding
+from airstore._retention import Retention, apply_retention, read_retention, write_retention
+from airstore._validate import check_filter, check_limits, check_namespace, to_epoch_ms
+from airstore.types import Clock, Entry, JSONValue, TimeBound
+
+__all__ = ["FileLogs"]
+
+
+class FileLogs:
+    """Logs of a FileStore (relies on the attributes FileStore sets)."""
+
+    path: str
+    read_only: bool
+    _clock: Clock
+    _sync: bool
+    _default_ttl: float | None
+    _findings: builtins.list[Finding]
+    _write_ok: Persister | None
+
+    def _writer(self) -> Persister:
+        raise NotImplementedError
+
+    def _ensure_open(self) -> None:
+        raise NotImplementedError
+
+    def _io(self, fn: Any, ns: str) -> Any:
+        raise NotImplementedError
+
+    _logs: dict[str, LogFile]
+    _lock: DirLock
+    _log_options: LogOptions
+    _corrupt_lines: CorruptLineLog
+
+    def _log(self, ns: str) -> LogFile:
+        log = LogFile(self.path, check_namespace(ns), self._lock.slot, self._log_options)
+        self._io(lambda: log.open_reporting(self._findings), ns)
+        log.retention = read_retention(self.path, ns)
+        self._logs[ns] = log
+        return log
+
+    async def set_log_retention(
+        self, ns: str, *, max_age: float | None = None, max_bytes: int | None = None
+    ) -> None:
+        """Cap the append log of ``ns``: segments older than ``max_age`` seconds, and the
+        oldest ones beyond ``max_bytes`` of log files, are deleted (see docs/storage.md).
+
+        The caps are stored in the directory, so every process sharing it applies them and
+        ``air store stats`` shows them; ``None`` for both removes them. Applied at once and
+        then every few seconds by every writer.
+
+        Raises:
+            InvalidArgumentError: a cap that is not positive and finite.
+            ReadOnlyStoreError: the store is read-only.
+        """
+        self._writer()
+        caps = Retention.checked(max_age, max_bytes)
+        check_namespace(ns)
+        self._io(lambda: write_retention(self.path, ns, caps), ns)
+        if ns in self._logs:
+            self._logs[ns].retention = caps
+        self._io(lambda: apply_retention(self.path, ns, caps, self._clock()), ns)
+
+    async def append(self, ns: str, entry: Entry) -> Entry:
+        """Append ``entry`` to this writer's log of the namespace; returns it with ``_ts``.
+
+        The line reaches the file at the end of the current event-loop turn together with
+        every other line of that turn (one ``write``); queries see it at once.
+        """
+        persist = self._write_ok
+        if persist is None:
+            persist = self._writer()
+        log = self._logs.get(ns) or self._log(ns)
+        stored, _, line = stamp(ns, entry, self._clock)
+        buf = log.pending
+        buf += line
+        buf += b"\n"
+        persist.schedule(buf)
+        if self._sync:
+            await persist.written(buf)
+        return stored
+
+    async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
+        """Append every entry, all validated and encoded first (a bad one appends nothing)."""
+        persist = self._writer()
+        log = self._logs.get(ns) or self._log(ns)
+        clock = self._clock
+        stamped = [stamp(ns, entry, clock) for entry in entries]
+        buf = log.pending
+        for _, _, line in stamped:
+            buf += line
+            buf += b"\n"
+        await persist.written(buf)
+        return [stored for stored, _, _ in stamped]
+
+    async def query(
+        self,
+        ns: str,
+        limit: int = 100,
+        offset: int = 0,
+        since: TimeBound = None,
+        until: TimeBound = None,
+        filter: dict[str, JSONValue] | None = None,
+    ) -> builtins.list[Entry]:
+        """Entries newest first within ``[since, until)`` matching ``filter``, from every
+        writer's files (merged by ``_ts``).
+
+        Reads each log backwards in blocks and stops as soon as it has enough entries (or
+        reaches entries older than ``since``). Corrupt lines are skipped and reported.
+
+        Raises:
+            UnsupportedFormatError: a log file of a newer format.
+        """
+        self._ensure_open()
+        limit, offset = check_limits(limit, offset)
+        window = QueryWindow(
+            limit=limit,
+            offset=offset,
+            lo=to_epoch_ms(since),
+            hi=to_epoch_ms(until),
+            flt=check_filter(filter),
+        )
+        writer = None if self.read_only else self._logs.get(check_namespace(ns))
+        if writer is None and not self.read_only and self._has_own_log(ns):
+            writer = self._log(ns)  # opening it repairs a torn tail first
+        report = self._corrupt_lines.report
+        out: builtins.list[Entry] = self._io(
+            lambda: query_log(self.path, ns, window, writer, report), ns
+        )
+        return out
+
+    def _has_own_log(self, ns: str) -> bool:
+        return os.path.exists(log_path(self.path, check_namespace(ns), self._lock.slot))

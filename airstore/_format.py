@@ -1,0 +1,94 @@
+"""Version markers of a FileStore data directory: one per file, checked before anything is read.
+
+Format 2 (this release) files::
+
+    .airstore                {"airstore":"datadir","format":2}: the directory, and with it the
+                             layout and line format of its logs (plain JSONL, one entry a line,
+                             so ``jq`` and ``grep`` keep working on them)
+    ns.json                  {"format":2,"pos":P,"items":{key:[value,exp]}}
+    ns.journal.jsonl         {"airstore":"journal","format":2,"base":B} then one record a line
+    ns.log*.jsonl.gz         gzip members carrying the extra subfield ``AS`` (``_gzseg``)
+    ns.retention.json        {"airstore":"retention","format":2,...}
+    .events.jsonl            {"airstore":"events","format":2} then one event a line
+
+A log file may start with a ``{"airstore":"log","format":N}`` line (a later release may write
+one): readers skip it and refuse a newer N. Format 1 files (the previous release: a snapshot
+with ``"format":1``, a journal without a header, no ``.airstore``) are read as they are; a
+writer moves a namespace's keys to format 2 when it first loads them. A version above
+:data:`FORMAT` is refused with :class:`~airstore.UnsupportedFormatError`, never guessed at.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from airstore.errors import UnsupportedFormatError
+
+__all__ = [
+    "DATADIR_FILE",
+    "FORMAT",
+    "HEADER_PREFIX",
+    "check_version",
+    "datadir_marker",
+    "journal_header",
+    "parse_header",
+]
+
+FORMAT = 2
+"""The format this release writes; it reads this one and every earlier one."""
+
+DATADIR_FILE = ".airstore"
+HEADER_PREFIX = b'{"airstore":'
+"""Every header line starts with these bytes (no log entry or journal record can)."""
+
+
+def journal_header(base: int) -> bytes:
+    """The first line of a format-2 journal whose first record sits at logical ``base``."""
+    return b'{"airstore":"journal","format":%d,"base":%d}\n' % (FORMAT, base)
+
+
+def datadir_marker() -> bytes:
+    """The content of a format-2 data directory's marker file."""
+    return b'{"airstore":"datadir","format":%d}\n' % FORMAT
+
+
+def parse_header(line: bytes, kind: str, path: str) -> dict[str, Any] | None:
+    """The header fields of ``line`` if it is a header line of ``kind``, else ``None``.
+
+    Raises:
+        UnsupportedFormatError: a header of a newer format, or of another kind of file.
+    """
+    if not line.startswith(HEADER_PREFIX):
+        return None
+    try:
+        doc = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None  # a torn header: the caller treats the file as unreadable from here
+    if not isinstance(doc, dict) or doc.get("airstore") != kind:
+        raise UnsupportedFormatError(
+            f"{path} has a header of an unknown kind ({doc!r:.80}); expected a {kind} file",
+            path=path,
+            found=-1,
+            supported=FORMAT,
+        )
+    check_version(doc.get("format"), path)
+    return doc
+
+
+def check_version(found: object, path: str) -> int:
+    """Return ``found`` if this release reads that format version.
+
+    Raises:
+        UnsupportedFormatError: a version above :data:`FORMAT` (or not a version at all).
+    """
+    if type(found) is not int or found < 1 or found > FORMAT:
+        raise UnsupportedFormatError(
+            f"{path} is in format {found!r}, written by a newer air; this release reads "
+            f"formats 1 to {FORMAT}: upgrade air to open this data directory",
+            path=path,
+            found=found if type(found) is int else -1,
+            supported=FORMAT,
+        )
+    return found

@@ -1,0 +1,249 @@
+"""The KV journal of one namespace, shared by every writer of a data directory.
+
+Records are appended under an exclusive ``flock`` on ``ns.journal.lock``, once per event-loop
+turn per writer (with the turn's records in one ``write``); readers never lock. Every byte of
+the journal has a *logical position* that never changes: a journal file starts with a header
+naming the position of its first record (``base``), and a compaction writes a snapshot that
+covers everything before some position ``P`` and then a new journal file whose base is ``P``
+(holding the records after ``P``). A process that has read up to position ``L`` in the old file
+finishes it (nobody appends to it after the switch) and continues in the new one at ``L``; a
+loader skips the records a snapshot already holds by position. A reader that finds the new
+journal starting after its position has missed records and reloads the namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+
+from airstore._atomic import fsync_dir, temp_path, write_file
+from airstore._filenames import journal_lock_path, journal_path
+from airstore._format import journal_header, parse_header
+
+__all__ = ["Journal", "read_lines", "snapshot_path_of"]
+
+_HEAD = 512  # a header line is far shorter
+
+
+def read_lines(fd: int, start: int, end: int) -> bytes:
+    """Bytes ``[start, end)`` of ``fd`` cut back to the last complete line."""
+    if end <= start:
+        return b""
+    data = os.pread(fd, end - start, start)
+    return data[: data.rfind(b"\n") + 1]
+
+
+class Journal:
+    """The journal file of one namespace and this process's view of it.
+
+    Attributes:
+        base: logical position of the current file's first record.
+        hdr: length of the current file's header line (0 for a format-1 file).
+        read_to: file offset up to which this process has applied records.
+        pending: records made here and not yet written (writers only).
+        legacy: the current file is a format-1 journal (no header).
+    """
+
+    def __init__(self, root: str, ns: str, *, writer: bool) -> None:
+        self.path = journal_path(root, ns)
+        self.lock_path = journal_lock_path(root, ns)
+        self.ns = ns
+        self.writer = writer
+        self.fd: int | None = None
+        self.ino = -1
+        self.base = 0
+        self.hdr = 0
+        self.read_to = 0
+        self.legacy = False
+        self.pending = bytearray()
+        self.unsynced = False
+        self.dirty = False  # this process wrote records since its last compaction
+        self._lock_fd: int | None = None
+        self._sync_lock = threading.Lock()  # fdatasync (worker thread) vs close (loop)
+
+    @property
+    def pos(self) -> int:
+        """Logical position up to which this process has applied the journal."""
+        return self.base + self.read_to - self.hdr
+
+    def offset_of(self, position: int) -> int:
+        """File offset of logical ``position`` in the current file."""
+        return self.hdr + position - self.base
+
+    # -- the lock ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[Journal]:
+        """Hold the journal's exclusive lock (blocking: other holders keep it for microseconds,
+        one ``write`` of a loop turn's records)."""
+        if self._lock_fd is None:
+            self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield self
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    # -- opening -----------------------------------------------------------------------------
+    def open(self) -> bool:
+        """Open the current file and read its header; False when there is no journal yet.
+
+        Raises:
+            UnsupportedFormatError: the header names a newer format.
+            OSError: the file cannot be read.
+        """
+        flags = (os.O_RDWR | os.O_APPEND) if self.writer else os.O_RDONLY
+        try:
+            fd = os.open(self.path, flags | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        try:
+            st = os.fstat(fd)
+            head = os.pread(fd, _HEAD, 0)
+            line = head[: head.find(b"\n") + 1]
+            doc = parse_header(line, "journal", self.path) if line else None
+        except BaseException:
+            os.close(fd)
+            raise
+        self.close()
+        self.fd, self.ino = fd, st.st_ino
+        if doc is not None:
+            self.base, self.hdr, self.legacy = int(doc.get("base", 0)), len(line), False
+        else:
+            self.base, self.hdr, self.legacy = 0, 0, st.st_size > 0
+        self.read_to = self.hdr
+        return True
+
+    def start_locked(self, base: int, records: bytes = b"", snapshot: str | None = None) -> None:
+        """Writer, under the lock: make a new journal file whose first record is at ``base``,
+        holding ``records``; when ``snapshot`` (a temp file) is given, rename it over the
+        snapshot first. The new file is written aside and renamed, so no reader ever sees it
+        without its header; the old file is finished as it is.
+        """
+        header = journal_header(base)
+        tmp = temp_path(self.path)
+        write_file(tmp, header + records)
+        if snapshot is not None:
+            os.replace(snapshot, snapshot_path_of(self.path))
+        os.replace(tmp, self.path)
+        fsync_dir(os.path.dirname(self.path))
+        self.close()
+        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        self.ino = os.fstat(self.fd).st_ino
+        self.base, self.hdr, self.legacy = base, len(header), False
+        self.read_to = self.hdr + len(records)
+        self.unsynced = False
+
+    # -- reading -----------------------------------------------------------------------------
+    def read_new(self) -> bytes | None:
+        """Complete records appended since the last read, following a compaction into the next
+        file; ``None`` when records were missed (a new file starts after our position) or the
+        journal went away: the caller reloads the namespace.
+
+        Raises:
+            UnsupportedFormatError: the new file names a newer format.
+            OSError: a file cannot be read.
+        """
+        if self.fd is None:
+            return None
+        try:
+            ino = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return None
+        data = self._read_rest()
+        if ino == self.ino:
+            return data
+        position = self.pos
+        if self.legacy or not self.open():
+            return None
+        if self.legacy or position < self.base:
+            return None
+        self.read_to = self.offset_of(position)
+        return data + self._read_rest()
+
+    def _read_rest(self) -> bytes:
+        assert self.fd is not None
+        data = read_lines(self.fd, self.read_to, os.fstat(self.fd).st_size)
+        self.read_to += len(data)
+        return data
+
+    def read_from(self, position: int) -> bytes | None:
+        """Complete records from logical ``position`` to the end (a loader skipping what its
+        snapshot holds); ``None`` when the file starts after ``position``."""
+        if position < self.base:
+            return None
+        self.read_to = self.offset_of(position)
+        return self._read_rest()
+
+    # -- writing (under the lock) --------------------------------------------------------------
+    def torn_bytes(self) -> int:
+        """Bytes after the last complete record (a writer died mid-write); cut them with
+        :meth:`cut_torn` while holding the lock."""
+        assert self.fd is not None
+        return os.fstat(self.fd).st_size - self.read_to
+
+    def cut_torn(self) -> None:
+        """Truncate the file back to the last complete record."""
+        assert self.fd is not None
+        os.ftruncate(self.fd, self.read_to)
+
+    def write_pending_locked(self) -> int:
+        """Append the pending records in one ``write``; returns the bytes written.
+
+        On ``OSError`` (disk full …) the file is cut back to where it was, so no half record
+        stays behind, and the records stay pending.
+        """
+        buf = self.pending
+        if not buf:
+            return 0
+        assert self.fd is not None
+        start = self.read_to
+        written = 0
+        try:
+            view = memoryview(buf)
+            while written < len(buf):
+                written += os.write(self.fd, view[written:])
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, start)
+            raise
+        finally:
+            view.release()
+        del buf[:]
+        self.read_to += written
+        self.unsynced = self.dirty = True
+        return written
+
+    def sync(self) -> None:
+        """``fdatasync`` the file if it has unsynced writes (safe from a worker thread)."""
+        with self._sync_lock:
+            if self.fd is not None and self.unsynced:
+                self.unsynced = False
+                try:
+                    os.fdatasync(self.fd)
+                except OSError:
+                    self.unsynced = True
+                    raise
+
+    def close(self) -> None:
+        """Close the journal fd (the lock fd stays until :meth:`release`). Idempotent."""
+        with self._sync_lock:
+            fd, self.fd = self.fd, None
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def release(self) -> None:
+        """Close every fd. Idempotent."""
+        self.close()
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def snapshot_path_of(journal: str) -> str:
+    """The snapshot beside a journal file (``ns.journal.jsonl`` → ``ns.json``)."""
+    return journal[: -len(".journal.jsonl")] + ".json"

@@ -1,0 +1,87 @@
+"""Reading KV snapshots (formats 1 and 2, and the seed's plain object) and format-1 journals.
+
+A format-2 journal is read by ``_kvspace`` record by record; the format-1 journal (``[seq,
+"s", key, value, exp]`` / ``[seq, "d", key]`` lines, no header) is only ever read, to load a
+directory written by the previous release before a writer moves it to format 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from airstore._format import check_version
+
+__all__ = ["LegacyOp", "Snapshot", "parse_snapshot", "replay_v1"]
+
+LegacyOp = tuple[str, str, Any, Any]  # ("s", key, value, exp) | ("d", key, None, None)
+
+
+@dataclass
+class Snapshot:
+    """A parsed snapshot: ``pos`` (format 2) or ``seq`` (format 1) and its items."""
+
+    format: int
+    position: int  # format 2: journal position covered; format 1: the last seq it holds
+    items: dict[str, tuple[Any, float | None]] = field(default_factory=dict)
+
+
+def parse_snapshot(data: bytes, path: str) -> Snapshot:
+    """Parse a snapshot file.
+
+    Raises:
+        UnsupportedFormatError: a format this release does not read.
+        ValueError: the file is not a snapshot (the caller sets it aside).
+    """
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(str(exc)) from exc
+    if not isinstance(doc, dict):
+        raise ValueError("snapshot is not a JSON object")
+    if "format" in doc and "items" in doc:
+        version = check_version(doc["format"], path)
+        raw = doc["items"]
+        if not isinstance(raw, dict):
+            raise ValueError("snapshot items are not an object")
+        try:
+            items = {k: (v[0], v[1]) for k, v in raw.items()}
+        except (TypeError, KeyError, IndexError) as exc:
+            raise ValueError(f"snapshot item is not [value, expiry]: {exc}") from exc
+        key = "pos" if version >= 2 else "seq"
+        position = doc.get(key, 0)
+        if type(position) is not int:
+            raise ValueError(f"snapshot {key} is not an int")
+        return Snapshot(version, position, items)
+    # the seed's plain {key: value} file
+    return Snapshot(1, 0, {k: (v, None) for k, v in doc.items()})
+
+
+def replay_v1(data: bytes, snap_seq: int) -> tuple[list[LegacyOp], list[tuple[int, str]]] | None:
+    """The operations of a format-1 journal after ``snap_seq``, and its corrupt lines
+    ``(line number, reason)``; ``None`` when a gap says the snapshot was replaced under us."""
+    ops: list[LegacyOp] = []
+    corrupt: list[tuple[int, str]] = []
+    body = data[: data.rfind(b"\n") + 1]
+    first = True
+    for number, line in enumerate(body.split(b"\n")[:-1], 1):
+        if not line:
+            continue
+        try:
+            rec = orjson.loads(line)
+            seq, op, key = rec[0], rec[1], rec[2]
+            if type(seq) is not int or type(key) is not str or op not in ("s", "d"):
+                raise ValueError("not a journal record")
+            value, exp = (rec[3], rec[4]) if op == "s" else (None, None)
+        except (orjson.JSONDecodeError, ValueError, TypeError, IndexError, KeyError) as exc:
+            corrupt.append((number, str(exc)))
+            continue
+        if seq <= snap_seq:
+            continue
+        if first and snap_seq >= 0 and seq > snap_seq + 1:
+            return None
+        first = False
+        ops.append((op, key, value, exp))
+    return ops, corrupt

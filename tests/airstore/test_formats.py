@@ -1,0 +1,164 @@
+"""Every on-disk format carries a version: data dirs written by earlier releases are read
+forever, and a newer format is refused with a typed error, never misread.
+
+``fixtures/datadir-v1`` was written by the release before format 2 (FileStore format 1: a
+snapshot with ``"format": 1``, a seq-numbered journal, logs without a header);
+``fixtures/datadir-v2`` by this one (``fixtures/make_datadir.py``: a shared journal with a
+header, compressed segments, retention caps). Both were left the way a crash leaves them (no
+close). Keep them as they are: they are what users' directories look like.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from airstore import FileStore, UnsupportedFormatError
+from airstore._format import FORMAT
+from airstore._recovery import check_directory
+
+FIXTURES = Path(__file__).with_name("fixtures")
+
+USERS = {
+    "ada": {"name": "Ada", "langs": ["en", "fr"], "age": 36},
+    "carol": {"name": "Carol"},
+    "kept": "forever",
+    "ünï": "non-ascii key",
+}
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(root.iterdir()) if p.is_file()}
+
+
+FIXTURE_DIRS = ["datadir-v1", "datadir-v2"]
+
+
+async def _assert_fixture_content(store: FileStore) -> None:
+    assert dict(await store.entries("users")) == USERS  # bob deleted, gone expired
+    assert await store.get("counters", "hits") == 41
+    calls = await store.query("meter.calls", limit=100)
+    assert [e["i"] for e in calls] == list(range(30, -1, -1))
+    assert calls[0]["_ts"] == 1_700_000_030_000
+    t1 = await store.query("meter.calls", filter={"tool": "t1"}, limit=100)
+    assert [e["i"] for e in t1] == [i for i in range(29, -1, -1) if i % 3 == 1]
+
+
+@pytest.mark.parametrize("fixture", FIXTURE_DIRS)
+async def test_an_earlier_directory_is_read_by_a_reader_without_changing_a_byte(
+    fixture: str,
+) -> None:
+    root = FIXTURES / fixture
+    before = _files(root)
+    async with FileStore(root, read_only=True) as reader:
+        await _assert_fixture_content(reader)
+        assert reader.recovery == []
+    assert _files(root) == before
+    assert (await check_directory(str(root))).ok
+
+
+@pytest.mark.parametrize("fixture", FIXTURE_DIRS)
+async def test_a_writer_continues_an_earlier_directory_in_this_format(
+    tmp_path: Path, fixture: str
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURES / fixture, data)
+    async with FileStore(data) as store:
+        await _assert_fixture_content(store)
+        assert await store.incr("counters", "hits") == 42
+        await store.append("meter.calls", {"tool": "new", "i": 31})
+    assert orjson.loads((data / "users.json").read_bytes())["format"] == FORMAT
+    assert (data / "users.journal.jsonl").read_bytes().startswith(b'{"airstore":"journal"')
+    async with FileStore(data, read_only=True) as reader:
+        assert dict(await reader.entries("users")) == USERS
+        assert await reader.get("counters", "hits") == 42
+        assert [e["i"] for e in await reader.query("meter.calls", limit=3)] == [31, 30, 29]
+    assert (await check_directory(str(data))).ok
+
+
+def _future(path: Path, old: bytes, new: bytes) -> None:
+    data = path.read_bytes()
+    assert old in data
+    path.write_bytes(data.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+async def test_a_newer_snapshot_format_is_refused(tmp_path: Path, read_only: bool) -> None:
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "k", 1)
+    _future(tmp_path / "ns.json", b'"format":%d' % FORMAT, b'"format":%d' % (FORMAT + 1))
+    before = _files(tmp_path)
+    async with FileStore(tmp_path, read_only=read_only) as store:
+        with pytest.raises(UnsupportedFormatError) as info:
+            await store.get("ns", "k")
+    assert info.value.found == FORMAT + 1
+    assert info.value.supported == FORMAT
+    assert info.value.path == str(tmp_path / "ns.json")
+    assert _files(tmp_path) == before  # refused: nothing moved aside, nothing rewritten
+
+
+async def test_a_newer_journal_format_is_refused(tmp_path: Path) -> None:
+    async with FileStore(tmp_path, flush_interval=3600) as store:
+        await store.set("ns", "k", 1)
+        await store.flush()
+        await store.set("ns", "k", 2)
+    _future(
+        tmp_path / "ns.journal.jsonl",
+        b'"journal","format":%d' % FORMAT,
+        b'"journal","format":%d' % (FORMAT + 1),
+    )
+    async with FileStore(tmp_path, read_only=True) as reader:
+        with pytest.raises(UnsupportedFormatError):
+            await reader.get("ns", "k")
+    report = await check_directory(str(tmp_path))
+    assert [f.kind for f in report.findings] == ["unsupported_format"]
+
+
+async def test_a_log_file_of_a_newer_format_is_refused(tmp_path: Path) -> None:
+    async with FileStore(tmp_path) as store:
+        await store.append("log", {"i": 1})
+    log = tmp_path / "log.log.jsonl"  # as a later release may write it: a header line first
+    log.write_bytes(b'{"airstore":"log","format":99}\n' + log.read_bytes())
+    async with FileStore(tmp_path, read_only=True) as reader:
+        with pytest.raises(UnsupportedFormatError) as info:
+            await reader.query("log")
+    assert info.value.found == 99
+    report = await check_directory(str(tmp_path))
+    assert [f.kind for f in report.findings] == ["unsupported_format"]
+
+
+async def test_a_newer_data_directory_is_refused_at_open(tmp_path: Path) -> None:
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "k", 1)
+    _future(tmp_path / ".airstore", b'"format":%d' % FORMAT, b'"format":%d' % (FORMAT + 7))
+    for read_only in (True, False):
+        with pytest.raises(UnsupportedFormatError):
+            await FileStore(tmp_path, read_only=read_only).init()
+
+
+async def test_every_file_a_writer_makes_names_its_format(tmp_path: Path) -> None:
+    async with FileStore(tmp_path, max_log_bytes=200) as store:
+        await store.set("ns", "k", 1)
+        await store.set_log_retention("log", max_bytes=1 << 30)
+        for i in range(20):
+            await store.append("log", {"i": i, "pad": "x" * 30})
+            await store.flush()
+    assert orjson.loads((tmp_path / ".airstore").read_bytes())["format"] == FORMAT
+    for name in sorted(os.listdir(tmp_path)):
+        path = tmp_path / name
+        data = path.read_bytes()
+        if name.endswith(".lock") or name == ".airstore":
+            continue  # lock files hold a pid, nothing is read from them
+        if name.endswith(".jsonl.gz"):  # a compressed segment: the subfield names its layout
+            assert data[:4] == b"\x1f\x8b\x08\x04", name
+            assert data[12:14] == b"AS", name
+        elif name.endswith(".log.jsonl"):
+            assert orjson.loads(data.splitlines()[0])["i"] >= 0  # JSONL, under .airstore
+        elif name.endswith(".json"):
+            assert orjson.loads(data)["format"] == FORMAT, name
+        else:
+            assert data.startswith(b'{"airstore":"journal","format":%d' % FORMAT), name

@@ -1,0 +1,114 @@
+"""Several writers on one data directory: processes of one or several servers, all at once."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from airstore import FileStore, StoreLockedError
+
+WORKER = Path(__file__).with_name("multi_writer.py")
+
+
+def _run_writers(data: Path, writers: int, count: int, durability: str) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(data), str(w), str(count), durability],
+            stderr=subprocess.PIPE,
+        )
+        for w in range(writers)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+
+
+@pytest.mark.parametrize("durability", ["journal", "snapshot", "sync"])
+async def test_four_writer_processes_share_one_directory_and_lose_nothing(
+    tmp_path: Path, durability: str
+) -> None:
+    count = 150 if durability == "sync" else 400
+    _run_writers(tmp_path, 4, count, durability)
+    async with FileStore(tmp_path, read_only=True) as reader:
+        assert await reader.get("shared", "hits") == 4 * count  # no increment lost
+        keys = await reader.list("ns")
+        assert len(keys) == 4 * count
+        entries = await reader.query("log", limit=10**6)
+        assert sorted((e["w"], e["i"]) for e in entries) == [
+            (w, i) for w in range(4) for i in range(count)
+        ]
+        stamps = [e["_ts"] for e in entries]
+        assert stamps == sorted(stamps, reverse=True)  # merged newest first
+        for w in range(4):  # each writer's own order survives the merge
+            mine = [e["i"] for e in entries if e["w"] == w]
+            assert mine == sorted(mine, reverse=True)
+    async with FileStore(tmp_path) as store:  # a later writer continues where they left
+        assert await store.incr("shared", "hits") == 4 * count + 1
+    assert (
+        sorted(n for n in os.listdir(tmp_path) if n.startswith("log.log"))
+        == [
+            "log.log.jsonl",
+            "log.log.s1.jsonl",
+            "log.log.s2.jsonl",
+            "log.log.s3.jsonl",
+        ][: len([n for n in os.listdir(tmp_path) if n.startswith("log.log")])]
+    )
+
+
+async def test_two_writers_in_one_process_see_each_other_from_the_next_loop_turn(
+    tmp_path: Path,
+) -> None:
+    async with FileStore(tmp_path) as a, FileStore(tmp_path) as b:
+        await a.set("ns", "k", "from a")
+        await b.append("log", {"by": "b"})
+        await a.append("log", {"by": "a"})
+        await asyncio.sleep(0)  # a's turn ends: its records are committed
+        assert await b.get("ns", "k") == "from a"
+        await b.set("ns", "k", "from b")
+        await asyncio.sleep(0)
+        assert await a.get("ns", "k") == "from b"  # the last committed write wins
+        assert [e["by"] for e in await a.query("log")] == ["a", "b"]
+        assert [e["by"] for e in await b.query("log")] == ["a", "b"]
+        assert await a.incr("ns", "n") == 1
+        assert await b.incr("ns", "n") == 2  # incr reads under the lock: no turn needed
+        assert await a.delete("ns", "k") is True
+        await asyncio.sleep(0)
+        assert await b.get("ns", "k") is None
+        assert await b.list("ns") == ["n"]
+
+
+async def test_same_turn_writes_of_two_writers_end_in_commit_order(tmp_path: Path) -> None:
+    async with FileStore(tmp_path) as a, FileStore(tmp_path) as b:
+        for i in range(50):
+            await a.set("ns", f"k{i % 5}", ["a", i])
+            await b.set("ns", f"k{i % 5}", ["b", i])
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        seen_a = await a.entries("ns")
+        seen_b = await b.entries("ns")
+        assert seen_a == seen_b  # both converge on the journal's order
+    async with FileStore(tmp_path, read_only=True) as reader:
+        assert await reader.entries("ns") == seen_a
+
+
+async def test_a_writer_of_the_previous_format_excludes_this_one(tmp_path: Path) -> None:
+    # The previous release took an exclusive flock on .lock and wrote its pid there.
+    fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, b"%d\n" % os.getpid())
+        with pytest.raises(StoreLockedError) as info:
+            await FileStore(tmp_path).init()
+        assert info.value.pid == os.getpid()
+        async with FileStore(tmp_path, read_only=True) as reader:  # readers take no lock
+            assert await reader.get("ns", "k") is None
+    finally:
+        os.close(fd)
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "k", 1)
