@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
+from aircli.meter_slo import add_slo_parser
 from airmeter import Snapshot, meter_health, snapshot
 from airmeter.context_cost import ContextReport, context_report
 from airmeter.errors import AirmeterError
@@ -44,7 +45,7 @@ def parse_since(text: str) -> timedelta | datetime | None:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the ``meter`` subcommand (``air meter report``)."""
+    """Add the ``meter`` subcommand (``air meter report``, ``air meter slo``)."""
     parser = sub.add_parser("meter", help="metering reports")
     actions = parser.add_subparsers(dest="meter_command", metavar="ACTION", required=True)
     report = actions.add_parser("report", help="print calls, errors, latency, layers and tools")
@@ -61,6 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report.add_argument("--instance", help="only this server instance id")
     report.add_argument("--format", choices=("table", "json", "prometheus"), default="table")
     report.set_defaults(func=_run)
+    add_slo_parser(actions)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -24,6 +24,9 @@ from airmeter.readers import has_calls, recent_calls
 from airmeter.record import CALLS_NAMESPACE, CallRecord
 from airmeter.redact import Redactor, redact, redact_text
 from airmeter.rollups import ROLLUPS_NAMESPACE
+from airmeter.slo import SloStatus, evaluate_slos
+from airmeter.slo_alerts import SloAlert, SloWatcher
+from airmeter.slo_config import Objective
 from airmeter.snapshot import snapshot
 from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
 from airmeter.store_sink import StoreSink
@@ -63,6 +66,7 @@ __all__ = [
     "MeterHealth",
     "MeterMiddleware",
     "MeterStats",
+    "Objective",
     "OtelSettings",
     "OtelSink",
     "PrometheusSink",
@@ -72,6 +76,9 @@ __all__ = [
     "SeriesPoint",
     "ServerStats",
     "Sink",
+    "SloAlert",
+    "SloStatus",
+    "SloWatcher",
     "Snapshot",
     "StoreSink",
     "ToolStats",
@@ -80,6 +87,7 @@ __all__ = [
     "create_meter_hook",
     "current_usage",
     "error_class_of",
+    "evaluate_slos",
     "has_calls",
     "meter_health",
     "metrics_app",

@@ -33,7 +33,7 @@ from airmeter.settings import INSTANCE_ID_ENV, instance_id_setting
 from airmeter.sink_calls import DEFAULT_SINK_TIMEOUT, SinkCalls
 from airmeter.snapshot import DEFAULT_MAX_BUCKETS, Bound, aggregate, snapshot, to_ms
 from airmeter.snapshot_types import Snapshot
-from airmeter.store_sink import StoreSink
+from airmeter.store_sink import DEFAULT_LOG_MAX_AGE, DEFAULT_LOG_MAX_BYTES, StoreSink
 from airmeter.tokens import count_all
 from airmeter.types import Sink
 from airstore.types import Store
@@ -89,6 +89,9 @@ class Meter:
         sink_timeout: longest wait on one sink call; a sink that does not answer in time is
             abandoned for that call and counted (``stats.sink_timeouts``), so a hung sink
             never blocks :meth:`stop`, :meth:`snapshot` or ``/metrics``.
+        log_max_age: seconds the store keeps the raw call log (7 days; ``None``: no cap); the
+            rollups stay 400 days.
+        log_max_bytes: most bytes of raw call log the store keeps (1 GiB; ``None``: no cap).
         max_field_bytes: cap of the texts of records made elsewhere (the metering engine cuts
             its own with its own cap).
         redactor: redacts records made elsewhere (the engine redacts its own).
@@ -112,6 +115,8 @@ class Meter:
         max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES,
         redactor: Redactor | None = None,
         sink_timeout: float = DEFAULT_SINK_TIMEOUT,
+        log_max_age: float | None = DEFAULT_LOG_MAX_AGE,
+        log_max_bytes: int | None = DEFAULT_LOG_MAX_BYTES,
     ) -> None:
         if min(ring_size, max_pending, batch_size) <= 0 or min(flush_interval, sink_timeout) <= 0:
             raise MeterConfigError(
@@ -123,7 +128,9 @@ class Meter:
         self._sinks: list[Sink] = list(sinks)
         self._store = store
         if store is not None:
-            self._sinks.insert(0, StoreSink(store, writer=self.instance_id))
+            self._sinks.insert(0, StoreSink(store, writer=self.instance_id,
+                                            log_max_age=log_max_age,
+                                            log_max_bytes=log_max_bytes))  # fmt: skip
         elif any(isinstance(s, StoreSink) for s in self._sinks):
             self._store = next(s.store for s in self._sinks if isinstance(s, StoreSink))
         self._book = None if self._store is not None else RollupBook(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -73,6 +74,8 @@ class MeterMiddleware:
             off the call path: ``"exact"`` (the exact tokenizer when the ``tokens`` extra is
             installed, else the estimate), ``"estimate"`` or ``"off"``; by default
             ``$AIR_TOKENS``, else ``"exact"``.
+        clock: seconds since the epoch, stamped as each call's start (``air demo`` back-fills a
+            history with its own).
         sinks: more sinks for the meter created on start (with ``meter`` given, add them to it).
         meter_options: keyword options for the :class:`Meter` created on start.
 
@@ -92,6 +95,7 @@ class MeterMiddleware:
         measure_sizes: bool = True,
         max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES,
         count_tokens: TokenMode | None = None,
+        clock: Callable[[], float] = time.time,
         sinks: Sequence[Sink] = (),
         **meter_options: Any,
     ) -> None:
@@ -104,6 +108,7 @@ class MeterMiddleware:
         self.budget = budget
         self._gated = False
         self._classifier = classifier
+        self._clock = clock
         self._builder_options: dict[str, Any] = {
             "capture_arguments": capture_arguments,
             "capture_results": capture_results,
@@ -121,7 +126,7 @@ class MeterMiddleware:
         builder = RecordBuilder(server=server or meter.server, instance_id=meter.instance_id,
                                 **self._builder_options)  # fmt: skip
         return MeterEngine(meter, builder=builder, classifier=self._classifier or meter.classifier,
-                           budget=self.budget)  # fmt: skip
+                           budget=self.budget, clock=self._clock)  # fmt: skip
 
     @property
     def meter(self) -> Meter:

@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from aircore import define_server, define_tool
@@ -114,3 +115,31 @@ async def test_a_sink_that_ignores_cancellation_is_left_behind() -> None:
             break
         await asyncio.sleep(0)
     assert sink.finished
+
+
+async def test_the_call_log_is_capped_by_age_and_size_while_rollups_stay() -> None:
+    from airmeter import snapshot
+    from airmeter.store_sink import DEFAULT_ROLLUP_TTL
+
+    assert DEFAULT_ROLLUP_TTL == 400 * 86_400.0
+    now_ms = 1_800_000_000_000
+    store = MemoryStore(clock=lambda: now_ms / 1000)
+    meter = Meter(store=store, log_max_age=7 * 86_400.0, log_max_bytes=200_000)
+    recent = [rec(i) for i in range(10)]  # at "now"
+    ten_days_ago = [
+        CallRecord(ts_ms=now_ms - 10 * 86_400_000 + i, server="s", tool="get_user",
+                   layer=Layer.L2, latency_ms=1.0, ok=True, request_id=f"o{i}")
+        for i in range(10)
+    ]  # fmt: skip
+    for r in ten_days_ago + recent:
+        meter.record(r)
+    await meter.flush()
+    for i in range(5000):  # ~100 bytes a line: more than 200 000 bytes
+        meter.record(rec(100 + i))
+    await meter.stop()
+    logged = await store.query("meter.calls", limit=10_000)
+    assert not any(str(e.get("request_id", "")).startswith("o") for e in logged)  # age cap
+    assert sum(len(orjson.dumps(e)) + 1 for e in logged) <= 200_000  # size cap
+    assert len(logged) < 5010
+    snap = await snapshot(store)
+    assert snap.total_calls == 5020  # the rollups keep every call
