@@ -22,7 +22,14 @@ from airmeter.settings import slo_webhook_url
 from airmeter.slo import SloStatus
 from airmeter.slo_alerts import AlertSink, SloWatcher, WebhookAlerts, log_alert
 from airmeter.slo_config import DEFAULT_SLO_FILE, load_objectives
-from airstore import AirstoreError, Store, StoreLockedError, create_storage
+from airstore import (
+    AirstoreError,
+    ReadOnlyUnsupportedError,
+    Store,
+    StoreLockedError,
+    create_storage,
+    store_exists,
+)
 
 __all__ = ["add_slo_parser", "format_slo_table"]
 
@@ -80,7 +87,13 @@ def _render(statuses: Sequence[SloStatus], fmt: str) -> str:
 
 
 async def _open(url: str, *, watch: bool) -> Store:
-    """The store: writable when watching (alert claims), unless another process holds it."""
+    """The store: writable when watching (alert claims), unless another process holds it.
+
+    Raises:
+        MeterConfigError: nothing was ever recorded at ``url``.
+    """
+    if not await store_exists(url):
+        raise MeterConfigError(f"{url} does not exist: nothing has been recorded there yet")
     if watch:
         try:
             return await create_storage(url)
@@ -88,8 +101,8 @@ async def _open(url: str, *, watch: bool) -> Store:
             pass
     try:
         return await create_storage(url, read_only=True)
-    except AirstoreError:
-        return await create_storage(url)  # a backend without a read-only mode (memory://)
+    except ReadOnlyUnsupportedError:
+        return await create_storage(url)  # memory://
 
 
 async def _slo(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from aircli.locate import STORE_HELP
+from aircli.remote import refuse_remote_bind
 from aircli.settings import HTTP_TOKEN_ENV, cli_settings
 from aircore.errors import AirError, DefinitionError
 from aircore.server import AirServer
@@ -59,6 +60,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=None,
         metavar="BYTES",
         help="largest stdio frame / HTTP body accepted (default 16 MiB / 4 MiB)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host on HTTP (needs --token)",
     )
     parser.add_argument(
         "--allow-origin",
@@ -207,6 +213,12 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
     transport = None if args.transport == "auto" else args.transport
     kind = transport or detect_transport(os.environ, sys.stdin)
     chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)  # unknown: error
+    if "host" in chosen.options:
+        refused = refuse_remote_bind(
+            "air serve", args.host, allow_remote=args.allow_remote, token=args.token
+        )
+        if refused is not None:
+            return refused
     if not 0 <= args.port <= 65535:
         raise DefinitionError(f"--port {args.port} is not a port (0-65535; 0: any free port)")
     if args.max_message is not None and args.max_message < 1:
