@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import orjson
 
 from aircli.locate import STORE_HELP, store_location
-from airmeter import AirmeterError, slo_alerts
+from airmeter import AirmeterError, MeterConfigError, slo_alerts
 from airmeter.settings import slo_webhook_url
 from airmeter.slo import SloStatus
 from airmeter.slo_alerts import AlertSink, SloWatcher, WebhookAlerts, log_alert
