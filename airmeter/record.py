@@ -89,9 +89,9 @@ class CallRecord:
     result_tokens: int | None = None
 
     def to_log(self) -> dict[str, Any]:
-        """The log form: snake_case keys, ``_ts`` and ``layer`` as ``"L1"``…; every field that
-        is ``None`` is left out (no ``null`` in a line: the store then never has to look for a
-        NaN it would hide), the required ones are always present."""
+        """The log form: snake_case keys, ``_ts`` and ``layer`` as ``"L1"``…; ``None`` omitted
+        for optional fields (the required ones, ``error_type`` and ``request_id`` included, are
+        always present)."""
         out: dict[str, Any] = {
             "_ts": self.ts_ms,
             "server": self.server,
@@ -99,12 +99,10 @@ class CallRecord:
             "layer": _CODES[self.layer],
             "latency_ms": self.latency_ms,
             "ok": self.ok,
+            "error_type": self.error_type,
+            "request_id": self.request_id,
         }
         # Unrolled on purpose: this runs once per call on the sink's write path.
-        if self.error_type is not None:
-            out["error_type"] = self.error_type
-        if self.request_id is not None:
-            out["request_id"] = self.request_id
         if self.error_class is not None:
             out["error_class"] = self.error_class
         if self.call_id is not None:

@@ -56,9 +56,11 @@ class StoreSink:
         rollup_ttl: seconds a minute's rollup lives (``None``: forever).
         persist_interval: seconds between rollup writes.
         max_backlog: most records kept for retry after a store failure.
-        log_max_age: seconds the raw call log keeps an entry (``None``: no age cap); set on
+        log_max_age: seconds the raw call log keeps an entry (``None``, the default here: no
+            age cap; a :class:`~airmeter.Meter` passes :data:`DEFAULT_LOG_MAX_AGE`); set on
             the store once, on the first write (``Store.set_log_retention``).
-        log_max_bytes: most bytes the raw call log keeps (``None``: no size cap).
+        log_max_bytes: most bytes the raw call log keeps (``None``: no size cap; a meter
+            passes :data:`DEFAULT_LOG_MAX_BYTES`).
 
     Raises:
         MeterConfigError: a bad TTL or interval.
@@ -72,8 +74,8 @@ class StoreSink:
         rollup_ttl: float | None = DEFAULT_ROLLUP_TTL,
         persist_interval: float = DEFAULT_PERSIST_INTERVAL,
         max_backlog: int = DEFAULT_MAX_BACKLOG,
-        log_max_age: float | None = DEFAULT_LOG_MAX_AGE,
-        log_max_bytes: int | None = DEFAULT_LOG_MAX_BYTES,
+        log_max_age: float | None = None,
+        log_max_bytes: int | None = None,
     ) -> None:
         if rollup_ttl is not None and rollup_ttl <= 0:
             raise MeterConfigError("rollup_ttl must be positive or None")
