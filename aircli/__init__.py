@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from aircli import check, dashboard, demo, gateway, manifest, meter, scaffold, serve, status, store
 
@@ -38,10 +39,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    """The innermost subcommand parser ``args`` went through (``air meter report``'s)."""
+    while True:
+        found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, found[0].dest, None) if found else None
+        if not found or name is None:
+            return parser
+        parser = found[0].choices[name]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``air`` console script; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # say it with the subcommand's usage, not the top-level one
+        _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         stream=sys.stderr,

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
+from aircli.remote import refuse_remote_bind
+from aircli.settings import DASHBOARD_TOKEN_ENV, cli_settings
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "open_dashboard", "register", "serve_dashboard"]
 
@@ -34,7 +36,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="allow binding a non-loopback address (needs --token)",
     )
-    parser.add_argument("--token", help="token every request must carry (with --allow-remote)")
+    parser.add_argument(
+        "--token",
+        default=cli_settings().dashboard_token,
+        help=f"token every request must carry (with --allow-remote; env {DASHBOARD_TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="an extra Host name accepted besides localhost (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an extra browser Origin accepted besides localhost and the page's own (repeatable)",
+    )
     parser.add_argument(
         "--refresh", type=float, default=3.0, help="live refresh interval in seconds (default: 3)"
     )
@@ -75,6 +95,8 @@ def serve_dashboard(
     allow_remote: bool = False,
     token: str | None = None,
     refresh_s: float = 3.0,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
     stop: threading.Event | None = None,
 ) -> int:
     """Serve until Ctrl+C (or ``stop`` is set); print the URL. Returns the exit code."""
@@ -86,6 +108,8 @@ def serve_dashboard(
         allow_remote=allow_remote,
         token=token,
         refresh_ms=max(500, int(refresh_s * 1000)),
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
     )
     if server is None:
         return 2
@@ -102,6 +126,11 @@ def serve_dashboard(
 
 
 def _run(args: argparse.Namespace) -> int:
+    refused = refuse_remote_bind(
+        "air dashboard", args.host, allow_remote=args.allow_remote, token=args.token
+    )
+    if refused is not None:
+        return refused
     location = store_location("air dashboard", args.store, reading=True)
     if not location.exists():
         hint = elsewhere_hint(location)
@@ -114,4 +143,6 @@ def _run(args: argparse.Namespace) -> int:
         allow_remote=args.allow_remote,
         token=args.token,
         refresh_s=args.refresh,
+        allowed_hosts=args.allow_host,
+        allowed_origins=args.allow_origin,
     )

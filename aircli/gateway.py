@@ -13,7 +13,7 @@ import asyncio
 import sys
 
 from aircli.locate import STORE_HELP, store_location
-from airhttp.guards import is_loopback
+from aircli.remote import refuse_remote_bind
 
 __all__ = ["DEFAULT_GATEWAY_PORT", "register"]
 
@@ -57,13 +57,11 @@ def _run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"air gateway: --port {args.port} is not a port (0-65535)", file=sys.stderr)
         return 2
-    if not is_loopback(args.host) and not (args.allow_remote and args.token):
-        print(
-            f"air gateway: binding {args.host} exposes the gateway beyond this machine: "
-            "pass --allow-remote and --token",
-            file=sys.stderr,
-        )
-        return 2
+    refused = refuse_remote_bind(
+        "air gateway", args.host, allow_remote=args.allow_remote, token=args.token
+    )
+    if refused is not None:
+        return refused
     from airgateway.config import load_config
 
     try:

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import sys
 from datetime import datetime, timedelta
-from typing import Any
 
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
 from airmeter import Snapshot, snapshot
 from airmeter.errors import AirmeterError
-from airstore import AirstoreError, create_storage, parse_store_url
+from airstore import (
+    AirstoreError,
+    ReadOnlyUnsupportedError,
+    Store,
+    create_storage,
+    store_exists,
+)
 
 __all__ = ["format_table", "parse_since", "register"]
 
@@ -64,11 +68,6 @@ def _run(args: argparse.Namespace) -> int:
     chosen = store_location("air meter report", args.store, reading=True)
     args.store = chosen.url
     try:
-        kind, location = parse_store_url(args.store)
-        if kind == "file" and location is not None and not os.path.isdir(location):
-            raise _NotFoundError(f"store directory {location!r} does not exist ({args.store})")
-        if kind == "sqlite" and location is not None and not os.path.isfile(location):
-            raise _NotFoundError(f"database file {location!r} does not exist ({args.store})")
         text = asyncio.run(_report(args))
     except (AirstoreError, AirmeterError, OSError, _NotFoundError) as exc:
         print(f"air meter report: {exc}", file=sys.stderr)
@@ -87,10 +86,18 @@ class _NotFoundError(Exception):
     pass
 
 
+async def _open(url: str) -> Store:
+    """The store at ``url``, read-only beside its writers (``memory://``: plainly)."""
+    if not await store_exists(url):
+        raise _NotFoundError(f"{url} does not exist: nothing has been recorded there yet")
+    try:
+        return await create_storage(url, read_only=True)
+    except ReadOnlyUnsupportedError:
+        return await create_storage(url)
+
+
 async def _report(args: argparse.Namespace) -> str:
-    kind, _ = parse_store_url(args.store)
-    options: dict[str, Any] = {} if kind == "memory" else {"read_only": True}
-    store = await create_storage(args.store, **options)
+    store = await _open(args.store)
     try:
         snap = await snapshot(
             store,
@@ -135,7 +142,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def format_table(snap: Snapshot) -> str:
-    """The human-readable report: headline, errors by type, layers, tools."""
+    """The human-readable report: headline, processes (server + instance), errors by type,
+    layers, tools."""
     start = datetime.fromtimestamp(snap.since_ms / 1000).strftime("%Y-%m-%d %H:%M")
     end = datetime.fromtimestamp(snap.until_ms / 1000).strftime("%Y-%m-%d %H:%M")
     lines = [
@@ -153,6 +161,19 @@ def format_table(snap: Snapshot) -> str:
             "server (define_server(..., meter=True))."
         )
         return "\n".join(lines)
+    lines.append("")
+    server_rows = [
+        [
+            row.server or "-",
+            row.instance_id or "-",
+            str(row.calls),
+            str(row.errors),
+            f"{row.error_rate * 100:.1f}%",
+            _ms(row.p95_ms),
+        ]
+        for row in snap.servers
+    ]  # every process that recorded calls in the window, told apart by its instance id
+    lines += _table(["server", "instance", "calls", "errors", "err%", "p95 ms"], server_rows)
     if snap.errors_by_type:
         lines += ["", "errors by type"]
         lines += [f"  {etype}  {count}" for etype, count in snap.errors_by_type.items()]

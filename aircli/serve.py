@@ -16,13 +16,21 @@ from types import ModuleType
 from typing import Any
 
 from aircli.locate import STORE_HELP
+from aircli.remote import refuse_remote_bind
 from aircli.settings import HTTP_TOKEN_ENV, cli_settings
 from aircore.errors import AirError, DefinitionError
 from aircore.server import AirServer
 from aircore.transports import TRANSPORTS, get_transport
 from aircore.transports.detect import TRANSPORT_ENV, detect_transport
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT
-from airhttp import AirhttpError
+from aircore.transports.stdio import DEFAULT_MAX_INFLIGHT as STDIO_MAX_INFLIGHT
+from airhttp import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_INFLIGHT,
+    AirhttpError,
+)
 from airstore.errors import AirstoreError
 
 __all__ = ["load_server", "register"]
@@ -54,6 +62,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="largest stdio frame / HTTP body accepted (default 16 MiB / 4 MiB)",
     )
     parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host on HTTP (needs --token)",
+    )
+    parser.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -66,6 +79,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="HOST",
         help="an extra Host name accepted on HTTP (repeatable)",
+    )
+    limits = parser.add_argument_group("limits (HTTP; --max-inflight also for stdio)")
+    limits.add_argument(
+        "--header-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"seconds to receive a request's headers (default {DEFAULT_HEADER_TIMEOUT:g})",
+    )
+    limits.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"keep-alive idle seconds between requests (default {DEFAULT_IDLE_TIMEOUT:g})",
+    )
+    limits.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"open connections at once (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    limits.add_argument(
+        "--max-inflight",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"calls handled at once (default {DEFAULT_MAX_INFLIGHT} on HTTP, "
+        f"{STDIO_MAX_INFLIGHT} on stdio)",
     )
     parser.add_argument(
         "--otel",
@@ -170,6 +213,12 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
     transport = None if args.transport == "auto" else args.transport
     kind = transport or detect_transport(os.environ, sys.stdin)
     chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)  # unknown: error
+    if "host" in chosen.options:
+        refused = refuse_remote_bind(
+            "air serve", args.host, allow_remote=args.allow_remote, token=args.token
+        )
+        if refused is not None:
+            return refused
     if not 0 <= args.port <= 65535:
         raise DefinitionError(f"--port {args.port} is not a port (0-65535; 0: any free port)")
     if args.max_message is not None and args.max_message < 1:
@@ -181,6 +230,10 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
         "token": args.token,
         "allowed_origins": args.allow_origin,
         "allowed_hosts": args.allow_host,
+        "header_timeout": args.header_timeout,
+        "idle_timeout": args.idle_timeout,
+        "max_connections": args.max_connections,
+        "max_inflight": args.max_inflight,
     }
     # each transport gets the options it takes (stdio: max_message only)
     opts = {k: v for k, v in offered.items() if k in chosen.options and v is not None}

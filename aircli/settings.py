@@ -6,10 +6,20 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["DEMO_LATENCY_ENV", "HTTP_TOKEN_ENV", "CliSettings", "cli_settings"]
+__all__ = [
+    "DASHBOARD_TOKEN_ENV",
+    "DEMO_LATENCY_ENV",
+    "HTTP_TOKEN_ENV",
+    "CliSettings",
+    "cli_settings",
+]
 
 HTTP_TOKEN_ENV = "AIR_HTTP_TOKEN"
 """The bearer token ``air serve`` requires on HTTP when ``--token`` is not given."""
+
+DASHBOARD_TOKEN_ENV = "AIR_DASHBOARD_TOKEN"
+"""The token ``air dashboard`` requires when ``--token`` is not given (an environment variable
+keeps it out of the process list, where command-line arguments are visible)."""
 
 DEMO_LATENCY_ENV = "AIR_DEMO_LATENCY"
 """Set (to anything but ``0``/empty) by ``air demo``: the demo server sleeps a time typical of
@@ -22,10 +32,12 @@ class CliSettings:
 
     Attributes:
         http_token: ``AIR_HTTP_TOKEN``.
+        dashboard_token: ``AIR_DASHBOARD_TOKEN``.
         demo_latency: whether ``AIR_DEMO_LATENCY`` is on.
     """
 
     http_token: str | None = None
+    dashboard_token: str | None = None
     demo_latency: bool = False
 
 
@@ -39,6 +51,9 @@ def cli_settings(env: Mapping[str, str] | None = None) -> CliSettings:
         The settings.
     """
     env = os.environ if env is None else env
-    token = env.get(HTTP_TOKEN_ENV, "").strip() or None
     latency = env.get(DEMO_LATENCY_ENV, "").strip().lower() not in ("", "0", "false", "no")
-    return CliSettings(http_token=token, demo_latency=latency)
+    return CliSettings(
+        http_token=env.get(HTTP_TOKEN_ENV, "").strip() or None,
+        dashboard_token=env.get(DASHBOARD_TOKEN_ENV, "").strip() or None,
+        demo_latency=latency,
+    )

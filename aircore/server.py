@@ -32,6 +32,7 @@ from aircore.prompt import Prompt
 from aircore.registry import Registry
 from aircore.resource import Resource
 from aircore.tool import Tool
+from aircore.transports.loop import run_loop
 from aircore.types import GatedMeterHook
 from airstore import MemoryStore, Store, StoreLocation, create_storage, resolve_store_location
 
@@ -404,7 +405,7 @@ class AirServer(Registry):
         kind = transport or detect_transport(os.environ, sys.stdin)
         chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)
         self._announce = True  # print the default store location on stderr once started
-        asyncio.run(chosen.serve(self, **options))
+        run_loop(chosen.serve(self, **options))
 
 
 def define_server(

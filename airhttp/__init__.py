@@ -11,11 +11,14 @@ from airhttp.limits import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HEADER_BYTES,
     DEFAULT_MAX_INFLIGHT,
     Limits,
 )
+from airhttp.logs import RepeatFilter
 from airhttp.media import accepts, media_type
 from airhttp.policy import AccessPolicy, Refusal
+from airhttp.server import HttpServer, ServerStats, listen_socket
 from airhttp.wsgi import GuardedWSGI, wsgi_refusal
 
 __all__ = [
@@ -23,20 +26,25 @@ __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_INFLIGHT",
     "LOCAL_HOSTS",
     "AccessPolicy",
     "AirhttpError",
     "GuardedApp",
     "GuardedWSGI",
+    "HttpServer",
     "Limits",
     "LimitsError",
     "Refusal",
+    "RepeatFilter",
+    "ServerStats",
     "accepts",
     "bearer_token",
     "host_ok",
     "is_loopback",
     "json_refusal",
+    "listen_socket",
     "media_type",
     "origin_ok",
     "send_refusal",

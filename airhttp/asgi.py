@@ -81,17 +81,16 @@ class GuardedApp:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        host = origin = authorization = length = None
-        for name, value in scope["headers"]:
-            if name == b"host":
-                host = value.decode("latin-1")
-            elif name == b"origin":
-                origin = value.decode("latin-1")
-            elif name == b"authorization":
-                authorization = value.decode("latin-1")
-            elif name == b"content-length":
-                length = value
-        refusal = self.policy.refusal(host=host, origin=origin, authorization=authorization)
+        raw = dict(scope["headers"])  # one C-level pass; names are lower-case in ASGI
+        host = raw.get(b"host")
+        origin = raw.get(b"origin")
+        authorization = raw.get(b"authorization")
+        length = raw.get(b"content-length")
+        refusal = self.policy.refusal(
+            host=None if host is None else host.decode("latin-1"),
+            origin=None if origin is None else origin.decode("latin-1"),
+            authorization=None if authorization is None else authorization.decode("latin-1"),
+        )
         max_body = self.limits.max_body
         if refusal is None and length is not None:
             text = length.strip()

@@ -12,6 +12,7 @@ __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_INFLIGHT",
     "Limits",
 ]
@@ -31,6 +32,10 @@ DEFAULT_MAX_INFLIGHT = 256
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 """Largest request body in bytes; a larger one is answered 413."""
+
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
+"""Largest request head (request line and headers) in bytes; beyond it the connection is
+answered 431 and closed."""
 
 
 def _positive(option: str, value: float, *, integer: bool) -> None:
@@ -52,6 +57,7 @@ class Limits:
         max_connections: open connections at once.
         max_inflight: requests handled at once.
         max_body: largest request body in bytes.
+        max_header_bytes: largest request head in bytes.
 
     Raises:
         LimitsError: a value that is not a positive finite number (whole for counts).
@@ -62,6 +68,7 @@ class Limits:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_inflight: int = DEFAULT_MAX_INFLIGHT
     max_body: int = DEFAULT_MAX_BODY
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
 
     def __post_init__(self) -> None:
         _positive("header_timeout", self.header_timeout, integer=False)
@@ -69,3 +76,4 @@ class Limits:
         _positive("max_connections", self.max_connections, integer=True)
         _positive("max_inflight", self.max_inflight, integer=True)
         _positive("max_body", self.max_body, integer=True)
+        _positive("max_header_bytes", self.max_header_bytes, integer=True)

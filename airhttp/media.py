@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import functools
+
 __all__ = ["accepts", "media_type"]
 
 
+@functools.lru_cache(maxsize=256)  # clients repeat the same few values: parse each once
 def media_type(header: str | None) -> str:
     """The ``type/subtype`` of a ``Content-Type`` value, lower-case, without parameters.
 
@@ -33,6 +36,7 @@ def _quality(params: list[str]) -> float:
     return 1.0
 
 
+@functools.lru_cache(maxsize=256)
 def accepts(header: str | None, media: str) -> bool:
     """Whether an ``Accept`` header admits ``media`` (``"type/subtype"``, lower-case).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -31,6 +32,17 @@ ORIGIN_REFUSAL = Refusal(status=403, reason="Forbidden: invalid Origin")
 TOKEN_REFUSAL = Refusal(
     status=401, reason="Unauthorized", headers=(("www-authenticate", "Bearer"),)
 )
+
+
+# the same few Host/Origin values arrive on every request: check each once (bounded caches)
+@functools.lru_cache(maxsize=256)
+def _host_ok(host: str | None, allowed: frozenset[str]) -> bool:
+    return host_ok(host, allowed)
+
+
+@functools.lru_cache(maxsize=256)
+def _origin_ok(origin: str, allowed: frozenset[str]) -> bool:
+    return origin_ok(origin, allowed)
 
 
 def _hosts(values: Iterable[str]) -> frozenset[str]:
@@ -90,9 +102,9 @@ class AccessPolicy:
         Returns:
             The :class:`Refusal` of the first failed check (Host, then Origin, then token).
         """
-        if self.check_host and not host_ok(host, self.allowed_hosts):
+        if self.check_host and not _host_ok(host, self.allowed_hosts):
             return HOST_REFUSAL
-        if not origin_ok(origin, self.allowed_origins):
+        if origin is not None and not _origin_ok(origin, self.allowed_origins):
             return ORIGIN_REFUSAL
         if self.token is not None and not token_ok(bearer_token(authorization), self.token):
             return TOKEN_REFUSAL

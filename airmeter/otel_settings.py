@@ -28,6 +28,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
+from urllib.parse import urlsplit
 
 from airmeter.errors import MeterConfigError
 
@@ -130,6 +131,26 @@ def _endpoint(env: Mapping[str, str], signal: str, protocol: Protocol) -> str:
     return f"{(base or _HTTP_BASE).rstrip('/')}/v1/{signal.lower()}"
 
 
+_warned_endpoints: set[tuple[str, str]] = set()
+
+
+def _malformed_endpoint(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """The first endpoint variable whose value is not an ``http(s)://host[:port]`` URL."""
+    for name in _ENDPOINT_VARS:
+        value = _get(env, name)
+        if value is None:
+            continue
+        try:
+            parts = urlsplit(value)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+            ok = ok and (parts.port is None or parts.port > 0)
+        except ValueError:  # e.g. an unclosed [IPv6 bracket or a port that is not a number
+            ok = False
+        if not ok:
+            return name, value
+    return None
+
+
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     raw = _get(env, name)
     if raw is None:
@@ -172,8 +193,10 @@ def otel_settings(
         export_timeout_s: Cap on one export attempt, retries included.
 
     Returns:
-        The settings; ``enabled`` follows :func:`otel_enabled`. Malformed values are logged
-        and replaced by defaults, never raised: telemetry must not stop a server starting.
+        The settings; ``enabled`` follows :func:`otel_enabled`, except that a malformed
+        endpoint URL turns export off (one warning per value). Other malformed values are
+        logged and replaced by defaults, never raised: telemetry must not stop a server
+        starting.
 
     Raises:
         MeterConfigError: ``export_timeout_s`` is not positive (a programming error, not config).
@@ -183,8 +206,17 @@ def otel_settings(
     env = os.environ if env is None else env
     traces_protocol = _protocol(env, "TRACES")
     metrics_protocol = _protocol(env, "METRICS")
+    enabled = otel_enabled(env, requested=requested)
+    malformed = _malformed_endpoint(env) if enabled else None
+    if malformed is not None:  # telemetry never breaks the caller: say it once, export off
+        enabled = False
+        if malformed not in _warned_endpoints:
+            _warned_endpoints.add(malformed)
+            logger.warning(
+                "%s=%r is not an http(s)://host[:port] URL; OpenTelemetry export is off", *malformed
+            )
     return OtelSettings(
-        enabled=otel_enabled(env, requested=requested),
+        enabled=enabled,
         service_name=_service_name(env, service_name),
         traces_endpoint=_endpoint(env, "TRACES", traces_protocol),
         metrics_endpoint=_endpoint(env, "METRICS", metrics_protocol),

@@ -2,7 +2,8 @@
 
 Run as ``python bench/_peers.py KIND stdio`` or ``python bench/_peers.py KIND http PORT`` where
 KIND is ``aircore``, ``lowlevel`` (the SDK's low-level ``Server``), ``mcpserver`` (the SDK's
-``MCPServer``) or ``fastmcp``. Used by ``bench/mcp_bench.py``.
+``MCPServer``), ``fastmcp`` or ``floor`` (a raw ASGI app that parses and answers the same body:
+the physical floor of HTTP). Used by ``bench/mcp_bench.py``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,34 @@ def fastmcp_server() -> Any:
     return app
 
 
+def floor_app() -> Any:
+    """The physical floor of HTTP ``tools/call``: a raw ASGI app that parses the body with
+    orjson and answers the echo, no MCP machinery at all."""
+    import orjson
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        request = orjson.loads(body)
+        text = request["params"]["arguments"]["text"]
+        result = {"content": [{"type": "text", "text": text}], "resultType": "complete"}
+        out = orjson.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(out)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": out})
+
+    return app
+
+
 def aircore_decorated_server() -> Any:
     from aircore import define_server
 
@@ -87,6 +116,7 @@ FACTORIES = {
     "lowlevel": lowlevel_server,
     "mcpserver": mcpserver_server,
     "fastmcp": fastmcp_server,
+    "floor": floor_app,
 }
 
 
@@ -111,21 +141,47 @@ def _serve_stdio(kind: str, server: Any) -> None:
         server.run(transport="stdio", show_banner=False)
 
 
-def _serve_http(kind: str, server: Any, port: int) -> None:
+def _serve_http(kind: str, server: Any, port: int, *, fast: bool = True) -> None:
+    """Serve ``server`` on ``port``. ``fast``: peers get uvicorn with httptools + uvloop (what
+    aircore uses where it exists); else h11 + asyncio."""
     import asyncio
 
     import uvicorn
 
     if kind == "aircore":
-        asyncio.run(
-            server.serve_http(port=port, ready=lambda url: print(url, file=sys.stderr, flush=True))
-        )
+        server.run("http", port=port, ready=lambda url: print(url, file=sys.stderr, flush=True))
         return
-    if kind in ("lowlevel", "mcpserver"):
-        app = server.streamable_http_app(json_response=True)
+    if kind == "floor" and len(sys.argv) > 4 and sys.argv[4] == "airhttp":
+        # the floor app behind airhttp's guard and server (isolates their cost)
+        from airhttp import AccessPolicy, GuardedApp, HttpServer, listen_socket
+
+        async def guarded() -> None:
+            http = HttpServer(GuardedApp(server, policy=AccessPolicy()))
+            task = asyncio.ensure_future(http.serve(listen_socket("127.0.0.1", port)))
+            await http.ready.wait()
+            print(f"http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
+            await task
+
+        import uvloop
+
+        uvloop.run(guarded())
+        return
+    if kind == "floor":
+        app = server
+    elif kind in ("lowlevel", "mcpserver"):
+        app = server.streamable_http_app(json_response=True, stateless_http=True)
     else:
-        app = server.http_app(json_response=True)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
+        app = server.http_app(json_response=True, stateless_http=True)
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="error",
+        access_log=False,
+        http="httptools" if fast else "h11",
+        loop="uvloop" if fast else "asyncio",
+        lifespan="off" if kind == "floor" else "auto",
+    )
     userver = uvicorn.Server(config)
 
     async def main() -> None:
@@ -135,7 +191,12 @@ def _serve_http(kind: str, server: Any, port: int) -> None:
         print(f"http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
         await task
 
-    asyncio.run(main())
+    if fast:
+        import uvloop
+
+        uvloop.run(main())
+    else:
+        asyncio.run(main())
 
 
 if __name__ == "__main__":

@@ -8,8 +8,12 @@ Workloads:
 3. in-process dispatch (aircore: ``server.handle_message``; peers: ``Client(server)`` in-process,
    the SDK's own in-process path), for the echo tool, aircore's decorated echo, and a tool typed
    with a pydantic model (``place(order: Order) -> Order``) beside MCPServer's and FastMCP's.
+4. HTTP capacity (``--workload 7``): 2026-07-28 stateless ``tools/call`` from 16 keep-alive connections (wrk, one
+   thread, when installed; else a built-in keep-alive driver), with the physical floor as a row:
+   a raw ASGI app on uvicorn + httptools + uvloop that parses the same body with orjson and
+   answers. Peers run on uvicorn with httptools + uvloop too. Medians of ``--repeat`` runs.
 
-Run: ``python bench/mcp_bench.py [--quick]``. Prints a table with aircore/peer ratios.
+Run: ``python bench/mcp_bench.py [--quick]``. Prints tables with aircore/peer ratios.
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ sys.path.insert(0, str(HERE))
 
 KINDS = ("aircore", "lowlevel", "mcpserver", "fastmcp")
 LABELS = {"aircore": "aircore", "lowlevel": "SDK Server", "mcpserver": "MCPServer",
-          "fastmcp": "FastMCP"}  # fmt: skip
+          "fastmcp": "FastMCP", "floor": "raw ASGI floor"}  # fmt: skip
+HTTP_KINDS = ("floor", "mcpserver", "fastmcp", "aircore")
+HTTP_CONNECTIONS = 16
+HTTP_SECONDS = 5
 
 
 _CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -150,6 +157,163 @@ async def client_http(kind: str, n: int) -> float:
             proc.stderr.close()
 
 
+MODERN_CALL = {
+    "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+    "params": {"name": "echo", "arguments": {"text": "hi"},
+               "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                         "io.modelcontextprotocol/clientCapabilities": {}}},
+}  # fmt: skip
+MODERN_HEADERS = {
+    "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo",
+}  # fmt: skip
+
+
+def _wrk_script() -> str:
+    body = json.dumps(MODERN_CALL, separators=(",", ":"))
+    lines = ['wrk.method = "POST"', f"wrk.body = '{body}'"]
+    lines += [f'wrk.headers["{k}"] = "{v}"' for k, v in MODERN_HEADERS.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc; 0.0 elsewhere)."""
+    import os
+
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wrk(url: str, seconds: int) -> tuple[float, int]:
+    import re
+    import shutil
+    import tempfile
+
+    wrk = shutil.which("wrk")
+    assert wrk is not None
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
+        fh.write(_wrk_script())
+    out = subprocess.run(
+        [wrk, "-t1", f"-c{HTTP_CONNECTIONS}", f"-d{seconds}s", "-s", fh.name, url],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    Path(fh.name).unlink()
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if bad:
+        raise RuntimeError(f"{bad.group(1)} error answers: {out}")
+    found = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    total = re.search(r"(\d+) requests in", out)
+    if not found or not total:
+        raise RuntimeError(f"cannot read wrk's output: {out}")
+    return float(found.group(1)), int(total.group(1))
+
+
+async def _keepalive_driver(port: int, seconds: float) -> tuple[float, int]:
+    """The built-in driver when wrk is missing: HTTP_CONNECTIONS keep-alive connections, each
+    sending the next request as soon as its answer is in (what wrk does)."""
+    body = json.dumps(MODERN_CALL, separators=(",", ":")).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in MODERN_HEADERS.items())
+    request = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{head}Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def one() -> None:
+        nonlocal done
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while time.perf_counter() < stop:
+                writer.write(request)
+                status = await reader.readuntil(b"\r\n\r\n")
+                if not status.startswith(b"HTTP/1.1 200"):
+                    raise RuntimeError(f"error answer: {status[:80]!r}")
+                length = int(status.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                done += 1
+        finally:
+            writer.close()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(HTTP_CONNECTIONS)))
+    return done / (time.perf_counter() - start), done
+
+
+async def http_capacity(kind: str, seconds: int) -> tuple[float, float]:
+    """Calls/s and the server's CPU µs per call: 2026-07-28 tools/call from 16 keep-alive
+    connections (wrk or built-in). CPU per call does not depend on what else the machine
+    runs; calls/s does."""
+    import shutil
+
+    port = _free_port()
+    proc = subprocess.Popen(  # noqa: ASYNC220 - started once, outside the timed part
+        [sys.executable, str(HERE / "_peers.py"), kind, "http", str(port)],
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        line = await asyncio.to_thread(proc.stderr.readline)
+        if "http://" not in line:
+            raise RuntimeError(f"{kind} http server did not start: {line!r}")
+        url = f"http://127.0.0.1:{port}/mcp"
+        if shutil.which("wrk"):
+            await asyncio.to_thread(_wrk, url, 1)  # warm-up
+            before = _cpu_seconds(proc.pid)
+            rate, count = await asyncio.to_thread(_wrk, url, seconds)
+        else:
+            await _keepalive_driver(port, 1)
+            before = _cpu_seconds(proc.pid)
+            rate, count = await _keepalive_driver(port, seconds)
+        return rate, (_cpu_seconds(proc.pid) - before) / max(1, count) * 1e6
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+async def http_table(repeat: int, seconds: int, kinds: list[str]) -> None:
+    """The HTTP capacity table: medians of ``repeat`` interleaved runs, ratios vs each peer."""
+    import shutil
+    import statistics
+
+    runs: dict[str, list[float]] = {k: [] for k in kinds}
+    cpus: dict[str, list[float]] = {k: [] for k in kinds}
+    for _rep in range(repeat):
+        for kind in kinds:
+            try:
+                rate, cpu = await http_capacity(kind, seconds)
+            except Exception as exc:
+                print(f"  HTTP capacity / {kind}: failed: {exc}", file=sys.stderr)
+                continue
+            runs[kind].append(rate)
+            cpus[kind].append(cpu)
+            print(
+                f"  {'HTTP capacity':42s} {LABELS[kind]:14s} {_fmt(rate)} ({cpu:.0f} µs CPU/call)",
+                file=sys.stderr,
+            )
+    med = {k: statistics.median(v) if v else None for k, v in runs.items()}
+    cpu_med = {k: statistics.median(v) if v else None for k, v in cpus.items()}
+    driver = "wrk -t1 -c16" if shutil.which("wrk") else "built-in keep-alive driver, 16 conns"
+    print(f"\nHTTP tools/call capacity (2026-07-28 stateless, {driver}, median of {repeat})\n")
+    print(
+        "| server | calls/s | aircore / it | server CPU per call | calls/s per CPU core "
+        "| aircore / it (per core) |"
+    )
+    print("|---|---|---|---|---|---|")
+    air, air_cpu = med.get("aircore"), cpu_med.get("aircore")
+    for kind in kinds:
+        rate, cpu = med[kind], cpu_med[kind]
+        ratio = "-" if not air or not rate or kind == "aircore" else f"{air / rate:.2f}x"
+        core = "-" if not cpu else f"{1e6 / cpu:,.0f}/s"
+        core_ratio = "-" if not air_cpu or not cpu or kind == "aircore" else f"{cpu / air_cpu:.2f}x"
+        cpu_text = "-" if cpu is None else f"{cpu:.0f} µs"
+        print(f"| {LABELS[kind]} | {_fmt(rate)} | {ratio} | {cpu_text} | {core} | {core_ratio} |")
+
+
 async def in_process(kind: str, n: int) -> float:
     """Calls/s: in-process dispatch."""
     import _peers
@@ -233,7 +397,14 @@ async def main() -> None:
     )
     parser.add_argument("--only", choices=KINDS, action="append", help="run only these servers")
     parser.add_argument(
-        "--workload", type=int, action="append", help="run only these workloads (1-6)"
+        "--workload",
+        type=int,
+        action="append",
+        help="run only these workloads (1-7; the last is HTTP capacity)",
+    )
+    parser.add_argument("--seconds", type=int, default=HTTP_SECONDS, help="HTTP run length")
+    parser.add_argument(
+        "--http-only", choices=HTTP_KINDS, action="append", help="HTTP capacity: only these"
     )
     args = parser.parse_args()
     global _clock
@@ -260,6 +431,16 @@ async def main() -> None:
                 print(f"  {title:42s} {LABELS[kind]:11s} {_fmt(rate)}", file=sys.stderr)
         rows.append((title, rates))
     peers = [k for k in kinds if k != "aircore"]
+    if rows:
+        _print_rows(rows, kinds, peers)
+    if not args.workload or len(WORKLOADS) + 1 in args.workload:
+        seconds = max(1, args.seconds // 5) if args.quick else args.seconds
+        await http_table(args.repeat, seconds, args.http_only or list(HTTP_KINDS))
+
+
+def _print_rows(
+    rows: list[tuple[str, dict[str, float | None]]], kinds: list[str], peers: list[str]
+) -> None:
     header = ["workload", *(LABELS[k] for k in kinds),
               *(f"aircore / {LABELS[k]}" for k in peers if "aircore" in kinds)]  # fmt: skip
     print("| " + " | ".join(header) + " |")

@@ -12,9 +12,9 @@ from dashboard.errors import DashboardError, StoreUnavailableError
 from dashboard.ranges import CUSTOM, parse_instant
 from dashboard.reader import SyncReader
 from dashboard.servers import parse_server_choice
-from dashboard.types import Filters
+from dashboard.types import DashboardView, Filters
 
-__all__ = ["register_callbacks"]
+__all__ = ["PAGE_OUTPUTS", "page_values", "problem_values", "register_callbacks"]
 
 _SHOW: dict[str, str] = {}
 _HIDE = {"display": "none"}
@@ -49,64 +49,80 @@ def _banner(exc: DashboardError) -> list[Any]:
     return [exc.message, f" — {hint}" if hint else ""]
 
 
+# What one refresh updates, by name (Dash's flexible callback signature: a dict of outputs,
+# answered with a dict of values).
+PAGE_OUTPUTS: dict[str, Output] = {
+    **{f"kpi_{k}": Output(f"kpi-{k}", "children") for k in _KPI_KEYS},
+    "calls_figure": Output("graph-calls", "figure"),
+    "latency_figure": Output("graph-latency", "figure"),
+    "layers_figure": Output("graph-layers", "figure"),
+    "tools": Output("tools-table", "data"),
+    "errors": Output("errors-table", "data"),
+    "error_tooltips": Output("errors-table", "tooltip_data"),
+    "error_summary": Output("error-summary", "children"),
+    "tool_options": Output("filter-tool", "options"),
+    "server_options": Output("filter-server", "options"),
+    "empty_style": Output("empty-state", "style"),
+    "content_style": Output("content", "style"),
+    "banner": Output("banner", "children"),
+    "banner_style": Output("banner", "style"),
+    "updated": Output("updated", "children"),
+}
+
+
+def page_values(view: DashboardView) -> dict[str, Any]:
+    """Every output of :data:`PAGE_OUTPUTS` for a view that was read."""
+    texts = present.kpis(view.headline)
+    errors = present.error_rows(view)
+    empty = view.store_empty
+    return {
+        **{f"kpi_{k}": texts[k] for k in _KPI_KEYS},
+        "calls_figure": figures.calls_figure(view),
+        "latency_figure": figures.latency_figure(view),
+        "layers_figure": figures.layers_figure(view),
+        "tools": present.tool_rows(view),
+        "errors": errors,
+        "error_tooltips": [{"message": {"value": r["message"], "type": "text"}} for r in errors],
+        "error_summary": present.error_summary(view),
+        "tool_options": [{"label": t, "value": t} for t in view.tool_names],
+        "server_options": [{"label": c.label, "value": c.value} for c in view.server_choices],
+        "empty_style": _SHOW if empty else _HIDE,
+        "content_style": _HIDE if empty else _SHOW,
+        "banner": "",
+        "banner_style": _HIDE,
+        "updated": f"updated {present.fmt_time(view.generated_at_ms)[11:]}",
+    }
+
+
+def problem_values(exc: DashboardError) -> dict[str, Any]:
+    """The outputs when the view could not be read: the banner says why; the numbers on the
+    page stay as they were, and an unreadable store hides them."""
+    values: dict[str, Any] = dict.fromkeys(PAGE_OUTPUTS, no_update)
+    values.update(
+        empty_style=_HIDE,
+        content_style=_HIDE if isinstance(exc, StoreUnavailableError) else _SHOW,
+        banner=_banner(exc),
+        banner_style=_SHOW,
+    )
+    return values
+
+
 def register_callbacks(app: Dash, reader: SyncReader) -> None:
     """Wire the page's controls to ``reader``."""
 
     @app.callback(
-        [Output(f"kpi-{k}", "children") for k in _KPI_KEYS]
-        + [
-            Output("graph-calls", "figure"),
-            Output("graph-latency", "figure"),
-            Output("graph-layers", "figure"),
-            Output("tools-table", "data"),
-            Output("errors-table", "data"),
-            Output("errors-table", "tooltip_data"),
-            Output("error-summary", "children"),
-            Output("filter-tool", "options"),
-            Output("filter-server", "options"),
-            Output("empty-state", "style"),
-            Output("content", "style"),
-            Output("banner", "children"),
-            Output("banner", "style"),
-            Output("updated", "children"),
-        ],
-        [Input("tick", "n_intervals"), *_RANGE_INPUTS],
+        output=PAGE_OUTPUTS,
+        inputs=[Input("tick", "n_intervals"), *_RANGE_INPUTS],
     )
     def refresh(
         _n: int, range_key: str, start: str | None, end: str | None, *filters: Any
-    ) -> list[Any]:
-        n_out = len(_KPI_KEYS) + 14
+    ) -> dict[str, Any]:
         try:
             kwargs, flt = _query_args(range_key, start, end, *filters)
             view = reader.view(range_key, flt, **kwargs)
         except DashboardError as exc:
-            out: list[Any] = [no_update] * n_out
-            hide_content = isinstance(exc, StoreUnavailableError)
-            out[-5] = _HIDE
-            out[-4] = _HIDE if hide_content else _SHOW
-            out[-3] = _banner(exc)
-            out[-2] = _SHOW
-            return out
-        texts = present.kpis(view.headline)
-        errors = present.error_rows(view)
-        empty = view.store_empty
-        return [
-            *(texts[k] for k in _KPI_KEYS),
-            figures.calls_figure(view),
-            figures.latency_figure(view),
-            figures.layers_figure(view),
-            present.tool_rows(view),
-            errors,
-            [{"message": {"value": row["message"], "type": "text"}} for row in errors],
-            present.error_summary(view),
-            [{"label": t, "value": t} for t in view.tool_names],
-            [{"label": c.label, "value": c.value} for c in view.server_choices],
-            _SHOW if empty else _HIDE,
-            _HIDE if empty else _SHOW,
-            "",
-            _HIDE,
-            f"updated {present.fmt_time(view.generated_at_ms)[11:]}",
-        ]
+            return problem_values(exc)
+        return page_values(view)
 
     @app.callback(
         Output("tick", "disabled"),

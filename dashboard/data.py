@@ -1,34 +1,39 @@
 """Data access for the dashboard: open a store read-only and build the page's view model.
 
-Plain typed async code with no Dash import, so tests call it directly. The aggregate numbers
-(headline, series, layers, per-tool rows) come from airmeter's snapshot queries; raw log queries
-are used only for the recent errors and a tool's latest calls.
+Plain typed async code with no Dash import, so tests call it directly. Everything is read
+through airmeter's public readers, which own the meter's storage format: the aggregate numbers
+(headline, series, layers, per-tool rows) from :func:`airmeter.snapshot`, the recent errors and
+a tool's latest calls as :class:`~airmeter.CallRecord` objects from
+:func:`airmeter.recent_calls`. The store is opened with airstore's ``read_only=True`` after
+:func:`airstore.store_exists`: no backend kind is named here.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
-import os
 import time
 from typing import Any
 
 from airmeter import (
-    CALLS_NAMESPACE,
     AirmeterError,
+    CallRecord,
     Layer,
     SeriesPoint,
     Snapshot,
     ToolStats,
+    has_calls,
     parse_layer,
+    recent_calls,
     snapshot,
 )
 from airstore import (
     AirstoreError,
+    InvalidArgumentError,
     ReadOnlyUnsupportedError,
     Store,
     create_storage,
-    parse_store_url,
+    store_exists,
 )
 from dashboard.errors import StoreUnavailableError
 from dashboard.ranges import resolve_range
@@ -74,33 +79,28 @@ _NO_DATA_HINT = (
 )
 
 
-def _check_location(url: str, kind: str, location: str | None) -> None:
-    if kind in ("memory", "redis") or location is None:
-        return
-    path = os.path.abspath(location)
-    if not os.path.exists(path):
+async def _check_exists(url: str) -> None:
+    """Refuse, with a hint, a URL that names nothing yet or the wrong kind of thing."""
+    try:
+        found = await store_exists(url)
+    except InvalidArgumentError as exc:  # a bad URL, or a file where a directory belongs …
         raise StoreUnavailableError(
-            f"no store at {location!r} ({url}): nothing has been recorded there yet",
+            f"store {url}: {exc.message}", url=url, hint="check the --store URL"
+        ) from exc
+    except AirstoreError as exc:  # unreadable (permission) or unreachable
+        raise StoreUnavailableError(
+            f"store {url} cannot be read: {exc.message}",
             url=url,
-            hint=_NO_DATA_HINT,
-        )
-    want_dir = kind == "file"
-    if want_dir != os.path.isdir(path):
-        expected = "a directory" if want_dir else "a database file"
+            hint="run the dashboard as a user that can read the store, or check the server",
+        ) from exc
+    if not found:
         raise StoreUnavailableError(
-            f"store {url} is not {expected}: {path}", url=url, hint="check the --store URL"
-        )
-    mode = os.R_OK | (os.X_OK if want_dir else 0)
-    if not os.access(path, mode):
-        raise StoreUnavailableError(
-            f"store {url} cannot be read: permission denied on {path}",
-            url=url,
-            hint="run the dashboard as a user that can read the store",
+            f"no store at {url}: nothing has been recorded there yet", url=url, hint=_NO_DATA_HINT
         )
 
 
 async def open_store(url: str) -> Store:
-    """Open the store at ``url`` for reading (read-only where the backend supports it).
+    """Open the store at ``url`` for reading (read-only where the backend has such a mode).
 
     Args:
         url: a store URL such as ``file://.air/data`` or ``sqlite:///air.db``.
@@ -111,13 +111,7 @@ async def open_store(url: str) -> Store:
     Raises:
         StoreUnavailableError: the URL is invalid, names nothing, or cannot be opened and read.
     """
-    try:
-        kind, location = parse_store_url(url)
-    except AirstoreError as exc:
-        raise StoreUnavailableError(
-            exc.message, url=str(url), hint="check the --store URL"
-        ) from exc
-    _check_location(url, kind, location)
+    await _check_exists(url)
     try:
         try:
             store = await create_storage(url, read_only=True)
@@ -128,26 +122,13 @@ async def open_store(url: str) -> Store:
             f"cannot open store {url}: {exc}", url=url, hint="check the --store URL"
         ) from exc
     try:
-        await store.query(CALLS_NAMESPACE, limit=1)
+        await has_calls(store)
     except (AirstoreError, OSError) as exc:
         await store.close()
         raise StoreUnavailableError(
             f"cannot read store {url}: {exc}", url=url, hint="check the store's files"
         ) from exc
     return store
-
-
-def _store_filter(filters: Filters, *, skip_tool: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if filters.tool is not None and not skip_tool:
-        out["tool"] = filters.tool
-    if filters.layer is not None:
-        out["layer"] = filters.layer.code
-    if filters.server is not None:
-        out["server"] = filters.server
-    if filters.instance is not None:
-        out["instance_id"] = filters.instance
-    return out
 
 
 _HIST_EDGES: tuple[float, ...] = tuple(
@@ -208,9 +189,27 @@ class DashboardData:
         """Resolve a range key against the current time; see :func:`resolve_range`."""
         return resolve_range(range_key, now_ms=self.now_ms(), start_ms=start_ms, end_ms=end_ms)
 
-    async def _query(self, **kwargs: Any) -> list[dict[str, Any]]:
+    async def _recent(self, rng: TimeRange, filters: Filters, **only: Any) -> list[CallRecord]:
+        """The newest recorded calls in ``rng`` matching ``filters`` (and ``only``)."""
+        narrowed = {
+            "tool": filters.tool,
+            "layer": filters.layer,
+            "server": filters.server,
+            "instance": filters.instance,
+            **only,
+        }
         try:
-            return await self._store.query(CALLS_NAMESPACE, **kwargs)
+            return await recent_calls(
+                self._store, since=rng.since_ms, until=rng.until_ms, **narrowed
+            )
+        except (AirstoreError, AirmeterError, OSError) as exc:
+            raise StoreUnavailableError(
+                f"cannot read store {self.url}: {exc}", url=self.url, hint="check the store"
+            ) from exc
+
+    async def _has_calls(self) -> bool:
+        try:
+            return await has_calls(self._store)
         except (AirstoreError, OSError) as exc:
             raise StoreUnavailableError(
                 f"cannot read store {self.url}: {exc}", url=self.url, hint="check the store"
@@ -247,14 +246,8 @@ class DashboardData:
         self._known_tools.update(t.tool for t in snap.tools)
         for row in snap.servers:
             self._known_servers.setdefault(row.server, set()).add(row.instance_id)
-        flt = _store_filter(filters)
-        failed = await self._query(
-            limit=RECENT_ERRORS,
-            since=rng.since_ms,
-            until=rng.until_ms,
-            filter={**flt, "ok": False},
-        )
-        store_empty = snap.total_calls == 0 and not await self._query(limit=1)
+        failed = await self._recent(rng, filters, limit=RECENT_ERRORS, ok=False)
+        store_empty = snap.total_calls == 0 and not await self._has_calls()
         known = self._known_tools | ({filters.tool} if filters.tool else set())
         return DashboardView(
             range=rng,
@@ -289,11 +282,8 @@ class DashboardData:
         Raises:
             StoreUnavailableError: the store can no longer be read.
         """
-        flt = {**_store_filter(filters or Filters(), skip_tool=True), "tool": tool}
-        entries = await self._query(
-            limit=DETAIL_SAMPLE, since=rng.since_ms, until=rng.until_ms, filter=flt
-        )
-        latencies = [float(e.get("latency_ms", 0.0)) for e in entries]
+        entries = await self._recent(rng, filters or Filters(), limit=DETAIL_SAMPLE, tool=tool)
+        latencies = [e.latency_ms for e in entries]
         return ToolDetail(
             tool=tool,
             calls=len(entries),
@@ -340,32 +330,25 @@ def _tool_row(t: ToolStats) -> ToolRow:
     )
 
 
-def _layer_of(entry: dict[str, Any]) -> Layer:
-    try:
-        return parse_layer(entry.get("layer", 4))
-    except ValueError:
-        return Layer.L4
-
-
-def _error_row(entry: dict[str, Any]) -> ErrorRow:
+def _error_row(rec: CallRecord) -> ErrorRow:
     return ErrorRow(
-        ts_ms=int(entry["_ts"]),
-        tool=str(entry.get("tool", "")),
-        layer=_layer_of(entry),
-        server=str(entry.get("server", "")),
-        error_type=str(entry.get("error_type") or "error"),
-        message=str(entry.get("error_message") or ""),
-        request_id=str(entry.get("request_id") or ""),
+        ts_ms=rec.ts_ms,
+        tool=rec.tool,
+        layer=rec.layer,
+        server=rec.server,
+        error_type=rec.error_type or "error",
+        message=rec.error_message or "",
+        request_id=rec.request_id or "",
     )
 
 
-def _call_row(entry: dict[str, Any]) -> CallRow:
+def _call_row(rec: CallRecord) -> CallRow:
     return CallRow(
-        ts_ms=int(entry["_ts"]),
-        tool=str(entry.get("tool", "")),
-        layer=_layer_of(entry),
-        latency_ms=float(entry.get("latency_ms", 0.0)),
-        ok=bool(entry.get("ok", True)),
-        error_type=str(entry.get("error_type") or ""),
-        request_id=str(entry.get("request_id") or ""),
+        ts_ms=rec.ts_ms,
+        tool=rec.tool,
+        layer=rec.layer,
+        latency_ms=rec.latency_ms,
+        ok=rec.ok,
+        error_type=rec.error_type or "",
+        request_id=rec.request_id or "",
     )

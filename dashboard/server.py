@@ -1,7 +1,10 @@
 """Serve the dashboard on a real WSGI server thread, loopback-only unless told otherwise.
 
-Binding a non-loopback address needs ``allow_remote=True`` and a token; every request must then
-carry it (``Authorization: Bearer T``, or ``?token=T`` once, which sets a cookie) or gets 401.
+Every request passes the Host/Origin guard of every air HTTP surface (:mod:`dashboard.guard`,
+airhttp's rules: a DNS-rebinding request is refused) and the server's limits
+(:mod:`dashboard.wsgi_server`: connection cap, header and idle deadlines, body cap). Binding a
+non-loopback address needs ``allow_remote=True`` and a token; every request must then carry it
+(``Authorization: Bearer T``, or ``?token=T`` once, which sets a cookie) or gets 401.
 """
 
 from __future__ import annotations
@@ -10,17 +13,19 @@ import errno
 import logging
 import socket
 import threading
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
 from flask import Flask, Response, request
-from werkzeug.serving import BaseWSGIServer, make_server
 
-from airhttp.guards import bearer_token, is_loopback, token_ok
+from airhttp import Limits, bearer_token, is_loopback, token_ok
 from dashboard.app import DEFAULT_REFRESH_MS, create_app
 from dashboard.errors import DashboardError
+from dashboard.guard import HostOriginGuard, dashboard_policy
 from dashboard.ranges import DEFAULT_RANGE
 from dashboard.reader import SyncReader
+from dashboard.wsgi_server import DASHBOARD_LIMITS, LimitedWSGIServer
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DashboardServer", "is_loopback"]
 
@@ -70,6 +75,10 @@ class DashboardServer:
         token: required with ``allow_remote``; every request must carry it.
         refresh_ms: the page's live refresh interval.
         initial_range: the range selected when the page opens.
+        allowed_hosts: extra ``Host`` names accepted besides localhost (``--allow-host``).
+        allowed_origins: extra browser ``Origin`` values besides localhost and the page's own.
+        limits: connection cap, header/idle timeouts and body cap
+            (:data:`~dashboard.wsgi_server.DASHBOARD_LIMITS` by default).
 
     Raises:
         DashboardError: a non-loopback host without ``allow_remote`` and a token, or the port
@@ -87,6 +96,9 @@ class DashboardServer:
         token: str | None = None,
         refresh_ms: int = DEFAULT_REFRESH_MS,
         initial_range: str = DEFAULT_RANGE,
+        allowed_hosts: Sequence[str] = (),
+        allowed_origins: Sequence[str] = (),
+        limits: Limits = DASHBOARD_LIMITS,
     ) -> None:
         if not is_loopback(host):
             if not allow_remote:
@@ -102,6 +114,13 @@ class DashboardServer:
         )
         if token:
             _install_token_check(self.app.server, token)
+        flask_app = self.app.server
+        policy = dashboard_policy(
+            host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+        )  # refused before the token is looked at, as on /mcp
+        flask_app.wsgi_app = HostOriginGuard(
+            flask_app.wsgi_app, policy=policy, max_body=limits.max_body
+        )
         self._token = token
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         # Bind here so a busy port is a DashboardError (werkzeug would print and sys.exit).
@@ -112,8 +131,8 @@ class DashboardServer:
             reason = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror
             raise DashboardError(f"cannot listen on {host}:{port}: {reason}") from exc
         with listener:  # werkzeug works on a duplicate of this socket
-            self._wsgi: BaseWSGIServer = make_server(
-                host, port, self.app.server, threaded=True, fd=listener.fileno()
+            self._wsgi = LimitedWSGIServer(
+                host, port, flask_app, fd=listener.fileno(), limits=limits
             )
         self.host = host
         self.port = int(self._wsgi.server_address[1])

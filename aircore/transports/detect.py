@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["TRANSPORT_ENV", "detect_transport"]
+from aircore.settings import TRANSPORT_ENV, forced_transport
 
-TRANSPORT_ENV = "MCP_TRANSPORT"
-"""Environment variable that forces the transport by name (``stdio``, ``http``…)."""
+__all__ = ["TRANSPORT_ENV", "detect_transport"]
 
 
 def detect_transport(environ: Mapping[str, str], stdin: Any) -> str:
     """``MCP_TRANSPORT`` if set (its name as given, lower-case: an unknown one is the
     caller's error to report); else ``"stdio"`` when stdin is a pipe, ``"http"`` for a TTY."""
-    forced = environ.get(TRANSPORT_ENV, "").strip().lower()
+    forced = forced_transport(environ)
     if forced:
         return forced
     try:

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Mapping, Sequence
@@ -70,6 +70,73 @@ STATUS = {
     UNSUPPORTED_PROTOCOL_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }
+
+
+class _DisconnectWatch:
+    """Cancels the request's task when the client goes away, watching only once the call
+    suspends: a call that completes in one step never pays for a watcher task."""
+
+    __slots__ = ("fired", "receive", "task", "watcher")
+
+    def __init__(self, task: asyncio.Task[Any], receive: Receive) -> None:
+        self.task = task
+        self.receive = receive
+        self.fired = False
+        self.watcher: asyncio.Task[Any] | None = None
+
+    def start(self) -> None:
+        self.watcher = asyncio.ensure_future(self.receive())
+        self.watcher.add_done_callback(self._gone)
+
+    def _gone(self, watcher: asyncio.Task[Any]) -> None:
+        if not watcher.cancelled():
+            self.fired = True
+            self.task.cancel()
+
+    def stop(self) -> None:
+        if self.watcher is not None:
+            self.watcher.remove_done_callback(self._gone)
+            self.watcher.cancel()
+
+
+async def _run_until_disconnect(
+    coro: Awaitable[dict[str, Any] | None], receive: Receive
+) -> dict[str, Any] | None:
+    """Await ``coro`` in this task; a client disconnect cancels it (2026-07-28: closing the
+    POST is the cancel signal) and yields ``None``."""
+    me = asyncio.current_task()
+    assert me is not None
+    watch = _DisconnectWatch(me, receive)
+    handle = asyncio.get_running_loop().call_soon(watch.start)
+    try:
+        result = await coro
+    except asyncio.CancelledError:
+        if watch.fired and me.uncancel() == 0:
+            return None  # cancelled by the disconnect, not by a shutdown
+        raise
+    finally:
+        handle.cancel()
+        watch.stop()
+    if watch.fired:  # the call swallowed the cancellation; the client is gone all the same
+        me.uncancel()
+        return None
+    return result
+
+
+def _cancel_unless_cancelled(task: asyncio.Task[Any], watcher: asyncio.Task[Any]) -> None:
+    if not watcher.cancelled():
+        task.cancel()
+
+
+def _is_plain_request(message: Any) -> bool:
+    """A frame shaped like a request (the dispatcher still checks it in full)."""
+    return (
+        type(message) is dict
+        and message.get("jsonrpc") == "2.0"
+        and type(message.get("method")) is str
+        and type(message.get("id")) in (str, int)
+        and type(message.get("params", {})) is dict
+    )
 
 
 def _status_of(response: Mapping[str, Any]) -> int:
@@ -157,7 +224,13 @@ class McpEndpoint:
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
             return None
-        chunks = bytearray()
+        first = await receive()
+        if first["type"] == "http.disconnect":
+            return b""
+        body: bytes = first.get("body", b"")
+        if not first.get("more_body"):
+            return None if len(body) > self.max_body else body  # the usual case: one message
+        chunks = bytearray(body)
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
@@ -218,8 +291,14 @@ class McpEndpoint:
         except ValueError as exc:
             await self._json(send, parse_error(str(exc)))
             return
-        kind, _error = check(message)
         sid = headers.get(SESSION_HEADER)
+        if sid is None and _is_plain_request(message):
+            # the hot path (a stateless request): the dispatcher's own check is the only one
+            await self._request(
+                message, headers, None, None, accepts_json, accepts_sse, receive, send
+            )
+            return
+        kind, _error = check(message)
         if kind != KIND_REQUEST:
             # malformed frames get their error; notifications and client responses reach the
             # dispatcher through their session (a throwaway connection without one)
@@ -325,23 +404,20 @@ class McpEndpoint:
         """
         task: asyncio.Task[dict[str, Any] | None] = asyncio.ensure_future(coro)
         conn.inflight[msg_id] = task
-        watcher = asyncio.ensure_future(receive()) if cancel_on_disconnect else None
+        watcher: asyncio.Task[Any] | None = None
+        if cancel_on_disconnect and not task.done():
+            # after the body, receive() returns only when the client goes away: cancel then
+            # (a done-callback, not asyncio.wait: this is the per-request hot path)
+            watcher = asyncio.ensure_future(receive())
+            watcher.add_done_callback(functools.partial(_cancel_unless_cancelled, task))
         try:
-            if watcher is None:
-                return await task
-            done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            if task in done:
-                return task.result()
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            return None
+            return await task
         except asyncio.CancelledError:
             me = asyncio.current_task()
             if me is not None and me.cancelling():
                 task.cancel()  # we are being cancelled (shutdown): take the call with us
                 raise
-            return None  # the call was cancelled (notifications/cancelled): no answer
+            return None  # the call was cancelled (disconnect, notifications/cancelled)
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -358,9 +434,12 @@ class McpEndpoint:
         send: Send,
     ) -> None:
         coro = self.server.dispatcher.handle(message, conn, headers=headers)
-        response = await self._run_watched(
-            coro, conn, message["id"], receive, cancel_on_disconnect=headers is not None
-        )
+        if headers is not None:  # 2026-07-28: stateless, nothing else can reach this call
+            response = await _run_until_disconnect(coro, receive)
+        else:
+            response = await self._run_watched(
+                coro, conn, message["id"], receive, cancel_on_disconnect=False
+            )
         if response is None:
             return  # cancelled: the spec says no answer
         await self._json(send, response, None, extra)

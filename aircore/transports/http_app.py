@@ -12,17 +12,16 @@ import asyncio
 import contextlib
 import logging
 import signal
-import socket
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT, McpEndpoint
+from aircore.transports.sse import SseEndpoint
 from aircore.transports.table import check_options
 from airhttp import (
     DEFAULT_MAX_BODY,
@@ -32,13 +31,17 @@ from airhttp import (
     is_loopback,
     json_refusal,
 )
+from airhttp.server import HttpServer, listen_socket
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
 
-__all__ = ["HttpApp", "HttpTransport", "build_app", "serve_http"]
+__all__ = ["SSE_PATH", "HttpApp", "HttpTransport", "SseTransport", "build_app", "serve_http"]
 
 logger = logging.getLogger(__name__)
+
+SSE_PATH = "/sse"
+"""Where the legacy HTTP+SSE transport opens its event streams."""
 
 
 def _metrics_app(server: AirServer, policy: AccessPolicy) -> ASGIApp | None:
@@ -71,12 +74,19 @@ class HttpApp:
     """
 
     def __init__(
-        self, server: AirServer, mcp: McpEndpoint, *, path: str, metrics: ASGIApp | None
+        self,
+        server: AirServer,
+        mcp: McpEndpoint,
+        *,
+        path: str,
+        metrics: ASGIApp | None,
+        sse: SseEndpoint | None = None,
     ) -> None:
         self.server = server
         self.mcp = mcp
         self.path = path
         self.metrics = metrics
+        self.sse = sse
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -84,19 +94,25 @@ class HttpApp:
         path = scope["path"]
         if path == self.path:
             await self.mcp(scope, receive, send)
+        elif self.sse is not None and path == SSE_PATH:
+            await self.sse.stream(scope, receive, send)
+        elif self.sse is not None and path == self.sse.messages_path:
+            await self.sse.message(scope, receive, send)
         elif path == "/metrics" and self.metrics is not None:
             await self.metrics(scope, receive, send)
         elif path == "/":
             if scope["method"] not in ("GET", "HEAD"):
                 await _plain(send, 405, b"method not allowed\n", b"text/plain; charset=utf-8")
                 return
-            status = {
+            status: dict[str, Any] = {
                 "name": self.server.name,
                 "version": self.server.version,
-                "transport": "streamable-http",
+                "transport": "streamable-http" if self.sse is None else "sse",
                 "endpoint": self.path,
                 "tools": len(self.server.tools),
             }
+            if self.sse is not None:
+                status["sse"] = SSE_PATH
             await _plain(send, 200, orjson.dumps(status), b"application/json")
         else:
             await _plain(send, 404, b"not found\n", b"text/plain; charset=utf-8")
@@ -112,9 +128,11 @@ def build_app(
     check_host: bool = True,
     allowed_hosts: Sequence[str] = (),
     limits: Limits | None = None,
+    sse: bool = False,
 ) -> GuardedApp:
-    """The guarded ASGI app: ``path`` (MCP), ``/`` (a small status JSON) and, for a server
-    with a meter, ``/metrics`` (Prometheus text), all behind the same Host/Origin/token guard.
+    """The guarded ASGI app: ``path`` (MCP), ``/`` (a small status JSON), with ``sse`` the
+    legacy ``/sse`` + ``/messages`` endpoints, and for a server with a meter ``/metrics``
+    (Prometheus text), all behind the same Host/Origin/token guard and limits.
 
     With ``check_host`` (the default, and always when bound to a loopback address) a request
     whose ``Host`` is not localhost / 127.0.0.1 / [::1] (or in ``allowed_hosts``) gets 421.
@@ -136,22 +154,9 @@ def build_app(
         allowed_origins=allowed_origins,
     )
     endpoint = McpEndpoint(server, max_body=limits.max_body)
-    routes = HttpApp(server, endpoint, path=path, metrics=_metrics_app(server, policy))
+    legacy = SseEndpoint(server, max_body=limits.max_body) if sse else None
+    routes = HttpApp(server, endpoint, path=path, metrics=_metrics_app(server, policy), sse=legacy)
     return GuardedApp(routes, policy=policy, limits=limits, render=json_refusal)
-
-
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:  # we own SIGTERM/SIGINT (on_stop must run)
-        yield
 
 
 async def serve_http(
@@ -166,6 +171,7 @@ async def serve_http(
     allowed_hosts: Sequence[str] = (),
     limits: Limits | None = None,
     ready: Callable[[str], None] | None = None,
+    sse: bool = False,
 ) -> None:
     """Serve Streamable HTTP until SIGTERM/SIGINT (or cancellation), then stop the server.
 
@@ -181,6 +187,8 @@ async def serve_http(
             Host gets 421 (DNS-rebinding protection).
         limits: the connection and request limits (airhttp's defaults when not given).
         ready: called with the endpoint URL once listening (default: log it to stderr).
+        sse: also serve the legacy HTTP+SSE transport (``GET /sse`` + ``POST /messages``);
+            the URL announced is then the ``/sse`` one.
 
     Raises:
         OSError: the address cannot be bound.
@@ -198,33 +206,21 @@ async def serve_http(
         check_host=loopback or bool(allowed_hosts),
         allowed_hosts=allowed_hosts,
         limits=limits,
+        sse=sse,
     )
     await server.start()
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (no Nagle delay)
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:  # e.g. the port is taken: undo the start, name the address
-        sock.close()
+        sock = listen_socket(host, port)
+    except OSError:  # e.g. the port is taken: undo the start; the message names the address
         await server.stop()
-        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+        raise
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        lifespan="off",
-        access_log=False,
-        timeout_graceful_shutdown=5,
-        timeout_keep_alive=int(max(1, limits.idle_timeout)),
-    )
-    userver = _Server(config)
+    http = HttpServer(app, limits=limits)
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
 
     def _exit() -> None:
-        userver.should_exit = True
+        http.stop()
         server.dispatcher.close()  # listen streams end now, not at the shutdown timeout
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -232,17 +228,18 @@ async def serve_http(
             loop.add_signal_handler(sig, _exit)
             installed.append(sig)
     shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{bound}{path}"
+    url = f"http://{shown}:{bound}{SSE_PATH if sse else path}"
     try:
-        serving = asyncio.ensure_future(userver.serve(sockets=[sock]))
-        ready_wait = asyncio.ensure_future(userver.ready.wait())
+        serving = asyncio.ensure_future(http.serve(sock))
+        ready_wait = asyncio.ensure_future(http.ready.wait())
         await asyncio.wait({serving, ready_wait}, return_when=asyncio.FIRST_COMPLETED)
         ready_wait.cancel()
-        if userver.started:
+        if http.started:
             if ready is not None:
                 ready(url)
             else:
-                print(f"air: {server.name} serving MCP on {url}", file=sys.stderr, flush=True)
+                kind = "MCP (legacy HTTP+SSE)" if sse else "MCP"
+                print(f"air: {server.name} serving {kind} on {url}", file=sys.stderr, flush=True)
         await serving
     finally:
         for sig in installed:
@@ -250,20 +247,27 @@ async def serve_http(
         routes = app.app
         if isinstance(routes, HttpApp):
             routes.mcp.sessions.close_all()
+            if routes.sse is not None:
+                routes.sse.close_all()
         server.dispatcher.close()
         sock.close()
         await server.stop()
+
+
+_LIMIT_OPTIONS = ("header_timeout", "idle_timeout", "max_connections", "max_inflight")
 
 
 class HttpTransport:
     """The Streamable HTTP transport (:class:`aircore.types.Transport`).
 
     Options: ``host``, ``port``, ``path``, ``token``, ``allowed_origins``, ``allowed_hosts``,
-    ``max_message`` (the body limit in bytes; also accepted as ``max_body``), ``limits`` and
-    ``ready`` (see :func:`serve_http`).
+    ``max_message`` (the body limit in bytes; also accepted as ``max_body``), ``limits`` (an
+    :class:`airhttp.Limits`) or its fields one by one (``header_timeout``, ``idle_timeout``,
+    ``max_connections``, ``max_inflight``), and ``ready`` (see :func:`serve_http`).
     """
 
     name = "http"
+    legacy_sse = False
     options = frozenset(
         {
             "host",
@@ -276,6 +280,7 @@ class HttpTransport:
             "max_body",
             "limits",
             "ready",
+            *_LIMIT_OPTIONS,
         }
     )
 
@@ -284,9 +289,24 @@ class HttpTransport:
 
         Raises:
             DefinitionError: an option this transport does not take.
+            airhttp.LimitsError: a limit that cannot work.
         """
         check_options(self, options)
         max_message = options.pop("max_message", None)
         if max_message is not None:
             options["max_body"] = max_message
-        await serve_http(server, **options)
+        fields = {name: options.pop(name) for name in _LIMIT_OPTIONS if name in options}
+        if fields:
+            options["limits"] = replace(options.get("limits") or Limits(), **fields)
+        await serve_http(server, sse=self.legacy_sse, **options)
+
+
+class SseTransport(HttpTransport):
+    """The legacy HTTP+SSE transport (2024-11-05): ``GET /sse`` + ``POST /messages``, with
+    the same guards and limits as Streamable HTTP (which it serves at ``/mcp`` too).
+
+    Options: as :class:`HttpTransport`.
+    """
+
+    name = "sse"
+    legacy_sse = True

@@ -5,6 +5,11 @@ Nothing but JSON-RPC goes to stdout: while serving, ``sys.stdout`` points at std
 ``notifications/cancelled`` can cancel them); answers are coalesced into one write per loop
 turn. On stdin EOF in-flight calls get :data:`EOF_GRACE` seconds to finish; SIGTERM/SIGINT
 cancel them. Either way the server's ``stop()`` (plugins' ``on_stop``) runs.
+
+Backpressure: at most ``max_inflight`` frames are handled at once, and when answers pile up
+unread (more than ``max_buffer`` bytes waiting for the client), no new frame is read until
+they drain below a quarter of it. A client that never reads stdout stalls; the server's memory
+stays bounded.
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from aircore.errors import INVALID_REQUEST
+from aircore.errors import INVALID_REQUEST, DefinitionError
 from aircore.protocol.framing import decode, encode, error_response, parse_error
 from aircore.protocol.session import Connection
 from aircore.transports.table import check_options
@@ -28,7 +33,15 @@ from aircore.transports.table import check_options
 if TYPE_CHECKING:
     from aircore.server import AirServer
 
-__all__ = ["DEFAULT_MAX_FRAME", "EOF_GRACE", "StdioSession", "StdioTransport", "serve_stdio"]
+__all__ = [
+    "DEFAULT_MAX_BUFFER",
+    "DEFAULT_MAX_FRAME",
+    "DEFAULT_MAX_INFLIGHT",
+    "EOF_GRACE",
+    "StdioSession",
+    "StdioTransport",
+    "serve_stdio",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +50,13 @@ DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 
 EOF_GRACE = 10.0
 """Seconds in-flight calls may run after stdin closes."""
+
+DEFAULT_MAX_INFLIGHT = 64
+"""Frames handled at once; reading pauses beyond it."""
+
+DEFAULT_MAX_BUFFER = 4 * 1024 * 1024
+"""Bytes of answers waiting for the client above which reading pauses (it resumes below a
+quarter of it)."""
 
 _CHUNK = 256 * 1024
 
@@ -50,12 +70,15 @@ def _request_id(message: Any) -> str | int | None:
 
 
 class StdioSession:
-    """One stdio connection: frames in from ``read``, answers out through ``write``.
+    """One stdio connection: frames in from ``feed``, answers out through ``write``.
 
     Args:
         server: the server to dispatch to.
         write: called with bytes ready for stdout (already newline-terminated, coalesced).
         max_frame: the frame size limit.
+        max_inflight: frames handled at once.
+        max_buffer: unread answer bytes above which reading pauses.
+        buffered: how many written bytes still wait for the client (0 if unknown).
     """
 
     def __init__(
@@ -64,17 +87,29 @@ class StdioSession:
         write: Callable[[bytes], None],
         *,
         max_frame: int = DEFAULT_MAX_FRAME,
+        max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        max_buffer: int = DEFAULT_MAX_BUFFER,
+        buffered: Callable[[], int] = lambda: 0,
     ) -> None:
         self.server = server
         self.dispatcher = server.dispatcher
         self._write = write
+        self._buffered = buffered
         self.max_frame = max_frame
+        self.max_inflight = max_inflight
+        self.max_buffer = max_buffer
         self.conn = Connection(transport="pipe", sender=self._send)
         self._out = bytearray()
         self._flush_scheduled = False
         self._buf = bytearray()
         self._discarding = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._write_blocked = False
         self._loop = asyncio.get_running_loop()
+        self._ready = asyncio.Event()
+        self._ready.set()
+        self.pauses = 0
+        """Times reading paused (in-flight cap or unread answers)."""
 
     async def _send(self, message: dict[str, Any]) -> None:
         self.emit(message)
@@ -94,13 +129,49 @@ class StdioSession:
             data = bytes(self._out)
             self._out.clear()
             self._write(data)
+            if not self._write_blocked and self._buffered() > self.max_buffer:
+                self.writing_paused(True)
 
+    # ---- backpressure -------------------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        """Whether new frames wait (too many in flight, or too many answers unread)."""
+        return self._write_blocked or len(self._tasks) >= self.max_inflight
+
+    def writing_paused(self, blocked: bool) -> None:
+        """The output side's flow control: ``True`` above the high-water mark, ``False``
+        once it drained below the low one."""
+        self._write_blocked = blocked
+        self._settle()
+
+    def _settle(self) -> None:
+        if self.paused:
+            if self._ready.is_set():
+                self.pauses += 1
+                self._ready.clear()
+            return
+        if self._has_frame():
+            self._loop.call_soon(self._frames)
+        else:
+            self._ready.set()
+
+    def _has_frame(self) -> bool:
+        return self._buf.find(b"\n") >= 0
+
+    async def wait_ready(self) -> None:
+        """Return when the session can take more input (nothing paused, no frame waiting)."""
+        await self._ready.wait()
+
+    # ---- input --------------------------------------------------------------------------
     def feed(self, data: bytes) -> None:
-        """Split incoming bytes into frames and handle each complete one."""
+        """Split incoming bytes into frames and handle complete ones while not paused."""
+        self._buf += data
+        self._frames()
+
+    def _frames(self) -> None:
         buf = self._buf
-        buf += data
         start = 0
-        while True:
+        while not self.paused:
             nl = buf.find(b"\n", start)
             if nl < 0:
                 break
@@ -112,11 +183,12 @@ class StdioSession:
                 self._frame(bytes(buf[start:nl]))
             start = nl + 1
         del buf[:start]
-        if len(buf) > self.max_frame:
+        if len(buf) > self.max_frame and not self._has_frame():
             if not self._discarding:
                 self._oversize()
                 self._discarding = True
             buf.clear()
+        self._settle()
 
     def _oversize(self) -> None:
         self.emit(
@@ -143,9 +215,16 @@ class StdioSession:
             )
             return
         task = self._loop.create_task(self._run(message))
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
         if msg_id is not None:
             self.conn.inflight[msg_id] = task
             task.add_done_callback(functools.partial(self._done, msg_id))
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if len(self._tasks) == self.max_inflight - 1:
+            self._settle()  # we were at the cap: take more input
 
     def _done(self, msg_id: Any, task: asyncio.Task[None]) -> None:
         if self.conn.inflight.get(msg_id) is task:
@@ -157,14 +236,21 @@ class StdioSession:
             self.emit(response)
 
     async def drain(self, grace: float) -> None:
-        """Wait up to ``grace`` seconds for in-flight calls, then cancel the rest."""
-        tasks = list(self.conn.inflight.values())
-        if tasks:
-            _done, pending = await asyncio.wait(tasks, timeout=grace)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending, timeout=1.0)
+        """Wait up to ``grace`` seconds for in-flight calls (and frames still waiting behind
+        the in-flight cap), then cancel the rest."""
+        deadline = self._loop.time() + grace
+        while self._loop.time() < deadline:
+            if self._tasks:
+                await asyncio.wait(set(self._tasks), timeout=deadline - self._loop.time())
+            elif self._has_frame() and not self.paused:
+                self._frames()  # frames that waited behind the cap
+            else:
+                break
+        pending = set(self._tasks)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=1.0)
         self.conn.cancel_all()
         self.flush()
 
@@ -201,34 +287,58 @@ async def _stdin_chunks(stop: asyncio.Event) -> Any:
             yield data
 
 
-async def _stdout_writer() -> tuple[Callable[[bytes], None], Callable[[], Awaitable[None]]]:
-    """A non-blocking pipe writer for stdout when possible, else blocking writes."""
-    loop = asyncio.get_running_loop()
-    fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
-    if _is_pollable(fd) and not os.isatty(fd):
-        transport, _ = await loop.connect_write_pipe(
-            asyncio.Protocol, os.fdopen(fd, "wb", 0, closefd=False)
-        )
+class _Out(asyncio.Protocol):
+    """stdout's pipe protocol: reports the transport's flow control to the session."""
 
-        async def close() -> None:
-            # let buffered answers reach the client before the loop ends
-            for _ in range(500):
-                if transport.is_closing() or not transport.get_write_buffer_size():
-                    break
-                await asyncio.sleep(0.01)
-            transport.close()
+    def __init__(self) -> None:
+        self.on_pause: Callable[[bool], None] = lambda _blocked: None
 
-        return transport.write, close
+    def pause_writing(self) -> None:
+        self.on_pause(True)
 
-    def write(data: bytes) -> None:
+    def resume_writing(self) -> None:
+        self.on_pause(False)
+
+
+class _Writer:
+    """Where answers go: a non-blocking pipe transport for stdout when possible, else
+    blocking writes (a file or a terminal: nothing piles up)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.transport: asyncio.WriteTransport | None = None
+        self.protocol = _Out()
+
+    async def open(self, max_buffer: int) -> None:
+        if _is_pollable(self.fd) and not os.isatty(self.fd):
+            loop = asyncio.get_running_loop()
+            transport, _ = await loop.connect_write_pipe(
+                lambda: self.protocol, os.fdopen(self.fd, "wb", 0, closefd=False)
+            )
+            transport.set_write_buffer_limits(high=max_buffer, low=max_buffer // 4)
+            self.transport = transport
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None:
+            self.transport.write(data)
+            return
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view) :]
+            view = view[os.write(self.fd, view) :]
 
-    async def done() -> None:
-        return None
+    def buffered(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
 
-    return write, done
+    async def close(self) -> None:
+        transport = self.transport
+        if transport is None:
+            return
+        # let buffered answers reach the client before the loop ends
+        for _ in range(500):
+            if transport.is_closing() or not transport.get_write_buffer_size():
+                break
+            await asyncio.sleep(0.01)
+        transport.close()
 
 
 async def serve_stdio(
@@ -236,6 +346,8 @@ async def serve_stdio(
     *,
     max_frame: int = DEFAULT_MAX_FRAME,
     eof_grace: float = EOF_GRACE,
+    max_inflight: int = DEFAULT_MAX_INFLIGHT,
+    max_buffer: int = DEFAULT_MAX_BUFFER,
 ) -> None:
     """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM/SIGINT.
 
@@ -243,14 +355,35 @@ async def serve_stdio(
         server: the server; started here and stopped on the way out.
         max_frame: the frame size limit in bytes.
         eof_grace: seconds in-flight calls may finish after stdin closes.
+        max_inflight: frames handled at once (reading pauses beyond it).
+        max_buffer: unread answer bytes above which reading pauses.
+
+    Raises:
+        DefinitionError: a limit that is not a positive whole number.
     """
+    for option, value in (
+        ("max_frame", max_frame),
+        ("max_inflight", max_inflight),
+        ("max_buffer", max_buffer),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise DefinitionError(f"{option}={value!r} must be a positive whole number")
     await server.start()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     saved_stdout = sys.stdout
     sys.stdout = sys.stderr  # only JSON-RPC on the real stdout
-    write, close_out = await _stdout_writer()
-    session = StdioSession(server, write, max_frame=max_frame)
+    writer = _Writer(sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+    await writer.open(max_buffer)
+    session = StdioSession(
+        server,
+        writer.write,
+        max_frame=max_frame,
+        max_inflight=max_inflight,
+        max_buffer=max_buffer,
+        buffered=writer.buffered,
+    )
+    writer.protocol.on_pause = session.writing_paused
     installed: list[signal.Signals] = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -260,6 +393,7 @@ async def serve_stdio(
     async def pump() -> None:
         async for chunk in _stdin_chunks(stop):
             session.feed(chunk)
+            await session.wait_ready()  # backpressure: read on only when it can take more
         session.feed(b"\n")  # a last frame without a newline
 
     reader = loop.create_task(pump())
@@ -285,18 +419,18 @@ async def serve_stdio(
         session.flush()
         sys.stdout = saved_stdout
         await server.stop()
-        await close_out()
+        await writer.close()
 
 
 class StdioTransport:
     """The stdio transport (:class:`aircore.types.Transport`).
 
     Options: ``max_message`` (the frame limit in bytes, :data:`DEFAULT_MAX_FRAME`; also
-    accepted as ``max_frame``) and ``eof_grace``.
+    accepted as ``max_frame``), ``eof_grace``, ``max_inflight`` and ``max_buffer``.
     """
 
     name = "stdio"
-    options = frozenset({"max_message", "max_frame", "eof_grace"})
+    options = frozenset({"max_message", "max_frame", "eof_grace", "max_inflight", "max_buffer"})
 
     async def serve(self, server: AirServer, **options: Any) -> None:
         """Serve ``server`` on stdin/stdout (:func:`serve_stdio`).

@@ -28,7 +28,15 @@ def _http() -> Transport:
     return HttpTransport()
 
 
-TRANSPORTS: Mapping[str, TransportFactory] = MappingProxyType({"http": _http, "stdio": _stdio})
+def _sse() -> Transport:
+    from aircore.transports.http_app import SseTransport
+
+    return SseTransport()
+
+
+TRANSPORTS: Mapping[str, TransportFactory] = MappingProxyType(
+    {"http": _http, "sse": _sse, "stdio": _stdio}
+)
 """Transport name → factory."""
 
 ALIASES: Mapping[str, str] = MappingProxyType({"streamable-http": "http"})

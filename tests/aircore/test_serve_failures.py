@@ -144,20 +144,6 @@ def test_out_of_range_options_are_one_line(option: tuple[str, str], transport: s
     _assert_one_line_refusal(done, option[0], option[1])
 
 
-def test_mcp_transport_sse_is_an_honest_error_until_sse_is_served() -> None:
-    done = subprocess.run(
-        serve_args(DEMO, "--store", "memory://"),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "MCP_TRANSPORT": "sse"},
-        timeout=STARTUP_TIMEOUT,
-        check=False,
-    )
-    _assert_one_line_refusal(done, "'sse'", "MCP_TRANSPORT")
-
-
 def test_a_token_no_client_could_send_is_a_one_line_refusal() -> None:
     done = _serve(DEMO, "--store", "memory://", "--token", "two words", transport="http")
     _assert_one_line_refusal(done, "token")

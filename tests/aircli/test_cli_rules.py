@@ -1,0 +1,82 @@
+"""Rules every ``air`` command shares, checked on real processes: a bad flag gets the usage of
+the subcommand it was given to, and a non-loopback bind needs --allow-remote and --token."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.air_process import air
+from tests.aircore.conftest import DEMO
+
+
+def _air(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        air(*args),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (("serve", DEMO, "--bogus"), "usage: air serve "),
+        (("meter", "report", "--bogus", "x"), "usage: air meter report "),
+        (("store", "stats", "--nope"), "usage: air store stats "),
+        (("dashboard", "--colour"), "usage: air dashboard "),
+    ],
+)
+def test_a_bad_flag_prints_the_usage_of_its_subcommand(
+    argv: tuple[str, ...], usage: str, tmp_path: Path
+) -> None:
+    done = _air(*argv, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith(usage), done.stderr
+    assert "unrecognized arguments: " + " ".join(a for a in argv if a.startswith("--")) in (
+        done.stderr
+    )
+    assert "COMMAND ..." not in done.stderr  # not the top-level usage
+
+
+def test_a_bad_flag_before_any_subcommand_still_gets_the_top_level_usage(tmp_path: Path) -> None:
+    done = _air("--bogus", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: air [-h]")
+
+
+def _commands(tmp_path: Path) -> dict[str, tuple[str, ...]]:
+    return {
+        "air serve": ("serve", DEMO, "--transport", "http", "--port", "0"),
+        "air dashboard": ("dashboard", "--port", "0", "--store", "memory://"),
+        "air gateway": ("gateway", "--config", str(tmp_path / "gateway.yml"), "--port", "0"),
+    }
+
+
+@pytest.mark.parametrize("prog", ["air serve", "air dashboard", "air gateway"])
+@pytest.mark.parametrize(
+    ("flags", "missing"),
+    [
+        ((), "--allow-remote and --token"),
+        (("--allow-remote",), "--token"),
+        (("--token", "s3cret-token"), "--allow-remote"),
+    ],
+)
+def test_a_non_loopback_bind_needs_both_allow_remote_and_token(
+    prog: str, flags: tuple[str, ...], missing: str, tmp_path: Path
+) -> None:
+    argv = (*_commands(tmp_path)[prog], "--host", "0.0.0.0", *flags)  # refused before binding
+    done = _air(*argv, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"{prog}: binding 0.0.0.0 "), lines[0]
+    assert "needs both --allow-remote and --token" in lines[0]
+    assert lines[0].endswith(f"(missing: {missing})")
+    assert "s3cret-token" not in done.stderr
