@@ -14,14 +14,26 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from aircli import check, dashboard, demo, gateway, manifest, meter, scaffold, serve, status, store
+from aircli import (
+    check,
+    dashboard,
+    demo,
+    gateway,
+    manifest,
+    meter,
+    migrate,
+    scaffold,
+    serve,
+    status,
+    store,
+)
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # Subcommand modules, in the order `air --help` lists them (each imports its heavy parts,
 # such as Dash or the MCP client, inside the function that needs them).
 _MODULES: tuple[ModuleType, ...] = (
-    serve, store, meter, demo, dashboard, check, manifest, scaffold, gateway, status
+    serve, store, meter, demo, dashboard, check, manifest, scaffold, migrate, gateway, status
 )  # fmt: skip
 COMMANDS: tuple[str, ...] = tuple(m.__name__.rpartition(".")[2] for m in _MODULES)
 

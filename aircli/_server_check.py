@@ -6,33 +6,20 @@ a build. The manifest is built from the same mapping the server applies at start
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from aircli.serve import load_server
 from aircore.definitions import Problem, ToolDefinitionError, build_manifest
 from aircore.definitions.binding import bind_tools, check_tools
-from aircore.definitions.manifest import manifest_entry
 from aircore.definitions.plugin import apply_definition, tool_spec
 from aircore.server import AirServer
 from aircore.tool import Tool
 
-__all__ = ["check_server_target", "server_manifest"]
+__all__ = ["check_server_target", "server_manifest", "server_tools"]
 
 
-def _load(target: str) -> tuple[AirServer, dict[str, Tool]]:
-    try:
-        server = load_server(target)
-    except ToolDefinitionError:
-        raise
-    except Exception as exc:  # a failing import of user code is reported, not a traceback
-        problem = Problem(file=target, field="-", rule="target", message=str(exc))
-        raise ToolDefinitionError([problem], summary=f"cannot load {target}") from exc
-    if server.definitions is None:
-        problem = Problem(
-            file=target, field="-", rule="target",
-            message="the server has no definitions directory: define_server(definitions=...)",
-        )  # fmt: skip
-        raise ToolDefinitionError([problem])
+def _registered(server: AirServer) -> dict[str, Tool]:
     originals: dict[str, Tool] = {}
     for plugin in server.plugins:  # tools as registered, before the plugin applied definitions
         state = getattr(plugin, "options", {}).get("state")
@@ -40,34 +27,65 @@ def _load(target: str) -> tuple[AirServer, dict[str, Tool]]:
     tools = {name: originals.get(name, tool) for name, tool in server.tools.items()}
     for name, tool in originals.items():
         tools.setdefault(name, tool)  # disabled tools were removed from server.tools
-    return server, tools
+    return tools
 
 
-def check_server_target(target: str) -> tuple[int, list[Problem]]:
+def _load(target: str, definitions: Path | None = None) -> tuple[AirServer, Path, dict[str, Tool]]:
+    server, tools = server_tools(target)
+    directory = server.definitions if server.definitions is not None else definitions
+    if directory is None:
+        problem = Problem(
+            file=target, field="-", rule="target",
+            message="the server has no definitions directory: define_server(definitions=...)",
+        )  # fmt: skip
+        raise ToolDefinitionError([problem])
+    return server, Path(directory), tools
+
+
+def check_server_target(
+    target: str, *, definitions: Path | None = None
+) -> tuple[Path, int, list[Problem]]:
     """Every rule, pairing included, on the server a target names.
 
     Args:
         target: ``file.py[:server]`` or ``package.module[:server]``.
+        definitions: the definitions directory to pair with when the server names none.
 
     Returns:
-        ``(number of definition files checked, problems)``.
+        ``(definitions directory, number of definition files checked, problems)``.
 
     Raises:
         ToolDefinitionError: the target cannot be loaded, has no definitions directory, or the
             directory is missing.
     """
-    server, tools = _load(target)
-    assert server.definitions is not None
+    _, directory, tools = _load(target, definitions)
     specs = [tool_spec(t) for t in tools.values()]
-    checked, problems, _ = check_tools(specs, server.definitions, target=target)
-    return checked, problems
+    checked, problems, _ = check_tools(specs, directory, target=target)
+    return directory, checked, problems
 
 
-def server_manifest(target: str) -> dict[str, Any]:
+def server_tools(target: str) -> tuple[AirServer, dict[str, Tool]]:
+    """The server a target names and its tools as registered (before definitions applied).
+
+    Raises:
+        ToolDefinitionError: the target cannot be loaded.
+    """
+    try:
+        server = load_server(target)
+    except ToolDefinitionError:
+        raise
+    except Exception as exc:  # a failing import of user code is reported, not a traceback
+        problem = Problem(file=target, field="-", rule="target", message=str(exc))
+        raise ToolDefinitionError([problem], summary=f"cannot load {target}") from exc
+    return server, _registered(server)
+
+
+def server_manifest(target: str, *, definitions: Path | None = None) -> dict[str, Any]:
     """The manifest of the server a target names: its tools as ``tools/list`` will list them.
 
     Args:
         target: ``file.py[:server]`` or ``package.module[:server]``.
+        definitions: the definitions directory when the server names none.
 
     Returns:
         The manifest, ``server`` set to the server's name and version.
@@ -75,17 +93,7 @@ def server_manifest(target: str) -> dict[str, Any]:
     Raises:
         ToolDefinitionError: the target cannot be loaded or its definitions break the standard.
     """
-    server, tools = _load(target)
-    assert server.definitions is not None
-    bound = bind_tools([tool_spec(t) for t in tools.values()], server.definitions, target=target)
-    entries = []
-    for name, tool in tools.items():
-        b = bound[name]
-        entries.append(
-            manifest_entry(
-                apply_definition(tool, b).describe(),
-                timeout_ms=b.definition.timeout_ms,
-                enabled=b.definition.enabled,
-            )
-        )
+    server, directory, tools = _load(target, definitions)
+    bound = bind_tools([tool_spec(t) for t in tools.values()], directory, target=target)
+    entries = [apply_definition(tool, bound[name]).describe() for name, tool in tools.items()]
     return build_manifest(entries, server={"name": server.name, "version": server.version})

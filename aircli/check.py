@@ -1,22 +1,28 @@
-"""``air check [PATH] [--format json]``: the tool-definition quality gate.
+"""``air check [PATH] [--format json] [--no-drafts]``: the tool-definition quality gate.
 
 PATH is a definitions directory (the rules that pair tools with definitions are skipped) or a
 server target ``file.py[:server]`` / ``package.module[:server]`` (all rules, including pairing,
-on the server's registered tools and its definitions directory). Without PATH it checks
-``./tool-definitions``. Exit 0 when clean, 1 with ``file: field: problem`` lines otherwise.
+on the server's registered tools and its definitions directory). Without PATH it finds the
+project's server: ``[tool.air] server`` (and ``definitions``) in ``./pyproject.toml``, else
+``./server.py``; without either it checks ``./tool-definitions`` alone. Tools whose definition
+says ``register: false`` are drafts: reported, and failures with ``--no-drafts``. Exit 0 when
+clean, 1 with ``file: field: problem`` lines otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
+from aircli._project import find_project
 from aircore.definitions import (
-    DEFAULT_DEFINITIONS_DIR,
+    DefinitionFile,
     Problem,
     ToolDefinitionError,
     check_files,
@@ -24,7 +30,17 @@ from aircore.definitions import (
     read_definition_files,
 )
 
-__all__ = ["CheckReport", "check_directory", "check_target", "register"]
+__all__ = [
+    "CheckReport",
+    "check_directory",
+    "check_project",
+    "check_target",
+    "drafts_of",
+    "is_directory_target",
+    "print_report",
+    "register",
+    "with_drafts_as_problems",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,6 +51,8 @@ class CheckReport:
     mode: str
     checked: int
     problems: tuple[Problem, ...]
+    drafts: tuple[str, ...] = ()
+    """Tools whose definition says ``register: false`` (kept out of a central registry)."""
 
     @property
     def ok(self) -> bool:
@@ -53,17 +71,39 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "path",
         nargs="?",
-        default=DEFAULT_DEFINITIONS_DIR,
+        default=None,
         metavar="PATH",
         help="definitions directory, or a server: file.py[:server] or package.module[:server] "
-        f"(default: ./{DEFAULT_DEFINITIONS_DIR})",
+        "(default: the project's server, see above)",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text", dest="fmt")
+    parser.add_argument(
+        "--no-drafts",
+        action="store_true",
+        help="fail when a tool is still a draft (register: false), e.g. before publishing",
+    )
     parser.set_defaults(func=_run)
 
 
+def drafts_of(files: Sequence[DefinitionFile]) -> tuple[str, ...]:
+    """The names of the tools whose definition says ``register: false``, sorted."""
+    names = (
+        str(f.data.get("name", f.stem))
+        for f in files
+        if f.data is not None and f.data.get("register") is False
+    )
+    return tuple(sorted(names))
+
+
+def _drafts_in(directory: Path) -> tuple[str, ...]:
+    try:
+        return drafts_of(read_definition_files(directory))
+    except ToolDefinitionError:
+        return ()
+
+
 def check_directory(directory: str | Path) -> CheckReport:
-    """Run the per-file and duplicate rules on a definitions directory.
+    """Run the per-file, duplicate and similar-tool rules on a definitions directory.
 
     Args:
         directory: the definitions directory.
@@ -78,16 +118,16 @@ def check_directory(directory: str | Path) -> CheckReport:
     except ToolDefinitionError as exc:
         return CheckReport(target=str(root), mode="directory", checked=0, problems=exc.problems)
     problems = check_files(files, config=config)
-    return CheckReport(
-        target=str(root), mode="directory", checked=len(files), problems=tuple(problems)
-    )
+    return CheckReport(target=str(root), mode="directory", checked=len(files),
+                       problems=tuple(problems), drafts=drafts_of(files))  # fmt: skip
 
 
-def check_target(target: str) -> CheckReport:
+def check_target(target: str, *, definitions: Path | None = None) -> CheckReport:
     """Run every rule, pairing included, on a server target.
 
     Args:
         target: ``file.py[:server]`` or ``package.module[:server]``.
+        definitions: the definitions directory when the server names none.
 
     Returns:
         The report.
@@ -97,41 +137,92 @@ def check_target(target: str) -> CheckReport:
     """
     from aircli._server_check import check_server_target
 
-    checked, problems = check_server_target(target)
-    return CheckReport(target=target, mode="server", checked=checked, problems=tuple(problems))
+    directory, checked, problems = check_server_target(target, definitions=definitions)
+    return CheckReport(target=target, mode="server", checked=checked, problems=tuple(problems),
+                       drafts=_drafts_in(directory))  # fmt: skip
 
 
-def _is_directory_target(path: str) -> bool:
+def check_project(root: str | Path = ".") -> CheckReport:
+    """The gate on a project, as ``air check`` without PATH and the build hook run it.
+
+    Server mode on ``[tool.air] server`` or ``./server.py`` when there is one (the definitions
+    directory of ``[tool.air] definitions`` pairs with a server that names none), else
+    directory mode on the definitions directory.
+
+    Args:
+        root: the project directory.
+
+    Returns:
+        The report (an unloadable server or a bad ``[tool.air]`` is reported as a problem).
+    """
+    try:
+        project = find_project(root)
+    except ToolDefinitionError as exc:
+        return CheckReport(target=str(root), mode="project", checked=0, problems=exc.problems)
+    if project.server is None:
+        return check_directory(project.definitions)
+    project.import_paths()
+    try:
+        return check_target(project.server, definitions=project.definitions)
+    except ToolDefinitionError as exc:
+        return CheckReport(target=project.server, mode="server", checked=0,
+                           problems=exc.problems)  # fmt: skip
+
+
+def is_directory_target(path: str) -> bool:
+    """Is ``path`` a definitions directory rather than a server target?"""
     return Path(path).is_dir() or not (
         ":" in path or path.endswith(".py") or ("." in path and "/" not in path)
     )
 
 
+def with_drafts_as_problems(report: CheckReport) -> CheckReport:
+    """The report with one ``draft`` problem per draft (for ``--no-drafts``)."""
+    drafted = tuple(
+        Problem(file=report.target, field=name, rule="draft",
+                message="still a draft (register: false); approve it with register: true")
+        for name in report.drafts
+    )  # fmt: skip
+    return dataclasses.replace(report, problems=report.problems + drafted)
+
+
 def _run(args: argparse.Namespace) -> int:
-    path: str = args.path
-    try:
-        report = check_directory(path) if _is_directory_target(path) else check_target(path)
-    except ToolDefinitionError as exc:
-        report = CheckReport(target=path, mode="server", checked=0, problems=exc.problems)
+    path: str | None = args.path
+    if path is None:
+        report = check_project(".")
+    elif is_directory_target(path):
+        report = check_directory(path)
+    else:
+        try:
+            report = check_target(path)
+        except ToolDefinitionError as exc:
+            report = CheckReport(target=path, mode="server", checked=0, problems=exc.problems)
+    if args.no_drafts:
+        report = with_drafts_as_problems(report)
     if args.fmt == "json":
         body = {
             "ok": report.ok,
             "target": report.target,
             "mode": report.mode,
             "checked": report.checked,
+            "drafts": list(report.drafts),
             "problems": [p.to_json() for p in report.problems],
         }
         sys.stdout.write(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        _print_text(report)
+        print_report(report)
     return 0 if report.ok else 1
 
 
-def _print_text(report: CheckReport) -> None:
+def print_report(report: CheckReport) -> None:
+    """Print a report as ``file: field: problem`` lines, the drafts and a summary line."""
     for problem in report.problems:
         print(problem)
     n = len(report.problems)
     what = f"{report.checked} definition(s) checked in {report.target}"
+    if report.drafts:
+        names = ", ".join(report.drafts)
+        what += f"; {len(report.drafts)} draft(s), register: false: {names}"
     if n:
         files = len({p.file for p in report.problems})
         print(f"air check: {n} problem(s) in {files} file(s); {what}")

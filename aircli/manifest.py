@@ -2,7 +2,9 @@
 
 TARGET is a definitions directory (each tool rendered straight from its definition) or a server
 ``file.py[:server]`` / ``package.module[:server]`` (the server's own ``tools/list`` metadata).
-Without TARGET it reads ``./tool-definitions``. Without ``--out`` the JSON goes to stdout.
+Without TARGET it finds the project's server as ``air check`` does (``[tool.air]`` in
+``pyproject.toml``, else ``./server.py``, else ``./tool-definitions``). Without ``--out`` the
+JSON goes to stdout.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aircli.check import _is_directory_target
+from aircli._project import find_project
+from aircli.check import is_directory_target
 from aircore.definitions import (
-    DEFAULT_DEFINITIONS_DIR,
     ToolDefinitionError,
     dump_manifest,
     load_definitions,
@@ -28,26 +30,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``manifest`` subcommand."""
     parser = sub.add_parser(
         "manifest",
-        help="write the tool manifest (tools/list metadata + timeoutMillis, enabled)",
+        help="write the tool manifest (each tool exactly as tools/list lists it)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "target",
         nargs="?",
-        default=DEFAULT_DEFINITIONS_DIR,
+        default=None,
         metavar="TARGET",
-        help=f"definitions directory or server target (default: ./{DEFAULT_DEFINITIONS_DIR})",
+        help="definitions directory or server target (default: the project's server)",
     )
     parser.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     parser.set_defaults(func=_run)
 
 
-def build_target_manifest(target: str) -> dict[str, Any]:
+def build_target_manifest(target: str | None) -> dict[str, Any]:
     """The manifest of a definitions directory or of a server target.
 
     Args:
-        target: a directory, ``file.py[:server]`` or ``package.module[:server]``.
+        target: a directory, ``file.py[:server]`` or ``package.module[:server]``; ``None``:
+            the project's server (or definitions directory) in the working directory.
 
     Returns:
         The manifest mapping.
@@ -55,7 +58,15 @@ def build_target_manifest(target: str) -> dict[str, Any]:
     Raises:
         ToolDefinitionError: the definitions break the standard, or the target cannot be loaded.
     """
-    if _is_directory_target(target):
+    definitions_dir: Path | None = None
+    if target is None:
+        project = find_project(".")
+        if project.server is None:
+            target = str(project.definitions)
+        else:
+            project.import_paths()
+            target, definitions_dir = project.server, project.definitions
+    if is_directory_target(target):
         definitions = load_definitions(target)
         try:
             return manifest_from_definitions(definitions.values())
@@ -63,7 +74,7 @@ def build_target_manifest(target: str) -> dict[str, Any]:
             raise ToolDefinitionError([], summary=f"{exc}; run air manifest on the server") from exc
     from aircli._server_check import server_manifest
 
-    return server_manifest(target)
+    return server_manifest(target, definitions=definitions_dir)
 
 
 def _run(args: argparse.Namespace) -> int:

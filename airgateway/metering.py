@@ -126,7 +126,9 @@ class GatewayMeter:
             call.request_id, call.session_id, call.protocol_version, "tcp", call.client,
             picked[-1].label if picked else None,
             _size(arguments), _size(result), None, None, None, message,
-            _text(meta.get("category_key")), _text(meta.get("version")), None, None,
+            # the standard's "categoryKey"; "category_key" from servers before it
+            _text(meta.get("categoryKey", meta.get("category_key"))), _text(meta.get("version")),
+            None, None,
         ))  # fmt: skip
 
 

@@ -122,7 +122,8 @@ class MeterEngine:
             meta = call.tool_meta
             category = version = None
             if meta is not None:
-                c, v = meta.get("category_key"), meta.get("version")
+                # "categoryKey" is the standard's _meta name; "category_key" what older servers sent
+                c, v = meta.get("categoryKey", meta.get("category_key")), meta.get("version")
                 category = None if c is None else str(c)
                 version = None if v is None else str(v)
             info = self._tools[tool] = ToolInfo(tool, layer, category, version)

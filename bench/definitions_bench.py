@@ -37,15 +37,28 @@ def _handler(params: dict[str, Any]) -> str:
     return params["query"]
 
 
+def _name(i: int) -> str:
+    """A tool name the gate accepts: letters only (a number code looks like an interface id)."""
+    letters = ""
+    for _ in range(3):
+        i, rest = divmod(i, 26)
+        letters += chr(ord("a") + rest)
+    return f"docs_tool{letters}_search"
+
+
 def _tools(n: int) -> list[Any]:
-    return [define_tool(f"tool_{i:04d}", handler=_handler, params={"query": "string"})
+    return [define_tool(_name(i), handler=_handler, params={"query": "string"})
             for i in range(n)]  # fmt: skip
 
 
 def _write_defs(root: Path, n: int) -> None:
     """N definitions whose schema matches the plain tools' (one string argument)."""
     for i in range(n):
-        data = clean_definition(f"tool_{i:04d}")
+        data = clean_definition(_name(i))
+        data["category_key"] = f"cat{i % 10}"  # the folder it is written to
+        for part in ("function", "when_to_use", "io_limits"):  # distinct texts: no cache hits
+            data["description"][part] += f" ({_name(i)})"
+        data["example_queries"] = [f"{q} ({i})" for q in data["example_queries"]]
         del data["output_schema"]
         del data["parameters_schema"]["properties"]["limit"]
         write_definition(root, data, category=f"cat{i % 10}")
@@ -55,12 +68,12 @@ async def _calls_per_second(server: Any, seconds: float) -> float:
     async with server:
         args = {"query": "x"}
         for _ in range(200):  # warm up
-            await server.call_tool("tool_0000", args)
+            await server.call_tool(_name(0), args)
         n = 0
         start = time.perf_counter()
         while (elapsed := time.perf_counter() - start) < seconds:
             for _ in range(500):
-                result = await server.call_tool("tool_0000", args)
+                result = await server.call_tool(_name(0), args)
             n += 500
         assert not result.get("isError"), result
     return n / elapsed

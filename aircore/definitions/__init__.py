@@ -17,6 +17,7 @@ from aircore.definitions.loader import (
     read_definition_files,
 )
 from aircore.definitions.manifest import build_manifest, dump_manifest, manifest_from_definitions
+from aircore.definitions.meta import is_registered, meta_value
 from aircore.definitions.model import ToolDefinition, ToolDescription
 from aircore.definitions.plugin import definitions_plugin
 from aircore.definitions.render import render_description, render_meta, render_tool
@@ -41,9 +42,11 @@ __all__ = [
     "check_pairing",
     "definitions_plugin",
     "dump_manifest",
+    "is_registered",
     "load_definitions",
     "load_gate_config",
     "manifest_from_definitions",
+    "meta_value",
     "read_definition_files",
     "render_description",
     "render_meta",

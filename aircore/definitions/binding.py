@@ -17,6 +17,7 @@ from aircore.definitions.config import GateConfig, load_gate_config
 from aircore.definitions.errors import DefinitionNotFoundError, ToolDefinitionError
 from aircore.definitions.loader import build_definition, read_definition_files
 from aircore.definitions.model import ToolDefinition
+from aircore.definitions.quality_rules import check_schema_texts
 from aircore.definitions.render import render_tool
 from aircore.definitions.rules import check_files, check_pairing
 from aircore.definitions.schema_rules import check_input_schema, check_output_schema
@@ -73,6 +74,27 @@ def _closed(schema: JSONObject | None) -> JSONObject | None:
     return {**schema, "additionalProperties": False}
 
 
+def _check_effective(
+    input_schema: JSONObject | None,
+    output_schema: JSONObject | None,
+    source: SchemaSource,
+    *,
+    file: str,
+    config: GateConfig,
+) -> list[Problem]:
+    """The schema rules on schemas that do not come from the definition file."""
+    problems: list[Problem] = []
+    if input_schema is not None:
+        field = f"inputSchema ({source} on the tool)"
+        problems += check_input_schema(input_schema, file=file, field=field, config=config)
+        problems += check_schema_texts(input_schema, file=file, field=field, config=config)
+    if output_schema is not None:
+        field = f"outputSchema ({source} on the tool)"
+        problems += check_output_schema(output_schema, file=file, field=field, config=config)
+        problems += check_schema_texts(output_schema, file=file, field=field, config=config)
+    return problems
+
+
 def check_tools(
     specs: Sequence[ToolSpec],
     directory: str | Path,
@@ -105,7 +127,13 @@ def check_tools(
     bound: dict[str, BoundTool] = {}
     for spec in specs:
         file = by_stem.get(spec.name)
-        if file is None or file.label in bad_files:
+        if file is None:
+            continue
+        # explicit schemas win whatever the file says: check them even when the file is bad,
+        # so one run lists everything left to fix
+        problems += _check_effective(spec.input_schema, spec.output_schema, "explicit",
+                                     file=file.label, config=gate)  # fmt: skip
+        if file.label in bad_files:
             continue
         definition = build_definition(file)
         schema, in_src = _pick(
@@ -120,12 +148,9 @@ def check_tools(
                         message="null, and the tool has no explicit or derived input schema")
             )  # fmt: skip
             continue
-        if in_src != "definition":
-            field = f"inputSchema ({in_src} on the tool)"
-            problems += check_input_schema(schema, file=file.label, field=field, config=gate)
-        if out_src not in ("definition", "none"):
-            field = f"outputSchema ({out_src} on the tool)"
-            problems += check_output_schema(out, file=file.label, field=field, config=gate)
+        problems += _check_effective(schema if in_src == "derived" else None,
+                                     out if out_src == "derived" else None, "derived",
+                                     file=file.label, config=gate)  # fmt: skip
         tool = render_tool(definition, input_schema=schema, output_schema=out)
         bound[spec.name] = BoundTool(
             definition=definition, tool=tool, input_source=in_src, output_source=out_src

@@ -43,6 +43,9 @@ class DefinitionFile:
     path: Path
     data: Mapping[str, Any] | None
     error: str | None = None
+    folder: str | None = None
+    """The file's folder relative to the definitions directory (``""`` at its root; ``None``
+    when the file was not read from a definitions directory)."""
 
     @property
     def label(self) -> str:
@@ -88,26 +91,30 @@ def read_definition_files(directory: str | Path) -> list[DefinitionFile]:
             continue
         if rel == Path(CONFIG_FILE_NAME):
             continue
-        files.append(_read_one(path))
+        folder = "" if rel.parent == Path(".") else rel.parent.as_posix()
+        files.append(_read_one(path, folder))
     return files
 
 
-def _read_one(path: Path) -> DefinitionFile:
+def _read_one(path: Path, folder: str) -> DefinitionFile:
+    def fail(error: str) -> DefinitionFile:
+        return DefinitionFile(path=path, data=None, error=error, folder=folder)
+
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
     except OSError as exc:
-        return DefinitionFile(path=path, data=None, error=f"cannot read file: {exc.strerror}")
+        return fail(f"cannot read file: {exc.strerror}")
     except UnicodeDecodeError:
-        return DefinitionFile(path=path, data=None, error="file is not UTF-8 text")
+        return fail("file is not UTF-8 text")
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
         reason = getattr(exc, "problem", None) or str(exc)
-        return DefinitionFile(path=path, data=None, error=f"invalid YAML{at}: {reason}")
+        return fail(f"invalid YAML{at}: {reason}")
     if not isinstance(data, Mapping):
         kind = "empty" if data is None else f"a {type(data).__name__}"
-        return DefinitionFile(path=path, data=None, error=f"must be a YAML mapping, found {kind}")
-    return DefinitionFile(path=path, data=data)
+        return fail(f"must be a YAML mapping, found {kind}")
+    return DefinitionFile(path=path, data=data, folder=folder)
 
 
 def build_definition(file: DefinitionFile) -> ToolDefinition:
@@ -155,6 +162,7 @@ def build_definition(file: DefinitionFile) -> ToolDefinition:
         layer=None if layer is None else parse_layer(layer),
         timeout_ms=data.get("timeout_ms"),
         enabled=bool(data.get("enabled", True)),
+        register=bool(data.get("register", True)),
         source=file.path,
     )
 

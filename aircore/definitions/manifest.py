@@ -1,8 +1,10 @@
 """The tool manifest: every tool's MCP metadata, as ``tools/list`` exposes it, in one JSON file.
 
-Each entry is exactly the ``Tool`` object of ``tools/list`` (``name``, ``title``, ``description``,
-``inputSchema``, ``outputSchema``, ``annotations``, ``_meta``) plus two operational keys beside
-it, ``timeoutMillis`` and ``enabled``, which are not part of the MCP ``Tool``.
+Each entry is exactly the ``Tool`` object of ``tools/list`` (``name``, ``title``,
+``description``, ``inputSchema``, ``outputSchema``, ``annotations``, ``_meta``). Operational
+metadata (``timeoutMillis``, ``enabled``, ``register``, ``displayDescription``…) lives inside
+``_meta`` (see :mod:`aircore.definitions.meta`); a disabled tool is in the manifest with
+``"enabled": false`` although ``tools/list`` leaves it out.
 """
 
 from __future__ import annotations
@@ -18,48 +20,27 @@ from aircore.definitions.types import JSONObject
 
 __all__ = [
     "MANIFEST_FORMAT",
-    "OPERATIONAL_KEYS",
     "build_manifest",
     "dump_manifest",
-    "manifest_entry",
     "manifest_from_definitions",
 ]
 
-MANIFEST_FORMAT = 1
-"""Version of the manifest layout (``manifestFormat``)."""
-
-OPERATIONAL_KEYS: tuple[str, ...] = ("timeoutMillis", "enabled")
-"""Keys of a manifest entry that are not part of the MCP ``Tool`` object."""
-
-
-def manifest_entry(tool: Mapping[str, Any], *, timeout_ms: int | None, enabled: bool) -> JSONObject:
-    """One manifest entry: the MCP ``Tool`` object plus ``timeoutMillis`` and ``enabled``.
-
-    Args:
-        tool: the tool as ``tools/list`` sends it.
-        timeout_ms: the tool's timeout in milliseconds, ``None`` when it has none.
-        enabled: whether the tool is offered.
-
-    Returns:
-        A new mapping; ``tool`` is not modified.
-    """
-    entry: JSONObject = dict(tool)
-    entry["timeoutMillis"] = timeout_ms
-    entry["enabled"] = enabled
-    return entry
+MANIFEST_FORMAT = 2
+"""Version of the manifest layout (``manifestFormat``). 2: ``timeoutMillis`` and ``enabled``
+moved from beside the tool into its ``_meta``; ``_meta`` keys are camelCase."""
 
 
 def build_manifest(
     entries: Iterable[Mapping[str, Any]], *, server: Mapping[str, Any] | None = None
 ) -> JSONObject:
-    """Assemble a manifest from entries, sorted by tool name.
+    """Assemble a manifest from MCP ``Tool`` objects, sorted by tool name.
 
     Args:
-        entries: manifest entries (see :func:`manifest_entry`).
+        entries: the tools, as ``tools/list`` sends them (copied, not modified).
         server: ``{"name", "version"}`` of the server, when the manifest describes one.
 
     Returns:
-        ``{"manifestFormat": 1, "server": …, "tools": [...]}``.
+        ``{"manifestFormat": 2, "server": …, "tools": [...]}``.
     """
     tools = sorted((dict(e) for e in entries), key=lambda e: str(e["name"]))
     return {
@@ -81,10 +62,7 @@ def manifest_from_definitions(definitions: Iterable[ToolDefinition]) -> JSONObje
     Raises:
         ValueError: a definition has ``parameters_schema: null`` (only a server can derive it).
     """
-    return build_manifest(
-        manifest_entry(render_tool(d), timeout_ms=d.timeout_ms, enabled=d.enabled)
-        for d in definitions
-    )
+    return build_manifest(render_tool(d) for d in definitions)
 
 
 def dump_manifest(manifest: Mapping[str, Any]) -> bytes:

@@ -49,6 +49,7 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
     "layer",
     "timeout_ms",
     "enabled",
+    "register",
 )
 """Top-level keys a definition file may have; any other key is reported as unknown."""
 
@@ -69,6 +70,7 @@ class ToolDefinition:
 
     ``parameters_schema``/``output_schema`` set to ``None`` mean "derive from the handler" (for
     the input schema the key must still be present in the file, written as ``null``).
+    ``register: false`` marks a draft or local tool that a central registry leaves out.
     """
 
     name: str
@@ -91,4 +93,5 @@ class ToolDefinition:
     layer: Layer | None = None
     timeout_ms: int | None = None
     enabled: bool = True
+    register: bool = True
     source: Path | None = field(default=None, compare=False)

@@ -8,20 +8,21 @@ the manifest and the meter.
 | ``read_only`` / ``destructive`` / ``idempotent`` | ``annotations.readOnlyHint`` / ``destructiveHint`` / ``idempotentHint`` |
 | ``open_world`` (default false) | ``annotations.openWorldHint`` |
 | ``parameters_schema`` / ``output_schema`` | ``inputSchema`` / ``outputSchema`` |
-| ``version``, ``category_key``, ``example_queries``, ``tags``, ``legacy_interface_id``, ``required_env_keys``, ``owner_org``, ``layer`` | ``_meta`` |
+| ``version``, ``category_key``, ``example_queries``, ``display_description``, ``tags``, ``legacy_interface_id``, ``required_env_keys``, ``owner_org``, ``timeout_ms``, ``enabled``, ``register``, ``layer`` | ``_meta``, camelCase (:mod:`aircore.definitions.meta`) |
 """  # noqa: E501
 
 from __future__ import annotations
 
 import copy
 
+from aircore.definitions import meta as keys
 from aircore.definitions.model import ToolDefinition
 from aircore.definitions.types import JSONObject
+from aircore.definitions.wording import has_hangul
 
 __all__ = [
     "DESCRIPTION_LABELS",
-    "META_CATEGORY_KEY",
-    "META_VERSION",
+    "DESCRIPTION_LABELS_KO",
     "render_annotations",
     "render_description",
     "render_meta",
@@ -31,11 +32,9 @@ __all__ = [
 DESCRIPTION_LABELS: tuple[str, ...] = ("", "When to use: ", "When not to use: ", "Input/output: ")
 """Prefixes of the four parts in the rendered description (the function part has none)."""
 
-META_VERSION = "version"
-"""``_meta`` key carrying the definition's ``version`` (read by the meter as ``tool_version``)."""
-
-META_CATEGORY_KEY = "category_key"
-"""``_meta`` key carrying the definition's ``category_key`` (read by the meter as ``category``)."""
+DESCRIPTION_LABELS_KO: tuple[str, ...] = ("", "사용 시점: ", "사용하지 않을 때: ", "입출력 제한: ")
+"""The prefixes for a definition written in Korean (any part in Hangul), so the model reads one
+language."""
 
 
 def render_description(definition: ToolDefinition) -> str:
@@ -45,11 +44,13 @@ def render_description(definition: ToolDefinition) -> str:
         definition: the tool definition.
 
     Returns:
-        ``function``, then ``When to use: …``, ``When not to use: …``, ``Input/output: …``.
+        ``function``, then ``When to use: …``, ``When not to use: …``, ``Input/output: …``
+        (``사용 시점: …``, ``사용하지 않을 때: …``, ``입출력 제한: …`` when written in Korean).
     """
     d = definition.description
     parts = (d.function, d.when_to_use, d.when_not_to_use, d.io_limits)
-    return "\n\n".join(label + text for label, text in zip(DESCRIPTION_LABELS, parts, strict=True))
+    labels = DESCRIPTION_LABELS_KO if any(has_hangul(p) for p in parts) else DESCRIPTION_LABELS
+    return "\n\n".join(label + text for label, text in zip(labels, parts, strict=True))
 
 
 def render_annotations(definition: ToolDefinition) -> JSONObject:
@@ -66,23 +67,30 @@ def render_annotations(definition: ToolDefinition) -> JSONObject:
 def render_meta(definition: ToolDefinition) -> JSONObject:
     """``_meta``: operational metadata kept out of the description (it costs the model no tokens).
 
-    Optional fields appear only when the definition sets them.
+    Keys are the standard's camelCase names (see :mod:`aircore.definitions.meta`); optional
+    fields appear only when the definition sets them; ``enabled`` and ``register`` always do.
+    The meter reads ``version`` and ``categoryKey`` from here.
     """
     meta: JSONObject = {
-        META_VERSION: definition.version,
-        META_CATEGORY_KEY: definition.category_key,
-        "example_queries": list(definition.example_queries),
+        keys.META_VERSION: definition.version,
+        keys.META_CATEGORY_KEY: definition.category_key,
+        keys.META_EXAMPLE_QUERIES: list(definition.example_queries),
+        keys.META_DISPLAY_DESCRIPTION: definition.display_description,
     }
     if definition.tags:
-        meta["tags"] = list(definition.tags)
+        meta[keys.META_TAGS] = list(definition.tags)
     if definition.legacy_interface_id is not None:
-        meta["legacy_interface_id"] = definition.legacy_interface_id
+        meta[keys.META_LEGACY_INTERFACE_ID] = definition.legacy_interface_id
     if definition.required_env_keys:
-        meta["required_env_keys"] = list(definition.required_env_keys)
+        meta[keys.META_REQUIRED_ENV_KEYS] = list(definition.required_env_keys)
     if definition.owner_org is not None:
-        meta["owner_org"] = definition.owner_org
+        meta[keys.META_OWNER_ORG] = definition.owner_org
+    if definition.timeout_ms is not None:
+        meta[keys.META_TIMEOUT_MILLIS] = definition.timeout_ms
+    meta[keys.META_ENABLED] = definition.enabled
+    meta[keys.META_REGISTER] = definition.register
     if definition.layer is not None:
-        meta["layer"] = definition.layer.code
+        meta[keys.META_LAYER] = definition.layer.code
     return meta
 
 

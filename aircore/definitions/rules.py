@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aircore.definitions.config import GateConfig
+from aircore.definitions.cross_rules import check_similar_tools
 from aircore.definitions.loader import DefinitionFile
 from aircore.definitions.model import (
     DESCRIPTION_PARTS,
@@ -20,11 +21,12 @@ from aircore.definitions.model import (
     OPTIONAL_FIELDS,
     REQUIRED_FIELDS,
 )
+from aircore.definitions.quality_rules import QUALITY_RULES, rule_category_folder
 from aircore.definitions.schema_rules import check_input_schema, check_output_schema
 from aircore.definitions.types import Problem
 from airmeter.layers import parse_layer
 
-__all__ = ["FILE_RULES", "check_file", "check_files", "check_pairing"]
+__all__ = ["FILE_RULES", "STRUCTURE_RULES", "check_file", "check_files", "check_pairing"]
 
 Data = Mapping[str, Any]
 FileRule = Callable[[str, Data, GateConfig], Iterable[Problem]]
@@ -119,27 +121,9 @@ def rule_examples(file: str, data: Data, config: GateConfig) -> Iterable[Problem
             yield _p(file, field, f"must not contain the tool name {name!r}", "examples")
 
 
-def rule_wording(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
-    """No self-promotional or choice-forcing phrase in any description text."""
-    pattern = config.phrase_pattern()
-    if pattern is None:
-        return
-    texts: list[tuple[str, object]] = [("display_description", data.get("display_description"))]
-    desc = data.get("description")
-    if isinstance(desc, Mapping):
-        texts += [(f"description.{part}", desc.get(part)) for part in DESCRIPTION_PARTS]
-    for field, text in texts:
-        if not isinstance(text, str):
-            continue
-        found = sorted({m.group(0).lower() for m in pattern.finditer(text)})
-        if found:
-            words = ", ".join(repr(w) for w in found)
-            yield _p(file, field, f"self-promotional or forcing wording: {words}", "wording")
-
-
 def rule_hints(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
     """The behaviour hints are booleans, and ``read_only`` excludes ``destructive``."""
-    for key in ("read_only", "destructive", "idempotent", "open_world", "enabled"):
+    for key in ("read_only", "destructive", "idempotent", "open_world", "enabled", "register"):
         if key in data and not isinstance(data[key], bool):
             yield _p(file, key, f"must be true or false, found {data[key]!r}", "type")
     if data.get("read_only") is True and data.get("destructive") is True:
@@ -198,7 +182,7 @@ def rule_file_name(file: str, data: Data, config: GateConfig) -> Iterable[Proble
         )
 
 
-FILE_RULES: tuple[FileRule, ...] = (
+STRUCTURE_RULES: tuple[FileRule, ...] = (
     rule_required,
     rule_unknown_fields,
     rule_name,
@@ -206,13 +190,13 @@ FILE_RULES: tuple[FileRule, ...] = (
     rule_text_fields,
     rule_description,
     rule_examples,
-    rule_wording,
     rule_hints,
     rule_lists,
     rule_misc,
     rule_schemas,
 )
-"""The per-file rules, in the order their problems are reported."""
+FILE_RULES: tuple[FileRule, ...] = STRUCTURE_RULES + QUALITY_RULES
+"""The per-file rules, in the order their problems are reported: structure, then content."""
 
 
 def check_file(file: DefinitionFile, *, config: GateConfig) -> list[Problem]:
@@ -227,13 +211,14 @@ def check_file(file: DefinitionFile, *, config: GateConfig) -> list[Problem]:
     """
     if file.data is None:
         return [_p(file.label, "-", file.error or "unreadable", "yaml")]
-    return [p for rule in FILE_RULES for p in rule(file.label, file.data, config)]
+    problems = [p for rule in FILE_RULES for p in rule(file.label, file.data, config)]
+    return problems + list(rule_category_folder(file.label, file.data, file.folder))
 
 
 def check_files(
     files: Sequence[DefinitionFile], *, config: GateConfig, paired: bool = False
 ) -> list[Problem]:
-    """Per-file rules on every file, then duplicate names and duplicate file names.
+    """Per-file rules on every file, then duplicate names and file names, then similar tools.
 
     Args:
         files: every file of a definitions directory.
@@ -242,7 +227,7 @@ def check_files(
             because :func:`check_pairing` reports the same fact as a handler/definition mismatch.
 
     Returns:
-        All problems, file by file, duplicates last.
+        All problems, file by file, then duplicates, then similar-tool references.
     """
     problems = [p for f in files for p in check_file(f, config=config)]
     if paired:
@@ -274,7 +259,7 @@ def check_files(
                     "duplicate",
                 )
             )
-    return problems
+    return problems + check_similar_tools(files, config=config)
 
 
 def check_pairing(

@@ -3,16 +3,19 @@ protocol eras) expose identical information for every tool of the demo server.""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from mcp import Client, StdioServerParameters
 
 from aircli._server_check import server_manifest
-from aircore.definitions.manifest import OPERATIONAL_KEYS
-from tests.aircore.conftest import DEMO, HttpServer
+from tests.aircore.conftest import DEMO, ROOT, HttpServer
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +47,7 @@ async def test_manifest_equals_live_tools_list(
     transport: str, mode: str, demo_http_server: HttpServer
 ) -> None:
     manifest = server_manifest(DEMO)
-    expected = {
-        e["name"]: {k: v for k, v in e.items() if k not in OPERATIONAL_KEYS}
-        for e in manifest["tools"]
-        if e["enabled"]
-    }
+    expected = {e["name"]: e for e in manifest["tools"] if e["_meta"]["enabled"]}
     target: Any = demo_http_server.url
     if transport == "stdio":
         target = StdioServerParameters(
@@ -62,8 +61,84 @@ async def test_manifest_equals_live_tools_list(
     assert sorted(live) == sorted(expected)
     for name, tool in live.items():
         assert tool == expected[name], name
-        # the definition's metadata made it through the wire
-        assert tool["_meta"]["category_key"]
+        # the definition's metadata made it through the wire, under the standard's names
+        assert tool["_meta"]["categoryKey"]
         assert tool["_meta"]["version"] == "1.0.0"
+        assert len(tool["_meta"]["exampleQueries"]) >= 3
+        assert tool["_meta"]["displayDescription"]
+        assert tool["_meta"]["register"] is True
         assert tool["annotations"]["title"] == tool["title"]
         assert tool["inputSchema"]["additionalProperties"] is False
+
+
+def _air(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "aircli", *args],
+        cwd=cwd, capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def _fill(project: Path) -> None:
+    """What the tool's author does after the scaffold: write the real texts."""
+    path = project / "tool-definitions" / "smp" / "smp_exchange_inquiry.yml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["display_description"] = "통화별 기준 환율을 조회합니다."
+    data["description"] = {
+        "function": "기준일의 통화별 매매기준율을 조회해 돌려준다.",
+        "when_to_use": "사용자가 오늘이나 특정 날짜의 환율을 물을 때 사용한다.",
+        "when_not_to_use": "없음. 이 서버에 비슷한 도구가 없다.",
+        "io_limits": "통화 코드는 ISO 4217 세 글자이며 결과는 통화 하나당 한 건이다.",
+    }
+    data["example_queries"] = [
+        "오늘 달러 환율 알려줘",
+        "지난주 금요일 엔화 매매기준율이 얼마였어?",
+        "유로 송금 환율 좀 조회해 줘",
+    ]
+    data["parameters_schema"]["properties"]["query"]["description"] = "환율을 물은 통화 코드"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    schema_path = project / "schemas" / "smp_exchange_inquiry.output.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    schema["properties"]["result"]["description"] = "환율을 설명하는 한 줄"
+    schema_path.write_text(json.dumps(schema, ensure_ascii=False), encoding="utf-8")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_scaffolded_tool_from_placeholders_to_a_live_tools_list(
+    tmp_path: Path, mode: str
+) -> None:
+    scaffold = _air(tmp_path, "scaffold", "tool", "smp_exchange_inquiry", "--no-input")
+    assert scaffold.returncode == 0, scaffold.stderr
+    assert "left to fill" in scaffold.stdout
+
+    failing = _air(tmp_path, "check")  # finds ./server.py by itself: server mode
+    assert failing.returncode == 1
+    assert "placeholder text 'TODO'" in failing.stdout
+    # the schema resource the handler passes is checked too, which only server mode can see
+    assert "outputSchema (explicit on the tool).properties.result.description" in failing.stdout
+
+    _fill(tmp_path)
+    passing = _air(tmp_path, "check")
+    assert passing.returncode == 0, passing.stdout
+    assert passing.stdout.rstrip().endswith(
+        "1 definition(s) checked in server.py; 1 draft(s), register: false: smp_exchange_inquiry"
+    )
+    manifest_run = _air(tmp_path, "manifest", "server.py")
+    assert manifest_run.returncode == 0, manifest_run.stderr
+    manifest = json.loads(manifest_run.stdout)
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aircli", "serve", "server.py", "--store", "memory://"],
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    live = await _live_tools(params, mode)
+
+    assert live == manifest["tools"]
+    (tool,) = live
+    assert tool["_meta"]["register"] is False  # a scaffolded tool is a draft until approved
+    assert tool["_meta"]["categoryKey"] == "smp"
+    assert tool["_meta"]["ownerOrg"] == "MCP_TOOL"
+    assert tool["outputSchema"]["properties"]["result"]["description"] == "환율을 설명하는 한 줄"
+    assert tool["annotations"]["readOnlyHint"] is True

@@ -54,10 +54,29 @@ def clean_definition(name: str = "search_documents") -> dict[str, Any]:
     )
 
 
+RELAXED_CONFIG = "name_structure: none\nknown_tools: [fetch_page]\n"
+"""The gate configuration tests of other rules run under: their tools have short MCP-style names
+(``search_documents``) and name ``fetch_page``, a tool of another server. The naming rules
+have their own tests, under the default configuration."""
+
+
 def write_definition(
-    root: Path, data: Any, *, category: str = "docs", stem: str | None = None
+    root: Path,
+    data: Any,
+    *,
+    category: str = "docs",
+    stem: str | None = None,
+    relaxed: bool = True,
 ) -> Path:
-    """Write ``data`` as YAML to ``root/category/stem.yml`` (stem defaults to ``data['name']``)."""
+    """Write ``data`` as YAML to ``root/category/stem.yml`` (stem defaults to ``data['name']``).
+
+    With ``relaxed`` (the default), also write :data:`RELAXED_CONFIG` as ``root/air-check.yml``
+    unless the directory already has one.
+    """
+    config = root / "air-check.yml"
+    if relaxed and not config.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        config.write_text(RELAXED_CONFIG, encoding="utf-8")
     name = stem if stem is not None else str(data["name"])
     path = root / category / f"{name}.yml"
     path.parent.mkdir(parents=True, exist_ok=True)

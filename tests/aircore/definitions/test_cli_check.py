@@ -42,7 +42,7 @@ def test_check_prints_file_field_problem_lines_and_a_count(
 
 def test_check_json_format_for_machines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = clean_definition()
-    bad["example_queries"] = ["only one"]
+    bad["example_queries"] = ["only one example query"]
     write_definition(tmp_path, bad)
     assert main(["check", str(tmp_path), "--format", "json"]) == 1
     body = orjson.loads(capsys.readouterr().out)

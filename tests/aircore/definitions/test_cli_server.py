@@ -119,19 +119,33 @@ def test_server_manifest_renders_the_definitions_with_server_info(
     manifest = orjson.loads(out.read_bytes())
     assert manifest["server"] == {"name": "cli-test", "version": "2.0.0"}
     (entry,) = manifest["tools"]
-    assert entry["timeoutMillis"] == 2500
-    assert entry["enabled"] is True
-    tool = {k: v for k, v in entry.items() if k not in ("timeoutMillis", "enabled")}
-    assert tool == render_tool(load_definitions(tmp_path / "defs")["search_documents"])
+    assert entry["_meta"]["timeoutMillis"] == 2500
+    assert entry["_meta"]["enabled"] is True
+    assert entry == render_tool(load_definitions(tmp_path / "defs")["search_documents"])
 
 
 def test_scaffolded_project_passes_the_gate_and_its_generated_tests(tmp_path: Path) -> None:
-    for args in (["search_notes", "--read-only"], ["delete_note", "--destructive",
-                                                    "--category", "notes"]):  # fmt: skip
-        assert main(["scaffold", "tool", *args, "--dir", str(tmp_path)]) == 0
-    assert main(["check", str(tmp_path / "server.py")]) == 0
+    from tests.aircore.definitions.test_scaffold import FULL_KOREAN
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    delete = ["msg_memo_delete", "--category", "msg", "--display-name", "메모 삭제",
+              "--display-description", "저장된 메모를 영구히 지웁니다.",
+              "--function", "메모 ID로 저장된 메모 하나를 영구히 삭제하고 결과를 알려준다.",
+              "--when-to-use", "사용자가 저장해 둔 메모를 지워 달라고 할 때 사용한다.",
+              "--when-not-to-use", "없음. 메모를 다루는 다른 도구가 아직 없다.",
+              "--io-limits", "메모 ID는 1-64자이며 결과는 삭제 여부 한 건이다.",
+              "--example", "어제 쓴 장보기 메모 지워줘", "--example", "회의 메모 3번 삭제해",
+              "--example", "필요 없어진 여행 메모를 없애 줘",
+              "--param", "memo_id:string:지울 메모의 ID",
+              "--output", "deleted:boolean:삭제했는지 여부"]  # fmt: skip
+    for args in (FULL_KOREAN, delete):
+        run = subprocess.run(
+            [sys.executable, "-m", "aircli", "scaffold", "tool", *args, "--no-input"],
+            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "air check: ok" in run.stdout, run.stdout
+
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,

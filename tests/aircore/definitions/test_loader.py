@@ -11,13 +11,14 @@ from aircore.definitions import (
     read_definition_files,
 )
 from airmeter import Layer
-from tests.aircore.definitions.fixtures import clean_definition, write_definition
+from tests.aircore.definitions.fixtures import RELAXED_CONFIG, clean_definition, write_definition
 
 
 def test_clean_directory_loads_typed_definitions_keyed_by_name(tmp_path: Path) -> None:
     write_definition(tmp_path, clean_definition("search_documents"))
     other = clean_definition("delete_document")
-    other.update(read_only=False, destructive=True, idempotent=False, layer="L5", open_world=True)
+    other.update(read_only=False, destructive=True, idempotent=False, layer="L5", open_world=True,
+                 category_key="admin")  # fmt: skip
     other["example_queries"] = [
         "remove the draft from yesterday",
         "delete doc 42",
@@ -95,7 +96,9 @@ def test_non_mapping_and_empty_files_are_problems_not_crashes(tmp_path: Path) ->
 
 def test_config_file_and_hidden_directories_are_not_definitions(tmp_path: Path) -> None:
     write_definition(tmp_path, clean_definition())
-    (tmp_path / "air-check.yml").write_text("extra_banned_phrases: [awesome]\n", encoding="utf-8")
+    (tmp_path / "air-check.yml").write_text(
+        "extra_banned_phrases: [awesome]\n" + RELAXED_CONFIG, encoding="utf-8"
+    )
     hidden = tmp_path / ".cache" / "x.yml"
     hidden.parent.mkdir()
     hidden.write_text("junk: true\n", encoding="utf-8")

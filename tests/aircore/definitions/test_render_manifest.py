@@ -15,7 +15,6 @@ from aircore.definitions import (
     render_meta,
     render_tool,
 )
-from aircore.definitions.manifest import manifest_entry
 from tests.aircore.definitions.fixtures import clean_definition, write_definition
 
 
@@ -55,12 +54,15 @@ def test_tool_mapping_title_hints_schemas_and_meta(tmp_path: Path) -> None:
     assert tool["outputSchema"] == clean_definition()["output_schema"]
     assert tool["_meta"] == {
         "version": "1.2.0",
-        "category_key": "docs",
-        "example_queries": clean_definition()["example_queries"],
+        "categoryKey": "docs",
+        "exampleQueries": clean_definition()["example_queries"],
+        "displayDescription": "Full-text search over the document index.",
         "tags": ["search", "docs"],
-        "legacy_interface_id": "EIMS-DOC-0042",
-        "required_env_keys": ["DOCS_INDEX_PATH"],
-        "owner_org": "platform-team",
+        "legacyInterfaceId": "EIMS-DOC-0042",
+        "requiredEnvKeys": ["DOCS_INDEX_PATH"],
+        "ownerOrg": "platform-team",
+        "enabled": True,
+        "register": True,
         "layer": "L2",
     }
     # operational metadata costs the model no tokens: none of it is in the description
@@ -77,7 +79,9 @@ def test_meta_omits_optional_fields_that_are_not_set(tmp_path: Path) -> None:
     data["open_world"] = True
     write_definition(tmp_path, data)
     d = load_definitions(tmp_path)["search_documents"]
-    assert set(render_meta(d)) == {"version", "category_key", "example_queries"}
+    assert set(render_meta(d)) == {
+        "version", "categoryKey", "exampleQueries", "displayDescription", "enabled", "register",
+    }  # fmt: skip
     tool = render_tool(d)
     assert "outputSchema" not in tool
     assert tool["annotations"]["openWorldHint"] is True
@@ -118,14 +122,16 @@ def test_manifest_from_definitions_serializes_sorted_entries(tmp_path: Path) -> 
     manifest = manifest_from_definitions(defs.values())
     decoded = orjson.loads(dump_manifest(manifest))
 
-    assert decoded["manifestFormat"] == 1
+    assert decoded["manifestFormat"] == 2
     assert decoded["server"] is None
     assert [t["name"] for t in decoded["tools"]] == ["archive_documents", "search_documents"]
     archive, search = decoded["tools"]
-    assert (archive["timeoutMillis"], archive["enabled"]) == (1500, False)
-    assert (search["timeoutMillis"], search["enabled"]) == (None, True)
-    tool_only = {k: v for k, v in search.items() if k not in ("timeoutMillis", "enabled")}
-    assert tool_only == render_tool(defs["search_documents"])
+    assert (archive["_meta"]["timeoutMillis"], archive["_meta"]["enabled"]) == (1500, False)
+    assert "timeoutMillis" not in search["_meta"]
+    assert search["_meta"]["enabled"] is True
+    # an entry is exactly the MCP Tool object: operational keys live inside _meta
+    assert search == render_tool(defs["search_documents"])
+    assert archive == render_tool(defs["archive_documents"])
 
 
 def test_manifest_dump_is_stable_and_ends_with_newline(tmp_path: Path) -> None:
@@ -138,11 +144,23 @@ def test_manifest_dump_is_stable_and_ends_with_newline(tmp_path: Path) -> None:
 
 
 def test_build_manifest_records_the_server(tmp_path: Path) -> None:
-    entry = manifest_entry({"name": "x_tool", "inputSchema": {"type": "object"}},
-                           timeout_ms=None, enabled=True)  # fmt: skip
+    entry = {"name": "x_tool", "inputSchema": {"type": "object"}}
     manifest = build_manifest([entry], server={"name": "demo", "version": "1.0.0"})
     assert manifest["server"] == {"name": "demo", "version": "1.0.0"}
-    assert manifest["tools"] == [
-        {"name": "x_tool", "inputSchema": {"type": "object"}, "timeoutMillis": None,
-         "enabled": True}
-    ]  # fmt: skip
+    assert manifest["tools"] == [{"name": "x_tool", "inputSchema": {"type": "object"}}]
+    assert manifest["tools"][0] is not entry
+
+
+def test_a_korean_description_is_labelled_in_korean(tmp_path: Path) -> None:
+    from tests.aircore.definitions.korean import exchange_inquiry
+
+    write_definition(tmp_path, exchange_inquiry(), category="smp", relaxed=False)
+    (tmp_path / "air-check.yml").write_text("known_tools: [smp_exchange_history]\n")
+    d = load_definitions(tmp_path)["smp_exchange_inquiry"]
+    assert render_description(d) == (
+        "기준일의 통화별 매매기준율과 송금 환율을 조회해 돌려준다.\n\n"
+        "사용 시점: 사용자가 오늘이나 특정 날짜의 환율을 물을 때 사용한다.\n\n"
+        "사용하지 않을 때: 기간별 환율 추이가 필요하면 smp_exchange_history를 사용한다.\n\n"
+        "입출력 제한: 통화 코드는 ISO 4217 세 글자이고 날짜는 YYYY-MM-DD 형식이어야 한다. "
+        "결과는 통화 하나당 한 건이다."
+    )

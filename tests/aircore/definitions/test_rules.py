@@ -18,7 +18,7 @@ from aircore.definitions import (
     read_definition_files,
 )
 from aircore.definitions.errors import ToolDefinitionError
-from tests.aircore.definitions.fixtures import clean_definition, write_definition
+from tests.aircore.definitions.fixtures import RELAXED_CONFIG, clean_definition, write_definition
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -154,6 +154,7 @@ def test_clean_definition_has_no_problem(tmp_path: Path) -> None:
     minimal = clean_definition("list_folders")
     for key in ("output_schema", "tags", "legacy_interface_id", "required_env_keys", "owner_org"):
         del minimal[key]
+    minimal["category_key"] = "files"
     write_definition(tmp_path, minimal, category="files")
     assert _problems(tmp_path) == []
 
@@ -194,7 +195,8 @@ def test_phrase_list_is_configurable_in_air_check_yml(tmp_path: Path) -> None:
     data["description"]["function"] = "An awesome search that ranks the best match first."
     write_definition(tmp_path, data)
     (tmp_path / "air-check.yml").write_text(
-        "banned_phrases: [awesome]\nextra_injected_fields: [tenant_id]\n", encoding="utf-8"
+        "banned_phrases: [awesome]\nextra_injected_fields: [tenant_id]\n" + RELAXED_CONFIG,
+        encoding="utf-8",
     )
     problems = _problems(tmp_path)
     assert [p.message for p in problems] == ["self-promotional or forcing wording: 'awesome'"]

@@ -53,7 +53,7 @@ async def test_category_version_and_layer_reach_the_call_context(tmp_path: Path)
 
     async def spy(ctx: ToolContext, call_next: Any) -> Any:
         meta = ctx.tool_meta or {}
-        seen.append((meta.get("category_key"), meta.get("version"), ctx.layer))
+        seen.append((meta.get("categoryKey"), meta.get("version"), ctx.layer))
         return await call_next(ctx)
 
     tool = define_tool("search_documents", handler=_search, layer=5)
@@ -201,7 +201,7 @@ async def test_tool_added_after_start_gets_its_definition(tmp_path: Path) -> Non
         server.add_tool(define_tool("late_tool", handler=_search))
         listing = {t["name"]: t for t in server.tool_listing()}
         assert listing["late_tool"]["title"] == "Search documents"
-        assert listing["late_tool"]["_meta"]["category_key"] == "docs"
+        assert listing["late_tool"]["_meta"]["categoryKey"] == "docs"
 
         with pytest.raises(DefinitionNotFoundError):
             server.add_tool(define_tool("no_such_def", handler=_search))

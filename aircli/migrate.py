@@ -1,0 +1,204 @@
+"""``air migrate SERVER [--out DIR]``: write definition drafts for an existing server's tools.
+
+Reads what each tool already says about itself (``define_tool``/``@server.tool``: name, title,
+description, schemas, annotations, tags, layer) and writes
+``DIR/{category}/{name}.yml`` (``DIR`` defaults to the project's definitions directory,
+``./tool-definitions``). Where the source says nothing, the standard's conservative defaults:
+``owner_org: MCP_TOOL``, ``when_not_to_use: 없음``, ``open_world: false``, hints from the
+name's verb (read-only for lookups, destructive for registering/sending/processing), and
+``register: false`` — a draft, never published to a central registry by the migration. Texts
+nobody wrote yet stay ``TODO`` so the gate lists them. An existing file is never overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aircli._project import find_project
+from aircli.check import CheckReport, check_directory, print_report
+from aircore.definitions import ToolDefinitionError
+from aircore.definitions.naming import infer_hints
+from aircore.tool import Tool
+
+__all__ = ["DRAFT_OWNER", "MigrationResult", "draft_definition", "migrate_server", "register"]
+
+DRAFT_OWNER = "MCP_TOOL"
+"""``owner_org`` of a draft whose owner the source does not say (the seed's default)."""
+NO_SIMILAR_TOOL = "없음"
+"""``when_not_to_use`` of a draft: no similar tool known (the seed's default)."""
+DEFAULT_CATEGORY = "general"
+
+_HEADER = """\
+# Draft written by `air migrate` from {target}.
+# Taken from the tool's own metadata: name, title, description, schemas, hints, tags, layer.
+# Conservative defaults where the source says nothing: owner_org {owner}, when_not_to_use
+# {none} (name similar tools if there are any), open_world false, hints from the name's verb.
+# register: false keeps it a draft until approved. Fill every TODO, then run `air check`.
+"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrationResult:
+    """What one migration wrote and what it left alone."""
+
+    written: tuple[Path, ...]
+    kept: tuple[Path, ...]
+    """Files that already existed (never overwritten)."""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``migrate`` subcommand."""
+    parser = sub.add_parser(
+        "migrate",
+        help="write definition drafts (register: false) for an existing server's tools",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("server", metavar="SERVER",
+                        help="file.py[:server] or package.module[:server]")  # fmt: skip
+    parser.add_argument("--out", metavar="DIR",
+                        help="definitions directory (default: ./tool-definitions, or "
+                        "[tool.air] definitions)")  # fmt: skip
+    parser.set_defaults(func=_run)
+
+
+def _category(tool: Tool) -> str:
+    if tool.tags:
+        tag = tool.tags[0].strip().lower().replace("-", "_").replace(" ", "_")
+        if tag.isidentifier() and tag.isascii():
+            return tag
+    parts = tool.name.split("_")
+    return parts[0] if len(parts) == 3 and all(parts) else DEFAULT_CATEGORY
+
+
+def _closed_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The input schema as the standard wants it: closed, every property described."""
+    out: dict[str, Any] = copy.deepcopy(schema) if schema else {"type": "object", "properties": {}}
+    out.setdefault("type", "object")
+    out.setdefault("properties", {})
+    out["additionalProperties"] = False
+    for name, prop in out["properties"].items():
+        if isinstance(prop, dict) and not str(prop.get("description") or "").strip():
+            prop["description"] = f"TODO: what {name} is"
+    return out
+
+
+def _first_sentence(text: str) -> str:
+    head = text.strip().split("\n", 1)[0]
+    for end in (". ", "다. ", "! ", "? "):
+        if end in head:
+            return head.split(end, 1)[0] + end.strip()
+    return head
+
+
+def draft_definition(tool: Tool, *, version: str) -> dict[str, Any]:
+    """The definition draft for one registered tool (see the module for the defaults).
+
+    Args:
+        tool: the tool as registered, before any definition was applied.
+        version: the version to record (the server's).
+
+    Returns:
+        The draft as a mapping in the standard's field order.
+    """
+    annotations = tool.annotations or {}
+    inferred = infer_hints(tool.name)
+    read_only = annotations.get("readOnlyHint", inferred.read_only)
+    destructive = annotations.get("destructiveHint", False if read_only else inferred.destructive)
+    idempotent = annotations.get("idempotentHint", inferred.idempotent if not read_only else True)
+    description = (tool.description or "").strip()
+    title = tool.title or annotations.get("title") or tool.name.replace("_", " ").capitalize()
+    draft: dict[str, Any] = {
+        "name": tool.name,
+        "display_name": title,
+        "version": version,
+        "category_key": _category(tool),
+        "description": {
+            "function": description or "TODO: what the tool does and returns",
+            "when_to_use": "TODO: the user requests it answers",
+            "when_not_to_use": NO_SIMILAR_TOOL,
+            "io_limits": "TODO: input limits and output size",
+        },
+        "display_description": _first_sentence(description) or "TODO: a line for the catalogue",
+        "example_queries": [f"TODO: a real user request, example {i}" for i in ("one", "two",
+                                                                               "three")],
+        "read_only": bool(read_only),
+        "destructive": bool(destructive),
+        "idempotent": bool(idempotent),
+        "open_world": bool(annotations.get("openWorldHint", False)),
+        "parameters_schema": _closed_schema(tool.input_schema),
+    }  # fmt: skip
+    if tool.output_schema is not None:
+        draft["output_schema"] = copy.deepcopy(tool.output_schema)
+    if tool.tags:
+        draft["tags"] = list(tool.tags)
+    if tool.layer is not None:
+        draft["layer"] = f"L{tool.layer}"
+    draft["owner_org"] = DRAFT_OWNER
+    draft["register"] = False
+    return draft
+
+
+def migrate_server(target: str, out: str | Path) -> MigrationResult:
+    """Write a draft for every tool of a server that has no definition file in ``out`` yet.
+
+    Args:
+        target: ``file.py[:server]`` or ``package.module[:server]``.
+        out: the definitions directory to write into (created when missing).
+
+    Returns:
+        The files written and the ones kept because they existed.
+
+    Raises:
+        ToolDefinitionError: the target cannot be loaded.
+    """
+    from aircli._server_check import server_tools
+
+    server, tools = server_tools(target)
+    root = Path(out)
+    existing = {p.stem: p for p in root.rglob("*.y*ml")} if root.is_dir() else {}
+    written: list[Path] = []
+    kept: list[Path] = []
+    head = _HEADER.format(target=target, owner=DRAFT_OWNER, none=NO_SIMILAR_TOOL)
+    for name in sorted(tools):
+        if name in existing:
+            kept.append(existing[name])
+            continue
+        draft = draft_definition(tools[name], version=server.version or "0.1.0")
+        path = root / draft["category_key"] / f"{name}.yml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = yaml.safe_dump(draft, allow_unicode=True, sort_keys=False, width=96)
+        try:
+            with path.open("x", encoding="utf-8") as f:  # "x": never overwrite
+                f.write(head + body)
+        except FileExistsError:
+            kept.append(path)
+            continue
+        written.append(path)
+    return MigrationResult(written=tuple(written), kept=tuple(kept))
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        out = Path(args.out) if args.out else find_project(".").definitions
+        find_project(".").import_paths()
+        result = migrate_server(args.server, out)
+    except ToolDefinitionError as exc:
+        print(f"air migrate: {exc}", file=sys.stderr)
+        return 1
+    for path in result.written:
+        print(f"wrote {path}")
+    for path in result.kept:
+        print(f"kept {path} (exists; not overwritten)")
+    report: CheckReport = check_directory(out)
+    print_report(report)
+    print(f"air migrate: {len(result.written)} draft(s) written, {len(result.kept)} kept; "
+          "drafts stay register: false until approved")  # fmt: skip
+    return 0
