@@ -11,6 +11,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from airmeter.record import CallRecord
 from airmeter.semconv import (
+    AIR_ERROR_CLASS,
     AIR_LAYER,
     CALLS_COUNTER,
     DURATION_BUCKETS_S,
@@ -71,6 +72,7 @@ class Emitter:
             counter = {AIR_LAYER: attrs[AIR_LAYER], GEN_AI_TOOL_NAME: record.tool}
             if ERROR_TYPE in attrs:
                 counter[ERROR_TYPE] = attrs[ERROR_TYPE]
+                counter[AIR_ERROR_CLASS] = attrs[AIR_ERROR_CLASS]
             if len(self._attrs) >= _MAX_CACHED_KEYS:
                 self._attrs.clear()  # pathological cardinality: stay bounded
             cached = self._attrs[key] = (attrs, counter)

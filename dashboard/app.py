@@ -122,6 +122,7 @@ def _header(store_url: str) -> html.Header:
                     ),
                 ],
             ),
+            html.Div(id="alerts", className="alerts"),
             html.Div(
                 className="live",
                 children=[

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dash import Dash, Input, Output, State, ctx, no_update
+from dash import Dash, Input, Output, State, ctx, html, no_update
 
 from airmeter import Layer, parse_layer
 from dashboard import figures, present
@@ -67,6 +67,7 @@ PAGE_OUTPUTS: dict[str, Output] = {
     "banner": Output("banner", "children"),
     "banner_style": Output("banner", "style"),
     "updated": Output("updated", "children"),
+    "alerts": Output("alerts", "children"),
 }
 
 
@@ -91,6 +92,9 @@ def page_values(view: DashboardView) -> dict[str, Any]:
         "banner": "",
         "banner_style": _HIDE,
         "updated": f"updated {present.fmt_time(view.generated_at_ms)[11:]}",
+        "alerts": [
+            html.Span(a.text, className=f"alert alert-{a.kind}", title=a.text) for a in view.alerts
+        ],
     }
 
 

@@ -51,6 +51,7 @@ from dashboard.types import (
     ToolDetail,
     ToolRow,
 )
+from dashboard.usage import UsageWatch
 
 __all__ = [
     "DETAIL_SAMPLE",
@@ -169,6 +170,8 @@ class DashboardData:
         self._clock = clock
         self._known_tools: set[str] = set()
         self._known_servers: dict[str, set[str]] = {}
+        self.usage = UsageWatch(store)
+        """Disk use against the retention caps, measured in the background."""
 
     @classmethod
     async def open(cls, url: str, *, clock: Any = time.time) -> DashboardData:
@@ -176,7 +179,8 @@ class DashboardData:
         return cls(await open_store(url), url=url, clock=clock)
 
     async def close(self) -> None:
-        """Close the store. Idempotent."""
+        """Stop measuring and close the store. Idempotent."""
+        await self.usage.close()
         await self._store.close()
 
     def now_ms(self) -> int:
@@ -272,6 +276,7 @@ class DashboardData:
                 sorted(snap.errors_by_type.items(), key=lambda kv: (-kv[1], kv[0]))
             ),
             generated_at_ms=self.now_ms(),
+            alerts=self.usage.alerts(),
         )
 
     async def tool_detail(

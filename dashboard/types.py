@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from airmeter import Layer
 
 __all__ = [
+    "Alert",
     "CallRow",
     "DashboardView",
     "ErrorRow",
@@ -166,12 +167,25 @@ class HistogramBin:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Alert:
+    """Something the page shows as a badge in its header.
+
+    ``kind`` is ``"drops"`` (the meter dropped or failed to deliver records) or ``"disk"`` (a
+    log is near its retention cap: older entries will go); ``text`` is one short sentence.
+    """
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DashboardView:
     """Everything the main page shows for one range and set of filters.
 
     ``store_empty`` is True when the store holds no call at all (the page then explains how to
     produce some); ``tool_names``/``server_choices`` list the choices for the filter dropdowns;
-    ``errors_by_type`` counts every failed call in the range by error type, most frequent first.
+    ``errors_by_type`` counts every failed call in the range by error type, most frequent first;
+    ``alerts`` are the header's badges (see :class:`Alert`).
     """
 
     range: TimeRange
@@ -186,6 +200,7 @@ class DashboardView:
     errors_by_type: tuple[tuple[str, int], ...] = ()
     generated_at_ms: int = field(default=0)
     server_choices: tuple[ServerChoice, ...] = ()
+    alerts: tuple[Alert, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 
 from airstore.settings import DATA_DIR_ENV
+
+# Tests never assert on time, and a hypothesis deadline is a time assertion: on a loaded
+# machine it fails examples that are merely slow. Limits on examples stay per test.
+settings.register_profile("air", deadline=None)
+settings.load_profile("air")
 
 
 @pytest.fixture(autouse=True)
