@@ -9,7 +9,6 @@ metering go to ``--store`` (else the default location every ``air`` command uses
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from aircli.locate import STORE_HELP, store_location
@@ -36,6 +35,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--no-meter",
         action="store_true",
         help="do not meter proxied calls (sessions still use --store)",
+    )
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="export spans and metrics over OTLP (also on when OTEL_EXPORTER_OTLP_*ENDPOINT "
+        "is set); each proxied call gets the gateway's span in the client's trace",
     )
     parser.add_argument(
         "--token",
@@ -70,7 +75,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"air gateway: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(config, args))
+        from aircore.transports.loop import run_loop  # uvloop where installed
+
+        run_loop(_serve(config, args))
     except (GatewayError, AirstoreError, OSError) as exc:
         print(f"air gateway: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -85,15 +92,24 @@ async def _serve(config: object, args: argparse.Namespace) -> None:
     from airgateway.metering import GatewayMeter
     from airgateway.serve import serve_gateway
     from airmeter.meter import Meter
+    from airmeter.otel_settings import otel_enabled
     from airstore.factory import create_storage
 
     assert isinstance(config, GatewayConfig)
     location = store_location("air gateway", args.store, reading=False)
     store = await create_storage(location.url)
     try:
+        otel = None
+        if otel_enabled(requested=args.otel):
+            from airmeter.otel import OtelSink  # the OTel SDK loads only when exporting
+
+            otel = OtelSink.from_env(requested=args.otel, service_name="air-gateway")
         meter = None
-        if not args.no_meter:
-            meter = GatewayMeter(Meter(store=store, server="air-gateway"))
+        if not args.no_meter or otel is not None:  # --no-meter: spans and metrics only
+            sinks = [] if otel is None else [otel]
+            recorder = Meter(store=None if args.no_meter else store, sinks=sinks,
+                             server="air-gateway")  # fmt: skip
+            meter = GatewayMeter(recorder, otel=otel)
         gateway = Gateway(config, store=store, token=args.token, meter=meter)
         await serve_gateway(
             gateway,

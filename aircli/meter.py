@@ -8,8 +8,12 @@ import re
 import sys
 from datetime import datetime, timedelta
 
+import orjson
+
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
-from airmeter import Snapshot, snapshot
+from aircli.meter_slo import add_slo_parser
+from airmeter import Snapshot, meter_health, snapshot
+from airmeter.context_cost import ContextReport, context_report
 from airmeter.errors import AirmeterError
 from airstore import (
     AirstoreError,
@@ -45,7 +49,7 @@ def parse_since(text: str) -> timedelta | datetime | None:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the ``meter`` subcommand (``air meter report``)."""
+    """Add the ``meter`` subcommand (``air meter report``, ``air meter slo``)."""
     parser = sub.add_parser("meter", help="metering reports")
     actions = parser.add_subparsers(dest="meter_command", metavar="ACTION", required=True)
     report = actions.add_parser("report", help="print calls, errors, latency, layers and tools")
@@ -62,6 +66,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report.add_argument("--instance", help="only this server instance id")
     report.add_argument("--format", choices=("table", "json", "prometheus"), default="table")
     report.set_defaults(func=_run)
+    add_slo_parser(actions)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -107,15 +112,20 @@ async def _report(args: argparse.Namespace) -> str:
             server=args.server,
             instance=args.instance,
         )
+        healths = await meter_health(store) if args.format == "prometheus" else []
+        context = await context_report(store, since=args.since, server=args.server)
     finally:
         await store.close()
     if args.format == "json":
-        return snap.to_json()
+        data = snap.to_dict()
+        data["context"] = context.to_dict()
+        return orjson.dumps(data).decode()
     if args.format == "prometheus":
+        from airmeter.health import render_health
         from airmeter.prometheus_snapshot import render_snapshot
 
-        return render_snapshot(snap)
-    return format_table(snap)
+        return render_snapshot(snap) + render_health(healths)
+    return format_table(snap, context)
 
 
 def _ms(value: float | None) -> str:
@@ -141,9 +151,9 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def format_table(snap: Snapshot) -> str:
-    """The human-readable report: headline, processes (server + instance), errors by type,
-    layers, tools."""
+def format_table(snap: Snapshot, context: ContextReport | None = None) -> str:
+    """The human-readable report: headline, processes (server + instance), errors by class
+    and type, layers, tools, and the context tokens tools cost."""
     start = datetime.fromtimestamp(snap.since_ms / 1000).strftime("%Y-%m-%d %H:%M")
     end = datetime.fromtimestamp(snap.until_ms / 1000).strftime("%Y-%m-%d %H:%M")
     lines = [
@@ -174,6 +184,9 @@ def format_table(snap: Snapshot) -> str:
         for row in snap.servers
     ]  # every process that recorded calls in the window, told apart by its instance id
     lines += _table(["server", "instance", "calls", "errors", "err%", "p95 ms"], server_rows)
+    if snap.errors_by_class:
+        lines += ["", "errors by class (a tool's error rate counts tool_error, exception, timeout)"]
+        lines += [f"  {cls}  {count}" for cls, count in snap.errors_by_class.items()]
     if snap.errors_by_type:
         lines += ["", "errors by type"]
         lines += [f"  {etype}  {count}" for etype, count in snap.errors_by_type.items()]
@@ -210,4 +223,17 @@ def format_table(snap: Snapshot) -> str:
         ["tool", "layer", "calls", "errors", "err%", "p50 ms", "p95 ms", "p99 ms", "cost"],
         tool_rows,
     )
+    if context is not None and context.tools:
+        kind = "exact" if context.exact else "estimated"
+        lines += ["", f"context tokens ({kind}, {context.tokenizer}): definitions "
+                      f"{context.definition_tokens_total} in total"]  # fmt: skip
+        lines += _table(
+            ["server/tool", "definition", "result p50", "result p95", "results total"],
+            [[f"{t.server}/{t.tool}", _n(t.definition_tokens), _n(t.result_tokens_p50),
+              _n(t.result_tokens_p95), str(t.result_tokens_total)] for t in context.tools],
+        )  # fmt: skip
     return "\n".join(lines)
+
+
+def _n(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"

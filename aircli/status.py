@@ -36,7 +36,7 @@ def status_url(url: str) -> str:
 
 
 def format_table(status: dict[str, Any]) -> str:
-    """The status as a plain-text table (then the conflicts, if any)."""
+    """The status as a plain-text table (then warnings and conflicts, if any)."""
     head = ("upstream", "replica", "state", "latency_ms", "in_flight", "tools", "last_error")
     rows = [head]
     for up in status.get("upstreams", []):
@@ -49,6 +49,8 @@ def format_table(status: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
              for row in rows]  # fmt: skip
+    for warning in status.get("warnings", []):
+        lines.append(f"warning: {warning}")
     for c in status.get("conflicts", []):
         lines.append(
             f"conflict: {c.get('kind')} {c.get('name')!r} kept by {c.get('kept')}, "

@@ -39,7 +39,7 @@ from aircore.registry import Registry
 from aircore.resource import Resource
 from aircore.tool import Tool
 from aircore.transports.loop import run_loop
-from aircore.types import GatedMeterHook
+from aircore.types import GatedMeterHook, ToolAwareMeterHook
 from airstore import MemoryStore, Store, StoreLocation, create_storage, resolve_store_location
 
 __all__ = ["AirServer", "define_server"]
@@ -146,6 +146,12 @@ class AirServer(Registry):
     def _tool_added(self, name: str) -> None:
         if self._started:
             self._register_with_plugins(name)
+            self._describe_tools()
+
+    def _describe_tools(self) -> None:
+        """Tell a meter that wants it what ``tools/list`` sends (it counts their tokens)."""
+        if isinstance(self.meter, ToolAwareMeterHook):
+            self.meter.describe_tools(self.name, [t.describe() for t in self.tools.values()])
 
     async def resource_updated(self, uri: str) -> int:
         """Send ``notifications/resources/updated`` to every connection subscribed to ``uri``.
@@ -207,6 +213,7 @@ class AirServer(Registry):
                     meter_started = True
                 for name in list(self.tools):
                     self._register_with_plugins(name)
+                self._describe_tools()
             except BaseException:
                 await self._abort_start(meter_started=meter_started)
                 raise

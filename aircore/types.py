@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 from airmeter.types import CallInfo
@@ -27,6 +27,7 @@ __all__ = [
     "Middleware",
     "MiddlewareFn",
     "NetworkTransport",
+    "ToolAwareMeterHook",
     "Transport",
 ]
 
@@ -73,6 +74,16 @@ class GatedMeterHook(MeterHook, Protocol):
 
     def gate(self) -> MiddlewareFn:
         """The link to compose inside validation (the hook stops doing its work itself)."""
+
+
+@runtime_checkable
+class ToolAwareMeterHook(MeterHook, Protocol):
+    """A meter hook told the server's ``tools/list`` entries after start and on every change
+    (airmeter counts the context tokens each definition costs)."""
+
+    def describe_tools(
+        self, server_name: str, definitions: Sequence[Mapping[str, Any]]
+    ) -> None: ...
 
 
 class Transport(Protocol):

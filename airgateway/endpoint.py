@@ -44,6 +44,7 @@ from airgateway.config import ClientConfig
 from airgateway.errors import GatewayError
 from airgateway.gateway import Gateway
 from airgateway.sessions import Session
+from airgateway.tasks import TASK_METHODS
 from airgateway.types import JSONDict
 from airhttp.guards import bearer_token
 
@@ -124,6 +125,7 @@ class GatewayEndpoint:
             "logging/setLevel": self._set_level,
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._subscribe,
+            **{method: self._task_method(method) for method in TASK_METHODS},
         }
 
     # ---- guards ---------------------------------------------------------------------------
@@ -482,6 +484,14 @@ class GatewayEndpoint:
         return await self.gateway.forward(
             server, "completion/complete", params, session_key=call.key
         )
+
+    def _task_method(self, method: str) -> _Method:
+        async def handler(call: _Call, params: JSONDict) -> JSONDict:
+            if not call.modern:  # the tasks extension belongs to 2026-07-28
+                raise AirError(METHOD_NOT_FOUND, f"Method not found: {method}", data=method)
+            return await self.gateway.task_request(method, params, client=call.client)
+
+        return handler
 
     # ---- notification streams --------------------------------------------------------------
     async def _listen(self, call: _Call, params: JSONDict) -> JSONDict:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import os
+import secrets
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 
+from aircore.settings import REQUEST_STATE_KEY_ENV
 from airgateway.access import Access
 from airgateway.balancer import Balancer
 from airgateway.config import ClientConfig, GatewayConfig, ServerConfig
@@ -18,6 +21,7 @@ from airgateway.metering import GatewayMeter
 from airgateway.replica import Replica
 from airgateway.router import Router
 from airgateway.sessions import SessionBook
+from airgateway.tasks import TaskRoutes
 from airgateway.types import JSONDict, MessageHandler, UpstreamClient
 from airgateway.upstream_http import HttpUpstream
 from airgateway.upstream_sse import SseUpstream
@@ -59,6 +63,9 @@ class Gateway:
         self.config = config
         self.store = store
         self.meter = meter
+        self.warnings: list[str] = []
+        """Problems of the configuration worth telling (logged at start, in ``/status``)."""
+        self._state_keys = self._request_state_keys(config.servers)
         self.index = ToolIndex(config.servers)
         groups: dict[str, list[Replica]] = {}
         for server in config.servers:
@@ -76,18 +83,44 @@ class Gateway:
             config.health, on_listing=self._listing, on_state=self._state_changed
         )
         self.sessions = SessionBook(store)
+        self.tasks = TaskRoutes(store)
         self.access = Access(config.clients, config.per_tool_rate_per_s, token=token, store=store)
         self._listeners: set[Notify] = set()
         self._started = False
         self._checks: set[asyncio.Task[Any]] = set()
 
+    def _request_state_keys(self, servers: Sequence[ServerConfig]) -> dict[str, str]:
+        """A shared ``AIR_REQUEST_STATE_KEY`` for each stdio server the gateway starts without
+        one: replicas of one 2026-07-28 server must sign ``requestState`` with one key, or a
+        retried input round that lands on another replica (or a restarted process) fails."""
+        keys: dict[str, str] = {}
+        inherited = bool(os.environ.get(REQUEST_STATE_KEY_ENV, "").strip())
+        by_name: dict[str, list[ServerConfig]] = {}
+        for server in servers:
+            if server.transport == "stdio":
+                by_name.setdefault(server.name, []).append(server)
+        for name, group in by_name.items():
+            given = {s.env.get(REQUEST_STATE_KEY_ENV) for s in group}
+            if len(given) > 1:
+                self.warnings.append(
+                    f"the replicas of {name!r} set different {REQUEST_STATE_KEY_ENV} values: "
+                    "a retried 2026-07-28 input round may fail on another replica"
+                )
+            elif given == {None} and not inherited:
+                keys[name] = secrets.token_urlsafe(32)
+                if len(group) > 1:
+                    logger.info("the %d replicas of %r share a %s the gateway made",
+                                len(group), name, REQUEST_STATE_KEY_ENV)  # fmt: skip
+        return keys
+
     def _client(self, server: ServerConfig, index: int) -> UpstreamClient:
         label = f"{server.name}#{index}"
         if server.transport == "stdio":
+            key = self._state_keys.get(server.name)
             return StdioUpstream(
                 label,
                 server.command,
-                env=server.env,
+                env=server.env if key is None else {**server.env, REQUEST_STATE_KEY_ENV: key},
                 cwd=server.cwd,
                 listener=self._upstream_notification,
             )
@@ -107,6 +140,8 @@ class Gateway:
         self._started = True
         replicas = self.router.all()
         await self.health.check_all(replicas)
+        for warning in self.warnings:
+            logger.warning("%s", warning)
         for replica in replicas:
             if not replica.healthy:
                 logger.warning(
@@ -208,7 +243,7 @@ class Gateway:
         picked: list[Replica] = []
         meter = self.meter
         if meter is None:
-            return await self.router.send(
+            result = await self.router.send(
                 entry.server,
                 "tools/call",
                 upstream,
@@ -217,6 +252,8 @@ class Gateway:
                 on_message=on_message,
                 picked=picked,
             )
+            await self.task_started(result, entry, picked, client)
+            return result
         call = meter.begin(
             entry,
             upstream,
@@ -239,7 +276,38 @@ class Gateway:
             meter.end(call, picked, None, exc)
             raise
         meter.end(call, picked, result, None)
+        await self.task_started(result, entry, picked, client)
         return result
+
+    async def task_started(
+        self, result: JSONDict, entry: IndexedTool, picked: list[Replica],
+        client: ClientConfig | None,
+    ) -> None:  # fmt: skip
+        """Keep the route of a task a call just started (a ``CreateTaskResult``)."""
+        if result.get("resultType") == "task" and picked:
+            await self.tasks.remember(result, server=entry.server, replica=picked[-1].index,
+                                      tool=entry.name, client=client)  # fmt: skip
+
+    async def task_request(
+        self, method: str, params: JSONDict, *, client: ClientConfig | None
+    ) -> JSONDict:
+        """Send ``tasks/get|update|cancel`` to the replica that started the task.
+
+        Raises:
+            GatewayError: -32602 for a task this client did not start through a gateway
+                sharing this store (or one that expired); access denied when its allow list
+                no longer admits the tool; the replica's own errors.
+        """
+        task_id = params.get("taskId")
+        route = await self.tasks.find(task_id)
+        name = None if client is None else client.name
+        group = None if route is None else self.router.replicas.get(route.server)
+        if route is None or group is None or route.client != name or route.replica >= len(group):
+            raise GatewayError("Failed to retrieve task: Task not found", code=INVALID_PARAMS,
+                               data={"taskId": task_id})  # fmt: skip
+        self.access.check(client, route.tool)
+        replica = group[route.replica]
+        return await replica.client.request(method, params, timeout=replica.config.timeout_s)
 
     async def forward(
         self,
@@ -272,4 +340,8 @@ class Gateway:
             }
             for r in self.router.all()
         ]
-        return {"upstreams": upstreams, "conflicts": [c.to_json() for c in self.index.conflicts]}
+        return {
+            "upstreams": upstreams,
+            "conflicts": [c.to_json() for c in self.index.conflicts],
+            "warnings": list(self.warnings),
+        }

@@ -4,14 +4,25 @@
 the layer comes from the upstream's definition (its ``_meta`` layer hint, annotations and
 name, through the meter's classifier), and an ``isError`` result is a failure of type
 ``tool_error``. Errors the gateway raises carry their JSON-RPC code as the type.
+
+With OpenTelemetry export on (an :class:`~airmeter.otel.OtelSink` among the meter's sinks) each
+call also gets the gateway's own SERVER span, opened as the call starts: its parent is the
+trace context the client sent in ``params._meta`` (``traceparent``/``tracestate``), and the
+upstream gets the gateway's span as its parent in the ``_meta`` passed on, so one trace runs
+client → gateway → server. The span carries the MCP attributes and the upstream's name and
+replica (``air.gateway.upstream``, ``air.gateway.replica``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import logging
+import os
+import secrets
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -20,8 +31,20 @@ from airgateway.index import IndexedTool
 from airgateway.replica import Replica
 from airmeter.layers import Layer
 from airmeter.meter import Meter
+from airmeter.record import CallRecord
 
-__all__ = ["GatewayMeter", "MeteredCall"]
+if TYPE_CHECKING:  # OpenTelemetry is imported only when export is on
+    from airmeter.otel import OtelSink
+    from airmeter.otel_span import CallSpan
+
+__all__ = ["REPLICA_ATTRIBUTE", "UPSTREAM_ATTRIBUTE", "GatewayMeter", "MeteredCall"]
+
+logger = logging.getLogger(__name__)
+
+UPSTREAM_ATTRIBUTE = "air.gateway.upstream"
+"""Span attribute: the upstream server's name."""
+REPLICA_ATTRIBUTE = "air.gateway.replica"
+"""Span attribute: the replica that answered (``name#index``)."""
 
 _perf = time.perf_counter
 _now = time.time
@@ -30,12 +53,15 @@ _now = time.time
 class MeteredCall:
     """One call on its way: what the record needs when it ends."""
 
-    __slots__ = ("client", "entry", "params", "protocol_version", "request_id", "session_id",
-                 "started", "ts")  # fmt: skip
+    __slots__ = ("call_id", "client", "entry", "params", "protocol_version", "request_id",
+                 "session_id", "span", "started", "ts")  # fmt: skip
 
-    def __init__(self, entry: IndexedTool, params: dict[str, Any]) -> None:
+    def __init__(self, entry: IndexedTool, params: dict[str, Any], call_id: str) -> None:
         self.entry = entry
         self.params = params
+        """The params to send upstream (with the gateway's trace context when tracing)."""
+        self.call_id = call_id
+        self.span: CallSpan | None = None
         self.ts = _now()
         self.started = _perf()
         self.client: str | None = None
@@ -49,11 +75,21 @@ class GatewayMeter:
 
     Args:
         meter: the meter (its store and sinks decide where records go).
+        otel: the OpenTelemetry sink (also among the meter's sinks) when export is on: calls
+            then get the gateway's own span.
     """
 
-    def __init__(self, meter: Meter) -> None:
+    def __init__(self, meter: Meter, *, otel: OtelSink | None = None) -> None:
         self.meter = meter
         self._layers: dict[tuple[str, str], Layer] = {}
+        self._otel = otel
+        self._prefix = f"gw{os.getpid():x}{secrets.token_hex(3)}-"
+        self._ids = itertools.count(1)
+
+    @property
+    def tracing(self) -> bool:
+        """Whether calls get the gateway's own span (OpenTelemetry export is on)."""
+        return self._otel is not None
 
     async def start(self) -> None:
         """Start the meter's delivery."""
@@ -89,13 +125,33 @@ class GatewayMeter:
         session_id: str | None,
         protocol_version: str | None,
     ) -> MeteredCall:
-        """Start timing a call."""
-        call = MeteredCall(entry, params)
+        """Start timing a call (and, when tracing, open its span and put the span's trace
+        context in the ``_meta`` of :attr:`MeteredCall.params`)."""
+        call = MeteredCall(entry, params, f"{self._prefix}{next(self._ids)}")
         call.client = None if client is None else client.name
         call.request_id = None if request_id is None else str(request_id)
         call.session_id = session_id
         call.protocol_version = protocol_version
+        if self._otel is not None:
+            self._trace(call, params, protocol_version)
         return call
+
+    def _trace(self, call: MeteredCall, params: dict[str, Any], version: str | None) -> None:
+        assert self._otel is not None
+        meta = params.get("_meta")
+        meta = dict(meta) if isinstance(meta, dict) else {}
+        attributes = {UPSTREAM_ATTRIBUTE: call.entry.server, "network.transport": "tcp"}
+        if version is not None:
+            attributes["mcp.protocol.version"] = version
+        try:  # telemetry never breaks a call
+            span = self._otel.start_call_span(call.entry.name, carrier=meta,
+                                              attributes=attributes)  # fmt: skip
+            span.inject(meta)
+        except Exception:
+            logger.exception("could not open the gateway's span")
+            return
+        call.span = span
+        call.params = {**params, "_meta": meta}
 
     def end(
         self,
@@ -103,8 +159,14 @@ class GatewayMeter:
         picked: Sequence[Replica],
         result: dict[str, Any] | None,
         error: BaseException | None,
+        *,
+        result_bytes: int | None = None,
     ) -> None:
-        """Record the call: O(1), never raises into the caller."""
+        """Record the call: O(1), never raises into the caller.
+
+        ``result_bytes`` is the result's encoded size when the caller has it (else it is
+        measured by encoding ``result``).
+        """
         latency = (_perf() - call.started) * 1000.0
         entry = call.entry
         message: str | None = None
@@ -119,17 +181,30 @@ class GatewayMeter:
             etype = str(code) if isinstance(code, int) else type(error).__name__
             message = str(error)
         arguments = call.params.get("arguments")
+        out_bytes = _size(result) if result_bytes is None else result_bytes
         meta = entry.definition.get("_meta")
         meta = meta if isinstance(meta, dict) else {}
-        self.meter.record((
-            int(call.ts * 1000), entry.server, entry.name, self._layer(entry), latency, ok, etype,
-            call.request_id, call.session_id, call.protocol_version, "tcp", call.client,
-            picked[-1].label if picked else None,
-            _size(arguments), _size(result), None, None, None, message,
+        replica = picked[-1].label if picked else None
+        record = CallRecord(
+            ts_ms=int(call.ts * 1000), server=entry.server, tool=entry.name,
+            layer=self._layer(entry), latency_ms=latency, ok=ok, error_type=etype,
+            request_id=call.request_id, call_id=call.call_id, session_id=call.session_id,
+            protocol_version=call.protocol_version, transport="tcp", client_name=call.client,
+            instance_id=replica, input_bytes=_size(arguments), output_bytes=out_bytes,
+            error_message=message,
             # the standard's "categoryKey"; "category_key" from servers before it
-            _text(meta.get("categoryKey", meta.get("category_key"))), _text(meta.get("version")),
-            None, None,
-        ))  # fmt: skip
+            category=_text(meta.get("categoryKey", meta.get("category_key"))),
+            tool_version=_text(meta.get("version")),
+        )  # fmt: skip
+        if call.span is not None:
+            extra = {UPSTREAM_ATTRIBUTE: entry.server}
+            if replica is not None:
+                extra[REPLICA_ATTRIBUTE] = replica
+            try:
+                call.span.end(record, extra)
+            except Exception:
+                logger.exception("could not finish the gateway's span")
+        self.meter.record(record)
 
 
 def _size(value: Any) -> int | None:

@@ -10,7 +10,8 @@ replica's passive ejection; every success towards bringing it back.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TypeVar
 
 from airgateway.balancer import Balancer
 from airgateway.config import HealthConfig
@@ -21,6 +22,7 @@ from airgateway.types import JSONDict, MessageHandler
 __all__ = ["Router"]
 
 _perf = time.perf_counter
+T = TypeVar("T")
 
 
 class Router:
@@ -75,6 +77,32 @@ class Router:
             UpstreamError: the upstream answered with a JSON-RPC error.
             UpstreamUnavailableError: no replica could answer.
         """
+
+        def attempt(replica: Replica) -> Awaitable[JSONDict]:
+            return replica.client.request(
+                method, params, timeout=replica.config.timeout_s, on_message=on_message
+            )
+
+        return await self.run(
+            server, attempt, retry_safe=retry_safe, session_key=session_key, picked=picked
+        )
+
+    async def run(
+        self,
+        server: str,
+        attempt: Callable[[Replica], Awaitable[T]],
+        *,
+        retry_safe: bool,
+        session_key: str | None = None,
+        picked: list[Replica] | None = None,
+    ) -> T:
+        """Run ``attempt`` on a replica of ``server`` picked by the balancer, retrying on
+        another one as :meth:`send` does.
+
+        Raises:
+            UpstreamError: the upstream answered with a JSON-RPC error.
+            UpstreamUnavailableError: no replica could answer.
+        """
         group = self.replicas[server]
         tried: list[Replica] = []
         last: UpstreamUnavailableError | None = None
@@ -89,13 +117,10 @@ class Router:
             tried.append(replica)
             if picked is not None:
                 picked.append(replica)
-            timeout = replica.config.timeout_s
             replica.in_flight += 1
             started = _perf()
             try:
-                result = await replica.client.request(
-                    method, params, timeout=timeout, on_message=on_message
-                )
+                result = await attempt(replica)
             except UpstreamUnavailableError as exc:
                 self._failed(replica, exc.message)
                 last = exc

@@ -1,4 +1,6 @@
-"""Serving the gateway: a small ASGI app (``/mcp``, ``/status``) on uvicorn, stopped cleanly.
+"""Serving the gateway: a small ASGI app (``/mcp``, ``/status``) and the fast path
+(:mod:`airgateway.fast`) on the gateway's HTTP server (:mod:`airgateway._server`), stopped
+cleanly.
 
 SIGTERM and SIGINT (Ctrl+C) stop accepting, let calls in flight finish (5 s at most), then
 stop the gateway: health checks end, stdio children are stopped, metering is flushed.
@@ -11,10 +13,12 @@ import contextlib
 import signal
 import socket
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
+from airgateway._server import HttpServer
 from airgateway._wire import Receive, Scope, Send, reply, reply_json
 from airgateway.endpoint import DEFAULT_MAX_BODY, GatewayEndpoint
+from airgateway.fast import FastPath
 from airgateway.gateway import Gateway
 from airhttp import AccessPolicy, GuardedApp, Limits, json_refusal
 from airhttp.guards import is_loopback
@@ -88,6 +92,7 @@ async def serve_gateway(
     allowed_origins: Sequence[str] = (),
     allowed_hosts: Sequence[str] = (),
     max_body: int = DEFAULT_MAX_BODY,
+    limits: Limits | None = None,
     ready: Callable[[str], None] | None = None,
 ) -> None:
     """Start the gateway and serve it until SIGTERM/SIGINT (or cancellation), then stop it.
@@ -99,28 +104,16 @@ async def serve_gateway(
         path: the MCP endpoint path.
         allowed_origins: extra ``Origin`` values accepted besides localhost.
         allowed_hosts: extra ``Host`` names accepted.
-        max_body: the request body limit in bytes.
+        max_body: the request body limit in bytes (when ``limits`` is not given).
+        limits: the connection and request limits (airhttp's defaults otherwise).
         ready: called with the endpoint URL once listening (default: print it to stderr).
 
     Raises:
         OSError: the address cannot be bound (the gateway is stopped again).
     """
-    import uvicorn
-
-    class _Server(uvicorn.Server):
-        def __init__(self, config: uvicorn.Config) -> None:
-            super().__init__(config)
-            self.ready = asyncio.Event()
-
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets=sockets)
-            self.ready.set()
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:  # we own SIGTERM/SIGINT
-            yield
-
+    limits = limits or Limits(max_body=max_body)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP so the event loop sets TCP_NODELAY on accepted connections
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -133,34 +126,27 @@ async def serve_gateway(
         loopback = is_loopback(host)
         app = build_gateway_app(gateway, path=path, allowed_origins=allowed_origins,
                                 check_host=loopback or bool(allowed_hosts),
-                                allowed_hosts=allowed_hosts, max_body=max_body)  # fmt: skip
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
-                                timeout_graceful_shutdown=GRACE_S,
-                                timeout_keep_alive=int(max(1, Limits().idle_timeout)))  # fmt: skip
-        server = _Server(config)
+                                allowed_hosts=allowed_hosts, limits=limits)  # fmt: skip
+        server = HttpServer(app, fast=FastPath(gateway, app, path=path), limits=limits)
         loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
         installed: list[signal.Signals] = []
-
-        def _exit() -> None:
-            server.should_exit = True
-
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, _exit)
+                loop.add_signal_handler(sig, stop.set)
                 installed.append(sig)
         shown = f"[{host}]" if ":" in host else host
         url = f"http://{shown}:{sock.getsockname()[1]}{path}"
         try:
-            serving = asyncio.ensure_future(server.serve(sockets=[sock]))
-            ready_wait = asyncio.ensure_future(server.ready.wait())
-            await asyncio.wait({serving, ready_wait}, return_when=asyncio.FIRST_COMPLETED)
-            ready_wait.cancel()
-            if server.started:
-                if ready is not None:
-                    ready(url)
-                else:
-                    print(f"air: gateway serving MCP on {url}", file=sys.stderr, flush=True)
-            await serving
+            await server.start(sock)
+            if ready is not None:
+                ready(url)
+            else:
+                print(f"air: gateway serving MCP on {url}", file=sys.stderr, flush=True)
+            try:
+                await stop.wait()
+            finally:
+                await asyncio.shield(server.stop(GRACE_S))
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)

@@ -159,6 +159,61 @@ class HttpUpstream:
             raise UpstreamUnavailableError(f"{self.label}: connection lost: {exc}",
                                            replica=self.label) from exc  # fmt: skip
 
+    async def forward(self, body: bytes, name: str, *, timeout: float) -> tuple[JSONDict, bytes]:
+        """Send a 2026-07-28 ``tools/call`` whose body needs no change, as it is.
+
+        The client's own id travels (each POST is its own exchange, so ids cannot collide).
+
+        Returns:
+            The JSON-RPC response (parsed, to inspect) and its bytes (to pass on unchanged).
+
+        Raises:
+            UpstreamError: the upstream answered with a JSON-RPC error.
+            UpstreamUnavailableError: no answer, or not a 2026-07-28 replica any more.
+            UpstreamTimeoutError: no answer within ``timeout`` seconds.
+        """
+        if self.era != eras.MODERN or self._closed:
+            raise UpstreamUnavailableError(
+                f"{self.label} is not connected", replica=self.label, sent=False
+            )
+        headers = {
+            "MCP-Protocol-Version": eras.MODERN_VERSION,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": encode_header(name),
+        }
+        try:
+            async with asyncio.timeout(timeout):
+                resp = await self._pool.request("POST", body, headers)
+                if resp.body is None:  # an SSE answer: the response is one of its events
+                    async for _name, data in events(resp.lines()):
+                        raw = data.encode()
+                        message = _parse(raw)
+                        if message is not None and "method" not in message:
+                            return self._checked(200, message, raw)
+                    raise UpstreamUnavailableError(
+                        f"{self.label} closed the stream before answering", replica=self.label
+                    )
+                return self._checked(resp.status, _parse(resp.body), resp.body)
+        except TimeoutError:
+            raise UpstreamTimeoutError(
+                f"{self.label} did not answer tools/call within {timeout:g} s", replica=self.label
+            ) from None
+        except ConnectFailedError as exc:
+            raise UpstreamUnavailableError(f"{self.label}: {exc}", replica=self.label,
+                                           sent=False) from exc  # fmt: skip
+        except ConnectionLostError as exc:
+            raise UpstreamUnavailableError(f"{self.label}: connection lost: {exc}",
+                                           replica=self.label) from exc  # fmt: skip
+
+    def _checked(self, status: int, message: JSONDict | None, raw: bytes) -> tuple[JSONDict, bytes]:
+        if message is not None and isinstance(message.get("error"), dict):
+            raise UpstreamError(message["error"])
+        if status != 200 or message is None or not isinstance(message.get("result"), dict):
+            raise UpstreamUnavailableError(
+                f"{self.label} answered HTTP {status}", replica=self.label
+            )
+        return message, raw
+
     def _answer(self, status: int, body: bytes) -> JSONDict:
         try:
             message = orjson.loads(body) if body else None
@@ -230,6 +285,14 @@ class HttpUpstream:
                 logger.debug("%s: DELETE of the session failed", self.label)
         self._closed = True
         await self._pool.close()
+
+
+def _parse(body: bytes) -> JSONDict | None:
+    try:
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return message if isinstance(message, dict) else None
 
 
 class _SessionExpiredError(GatewayError):

@@ -1,10 +1,11 @@
 """airhttp: what every HTTP surface of air shares (the MCP endpoint, the dashboard, /metrics
-and the gateway): the Host/Origin/loopback/bearer guards, media-type parsing, and the limits
-(header and idle timeouts, connection and in-flight caps, body size). It imports none of air's
-packages."""
+and the gateway): the Host/Origin/loopback/bearer guards, media-type parsing, the limits
+(header and idle timeouts, connection and in-flight caps, body size), and the HTTP/1.1 server
+that serves ASGI apps under them (:class:`HttpServer`, :func:`serve`). It imports none of
+air's packages."""
 
 from airhttp.asgi import GuardedApp, json_refusal, send_refusal, text_refusal
-from airhttp.errors import AirhttpError, LimitsError
+from airhttp.errors import AirhttpError, LimitsError, ServerError
 from airhttp.guards import LOCAL_HOSTS, bearer_token, host_ok, is_loopback, origin_ok, token_ok
 from airhttp.limits import (
     DEFAULT_HEADER_TIMEOUT,
@@ -18,10 +19,12 @@ from airhttp.limits import (
 from airhttp.logs import RepeatFilter
 from airhttp.media import accepts, media_type
 from airhttp.policy import AccessPolicy, Refusal
-from airhttp.server import HttpServer, ServerStats, listen_socket
+from airhttp.server import DEFAULT_GRACE, HttpServer, ServerStats, listen_socket, serve
+from airhttp.types import ASGIApp, Message, Receive, Scope, Send
 from airhttp.wsgi import GuardedWSGI, wsgi_refusal
 
 __all__ = [
+    "DEFAULT_GRACE",
     "DEFAULT_HEADER_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_BODY",
@@ -29,6 +32,7 @@ __all__ = [
     "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_INFLIGHT",
     "LOCAL_HOSTS",
+    "ASGIApp",
     "AccessPolicy",
     "AirhttpError",
     "GuardedApp",
@@ -36,8 +40,13 @@ __all__ = [
     "HttpServer",
     "Limits",
     "LimitsError",
+    "Message",
+    "Receive",
     "Refusal",
     "RepeatFilter",
+    "Scope",
+    "Send",
+    "ServerError",
     "ServerStats",
     "accepts",
     "bearer_token",
@@ -48,6 +57,7 @@ __all__ = [
     "media_type",
     "origin_ok",
     "send_refusal",
+    "serve",
     "text_refusal",
     "token_ok",
     "wsgi_refusal",

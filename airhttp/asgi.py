@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import orjson
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from airhttp.limits import Limits
 from airhttp.policy import AccessPolicy, Refusal
+from airhttp.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["GuardedApp", "RenderRefusal", "json_refusal", "send_refusal", "text_refusal"]
 

@@ -3,12 +3,14 @@
 Hierarchy::
 
     AirhttpError
-    └── LimitsError (also a ValueError): a limit or policy option that cannot work
+    ├── LimitsError (also a ValueError): a limit or policy option that cannot work
+    └── ServerError: the HTTP server cannot serve (its parser is missing, the app's lifespan
+        startup failed)
 """
 
 from __future__ import annotations
 
-__all__ = ["AirhttpError", "LimitsError"]
+__all__ = ["AirhttpError", "LimitsError", "ServerError"]
 
 
 class AirhttpError(Exception):
@@ -28,3 +30,15 @@ class LimitsError(AirhttpError, ValueError):
         super().__init__(f"{option}={shown}: {reason}")
         self.option = option
         self.value = None if option == "token" else value
+
+
+class ServerError(AirhttpError):
+    """The HTTP server cannot serve.
+
+    Attributes:
+        reason: what is wrong, one line (``"httptools is not installed"``…).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

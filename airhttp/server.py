@@ -1,7 +1,16 @@
-"""Serve an ASGI app with the shared limits: uvicorn's httptools protocol, extended with a
-header-read timeout, a header size cap and a connection cap that closes idle connections
-before it refuses a new one; keep-alive idle time from :class:`~airhttp.Limits`; repeated
-error logs rate-limited while serving."""
+"""air's HTTP/1.1 server: ASGI apps on asyncio protocols parsed by httptools, under the
+shared :class:`~airhttp.Limits`.
+
+:class:`HttpServer` serves one app on a bound socket until :meth:`HttpServer.stop`;
+:func:`serve` binds, serves and stops on SIGTERM/SIGINT. Both enforce the connection limits —
+header-read timeout (408), head size (431), keep-alive idle time, a stalled body (408), the
+connection cap (the oldest idle connection is closed to make room; none idle: 503) — answer
+in request order on a keep-alive connection (pipelining included), stream responses (chunked
+transfer coding) with write flow control, and stop gracefully: stop accepting, close idle
+connections, let answers in flight finish within a grace period (a streaming answer's app is
+told the client is gone), then cancel what is left. Request-level limits (Host/Origin/token,
+body size, in-flight cap) are :class:`~airhttp.GuardedApp`'s: wrap the app in it.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +18,31 @@ import asyncio
 import contextlib
 import logging
 import resource
+import signal
 import socket
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from starlette.types import ASGIApp
-
+from airhttp.errors import ServerError
 from airhttp.limits import Limits
 from airhttp.logs import RepeatFilter, repeat_filter_installed
+from airhttp.types import ASGIApp
+from airhttp.wire import date_header
 
 if TYPE_CHECKING:
-    import uvicorn
+    from airhttp.connection import Site
 
-__all__ = ["FD_RESERVE", "HttpServer", "ServerStats", "listen_socket"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "FD_RESERVE",
+    "HttpServer",
+    "ServerStats",
+    "listen_socket",
+    "serve",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -30,21 +50,10 @@ FD_RESERVE = 64
 """File descriptors kept free of connections (store files, logs, outbound sockets): the
 connection cap never exceeds the process's descriptor limit less this."""
 
-LINGER = 2.0
-"""Seconds a connection cut off with an error answer keeps draining input before it closes."""
+DEFAULT_GRACE = 5.0
+"""Seconds a stopping server lets the answers in flight finish before cancelling them."""
 
-_BUSY = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"retry-after: 1\r\nconnection: close\r\ncontent-length: 21\r\n\r\ntoo many connections\n"
-)
-_SLOW = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"connection: close\r\ncontent-length: 25\r\n\r\nrequest headers too slow\n"
-)
-_HUGE = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8"
-    b"\r\nconnection: close\r\ncontent-length: 23\r\n\r\nrequest headers too big\n"
-)
+_CANCEL_WAIT = 1.0
 
 
 @dataclass(slots=True)
@@ -54,14 +63,20 @@ class ServerStats:
     Attributes:
         refused: connections answered 503 (cap reached, none idle to close).
         evicted: idle connections closed to make room for a new one.
-        header_timeouts: connections closed (408) for not sending headers in time.
-        header_overflows: connections closed (431) for headers over the size cap.
+        header_timeouts: connections closed (408) for not sending a request head in time.
+        header_overflows: connections closed (431) for a head over the size cap.
+        body_timeouts: connections closed for a request body that stopped arriving.
+        bad_requests: connections closed (400) for bytes that are not HTTP/1.1.
+        app_errors: requests whose app failed or returned without answering (500).
     """
 
     refused: int = 0
     evicted: int = 0
     header_timeouts: int = 0
     header_overflows: int = 0
+    body_timeouts: int = 0
+    bad_requests: int = 0
+    app_errors: int = 0
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -71,7 +86,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
         OSError: the address cannot be bound (its message names it).
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP so the event loop sets TCP_NODELAY on accepted connections
+    # proto=IPPROTO_TCP so the event loop treats accepted connections as TCP (TCP_NODELAY)
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -90,183 +105,207 @@ def _descriptor_cap(wanted: int) -> int:
     return wanted
 
 
-class _Book:
-    """The open connections, oldest first, and the cap."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.open: dict[Any, None] = {}
-
-    def sweep(self, now: float, header_timeout: float, stats: ServerStats) -> None:
-        """Cut off every connection whose request head is overdue (one pass per tick, instead
-        of a timer per request)."""
-        for proto in list(self.open):
-            since = proto.head_since
-            if since and now - since > header_timeout and proto.is_idle():
-                stats.header_timeouts += 1
-                proto.cut(_SLOW)
-
-    def make_room(self, stats: ServerStats) -> bool:
-        """Close the oldest connection that is not handling a request; False if none is."""
-        for proto in self.open:
-            if proto.is_idle():
-                del self.open[proto]
-                proto.transport.close()
-                stats.evicted += 1
-                return True
-        return False
-
-
-def _protocol_class(limits: Limits, book: _Book, stats: ServerStats) -> type[asyncio.Protocol]:
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    max_header_bytes = limits.max_header_bytes
-
-    class LimitedProtocol(HttpToolsProtocol):
-        """uvicorn's httptools protocol with the connection limits."""
-
-        head_since = 0.0
-        """Loop time the current request head started arriving (0: not reading a head)."""
-        _header_bytes = 0
-        _refused = False
-        _lingering = False
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if len(book.open) >= book.cap and not book.make_room(stats):
-                self._refused = True
-                self.transport = transport
-                stats.refused += 1
-                transport.write(_BUSY)
-                transport.close()
-                return
-            super().connection_made(transport)
-            book.open[self] = None
-            self.head_since = self.loop.time()  # a connection that never sends is cut off too
-
-        def is_idle(self) -> bool:
-            return (self.cycle is None or self.cycle.response_complete) and not self.pipeline
-
-        def data_received(self, data: bytes) -> None:
-            if self._refused or self._lingering:
-                return  # discarded: the answer is sent, the connection is closing
-            reading_head = bool(self.head_since)
-            super().data_received(data)
-            if reading_head and self.head_since:  # the head is still incomplete
-                self._header_bytes += len(data)
-                if self._header_bytes > max_header_bytes:
-                    stats.header_overflows += 1
-                    self.cut(_HUGE)
-
-        def on_message_begin(self) -> None:
-            if not self.head_since:
-                self.head_since = self.loop.time()
-            super().on_message_begin()
-
-        def on_headers_complete(self) -> None:
-            self.head_since = 0.0
-            self._header_bytes = 0
-            super().on_headers_complete()
-
-        def cut(self, answer: bytes) -> None:
-            """Answer, then close gracefully: stop writing, discard what the client still
-            sends for a moment (so the answer is not lost to a reset), then close."""
-            self.head_since = 0.0
-            transport = self.transport
-            if transport.is_closing() or self._lingering:
-                return
-            self._lingering = True
-            transport.write(answer)
-            if transport.can_write_eof():
-                transport.write_eof()
-            self.loop.call_later(LINGER, transport.close)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            book.open.pop(self, None)
-            if self._refused:
-                return
-            super().connection_lost(exc)
-
-    return LimitedProtocol
-
-
 class HttpServer:
-    """An ASGI app served by uvicorn (httptools) under :class:`~airhttp.Limits`.
+    """Serve one ASGI app over HTTP/1.1 under :class:`~airhttp.Limits` (see the module
+    docstring for what it enforces).
 
-    The ASGI app should itself be a :class:`~airhttp.GuardedApp` for the request limits
-    (body size, in-flight cap) and the Host/Origin/token checks; this class enforces the
-    connection limits: header-read timeout (408), header size (431), keep-alive idle time,
-    and the connection cap (an idle connection is closed to make room; when none is idle, the
-    new one gets 503). The cap never exceeds the descriptor limit less :data:`FD_RESERVE`.
-    While serving, repeated log records are rate-limited (:class:`~airhttp.logs.RepeatFilter`).
+    Use :meth:`serve` on a bound socket (:func:`listen_socket`) and :meth:`stop` to end it;
+    the caller owns the signals (:func:`serve` installs SIGTERM/SIGINT handlers for you).
+    While serving, repeated log records are rate-limited (:class:`~airhttp.RepeatFilter`).
 
     Args:
-        app: the ASGI app.
+        app: the ASGI app (wrap it in :class:`~airhttp.GuardedApp` for the request limits).
         limits: the limits (airhttp's defaults when not given).
+        grace: seconds answers in flight may take to finish once stopping.
+        lifespan: run the app's ASGI lifespan (startup before serving, shutdown after).
+
+    Raises:
+        ServerError: httptools (the HTTP parser) is not installed.
     """
 
-    def __init__(self, app: ASGIApp, *, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        limits: Limits | None = None,
+        grace: float = DEFAULT_GRACE,
+        lifespan: bool = False,
+    ) -> None:
+        try:
+            import httptools  # noqa: F401 - the parser every connection uses
+        except ImportError as exc:
+            raise ServerError("airhttp's server needs httptools (pip install httptools)") from exc
         self.app = app
         self.limits = limits or Limits()
+        self.grace = grace
+        self.lifespan = lifespan
         self.stats = ServerStats()
         self.ready = asyncio.Event()
         """Set once the socket is listening."""
         self.max_connections = _descriptor_cap(self.limits.max_connections)
         self.log_filter = RepeatFilter()
-        self._uvicorn: uvicorn.Server | None = None
+        self._stopping = asyncio.Event()
+        self._force = asyncio.Event()
+        self._site: Site | None = None
+        self._sweeper: asyncio.TimerHandle | None = None
 
     @property
     def started(self) -> bool:
-        """Whether uvicorn started listening."""
-        return self._uvicorn is not None and bool(self._uvicorn.started)
+        """Whether the server is listening (or was, once)."""
+        return self.ready.is_set()
+
+    @property
+    def connections(self) -> int:
+        """Open connections now."""
+        return 0 if self._site is None else len(self._site.open)
 
     def stop(self) -> None:
-        """Ask the server to finish (graceful: requests in flight may end)."""
-        if self._uvicorn is not None:
-            self._uvicorn.should_exit = True
+        """Stop gracefully (see the module docstring); called again, stop now."""
+        if self._stopping.is_set():
+            self._force.set()
+        self._stopping.set()
 
     async def serve(self, sock: socket.socket) -> None:
-        """Serve on ``sock`` (bound, see :func:`listen_socket`) until :meth:`stop`."""
-        import uvicorn
+        """Serve on ``sock`` (bound, see :func:`listen_socket`) until :meth:`stop`.
 
-        book = _Book(self.max_connections)
-        config = uvicorn.Config(
-            self.app,
-            http=_protocol_class(self.limits, book, self.stats),
-            log_level="warning",
-            lifespan="off",
-            access_log=False,
-            timeout_graceful_shutdown=5,
-            proxy_headers=False,  # no X-Forwarded-* rewriting: one middleware layer less
-            server_header=False,
-            timeout_keep_alive=self.limits.idle_timeout,  # type: ignore[arg-type]
-            backlog=min(2048, max(128, self.max_connections)),
-        )
-        ready = self.ready
+        Raises:
+            ServerError: the app's lifespan startup failed (with ``lifespan=True``).
+            OSError: the socket cannot listen.
+        """
+        from airhttp.connection import Connection, Site
+        from airhttp.lifespan import Lifespan
 
-        class _Server(uvicorn.Server):
-            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-                await super().startup(sockets=sockets)
-                ready.set()
-
-            @contextlib.contextmanager
-            def capture_signals(self) -> Iterator[None]:  # the caller owns the signals
-                yield
-
-        self._uvicorn = _Server(config)
         loop = asyncio.get_running_loop()
+        limits = self.limits
+        site = Site(
+            self.app,
+            loop,
+            cap=self.max_connections,
+            max_head=limits.max_header_bytes,
+            stats=self.stats,
+            date=date_header(time.time()),
+        )
+        self._site = site
+        life: Lifespan | None = None
+        with repeat_filter_installed(flt=self.log_filter):
+            if self.lifespan:
+                site.state = {}
+                life = Lifespan(self.app, site.state)
+                await life.startup()
+            try:
+                listener = await loop.create_server(
+                    lambda: Connection(site),
+                    sock=sock,
+                    backlog=min(2048, max(128, self.max_connections)),
+                )
+            except BaseException:
+                if life is not None:
+                    await life.shutdown()
+                raise
+            tick = min(1.0, limits.header_timeout / 4)
+            self._sweeper = loop.call_later(tick, self._sweep, site, tick)
+            self.ready.set()
+            try:
+                await self._stopping.wait()
+            finally:
+                if self._sweeper is not None:
+                    self._sweeper.cancel()
+                listener.close()
+                await self._drain(site)
+                if life is not None:
+                    await life.shutdown()
+
+    def _sweep(self, site: Site, tick: float) -> None:
+        loop = site.loop
+        site.date = date_header(time.time())
+        now = loop.time()
         header_timeout = self.limits.header_timeout
-        tick = min(1.0, header_timeout / 4)
-        stats = self.stats
-        sweeper: asyncio.TimerHandle | None = None
+        idle_timeout = self.limits.idle_timeout
+        for conn in list(site.open):
+            conn.check(now, header_timeout, idle_timeout)
+        if not self._stopping.is_set():
+            self._sweeper = loop.call_later(tick, self._sweep, site, tick)
 
-        def sweep() -> None:
-            nonlocal sweeper
-            book.sweep(loop.time(), header_timeout, stats)
-            sweeper = loop.call_later(tick, sweep)
+    async def _drain(self, site: Site) -> None:
+        """Shut down: close idle connections, wait for answers in flight (up to the grace),
+        then cancel what is left."""
+        site.closing = True
+        quiet = asyncio.Event()
 
-        sweeper = loop.call_later(tick, sweep)
+        def on_quiet() -> None:
+            if all(conn.current is None for conn in site.open):
+                quiet.set()
+
+        site.on_quiet = on_quiet
+        for conn in list(site.open):
+            conn.shutdown()
+        on_quiet()
+        waits = {asyncio.ensure_future(quiet.wait()), asyncio.ensure_future(self._force.wait())}
         try:
-            with repeat_filter_installed(flt=self.log_filter):
-                await self._uvicorn.serve(sockets=[sock])
+            await asyncio.wait(waits, timeout=self.grace, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            sweeper.cancel()
+            for waiter in waits:
+                waiter.cancel()
+        tasks = []
+        for conn in list(site.open):
+            current = conn.current
+            if current is not None and current.task is not None and not current.task.done():
+                current.task.cancel()
+                tasks.append(current.task)
+            conn.transport.close()
+        if tasks:
+            await asyncio.wait(tasks, timeout=_CANCEL_WAIT)
+
+
+async def serve(
+    app: ASGIApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    limits: Limits | None = None,
+    grace: float = DEFAULT_GRACE,
+    lifespan: bool = False,
+    ready: Callable[[str], Any] | None = None,
+) -> None:
+    """Serve ``app`` on ``host:port`` until SIGTERM/SIGINT (or cancellation); a second
+    signal stops without waiting for answers in flight.
+
+    Args:
+        app: the ASGI app (wrap it in :class:`~airhttp.GuardedApp` for the request limits).
+        host: the bind address (loopback by default).
+        port: the port; 0 picks a free one.
+        limits: the limits (airhttp's defaults when not given).
+        grace: seconds answers in flight may take to finish once stopping.
+        lifespan: run the app's ASGI lifespan.
+        ready: called with the base URL (``http://host:port``) once listening (default: a
+            line on stderr).
+
+    Raises:
+        OSError: the address cannot be bound.
+        ServerError: httptools is missing, or the app's lifespan startup failed.
+    """
+    server = HttpServer(app, limits=limits, grace=grace, lifespan=lifespan)
+    sock = listen_socket(host, port)
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, server.stop)
+            installed.append(sig)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}"
+    try:
+        serving = asyncio.ensure_future(server.serve(sock))
+        started = asyncio.ensure_future(server.ready.wait())
+        await asyncio.wait({serving, started}, return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
+        if server.started:
+            if ready is not None:
+                ready(url)
+            else:
+                print(f"airhttp: serving on {url}", file=sys.stderr, flush=True)
+        await serving  # cancelled, it stops gracefully on the way out
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        sock.close()

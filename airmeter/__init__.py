@@ -11,6 +11,7 @@ from airmeter.errors import (
     MeterClosedError,
     MeterConfigError,
 )
+from airmeter.health import MeterHealth, meter_health
 from airmeter.layers import LAYERS, Layer, LayerInfo, parse_layer
 from airmeter.meter import Meter, MeterStats
 from airmeter.metrics_app import metrics_app
@@ -23,6 +24,9 @@ from airmeter.readers import has_calls, recent_calls
 from airmeter.record import CALLS_NAMESPACE, CallRecord
 from airmeter.redact import Redactor, redact, redact_text
 from airmeter.rollups import ROLLUPS_NAMESPACE
+from airmeter.slo import SloStatus, evaluate_slos
+from airmeter.slo_alerts import SloAlert, SloWatcher
+from airmeter.slo_config import Objective
 from airmeter.snapshot import snapshot
 from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
 from airmeter.store_sink import StoreSink
@@ -59,8 +63,10 @@ __all__ = [
     "MeterClosedError",
     "MeterConfigError",
     "MeterEngine",
+    "MeterHealth",
     "MeterMiddleware",
     "MeterStats",
+    "Objective",
     "OtelSettings",
     "OtelSink",
     "PrometheusSink",
@@ -70,6 +76,9 @@ __all__ = [
     "SeriesPoint",
     "ServerStats",
     "Sink",
+    "SloAlert",
+    "SloStatus",
+    "SloWatcher",
     "Snapshot",
     "StoreSink",
     "ToolStats",
@@ -78,7 +87,9 @@ __all__ = [
     "create_meter_hook",
     "current_usage",
     "error_class_of",
+    "evaluate_slos",
     "has_calls",
+    "meter_health",
     "metrics_app",
     "otel_enabled",
     "otel_settings",

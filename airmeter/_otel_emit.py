@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from opentelemetry.context import Context
 from opentelemetry.metrics import Meter
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from airmeter.record import CallRecord
 from airmeter.semconv import (
+    AIR_ERROR_CLASS,
     AIR_LAYER,
     CALLS_COUNTER,
     DURATION_BUCKETS_S,
@@ -70,15 +72,17 @@ class Emitter:
             counter = {AIR_LAYER: attrs[AIR_LAYER], GEN_AI_TOOL_NAME: record.tool}
             if ERROR_TYPE in attrs:
                 counter[ERROR_TYPE] = attrs[ERROR_TYPE]
+                counter[AIR_ERROR_CLASS] = attrs[AIR_ERROR_CLASS]
             if len(self._attrs) >= _MAX_CACHED_KEYS:
                 self._attrs.clear()  # pathological cardinality: stay bounded
             cached = self._attrs[key] = (attrs, counter)
         return key, cached[0], cached[1]
 
-    def _span(self, record: CallRecord) -> None:
+    def _span(self, record: CallRecord, parent: Context | None) -> None:
         start_ns = record.ts_ms * 1_000_000
         span = self._tracer.start_span(
             span_name(record),
+            context=parent,
             kind=SpanKind.SERVER,
             attributes=span_attributes(record),
             start_time=start_ns,
@@ -88,20 +92,27 @@ class Emitter:
         span.end(end_time=start_ns + int(record.latency_ms * 1_000_000))
         self.spans += 1
 
-    def emit(self, records: Sequence[CallRecord], traced: Sequence[bool]) -> None:
-        """Record each call's duration and span (unless ``traced``), then the counts.
+    def emit(
+        self,
+        records: Sequence[CallRecord],
+        traced: Sequence[bool],
+        parents: Sequence[Context | None] | None = None,
+    ) -> None:
+        """Record each call's duration and span (unless ``traced``; child of its entry in
+        ``parents`` when there is one), then the counts.
 
         A record that fails to convert is counted in :attr:`errors` and skipped.
         """
         counts: dict[_Key, tuple[dict[str, str], int]] = {}
-        for record, already in zip(records, traced, strict=True):
+        contexts = parents if parents is not None else [None] * len(records)
+        for record, already, parent in zip(records, traced, contexts, strict=True):
             try:
                 key, attrs, counter = self._attributes(record)
                 self._duration.record(record.latency_ms / 1000.0, attrs)
                 seen = counts.get(key)
                 counts[key] = (counter, 1 if seen is None else seen[1] + 1)
                 if not already:
-                    self._span(record)
+                    self._span(record, parent)
             except Exception:
                 self.errors += 1
         for counter_attrs, n in counts.values():

@@ -9,7 +9,7 @@ does a captured copy), redacts, cuts every text field to its cap and creates the
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
@@ -27,6 +27,7 @@ from airmeter.fields import (
 from airmeter.layers import Layer
 from airmeter.record import FIELD_NAMES, CallRecord, assemble
 from airmeter.redact import Redactor
+from airmeter.tokens import TokenCounter, TokenCounting, context_text
 from airmeter.types import CallInfo
 
 __all__ = ["PendingCall", "RecordBuilder", "ResultEncoder", "ToolInfo", "encode_json"]
@@ -91,6 +92,7 @@ class PendingCall:
         "ok",
         "record",
         "result",
+        "result_tokens",
         "tokens_in",
         "tokens_out",
         "ts",
@@ -115,6 +117,7 @@ class PendingCall:
         self.tokens_in = tokens_in
         self.tokens_out = tokens_out
         self.cost = cost
+        self.result_tokens: int | None = None
         self.record: CallRecord | None = None
 
     def build(self) -> CallRecord:
@@ -149,6 +152,7 @@ class RecordBuilder:
         measure_sizes: record ``input_bytes``/``output_bytes``.
         max_field_bytes: cap of an error message and of each captured value, in encoded bytes.
         encode_result: how a result becomes JSON bytes (adapters pass their framework's).
+        tokens: counts the context tokens of each result (``None``: not counted).
 
     Raises:
         MeterConfigError: ``max_field_bytes`` is outside 64 … 16384.
@@ -165,6 +169,7 @@ class RecordBuilder:
         measure_sizes: bool = True,
         max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES,
         encode_result: ResultEncoder = encode_json,
+        tokens: TokenCounting | None = None,
     ) -> None:
         if not _MIN_FIELD_BYTES <= max_field_bytes <= MAX_FIELD_BYTES_LIMIT:
             raise MeterConfigError(
@@ -179,6 +184,7 @@ class RecordBuilder:
         self.measure_sizes = measure_sizes
         self.max_field_bytes = max_field_bytes
         self.encode_result = encode_result
+        self.tokens = tokens
         self._server_in: str | None = None
         self._server_out = server
         self._transport_in: str | None = None
@@ -200,12 +206,17 @@ class RecordBuilder:
                 if self.capture_arguments and args:
                     arguments, arguments_bytes = self._capture(args, raw)
         result = p.result
+        result_tokens = p.result_tokens
         if result is not None and (self.measure_sizes or self.capture_results):
             raw = self.encode_result(result)
             if self.measure_sizes and raw is not None:
                 output_bytes = len(raw)
             if self.capture_results:
                 captured, result_bytes = self._capture(result, raw)
+        if result_tokens is None and result is not None and self.tokens is not None:
+            counter = self.tokens.counter  # None while the tokenizer is still loading
+            if counter is not None:
+                result_tokens = self._count(counter, result)
         message = p.message
         message_bytes = None
         if message is not None:
@@ -228,8 +239,29 @@ class RecordBuilder:
             session_id,
             version, transport, client, self.instance_id, input_bytes, output_bytes,
             p.tokens_in, p.tokens_out, p.cost, message, message_bytes, info.category,
-            info.version, arguments, arguments_bytes, captured, result_bytes, None,
+            info.version, arguments, arguments_bytes, captured, result_bytes, result_tokens,
         ))  # fmt: skip
+
+    def _count(self, counter: TokenCounter, result: Any) -> int | None:
+        try:
+            text = self.context_text(result)
+            return None if text is None else counter.count(text)
+        except Exception:  # a tokenizer failure costs the count, not the record
+            logger.exception("airmeter: counting a result's tokens failed")
+            return None
+
+    def context_text(self, result: Any) -> str | None:
+        """The text ``result`` adds to a model's context (see :func:`airmeter.tokens.context_text`);
+        a framework's result object goes through its JSON form."""
+        if result is None or isinstance(result, str | Mapping | list | int | float | bool):
+            return context_text(result)
+        raw = self.encode_result(result)
+        if raw is None:
+            return None
+        try:
+            return context_text(orjson.loads(raw))
+        except orjson.JSONDecodeError:
+            return None
 
     def _server(self, name: str | None) -> str:
         """The server name (cut), remembered for the next call, which has the same one."""

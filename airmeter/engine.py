@@ -52,7 +52,6 @@ ErrorResult = Callable[[Any], bool]
 CANCELLED_MESSAGE = "the call was cancelled before it finished"
 
 _perf = time.perf_counter
-_now = time.time
 
 
 def blocked_result(message: str) -> dict[str, Any]:
@@ -81,6 +80,8 @@ class MeterEngine:
         error_result: whether a result is an ``isError`` result.
         on_record: called with each finished call before it is submitted (adapters annotate
             the framework's span, building the record only when a span records).
+        clock: seconds since the epoch, the start of each call (a back-filled history passes
+            its own).
     """
 
     def __init__(
@@ -93,8 +94,10 @@ class MeterEngine:
         error_type: ErrorTyper = error_type_of,
         error_result: ErrorResult = is_error_result,
         on_record: Callable[[PendingCall], object] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.builder = builder
+        self._clock = clock
         self.classifier = classifier
         self.budget = budget
         self._error_type = error_type
@@ -159,7 +162,7 @@ class MeterEngine:
         budget = self.budget
         usage = CallUsage(None if budget is None or budget.tokens_per_call is None
                           else budget.check_tokens)  # fmt: skip
-        ts = _now()
+        ts = self._clock()
         token = _CURRENT.set(usage)
         t0 = _perf()
         try:

@@ -24,13 +24,17 @@ from airmeter.build import PendingCall, RecordBuilder
 from airmeter.classify import Classifier
 from airmeter.errors import MeterClosedError, MeterConfigError
 from airmeter.fields import DEFAULT_MAX_FIELD_BYTES
+from airmeter.health import HealthReporter, MeterHealth
 from airmeter.layers import Layer
 from airmeter.record import CallRecord, from_legacy
 from airmeter.redact import Redactor
 from airmeter.rollups import RollupBook
+from airmeter.settings import INSTANCE_ID_ENV, instance_id_setting
+from airmeter.sink_calls import DEFAULT_SINK_TIMEOUT, SinkCalls
 from airmeter.snapshot import DEFAULT_MAX_BUCKETS, Bound, aggregate, snapshot, to_ms
 from airmeter.snapshot_types import Snapshot
-from airmeter.store_sink import StoreSink
+from airmeter.store_sink import DEFAULT_LOG_MAX_AGE, DEFAULT_LOG_MAX_BYTES, StoreSink
+from airmeter.tokens import count_all
 from airmeter.types import Sink
 from airstore.types import Store
 
@@ -43,21 +47,16 @@ DEFAULT_MAX_PENDING = 100_000
 DEFAULT_BATCH_SIZE = 2_048
 DEFAULT_FLUSH_INTERVAL = 0.25
 DEFAULT_MEMORY_RETENTION_MINUTES = 24 * 60
-SINK_ERROR_LOG_INTERVAL = 60.0
-"""Seconds between two logged failures of one sink (the others are counted, not logged)."""
 
 
 Entry: TypeAlias = CallRecord | PendingCall | tuple[Any, ...]
 """What :meth:`Meter.record` takes."""
 
-INSTANCE_ID_ENV = "AIR_INSTANCE_ID"
-"""Environment variable naming this server instance (stable across restarts when set)."""
-
 
 def default_instance_id() -> str:
     """This server process's id: ``$AIR_INSTANCE_ID`` when set, else ``host-pid``."""
-    configured = os.environ.get(INSTANCE_ID_ENV, "").strip()
-    if configured and ":" not in configured:
+    configured = instance_id_setting()
+    if configured is not None:
         return configured
     return f"{socket.gethostname()}-{os.getpid()}"
 
@@ -71,6 +70,7 @@ class MeterStats:
     dropped: int
     pending: int
     sink_errors: int
+    sink_timeouts: int = 0
 
 
 class Meter:
@@ -86,6 +86,12 @@ class Meter:
         max_pending: the bound of the pending batch; more records are dropped and counted.
         batch_size: a pending batch this large wakes the delivery task early.
         flush_interval: seconds between deliveries otherwise.
+        sink_timeout: longest wait on one sink call; a sink that does not answer in time is
+            abandoned for that call and counted (``stats.sink_timeouts``), so a hung sink
+            never blocks :meth:`stop`, :meth:`snapshot` or ``/metrics``.
+        log_max_age: seconds the store keeps the raw call log (7 days; ``None``: no cap); the
+            rollups stay 400 days.
+        log_max_bytes: most bytes of raw call log the store keeps (1 GiB; ``None``: no cap).
         max_field_bytes: cap of the texts of records made elsewhere (the metering engine cuts
             its own with its own cap).
         redactor: redacts records made elsewhere (the engine redacts its own).
@@ -108,16 +114,23 @@ class Meter:
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES,
         redactor: Redactor | None = None,
+        sink_timeout: float = DEFAULT_SINK_TIMEOUT,
+        log_max_age: float | None = DEFAULT_LOG_MAX_AGE,
+        log_max_bytes: int | None = DEFAULT_LOG_MAX_BYTES,
     ) -> None:
-        if min(ring_size, max_pending, batch_size) <= 0 or flush_interval <= 0:
-            raise MeterConfigError("ring_size, max_pending, batch_size, flush_interval must be > 0")
+        if min(ring_size, max_pending, batch_size) <= 0 or min(flush_interval, sink_timeout) <= 0:
+            raise MeterConfigError(
+                "ring_size, max_pending, batch_size, flush_interval, sink_timeout must be > 0"
+            )
         self.server = server
         self.instance_id = instance_id or default_instance_id()
         self.classifier = classifier or Classifier()
         self._sinks: list[Sink] = list(sinks)
         self._store = store
         if store is not None:
-            self._sinks.insert(0, StoreSink(store, writer=self.instance_id))
+            self._sinks.insert(0, StoreSink(store, writer=self.instance_id,
+                                            log_max_age=log_max_age,
+                                            log_max_bytes=log_max_bytes))  # fmt: skip
         elif any(isinstance(s, StoreSink) for s in self._sinks):
             self._store = next(s.store for s in self._sinks if isinstance(s, StoreSink))
         self._book = None if self._store is not None else RollupBook(
@@ -135,15 +148,14 @@ class Meter:
         self._recorded = 0
         self._delivered = 0
         self._dropped = 0
-        self._sink_errors = 0
+        self._calls = SinkCalls(timeout=sink_timeout)
+        self._health = HealthReporter()
         self._wake: asyncio.Event | None = None
         self._woken = False
         self._task: asyncio.Task[None] | None = None
         self._lock: asyncio.Lock | None = None
         self._stopping = False
         self._closed = False
-        self._sink_logged: dict[int, float] = {}
-        self._sink_quiet: dict[int, int] = {}
 
     # -- hot path --------------------------------------------------------------------------
     def record(self, record: Entry) -> None:
@@ -196,12 +208,9 @@ class Meter:
             await task
         await self._deliver()
         self._closed = True
+        await self._report_health(final=True)
         for sink in self._sinks:
-            try:
-                await sink.close()
-            except Exception:
-                self._sink_errors += 1
-                logger.exception("airmeter: closing sink %r failed", sink)
+            await self._calls.call(sink, sink.close(), "close", 0)
 
     async def flush(self) -> None:
         """Deliver everything pending now (also without a running delivery task)."""
@@ -228,6 +237,7 @@ class Meter:
             wake.clear()
             self._woken = False
             await self._deliver()
+            await self._report_health()
 
     async def _deliver(self) -> None:
         lock = self._lock
@@ -235,6 +245,7 @@ class Meter:
             lock = self._lock = asyncio.Lock()
         async with lock:
             while self._pending:
+                await self._count_tokens(self._pending)
                 final = self._final
                 batch = [rec for r in self._pending if (rec := final(r)) is not None]
                 self._pending = []
@@ -243,26 +254,43 @@ class Meter:
                     for rec in batch:
                         add(rec)
                 for sink in self._sinks:
-                    try:
-                        await sink.write(batch)
-                    except Exception:
-                        self._sink_errors += 1
-                        self._log_sink_error(sink, len(batch))
+                    await self._calls.call(sink, sink.write(batch), "write", len(batch))
                 self._delivered += len(batch)
 
-    def _log_sink_error(self, sink: Sink, n: int) -> None:
-        """Log a sink failure with its traceback, then at most once a minute per sink (an
-        outage would otherwise log every delivery)."""
-        now = time.monotonic()
-        key = id(sink)
-        last = self._sink_logged.get(key)
-        if last is not None and now - last < SINK_ERROR_LOG_INTERVAL:
-            self._sink_quiet[key] = self._sink_quiet.get(key, 0) + 1
+    async def _count_tokens(self, entries: list[Entry]) -> None:
+        """Count the context tokens of the results about to be built: with the exact tokenizer
+        on a worker thread (the estimate counts inline when the record is built)."""
+        todo = [p for p in entries if isinstance(p, PendingCall) and p.record is None
+                and p.result is not None and p.builder.tokens is not None
+                and p.result_tokens is None]  # fmt: skip
+        if not todo:
             return
-        self._sink_logged[key] = now
-        quiet = self._sink_quiet.pop(key, 0)
-        more = f" ({quiet} more failures not logged)" if quiet else ""
-        logger.error("airmeter: sink %r failed on %d records%s", sink, n, more, exc_info=True)
+        tokens = todo[0].builder.tokens
+        assert tokens is not None
+        counter = tokens.counter
+        if counter is None:  # still loading: these records carry no count
+            tokens.preload()
+            return
+        if not counter.exact:  # the estimate counts inline when the record is built
+            return
+        mine = [p for p in todo if p.builder.tokens is tokens]
+        texts = [p.builder.context_text(p.result) or "" for p in mine]
+        try:
+            counts = await asyncio.to_thread(count_all, counter, texts)
+        except Exception:  # a tokenizer failure must not stop delivery: no counts then
+            logger.exception("airmeter: counting result tokens failed")
+            return
+        for p, n in zip(mine, counts, strict=True):
+            p.result_tokens = n
+
+    async def _report_health(self, *, final: bool = False) -> None:
+        """Warn about drops and sink failures (rate-limited) and keep the health document in
+        the store (bounded like a sink call)."""
+        health = self.health
+        self._health.check(health, final=final)
+        if self._store is not None and self._health.due(health, final=final):
+            await self._calls.call(self._store, self._health.persist(self._store, health),
+                               "health report", 0)  # fmt: skip
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -275,7 +303,18 @@ class Meter:
         """The meter's counters right now."""
         return MeterStats(
             recorded=self._recorded, delivered=self._delivered, dropped=self._dropped,
-            pending=len(self._pending), sink_errors=self._sink_errors,
+            pending=len(self._pending), sink_errors=self._calls.errors,
+            sink_timeouts=self._calls.timeouts,
+        )  # fmt: skip
+
+    @property
+    def health(self) -> MeterHealth:
+        """The counters as the :class:`~airmeter.health.MeterHealth` this meter reports."""
+        return MeterHealth(
+            instance_id=self.instance_id, server=self.server, recorded=self._recorded,
+            delivered=self._delivered, dropped=self._dropped, pending=len(self._pending),
+            sink_errors=self._calls.errors, sink_timeouts=self._calls.timeouts,
+            updated_ms=int(time.time() * 1000),
         )  # fmt: skip
 
     @property
@@ -352,8 +391,8 @@ class Meter:
         await self._deliver()
         if self._store is not None:
             for sink in self._sinks:
-                if isinstance(sink, StoreSink):
-                    await sink.persist()
+                if isinstance(sink, StoreSink):  # bounded: a hung store answers what it has
+                    await self._calls.call(sink, sink.persist(), "persist", 0)
             return await snapshot(
                 self._store, since=since, until=until, tool=tool, layer=layer, server=server,
                 instance=instance, bucket_ms=bucket_ms, max_buckets=max_buckets,

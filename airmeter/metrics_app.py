@@ -11,6 +11,7 @@ from starlette.types import Receive, Scope, Send
 
 from airhttp import AccessPolicy, GuardedApp
 from airmeter.errors import MeterConfigError
+from airmeter.health import render_health
 from airmeter.meter import Meter
 from airmeter.prometheus import CONTENT_TYPE, PrometheusSink
 from airmeter.prometheus_snapshot import render_snapshot
@@ -148,7 +149,8 @@ async def prometheus_text(source: object) -> str:
     Args:
         source: A :class:`PrometheusSink`; a :class:`Meter` (its ``PrometheusSink`` when it
             has one, which carries the advised histogram buckets, else
-            :func:`render_snapshot` of its whole history); or anything with a ``meter``
+            :func:`render_snapshot` of its whole history, both followed by the meter's own
+            counters: drops, sink errors and timeouts); or anything with a ``meter``
             attribute holding one (the :class:`~airmeter.MeterMiddleware`).
 
     Returns:
@@ -167,10 +169,11 @@ async def prometheus_text(source: object) -> str:
             return PrometheusSink().render()
     if not isinstance(meter, Meter):
         raise MeterConfigError(f"no meter to render in {type(source).__name__}")
+    health = render_health([meter.health])  # drops and sink failures, beside the calls
     for sink in meter.sinks:
         if isinstance(sink, PrometheusSink):
-            return sink.render()
-    return render_snapshot(await meter.snapshot())
+            return sink.render() + health
+    return render_snapshot(await meter.snapshot()) + health
 
 
 def server_metrics_app(

@@ -10,13 +10,17 @@ satisfies. Failed calls are recorded with their error type and class (see
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from airmeter.budget import Budget
 from airmeter.build import RecordBuilder
 from airmeter.classify import Classifier
+from airmeter.context_cost import definition_tokens, store_definitions
 from airmeter.engine import MeterEngine, blocked_result
 from airmeter.errors import MeterConfigError
 from airmeter.fields import DEFAULT_MAX_FIELD_BYTES
@@ -24,6 +28,8 @@ from airmeter.meter import Meter
 from airmeter.otel_settings import otel_enabled
 from airmeter.outcome import CANCELLED_ERROR_TYPE, error_type_of
 from airmeter.redact import Redactor
+from airmeter.settings import TokenMode, token_mode
+from airmeter.tokens import EstimateCounter, TokenCounting, shared_counting
 from airmeter.types import CallInfo, Sink
 from airstore.types import Store
 
@@ -38,6 +44,16 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 C = TypeVar("C", bound=CallInfo)
+
+DEFINITIONS_TIMEOUT = 10.0
+"""Longest wait on the store for the definitions' token counts."""
+
+
+def _counting(mode: TokenMode | None) -> TokenCounting | None:
+    mode = token_mode() if mode is None else mode
+    if mode not in ("exact", "estimate", "off"):
+        raise MeterConfigError(f"count_tokens must be 'exact', 'estimate' or 'off', got {mode!r}")
+    return None if mode == "off" else shared_counting(exact=mode == "exact")
 
 
 class MeterMiddleware:
@@ -54,6 +70,12 @@ class MeterMiddleware:
         measure_sizes: record input/output sizes in bytes (JSON-encoded, off the call path).
         max_field_bytes: cap of error messages and captured values in a record (encoded
             bytes; 64 … 16384).
+        count_tokens: how to count the context tokens of each result (``result_tokens``),
+            off the call path: ``"exact"`` (the exact tokenizer when the ``tokens`` extra is
+            installed, else the estimate), ``"estimate"`` or ``"off"``; by default
+            ``$AIR_TOKENS``, else ``"exact"``.
+        clock: seconds since the epoch, stamped as each call's start (``air demo`` back-fills a
+            history with its own).
         sinks: more sinks for the meter created on start (with ``meter`` given, add them to it).
         meter_options: keyword options for the :class:`Meter` created on start.
 
@@ -72,6 +94,8 @@ class MeterMiddleware:
         redactor: Redactor | None = None,
         measure_sizes: bool = True,
         max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES,
+        count_tokens: TokenMode | None = None,
+        clock: Callable[[], float] = time.time,
         sinks: Sequence[Sink] = (),
         **meter_options: Any,
     ) -> None:
@@ -84,21 +108,25 @@ class MeterMiddleware:
         self.budget = budget
         self._gated = False
         self._classifier = classifier
+        self._clock = clock
         self._builder_options: dict[str, Any] = {
             "capture_arguments": capture_arguments,
             "capture_results": capture_results,
             "redactor": redactor or Redactor(),
             "measure_sizes": measure_sizes,
             "max_field_bytes": max_field_bytes,
+            "tokens": _counting(count_tokens),
         }
         RecordBuilder(server="air", instance_id=None, **self._builder_options)  # checks options
         self._engine: MeterEngine | None = None if meter is None else self._engine_for(meter)
+        self._definitions: dict[str, list[Mapping[str, Any]]] = {}
+        self._context_task: asyncio.Task[None] | None = None
 
     def _engine_for(self, meter: Meter, server: str | None = None) -> MeterEngine:
         builder = RecordBuilder(server=server or meter.server, instance_id=meter.instance_id,
                                 **self._builder_options)  # fmt: skip
         return MeterEngine(meter, builder=builder, classifier=self._classifier or meter.classifier,
-                           budget=self.budget)  # fmt: skip
+                           budget=self.budget, clock=self._clock)  # fmt: skip
 
     @property
     def meter(self) -> Meter:
@@ -128,6 +156,9 @@ class MeterMiddleware:
             self._meter = Meter(store=store, sinks=sinks, **options)
         self._engine = self._engine_for(self._meter, server_name)
         await self._meter.start()
+        tokens = self._builder_options["tokens"]
+        if tokens is not None:
+            tokens.preload()  # in the background: the first records may carry no count
         budget_store = self._meter.store
         if self.budget is not None and budget_store is not None:
             await self.budget.load(budget_store)
@@ -139,8 +170,64 @@ class MeterMiddleware:
         else:
             self._sinks.append(sink)
 
+    def describe_tools(self, server_name: str, definitions: Sequence[Mapping[str, Any]]) -> None:
+        """Take the server's ``tools/list`` entries; their token counts (the context each
+        definition costs) are written to the store in the background, off every call path.
+
+        Args:
+            server_name: the server they belong to.
+            definitions: the entries as ``tools/list`` sends them (``_meta`` is not counted).
+        """
+        self._definitions[server_name] = [dict(d) for d in definitions]
+        tokens = self._builder_options["tokens"]
+        meter = self._meter
+        if tokens is None or meter is None or meter.store is None:
+            return
+        if self._context_task is not None and not self._context_task.done():
+            self._context_task.cancel()
+        self._context_task = asyncio.ensure_future(
+            self._record_definitions(meter.store, tokens, server_name)
+        )
+
+    async def _record_definitions(
+        self, store: Store, tokens: TokenCounting, server: str, *, now: bool = False
+    ) -> None:
+        """Count and store one server's definitions: with the tokenizer once it has loaded, or
+        with the estimate at once (``now``: the server is stopping)."""
+        try:
+            counter = EstimateCounter() if now else await tokens.ready()
+            defs = self._definitions.get(server, [])
+            counts = await asyncio.to_thread(definition_tokens, defs, counter)
+            await asyncio.wait_for(store_definitions(store, server, counts, counter),
+                                   DEFINITIONS_TIMEOUT)  # fmt: skip
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # context cost is telemetry: never breaks the server
+            logger.exception("airmeter: recording the tool definitions' tokens failed")
+
+    async def _finish_definitions(self) -> None:
+        """At stop: let a pending count finish when the tokenizer is ready, else store the
+        estimate now (a stop never waits for the tokenizer to load)."""
+        task = self._context_task
+        if task is None or task.done():
+            return
+        tokens = self._builder_options["tokens"]
+        meter = self._meter
+        if tokens is not None and tokens.counter is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(task), DEFINITIONS_TIMEOUT)
+            if task.done():
+                return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        if tokens is not None and meter is not None and meter.store is not None:
+            for server in list(self._definitions):
+                await self._record_definitions(meter.store, tokens, server, now=True)
+
     async def stop(self) -> None:
         """Stop the meter (delivering everything pending) if this middleware created it."""
+        await self._finish_definitions()
         if self._meter is not None and self._owns_meter:
             await self._meter.stop()
         elif self._meter is not None:

@@ -21,9 +21,10 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry import metrics, trace
+from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
@@ -36,8 +37,9 @@ from airmeter import _otel_exporters
 from airmeter._otel_emit import Emitter
 from airmeter.errors import MeterConfigError
 from airmeter.otel_settings import OtelSettings, otel_settings
-from airmeter.otel_span import was_traced
+from airmeter.otel_span import CallSpan, parent_context, was_traced
 from airmeter.record import CallRecord
+from airmeter.trace_context import sink_closed, sink_opened
 
 __all__ = ["CLOSE_TIMEOUT_S", "DEFAULT_MAX_PENDING_BATCHES", "OtelSink"]
 
@@ -50,7 +52,7 @@ DEFAULT_MAX_PENDING_BATCHES: Final = 64
 _INSTRUMENTATION: Final = "airmeter"
 _MAX_EXPORT_BATCH: Final = 512
 
-_Batch = tuple[Sequence[CallRecord], list[bool]]
+_Batch = tuple[Sequence[CallRecord], list[bool], list[Context | None]]
 
 
 async def _run_bounded(fn: Callable[[], object], timeout: float, what: str) -> bool:
@@ -162,13 +164,12 @@ class OtelSink:
                 resource=resource, metric_readers=[reader], shutdown_on_exit=False
             )
             meter_provider = self._owned_meter
-        self._emitter = Emitter(
-            tracer_provider.get_tracer(_INSTRUMENTATION),
-            meter_provider.get_meter(_INSTRUMENTATION),
-        )
+        self._tracer = tracer_provider.get_tracer(_INSTRUMENTATION)
+        self._emitter = Emitter(self._tracer, meter_provider.get_meter(_INSTRUMENTATION))
         self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=max_pending_batches)
         self._worker = threading.Thread(target=self._work, name="airmeter-otel", daemon=True)
         self._worker.start()
+        sink_opened()
 
     @classmethod
     def from_env(
@@ -191,6 +192,29 @@ class OtelSink:
         """
         settings = otel_settings(env, requested=requested, service_name=service_name)
         return cls(settings=settings) if settings.enabled else None
+
+    def start_call_span(
+        self,
+        tool: str,
+        *,
+        carrier: Mapping[str, Any] | None = None,
+        attributes: Mapping[str, str] | None = None,
+    ) -> CallSpan:
+        """Open a call's SERVER span now (finished later with its record, see
+        :class:`~airmeter.otel_span.CallSpan`), child of the trace context in ``carrier``.
+
+        For a caller that must pass its own span on while the call runs (a gateway); calls
+        recorded the usual way get their span from their record.
+
+        Args:
+            tool: the tool's name.
+            carrier: the request's ``params._meta`` (``traceparent``, ``tracestate``).
+            attributes: more attributes known at the start.
+
+        Returns:
+            The open span.
+        """
+        return CallSpan(self._tracer, tool, carrier=carrier, attributes=attributes)
 
     @property
     def settings(self) -> OtelSettings:
@@ -234,8 +258,9 @@ class OtelSink:
             return
         # Asked here, on the loop's thread, where the adapters marked them.
         traced = [was_traced(record) for record in records]
+        parents = [None if t else parent_context(r) for r, t in zip(records, traced, strict=True)]
         try:
-            self._queue.put_nowait((tuple(records), traced))
+            self._queue.put_nowait((tuple(records), traced, parents))
         except queue.Full:
             self._dropped += len(records)
             logger.warning("OpenTelemetry sink overloaded: dropped %d records", len(records))
@@ -271,6 +296,7 @@ class OtelSink:
         if self._closed:
             return
         self._closed = True
+        sink_closed()
         tracer, meter = self._owned_tracer, self._owned_meter
         timeout_ms = self._settings.export_timeout_s * 1000
 

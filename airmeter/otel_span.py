@@ -1,23 +1,41 @@
-"""Put our attributes on a span that already traces the call, instead of starting a second one.
+"""Spans of calls made outside the sink's worker: annotated, live, or joined to a caller.
 
 The official SDK's ``OpenTelemetryMiddleware`` (and FastMCP) open a SERVER span per request
 when an OpenTelemetry SDK is installed. An adapter that sees such a span current calls
 :func:`annotate_current_span`; :class:`~airmeter.otel.OtelSink` then records the metrics of
 that record but starts no span of its own for it.
+
+A :class:`CallSpan` is a call's span opened when the call starts (the gateway's, which passes
+its own context on to the upstream with :meth:`CallSpan.inject`) and finished with the call's
+record; :func:`parent_context` turns the trace context a request carried (see
+:mod:`airmeter.trace_context`) into the parent of the span made later from its record.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Final
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Final
 
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from airmeter.record import CallRecord
-from airmeter.semconv import GEN_AI_TOOL_NAME, MCP_METHOD_NAME, TOOLS_CALL, span_attributes
+from airmeter.semconv import (
+    EXECUTE_TOOL,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_NAME,
+    MCP_METHOD_NAME,
+    TOOLS_CALL,
+    span_attributes,
+)
+from airmeter.trace_context import TRACEPARENT, TRACESTATE, mark_traced, take_parent, take_traced
 
-__all__ = ["annotate_current_span", "was_traced"]
+__all__ = ["CallSpan", "annotate_current_span", "parent_context", "was_traced"]
+
+_W3C: Final = TraceContextTextMapPropagator()
 
 _MAX_TRACED: Final = 4096
 # Records whose call span someone else owns, keyed by id(). The value keeps the record alive
@@ -61,8 +79,88 @@ def annotate_current_span(record: CallRecord) -> bool:
 
 
 def was_traced(record: CallRecord) -> bool:
-    """Whether :func:`annotate_current_span` put this record on an existing span; consumes
-    the mark (a sink asks once per record)."""
+    """Whether this record's span exists already: :func:`annotate_current_span` put it on a
+    current span, or its call was marked traced (a :class:`CallSpan`); consumes the mark (a
+    sink asks once per record)."""
+    if take_traced(record.call_id):
+        return True
     if not _traced:
         return False
     return _traced.pop(id(record), None) is record
+
+
+def _context(carrier: Mapping[str, Any] | None) -> Context | None:
+    if not carrier:
+        return None
+    parent = carrier.get(TRACEPARENT)
+    if not isinstance(parent, str):
+        return None
+    headers = {TRACEPARENT: parent}
+    state = carrier.get(TRACESTATE)
+    if isinstance(state, str):
+        headers[TRACESTATE] = state
+    context = _W3C.extract(headers)
+    return context if trace.get_current_span(context).get_span_context().is_valid else None
+
+
+def parent_context(record: CallRecord) -> Context | None:
+    """The caller's trace context remembered for the record's call (``None``: a new trace);
+    consumes it."""
+    found = take_parent(record.call_id)
+    if found is None:
+        return None
+    parent, state = found
+    return _context({TRACEPARENT: parent, TRACESTATE: state})
+
+
+class CallSpan:
+    """A call's SERVER span, opened when the call starts and finished with its record.
+
+    Made by :meth:`airmeter.OtelSink.start_call_span`. Never raises into the caller.
+
+    Args:
+        tracer: the sink's tracer.
+        tool: the tool's name (the span is ``tools/call <tool>``).
+        carrier: the request's ``params._meta``; its ``traceparent``/``tracestate`` make the
+            span's parent (none: the span starts a trace).
+        attributes: more attributes known at the start.
+    """
+
+    __slots__ = ("_span",)
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        tool: str,
+        *,
+        carrier: Mapping[str, Any] | None = None,
+        attributes: Mapping[str, str] | None = None,
+    ) -> None:
+        attrs = {MCP_METHOD_NAME: TOOLS_CALL, GEN_AI_TOOL_NAME: tool,
+                 GEN_AI_OPERATION_NAME: EXECUTE_TOOL, **(attributes or {})}  # fmt: skip
+        self._span = tracer.start_span(
+            f"{TOOLS_CALL} {tool}", context=_context(carrier), kind=SpanKind.SERVER,
+            attributes=attrs,
+        )  # fmt: skip
+
+    def inject(self, carrier: MutableMapping[str, Any]) -> None:
+        """Write this span's ``traceparent`` (and ``tracestate``) into ``carrier`` (the
+        ``_meta`` of the request passed on), replacing the caller's."""
+        carrier.pop(TRACESTATE, None)
+        _W3C.inject(carrier, context=trace.set_span_in_context(self._span))
+
+    def end(self, record: CallRecord, attributes: Mapping[str, str] | None = None) -> None:
+        """Finish the span with the record's attributes (``error.type``, ids, layer …) and mark
+        the record's call traced, so the sink makes no second span for it.
+
+        Args:
+            record: the call's record (its ``call_id`` should be set).
+            attributes: more attributes (the gateway's upstream and replica).
+        """
+        span = self._span
+        span.set_attributes({**span_attributes(record), **(attributes or {})})
+        if not record.ok:
+            span.set_status(Status(StatusCode.ERROR))
+        span.end()
+        if record.call_id is not None:
+            mark_traced(record.call_id)

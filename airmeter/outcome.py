@@ -18,6 +18,7 @@ budget         a budget blocked the call                                    no
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Final, Literal
 
 from airmeter.types import CodedError
@@ -29,8 +30,10 @@ __all__ = [
     "RATE_CLASSES",
     "TOOL_ERROR",
     "ErrorClass",
+    "classes_of",
     "error_class_of",
     "error_type_of",
+    "rate_errors",
 ]
 
 ErrorClass = Literal[
@@ -100,3 +103,17 @@ def error_class_of(error_type: str | None) -> ErrorClass:
     if len(_CACHE) < 4096:
         _CACHE[error_type] = cls
     return cls
+
+
+def classes_of(errors_by_type: Mapping[str, int]) -> dict[str, int]:
+    """Failed calls by error class (see :mod:`airmeter.outcome`), busiest class first."""
+    out: dict[str, int] = {}
+    for etype, n in errors_by_type.items():
+        cls = error_class_of(etype)
+        out[cls] = out.get(cls, 0) + n
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def rate_errors(errors_by_class: Mapping[str, int]) -> int:
+    """The failures a tool's error rate counts (``tool_error``, ``exception``, ``timeout``)."""
+    return sum(n for cls, n in errors_by_class.items() if cls in RATE_CLASSES)

@@ -7,7 +7,7 @@ number of distinct tools, not calls) and renders them as text for a ``/metrics``
 Families rendered (``tool``/``layer``/``ok``/``error_type`` labels)::
 
     air_mcp_calls_total{tool,layer,ok}                      counter
-    air_mcp_errors_total{tool,error_type}                   counter
+    air_mcp_errors_total{tool,error_type,error_class}       counter
     mcp_server_operation_duration_seconds{tool,layer}       histogram, advised buckets
 """
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from airmeter.errors import MeterConfigError
+from airmeter.outcome import error_class_of
 from airmeter.record import CallRecord
 from airmeter.semconv import DURATION_BUCKETS_S
 
@@ -65,7 +66,7 @@ class _Histogram:
 @dataclass(slots=True)
 class _State:
     calls: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    errors: dict[tuple[str, str], int] = field(default_factory=dict)
+    errors: dict[tuple[str, str, str], int] = field(default_factory=dict)
     durations: dict[tuple[str, str], _Histogram] = field(default_factory=dict)
 
 
@@ -101,7 +102,9 @@ class PrometheusSink:
         key = (record.tool, layer, "true" if record.ok else "false")
         state.calls[key] = state.calls.get(key, 0) + 1
         if not record.ok:
-            error_key = (record.tool, record.error_type or "unknown")
+            etype = record.error_type or "unknown"
+            eclass = record.error_class or error_class_of(record.error_type)
+            error_key = (record.tool, etype, eclass)
             state.errors[error_key] = state.errors.get(error_key, 0) + 1
         seconds = record.latency_ms / 1000.0
         hist = state.durations.get((record.tool, layer))
@@ -133,11 +136,12 @@ class PrometheusSink:
         for (tool, layer, ok), n in sorted(state.calls.items()):
             lines.append(f"{CALLS}{_labels((('tool', tool), ('layer', layer), ('ok', ok)))} {n}")
         lines += [
-            f"# HELP {ERRORS} Failed MCP tool calls by tool and error type.",
+            f"# HELP {ERRORS} Failed MCP tool calls by tool, error type and error class.",
             f"# TYPE {ERRORS} counter",
         ]
-        for (tool, error), n in sorted(state.errors.items()):
-            lines.append(f"{ERRORS}{_labels((('tool', tool), ('error_type', error)))} {n}")
+        for (tool, error, eclass), n in sorted(state.errors.items()):
+            labels = _labels((("tool", tool), ("error_type", error), ("error_class", eclass)))
+            lines.append(f"{ERRORS}{labels} {n}")
         lines += [
             f"# HELP {DURATION} Duration of MCP tool calls handled by the server, in seconds.",
             f"# TYPE {DURATION} histogram",

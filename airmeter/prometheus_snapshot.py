@@ -6,7 +6,7 @@ errors); latency comes as a ``summary`` of the snapshot's percentiles, since the
 percentiles, not the advised buckets::
 
     air_mcp_calls_total{tool,layer,ok}                  counter
-    air_mcp_errors_total{tool,error_type}               counter
+    air_mcp_errors_total{tool,error_type,error_class}   counter
     air_mcp_tool_duration_seconds{tool,quantile}        summary (0.5, 0.95, 0.99)
     air_mcp_layer_calls_total{layer}                    counter
     air_mcp_layer_cost_total{layer}                     counter (calls x layer weight)
@@ -16,6 +16,7 @@ percentiles, not the advised buckets::
 
 from __future__ import annotations
 
+from airmeter.outcome import error_class_of
 from airmeter.prometheus import CALLS, ERRORS, escape_label_value, format_value
 from airmeter.snapshot_types import Snapshot
 
@@ -55,10 +56,11 @@ def render_snapshot(snapshot: Snapshot) -> str:
             out.sample(CALLS, t.calls - t.errors, tool=t.tool, layer=t.layer, ok="true")
         if t.errors:
             out.sample(CALLS, t.errors, tool=t.tool, layer=t.layer, ok="false")
-    out.family(ERRORS, "counter", "Failed MCP tool calls by tool and error type.")
+    out.family(ERRORS, "counter", "Failed MCP tool calls by tool, error type and error class.")
     for t in tools:
         for error_type, n in sorted(t.errors_by_type.items()):
-            out.sample(ERRORS, n, tool=t.tool, error_type=error_type)
+            out.sample(ERRORS, n, tool=t.tool, error_type=error_type,
+                       error_class=error_class_of(error_type))  # fmt: skip
     duration = "air_mcp_tool_duration_seconds"
     out.family(duration, "summary", "Latency percentiles of MCP tool calls, in seconds.")
     for t in tools:

@@ -90,7 +90,8 @@ class CallRecord:
 
     def to_log(self) -> dict[str, Any]:
         """The log form: snake_case keys, ``_ts`` and ``layer`` as ``"L1"``…; ``None`` omitted
-        for optional fields (the required ones are always present)."""
+        for optional fields (the required ones, ``error_type`` and ``request_id`` included, are
+        always present)."""
         out: dict[str, Any] = {
             "_ts": self.ts_ms,
             "server": self.server,

@@ -1,7 +1,8 @@
 """Per-minute rollups of call records: what snapshots read instead of the raw log.
 
 A rollup row sums the calls of one minute for one ``(server, instance, tool, layer)``: counts,
-errors by type, latency sum/max and a log-bucketed histogram, cost and tokens. A minute's rows
+errors by type, latency sum/max and a log-bucketed histogram, cost and tokens, and the context
+tokens of the results (sum, count and a histogram like the latency one). A minute's rows
 from one writer are stored as one JSON document under the key ``"{minute_ms:013d}:{writer}"`` in
 the hour's namespace ``meter.rollups.{hour}`` (``hour = minute_ms // 3_600_000``), so several
 processes writing one store never overwrite each other's rollups, and a writer rewrites only
@@ -76,6 +77,9 @@ class Sums:
         "hist",
         "latency_max",
         "latency_sum",
+        "result_token_calls",
+        "result_tokens",
+        "token_hist",
         "tokens_in",
         "tokens_out",
     )
@@ -90,6 +94,9 @@ class Sums:
         self.tokens_in = 0
         self.tokens_out = 0
         self.hist: dict[int, int] = {}
+        self.result_tokens = 0
+        self.result_token_calls = 0
+        self.token_hist: dict[int, int] = {}
 
     def merge(self, other: Sums, *, histogram: bool = True) -> None:
         """Add another row's sums into this one (``histogram=False`` skips the histogram)."""
@@ -105,6 +112,11 @@ class Sums:
         self.cost += other.cost
         self.tokens_in += other.tokens_in
         self.tokens_out += other.tokens_out
+        if other.result_token_calls:
+            self.result_tokens += other.result_tokens
+            self.result_token_calls += other.result_token_calls
+            if histogram:
+                merge_into(self.token_hist, other.token_hist)
         if histogram:
             merge_into(self.hist, other.hist)
 
@@ -142,6 +154,12 @@ class RollupRow(Sums):
             self.tokens_in += rec.tokens_in
         if rec.tokens_out:
             self.tokens_out += rec.tokens_out
+        counted = rec.result_tokens
+        if counted is not None:
+            self.result_tokens += counted
+            self.result_token_calls += 1
+            tindex = bucket_of(float(counted))
+            self.token_hist[tindex] = self.token_hist.get(tindex, 0) + 1
 
     def to_json(self) -> dict[str, Any]:
         """The row's JSON form (without the minute, which its document carries)."""
@@ -159,7 +177,10 @@ class RollupRow(Sums):
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "hist": to_json(self.hist),
-        }
+            **({"result_tokens": self.result_tokens, "result_token_calls":
+                self.result_token_calls, "token_hist": to_json(self.token_hist)}
+               if self.result_token_calls else {}),
+        }  # fmt: skip
 
     @classmethod
     def from_json(cls, minute: int, data: Mapping[str, Any]) -> RollupRow:
@@ -175,6 +196,10 @@ class RollupRow(Sums):
         row.tokens_in = int(data["tokens_in"])
         row.tokens_out = int(data["tokens_out"])
         row.hist = from_json(data["hist"])
+        if "result_token_calls" in data:  # written by meters that count context tokens
+            row.result_tokens = int(data["result_tokens"])
+            row.result_token_calls = int(data["result_token_calls"])
+            row.token_hist = from_json(data["token_hist"])
         return row
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from airmeter.outcome import error_class_of
 from airmeter.record import CallRecord
 
 __all__ = [
     "AIR_CALL_ID",
+    "AIR_ERROR_CLASS",
     "AIR_LAYER",
     "AIR_SERVER",
     "CALLS_COUNTER",
@@ -42,6 +44,7 @@ MCP_SESSION_ID: Final = "mcp.session.id"
 NETWORK_TRANSPORT: Final = "network.transport"
 ERROR_TYPE: Final = "error.type"
 AIR_LAYER: Final = "air.layer"
+AIR_ERROR_CLASS: Final = "air.error.class"
 AIR_CALL_ID: Final = "air.call.id"
 AIR_SERVER: Final = "air.server"
 
@@ -111,6 +114,7 @@ def metric_attributes(record: CallRecord) -> dict[str, str]:
     error = _error_type(record)
     if error is not None:
         attrs[ERROR_TYPE] = error
+        attrs[AIR_ERROR_CLASS] = record.error_class or error_class_of(record.error_type)
     return attrs
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from airmeter.errors import MeterConfigError
 from airmeter.layers import LAYERS, Layer, parse_layer
+from airmeter.outcome import classes_of, rate_errors
 from airmeter.rollups import (
     HOUR_MS,
     HOURS_KEY_PREFIX,
@@ -240,13 +241,14 @@ def aggregate(
     for name, acc in by_tool.items():
         t50, t95, t99 = acc.percentiles()
         main_layer = max(tool_layers[name].items(), key=lambda kv: (kv[1], -kv[0]))[0]
+        by_class = classes_of(acc.errors_by_type)
         tool_rows.append(
             ToolStats(
                 tool=name, layer=f"L{main_layer}", calls=acc.calls, errors=acc.errors,
-                error_rate=acc.errors / acc.calls if acc.calls else 0.0,
+                error_rate=rate_errors(by_class) / acc.calls if acc.calls else 0.0,
                 p50_ms=t50, p95_ms=t95, p99_ms=t99, mean_ms=acc.mean(), max_ms=acc.latency_max,
                 cost=acc.cost, tokens_in=acc.tokens_in, tokens_out=acc.tokens_out,
-                errors_by_type=dict(acc.errors_by_type),
+                errors_by_type=dict(acc.errors_by_type), errors_by_class=by_class,
             )
         )  # fmt: skip
     tool_rows.sort(key=lambda t: (-t.calls, t.tool))
@@ -256,7 +258,8 @@ def aggregate(
         server_rows.append(
             ServerStats(
                 server=srv, instance_id=inst, calls=acc.calls, errors=acc.errors,
-                error_rate=acc.errors / acc.calls if acc.calls else 0.0,
+                error_rate=(rate_errors(classes_of(acc.errors_by_type)) / acc.calls
+                            if acc.calls else 0.0),
                 p50_ms=s50, p95_ms=s95, p99_ms=s99, cost=acc.cost,
             )
         )  # fmt: skip
@@ -280,7 +283,7 @@ def aggregate(
         p50_ms=p50, p95_ms=p95, p99_ms=p99, mean_ms=total.mean(), max_ms=total.latency_max,
         total_cost=total.cost, tokens_in=total.tokens_in, tokens_out=total.tokens_out,
         layers=layer_rows, tools=tuple(tool_rows), servers=tuple(server_rows),
-        series=tuple(points),
+        series=tuple(points), errors_by_class=classes_of(total.errors_by_type),
     )  # fmt: skip
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import orjson
@@ -27,7 +27,12 @@ class LayerStats:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolStats:
-    """One tool's row; ``layer`` is the layer most of its calls had."""
+    """One tool's row; ``layer`` is the layer most of its calls had.
+
+    ``errors`` counts every failed call; ``error_rate`` only the tool's own failures
+    (classes ``tool_error``, ``exception``, ``timeout``) over all calls, so refused, cancelled,
+    budget and protocol failures show apart, in ``errors_by_class``.
+    """
 
     tool: str
     layer: str
@@ -43,11 +48,13 @@ class ToolStats:
     tokens_in: int
     tokens_out: int
     errors_by_type: Mapping[str, int]
+    errors_by_class: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerStats:
-    """One server instance's row (``instance_id`` is ``""`` when records carried none)."""
+    """One server instance's row (``instance_id`` is ``""`` when records carried none);
+    ``error_rate`` counts the classes a tool's error rate counts."""
 
     server: str
     instance_id: str
@@ -78,7 +85,8 @@ class Snapshot:
     """Everything a report or a dashboard shows for one window and filter.
 
     ``success_rate`` is 1.0 for an empty window; latencies are ``None`` then. ``cost`` sums the
-    cost each record carried, or the layer weight for records without one.
+    cost each record carried, or the layer weight for records without one. ``errors_by_class``
+    groups the failed calls by class (see :mod:`airmeter.outcome`).
     """
 
     since_ms: int
@@ -101,6 +109,7 @@ class Snapshot:
     tools: tuple[ToolStats, ...]
     servers: tuple[ServerStats, ...]
     series: tuple[SeriesPoint, ...]
+    errors_by_class: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def error_rate(self) -> float:

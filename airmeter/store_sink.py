@@ -19,15 +19,19 @@ from airmeter.rollups import (
     minute_key,
     parse_minute_doc,
 )
-from airstore.errors import InvalidValueError
+from airstore.errors import AirstoreError, InvalidValueError
 from airstore.types import Store
 
-__all__ = ["DEFAULT_ROLLUP_TTL", "StoreSink"]
+__all__ = ["DEFAULT_LOG_MAX_AGE", "DEFAULT_LOG_MAX_BYTES", "DEFAULT_ROLLUP_TTL", "StoreSink"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_ROLLUP_TTL = 40 * 24 * 3600.0
-"""Rollups live 40 days by default: long enough for a monthly budget."""
+DEFAULT_ROLLUP_TTL = 400 * 24 * 3600.0
+"""Rollups live 400 days by default: a year of history (the raw call log is kept far less)."""
+DEFAULT_LOG_MAX_AGE = 7 * 24 * 3600.0
+"""The raw call log keeps 7 days by default …"""
+DEFAULT_LOG_MAX_BYTES = 1 << 30
+"""… or 1 GiB, whichever comes first (rollups stay for :data:`DEFAULT_ROLLUP_TTL`)."""
 DEFAULT_PERSIST_INTERVAL = 1.0
 DEFAULT_MAX_BACKLOG = 100_000
 _KEEP_MINUTES = 5
@@ -52,6 +56,11 @@ class StoreSink:
         rollup_ttl: seconds a minute's rollup lives (``None``: forever).
         persist_interval: seconds between rollup writes.
         max_backlog: most records kept for retry after a store failure.
+        log_max_age: seconds the raw call log keeps an entry (``None``, the default here: no
+            age cap; a :class:`~airmeter.Meter` passes :data:`DEFAULT_LOG_MAX_AGE`); set on
+            the store once, on the first write (``Store.set_log_retention``).
+        log_max_bytes: most bytes the raw call log keeps (``None``: no size cap; a meter
+            passes :data:`DEFAULT_LOG_MAX_BYTES`).
 
     Raises:
         MeterConfigError: a bad TTL or interval.
@@ -65,6 +74,8 @@ class StoreSink:
         rollup_ttl: float | None = DEFAULT_ROLLUP_TTL,
         persist_interval: float = DEFAULT_PERSIST_INTERVAL,
         max_backlog: int = DEFAULT_MAX_BACKLOG,
+        log_max_age: float | None = None,
+        log_max_bytes: int | None = None,
     ) -> None:
         if rollup_ttl is not None and rollup_ttl <= 0:
             raise MeterConfigError("rollup_ttl must be positive or None")
@@ -72,6 +83,10 @@ class StoreSink:
             raise MeterConfigError("max_backlog must be >= 0")
         if persist_interval < 0:
             raise MeterConfigError("persist_interval must be >= 0")
+        if (log_max_age is not None and not log_max_age > 0) or (
+            log_max_bytes is not None and log_max_bytes <= 0
+        ):
+            raise MeterConfigError("log_max_age and log_max_bytes must be positive or None")
         if writer is None:
             from airmeter.meter import default_instance_id
 
@@ -93,6 +108,7 @@ class StoreSink:
         self.written = 0
         self.rejected = 0
         self.dropped = 0
+        self._retention: tuple[float | None, int | None] | None = (log_max_age, log_max_bytes)
 
     async def write(self, records: Sequence[CallRecord]) -> None:
         """Append each record to the call log and count it in its minute's rollup.
@@ -107,6 +123,8 @@ class StoreSink:
         Raises:
             airstore.AirstoreError: the store failed (the meter counts it as a sink error).
         """
+        if self._retention is not None:
+            await self._set_retention()
         if self._backlog:
             records = [*self._backlog, *records]
             self._backlog = []
@@ -172,6 +190,20 @@ class StoreSink:
         self.rejected += 1
         logger.warning("airmeter: the store refused a record of %r; skipped", rec.tool)
         return False
+
+    async def _set_retention(self) -> None:
+        """Cap the call log on the store (once; a store that refuses is logged, not fatal)."""
+        assert self._retention is not None
+        max_age, max_bytes = self._retention
+        self._retention = None
+        if max_age is None and max_bytes is None:
+            return
+        try:
+            await self.store.set_log_retention(CALLS_NAMESPACE, max_age=max_age,
+                                               max_bytes=max_bytes)  # fmt: skip
+        except AirstoreError:
+            logger.warning("airmeter: the store refused the call log's retention; the log is "
+                           "not capped", exc_info=True)  # fmt: skip
 
     @property
     def backlog(self) -> int:

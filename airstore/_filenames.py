@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "discover",
     "journal_lock_path",
     "journal_path",
+    "listdir_settled",
     "log_path",
     "segment_path",
     "segments",
@@ -90,12 +92,34 @@ class SlotFiles:
     segments: list[tuple[int, str]] = field(default_factory=list)  # (number, path), oldest first
 
 
+_SETTLED = 2.0  # seconds a directory must have been unchanged for its listing to be reused
+_listings: dict[str, tuple[int, float, list[str]]] = {}  # root -> (mtime_ns, listed at, names)
+
+
+def listdir_settled(root: str) -> list[str]:
+    """``os.listdir(root)``, reused while the directory is unchanged (one ``stat`` instead of a
+    listing per query). A listing is reused only when it was taken well after the directory's
+    last change, so a change after it always shows as a new modification time.
+
+    Raises:
+        FileNotFoundError: no such directory.
+    """
+    st = os.stat(root)
+    hit = _listings.get(root)
+    if hit is not None and hit[0] == st.st_mtime_ns and st.st_mtime < hit[1] - _SETTLED:
+        return hit[2]
+    listed_at = time.time()
+    names = os.listdir(root)
+    _listings[root] = (st.st_mtime_ns, listed_at, names)
+    return names
+
+
 def _log_names(root: str, ns: str) -> list[tuple[int, int | None, str]]:
     """(slot, segment number or None for the active file, path) of every log file of ``ns``."""
     found: list[tuple[int, int | None, str]] = []
     prefix = ns + ".log."
     try:
-        names = os.listdir(root)
+        names = listdir_settled(root)
     except FileNotFoundError:
         return found
     for name in names:

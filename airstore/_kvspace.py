@@ -10,7 +10,6 @@ writers' records at most once per event-loop turn (one ``stat``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import heapq
 import logging
@@ -22,23 +21,20 @@ import aiofiles
 import orjson
 
 from airstore._atomic import temp_path, write_file
+from airstore._compaction import Compaction
 from airstore._filenames import snapshot_path
-from airstore._format import FORMAT
 from airstore._journal import Journal
 from airstore._kvfiles import Snapshot, parse_snapshot, replay_v1
 from airstore._recovery import Finding
-from airstore._validate import JSON_OPTS
-from airstore.errors import CorruptDataError, InvalidValueError
+from airstore.errors import CorruptDataError
 from airstore.types import Clock
 
-__all__ = ["COMPACT_BYTES", "MISSING", "KVSpace"]
+__all__ = ["MISSING", "KVSpace"]
 
 logger = logging.getLogger(__name__)
 
 MISSING: Any = object()
 LOAD_ATTEMPTS = 20  # a loader racing other writers' compactions retries this often
-COMPACT_BYTES = 4 << 20
-"""A journal is compacted into a snapshot once its records pass this size (and the snapshot's)."""
 
 _dumps = orjson.dumps
 
@@ -68,7 +64,7 @@ async def _aread(path: str) -> bytes | None:
         return None
 
 
-class KVSpace:
+class KVSpace(Compaction):
     """Keys of one namespace.
 
     Args:
@@ -383,78 +379,6 @@ class KVSpace:
                 "torn_tail", journal.path, None, f"cut {torn} bytes of an unfinished record"
             )
         return journal.write_pending_locked()
-
-    # -- snapshots ---------------------------------------------------------------------------
-    def encode_snapshot(self, position: int) -> bytes:
-        """The live items as a format-2 snapshot covering the journal up to ``position``."""
-        now = self._clock()
-        entries = self.entries
-        expires = self.expires
-        parts = []
-        for key, value in self.items.items():
-            exp = expires.get(key) if expires else None
-            if exp is not None and exp <= now:
-                continue
-            entry = entries.get(key)
-            if entry is None:  # loaded from a snapshot: encoded once, at its first snapshot
-                try:
-                    body = _dumps(value, option=JSON_OPTS)
-                except TypeError as exc:  # a value loaded from disk was mutated through get()
-                    raise InvalidValueError(
-                        f"a value in namespace {self.ns!r} was mutated after it was stored and "
-                        f"is no longer JSON: {exc}",
-                        namespace=self.ns,
-                        key=key,
-                    ) from exc
-                tail = b"null" if exp is None else repr(exp).encode()
-                entry = entries[key] = b"%b:[%b,%b]" % (_dumps(key), body, tail)
-            parts.append(entry)
-        return b'{"format":%d,"pos":%d,"items":{%b}}' % (FORMAT, position, b",".join(parts))
-
-    def compaction_due(self) -> bool:
-        """True when this process wrote records since its last compaction, or the journal has
-        grown past :data:`COMPACT_BYTES` and the snapshot."""
-        journal = self.journal
-        if journal.dirty:
-            return True
-        if journal.fd is None:
-            return False
-        grown = journal.read_to - journal.offset_of(self._snapshot_pos)
-        return grown > max(COMPACT_BYTES, self.snapshot_size)
-
-    async def compact(self) -> None:
-        """Write a snapshot of everything up to now and start a journal after it.
-
-        The snapshot is encoded under the lock and written (fsynced) outside it; then, under
-        the lock again, a new journal holding the records appended meanwhile replaces the old
-        one, right after the snapshot's rename. Another writer's newer compaction wins.
-
-        Raises:
-            OSError: a file could not be written (nothing was replaced).
-        """
-        with self.journal.locked():
-            self.commit_locked()
-            position = self.journal.pos
-            data = self.encode_snapshot(position)
-        tmp = temp_path(self.snapshot_path)
-        await asyncio.to_thread(write_file, tmp, data)
-        try:
-            with self.journal.locked():
-                self.commit_locked()
-                journal = self.journal
-                if position < journal.base:
-                    return  # another writer compacted further meanwhile
-                start = journal.offset_of(position)
-                assert journal.fd is not None
-                records = os.pread(journal.fd, journal.read_to - start, start)
-                journal.start_locked(position, records, snapshot=tmp)
-                journal.dirty = False
-                tmp = ""
-                self._snapshot_pos, self.snapshot_size = position, len(data)
-        finally:
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
 
     def close(self) -> None:
         """Close the journal's fds."""

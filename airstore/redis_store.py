@@ -29,10 +29,9 @@ from airstore._redis_codec import (
     translate,
 )
 from airstore._redis_filter import scan_filtered
+from airstore._redis_ops import RedisOps
 from airstore._retention import Retention
 from airstore._validate import (
-    MAX_COUNTER,
-    check_by,
     check_filter,
     check_key,
     check_limits,
@@ -47,7 +46,6 @@ from airstore._validate import (
 from airstore.errors import (
     CorruptDataError,
     InvalidArgumentError,
-    InvalidValueError,
     ReadOnlyStoreError,
     StorageIOError,
     StoreClosedError,
@@ -67,8 +65,6 @@ DEFAULT_CONNECT_TIMEOUT = 2.0
 DEFAULT_MAX_CONNECTIONS = 32
 DEFAULT_MAX_BATCH = 10_000
 MIN_REDIS_MAJOR = 7
-RETENTION_INTERVAL = 10.0
-"""Store-clock seconds between two trims of a capped stream."""
 
 _SCAN_COUNT = 1000
 _PAGE = 1000
@@ -80,7 +76,7 @@ _BODY = b"d"
 _Op = tuple[Any, ...]
 
 
-class RedisStore(StoreBase):
+class RedisStore(RedisOps, StoreBase):
     """Key-value with TTL plus a log per namespace (a Redis Stream), shared by many processes.
 
     Commands issued during one event-loop turn go to Redis in one pipeline, folded into a few
@@ -300,28 +296,6 @@ class RedisStore(StoreBase):
         check_key(check_namespace(ns), key)
         return bool(await self._submit(("del", self._kv_key(ns, key)), write=True))
 
-    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
-        """Add ``by`` to the counter at ``key`` in one server-side script (atomic across every
-        client of the server; a live counter keeps its TTL). See :meth:`airstore.Store.incr`.
-
-        Raises:
-            InvalidValueError: the key holds something other than an integer counter.
-            InvalidArgumentError: a bad ``by`` or ``ttl``, or the result would overflow.
-            StorageIOError: Redis failed.
-        """
-        check_key(check_namespace(ns), key)
-        by = check_by(ns, key, by)
-        ttl = self._default_ttl if ttl is None else check_ttl(ttl)
-        now = self._clock()
-        head = b"" if ttl is None else repr(now + ttl).encode()
-        px = b"" if ttl is None else max(1, math.ceil(ttl * 1000))
-        op = ("incr", self._kv_key(ns, key), by, now, head, px, MAX_COUNTER)
-        try:
-            return int(await self._submit(op, write=True))
-        except (InvalidValueError, InvalidArgumentError) as exc:
-            exc.namespace, exc.key = ns, key
-            raise
-
     async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
         """Live keys starting with ``prefix``, sorted (``SCAN … MATCH``, never ``KEYS``)."""
         return [k for k, _ in await self._live(ns, prefix)]
@@ -373,55 +347,6 @@ class RedisStore(StoreBase):
         if self._retention:
             await self._retain(ns, len(rows), sum(len(body) for _, body in rows))
         return [stored for stored, _, _ in stamped]
-
-    async def set_log_retention(
-        self, ns: str, *, max_age: float | None = None, max_bytes: int | None = None
-    ) -> None:
-        """Cap the stream of ``ns`` (see :meth:`airstore.Store.set_log_retention`) with Redis's
-        own trimming: ``XTRIM MINID`` for ``max_age``; for ``max_bytes``, ``XTRIM MAXLEN``
-        at the entry count that fits, by the average size of the entries this store appended
-        (an approximation: Redis trims by count, not bytes). Applied at once and then at most
-        every :data:`RETENTION_INTERVAL` by appends. The caps live in this store object.
-
-        Raises:
-            InvalidArgumentError: a cap that is not positive and finite.
-            ReadOnlyStoreError: the store is read-only.
-            StorageIOError: Redis failed.
-        """
-        caps = Retention.checked(max_age, max_bytes)
-        check_namespace(ns)
-        self._ensure_open()
-        if self._read_only:
-            raise ReadOnlyStoreError(f"RedisStore {self.where} is read-only", path=self.where)
-        if caps.max_age is None and caps.max_bytes is None:
-            self._retention.pop(ns, None)
-            return
-        self._retention[ns] = caps
-        self._trimmed.pop(ns, None)
-        await self._retain(ns, 0, 0)
-
-    async def _retain(self, ns: str, entries: int, size: int) -> None:
-        caps = self._retention.get(ns)
-        if caps is None:
-            return
-        count, total = self._entry_bytes.get(ns, (0, 0))
-        count, total = count + entries, total + size
-        self._entry_bytes[ns] = (count, total)
-        now = self._clock()
-        if now - self._trimmed.get(ns, float("-inf")) < RETENTION_INTERVAL:
-            return
-        self._trimmed[ns] = now
-        key = self._log_key(ns)
-        try:
-            if caps.max_age is not None:
-                floor_ms = max(0, int((now - caps.max_age) * 1000))
-                await self._client.xtrim(key, minid=f"{floor_ms}-0", approximate=False)
-            if caps.max_bytes is not None:
-                average = total / count if count else 256.0
-                keep = max(1, int(caps.max_bytes / max(average + 1, 1.0)))
-                await self._client.xtrim(key, maxlen=keep, approximate=False)
-        except rex.RedisError as exc:
-            raise translate(exc, self.where, "XTRIM") from exc
 
     async def query(
         self,

@@ -20,17 +20,14 @@ from airstore._batch import Batcher
 from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
 from airstore._retention import Retention
+from airstore._sqlite_ops import RETENTION_INTERVAL, SqliteOps
 from airstore._sqlite_sql import (
-    COUNTER,
     DELETE,
-    INCR,
     INSERT_LOG,
     LIVE,
     PURGE,
     SCHEMA,
     SCHEMA_VERSION,
-    TRIM_AGE,
-    TRIM_BYTES,
     UPSERT,
     connect,
     decode_json,
@@ -42,9 +39,6 @@ from airstore._sqlite_sql import (
     translate,
 )
 from airstore._validate import (
-    MAX_COUNTER,
-    check_by,
-    check_counter,
     check_filter,
     check_key,
     check_limits,
@@ -55,7 +49,6 @@ from airstore._validate import (
     to_epoch_ms,
 )
 from airstore.errors import (
-    AirstoreError,
     CorruptDataError,
     InvalidArgumentError,
     ReadOnlyStoreError,
@@ -76,8 +69,6 @@ EXIT_JOIN_TIMEOUT = 2.0
 """Seconds interpreter exit waits for a forgotten store's connection threads to finish."""
 PURGE_INTERVAL = 1.0
 """Store-clock seconds between two deletions of expired keys (done inside a write batch)."""
-RETENTION_INTERVAL = 10.0
-"""Store-clock seconds between two applications of the log caps (inside a write batch)."""
 _IN_CHUNK = 900  # bound parameters per SELECT … IN (…), under SQLite's old 999 limit
 
 # One queued write: ("set", [(ns, key, json, expires_at), …]) | ("del", ns, key)
@@ -86,7 +77,7 @@ _IN_CHUNK = 900  # bound parameters per SELECT … IN (…), under SQLite's old 
 _Op = tuple[Any, ...]
 
 
-class SqliteStore(StoreBase):
+class SqliteStore(SqliteOps, StoreBase):
     """Key-value with TTL plus an append log per namespace, in one SQLite database file.
 
     Writes (``set``, ``delete``, ``append``) made during one event-loop turn are committed in one
@@ -287,50 +278,6 @@ class SqliteStore(StoreBase):
         expires_at = rows[0][0]
         return expires_at is None or expires_at > self._clock()
 
-    async def _trim(self, db: aiosqlite.Connection, now: float) -> None:
-        for ns, caps in list(self._retention.items()):
-            if caps.max_age is not None:
-                await db.execute(TRIM_AGE, (ns, int((now - caps.max_age) * 1000)))
-            if caps.max_bytes is not None:
-                await db.execute(TRIM_BYTES, (ns, caps.max_bytes))
-
-    async def set_log_retention(
-        self, ns: str, *, max_age: float | None = None, max_bytes: int | None = None
-    ) -> None:
-        """Cap the log of ``ns`` by entry age (``_ts``) and by the bytes of the stored entries
-        (see :meth:`airstore.Store.set_log_retention`): rows beyond the caps are deleted
-        inside a write transaction, at once and then every :data:`RETENTION_INTERVAL`. The
-        caps live in this store object: every process writing the file should set them.
-
-        Raises:
-            InvalidArgumentError: a cap that is not positive and finite.
-            ReadOnlyStoreError: the store is read-only.
-        """
-        caps = Retention.checked(max_age, max_bytes)
-        check_namespace(ns)
-        if self._read_only:
-            raise ReadOnlyStoreError(f"SqliteStore {self.path!r} is read-only", path=self.path)
-        if caps.max_age is None and caps.max_bytes is None:
-            self._retention.pop(ns, None)
-            return
-        self._retention[ns] = caps
-        self._last_retention = float("-inf")
-        await self._submit(("app", []))  # a write batch applies the caps now
-
-    async def _incr(self, db: aiosqlite.Connection, op: _Op) -> Any:
-        """One counter step inside the batch's transaction; the error instance when refused."""
-        _, ns, key, by, expires_at = op
-        now = self._clock()
-        rows = list(await db.execute_fetchall(INCR, (ns, key, by, expires_at, MAX_COUNTER, now)))
-        if rows:
-            return int(rows[0][0])
-        held = list(await db.execute_fetchall(COUNTER, (ns, key)))
-        try:  # explain the refusal exactly as every backend does
-            check_counter(ns, key, decode_json(held[0][0], self.path, ns) if held else 0, by)
-        except AirstoreError as exc:
-            return exc
-        return StorageIOError(f"incr of {ns!r}/{key!r} in {self.path!r} changed nothing")
-
     # -- key-value ---------------------------------------------------------------------------
     async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
         """Store ``value``; returns once committed. See :meth:`airstore.Store.set`.
@@ -391,21 +338,6 @@ class SqliteStore(StoreBase):
         """Remove ``key``; True if it was present and live."""
         check_key(check_namespace(ns), key)
         return bool(await self._submit(("del", ns, key)))
-
-    async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
-        """Add ``by`` to the counter at ``key`` in one SQL statement (an UPSERT … RETURNING
-        inside the batch's write transaction), atomic across processes sharing the file.
-        See :meth:`airstore.Store.incr`.
-
-        Raises:
-            InvalidValueError: the key holds something other than an integer counter.
-            InvalidArgumentError: a bad ``by`` or ``ttl``, or the result would overflow.
-        """
-        check_key(check_namespace(ns), key)
-        by = check_by(ns, key, by)
-        ttl = self._default_ttl if ttl is None else check_ttl(ttl)
-        expires_at = None if ttl is None else self._clock() + ttl
-        return int(await self._submit(("incr", ns, key, by, expires_at)))
 
     async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
         """Live keys starting with ``prefix``, sorted."""

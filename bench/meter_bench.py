@@ -81,6 +81,7 @@ class Ctx:
         self.tool_meta = None
         self.usage: dict[str, Any] = {}
         self.input_schema: dict[str, Any] | None = None
+        self.call_id: str | None = None
 
 
 class CountSink:

@@ -26,6 +26,7 @@ from aircore.protocol.tasks import (
     client_has_tasks,
     missing_tasks_capability,
 )
+from airmeter.trace_context import TRACEPARENT, remember_parent
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -118,6 +119,8 @@ class ToolCalls:
             else conn.log_level,
             tasking=tasking,
         )
+        if isinstance(meta, dict) and TRACEPARENT in meta:  # the caller's trace continues here
+            remember_parent(ctx.call_id, meta)
         if inputs is None:
             return await self.server.call_tool_ctx(ctx)
         if tasking is not None:

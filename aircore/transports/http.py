@@ -20,8 +20,6 @@ import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from starlette.types import Receive, Scope, Send
-
 from aircore.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -44,6 +42,7 @@ from aircore.protocol.legacy import HANDSHAKE_VERSIONS
 from aircore.protocol.session import CURRENT_SENDER, Connection
 from aircore.transports.sessions import DEFAULT_MAX_SESSIONS, SessionTable
 from airhttp import DEFAULT_MAX_BODY, accepts, media_type
+from airhttp.types import Receive, Scope, Send
 
 if TYPE_CHECKING:
     from aircore.server import AirServer

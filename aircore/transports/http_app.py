@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT, McpEndpoint
 from aircore.transports.sse import SseEndpoint
@@ -32,6 +31,7 @@ from airhttp import (
     json_refusal,
 )
 from airhttp.server import HttpServer, listen_socket
+from airhttp.types import ASGIApp, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from aircore.server import AirServer

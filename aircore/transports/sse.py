@@ -22,12 +22,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from starlette.types import Receive, Scope, Send
-
 from aircore.errors import INVALID_REQUEST
 from aircore.protocol.framing import decode, encode, error_response, parse_error
 from aircore.protocol.session import Connection
 from airhttp import DEFAULT_MAX_BODY, media_type
+from airhttp.types import Receive, Scope, Send
 
 if TYPE_CHECKING:
     from aircore.server import AirServer

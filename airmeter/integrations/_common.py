@@ -15,6 +15,7 @@ from airmeter.engine import ErrorResult, ErrorTyper, MeterEngine
 from airmeter.layers import Layer
 from airmeter.meter import Meter
 from airmeter.otel_span import annotate_current_span
+from airmeter.tokens import shared_counting
 from airmeter.types import Recorder
 
 __all__ = ["CallFacts", "LayerOf", "make_engine"]
@@ -78,6 +79,7 @@ def make_engine(
         instance_id=meter.instance_id if meter is not None else None,
         measure_sizes=measure_sizes,
         encode_result=encode_result,
+        tokens=shared_counting(),
     )
     engine = MeterEngine(
         recorder,

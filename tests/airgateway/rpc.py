@@ -12,19 +12,21 @@ _ids = itertools.count(1)
 
 
 def envelope(
-    method: str, params: dict[str, Any] | None = None
+    method: str, params: dict[str, Any] | None = None, *, capabilities: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """A 2026-07-28 request body and its headers."""
     params = dict(params or {})
     params["_meta"] = {
         **params.get("_meta", {}),
         "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
     }
     headers = {"mcp-protocol-version": MODERN, "mcp-method": method,
                "accept": "application/json, text/event-stream"}  # fmt: skip
     if method == "tools/call":
         headers["mcp-name"] = params["name"]
+    elif method.startswith("tasks/"):
+        headers["mcp-name"] = params["taskId"]
     return {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}, headers
 
 

@@ -67,7 +67,7 @@ class Rig:
         raise AssertionError(f"notes#{replica} never became {state}: {self.status()}")
 
 
-def _config(path: Path, a: int, b: int, sse_url: str) -> Path:
+def _config(path: Path, a: int, b: int, sse_url: str, air_sse_url: str) -> Path:
     path.write_text(
         f"""
 servers:
@@ -84,6 +84,10 @@ servers:
   - name: legacy
     url: {sse_url}
     transport: sse
+  - name: airsse
+    url: {air_sse_url}
+    transport: sse
+    prefix: sse
 health:
   interval_s: 0.5
   timeout_s: 5
@@ -105,8 +109,12 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         started(http_replica("a", ports["a"]), env={"REPLICA": "a", **SHARED_KEY}) as a,
         started(http_replica("b", ports["b"]), env={"REPLICA": "b", **SHARED_KEY}) as b,
         sse_upstream() as sse,
+        started(
+            air("serve", UPSTREAM, "--transport", "sse", "--port", "0"), env={"REPLICA": "sse"}
+        ) as air_sse,
     ):
-        config = _config(tmp / "gateway.yml", ports["a"], ports["b"], sse.url)
+        assert air_sse.url.endswith("/sse")
+        config = _config(tmp / "gateway.yml", ports["a"], ports["b"], sse.url, air_sse.url)
         argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://")
         with started(argv) as gateway:
             rig = Rig(gateway, {"a": a, "b": b}, ports)
@@ -143,6 +151,26 @@ async def test_the_official_client_uses_every_upstream_through_the_gateway(
         assert contents[0].text.startswith("readme from ")  # type: ignore[union-attr]
         prompt = await client.get_prompt("greet", {"name": "Bo"})
         assert "Hello Bo" in str(prompt.messages[0].content)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_air_serves_legacy_sse_transport_as_an_upstream(rig: Rig, mode: str) -> None:
+    progress: list[float] = []
+
+    async def on_progress(done: float, _total: float | None, _msg: str | None) -> None:
+        progress.append(done)
+
+    async with Client(rig.url, mode=mode, elicitation_callback=_accept) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert {"sse__echo", "sse__ask", "sse__progress"} <= tools
+        assert (await client.call_tool("sse__echo", {"text": "q"})).content[0].text == "sse:q"
+        if mode == "legacy":  # a legacy upstream's elicitation reaches a legacy client
+            assert (await client.call_tool("sse__ask", {})).content[0].text == "accept:Ann"
+        done = await client.call_tool("sse__progress", {}, progress_callback=on_progress)
+        assert done.content[0].text == "done"
+        assert progress == [1, 2, 3]
+        failed = await client.call_tool("sse__fail", {})
+        assert failed.is_error is True
 
 
 async def test_calls_spread_over_both_replicas(rig: Rig) -> None:
@@ -203,6 +231,7 @@ def test_status_and_air_status_show_upstreams_and_the_name_conflict(rig: Rig) ->
         ("notes", 1, "http"),
         ("files", 0, "stdio"),
         ("legacy", 0, "sse"),
+        ("airsse", 0, "sse"),
     ]
     for up in status["upstreams"]:
         assert set(up) >= {"name", "url", "replica", "state", "latency_ms", "in_flight",

@@ -1,7 +1,8 @@
 """An aircore server the gateway tests put behind the gateway (as HTTP replicas or stdio).
 
 ``REPLICA`` names the replica in answers; ``grow`` adds a tool at run time (a changed
-``tools/list``); ``draft`` is marked ``register: false``.
+``tools/list``); ``draft`` is marked ``register: false``; ``background`` continues as a task
+(the tasks extension) and answers its replica and pid.
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ async def ask(_p: dict[str, Any], ctx: ToolContext) -> str:
     return f"{answer.action}:{(answer.content or {}).get('name')}"
 
 
+async def background(_p: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.start_task(required=True)  # the call goes on as a task in this process
+    return f"{REPLICA}:{os.getpid()}"
+
+
 def grow(_p: dict[str, Any]) -> str:
     if "grown" not in server.tools:
         server.add_tool(define_tool("grown", handler=lambda _p: "new", description="added later"))
@@ -94,6 +100,7 @@ server = define_server(
         define_tool("progress", handler=progress),
         define_tool("ask", handler=ask),
         define_tool("grow", handler=grow),
+        define_tool("background", handler=background),
         define_tool("draft", handler=whoami, meta={"register": False}),
     ],
     resources=[define_resource("notes://readme", handler=readme, name="readme")],

@@ -53,7 +53,8 @@ async def test_in_process_calls_are_recorded_with_error_types() -> None:
     assert refused["isError"]
     assert not gen.get("isError")
     logged = {e["request_id"]: e for e in await store.query(CALLS_NAMESPACE, limit=10)}
-    assert {k: (e["tool"], e["layer"], e["ok"], e["error_type"]) for k, e in logged.items()} == {
+    got = {k: (e["tool"], e["layer"], e["ok"], e.get("error_type")) for k, e in logged.items()}
+    assert got == {
         "1": ("echo", "L1", True, None),
         "2": ("get_user", "L2", False, "-32001"),
         "3": ("fetch_url", "L5", False, "ConnectionError"),

@@ -23,8 +23,8 @@ MB = 1024 * 1024
 def _log_lines(data: Path) -> list[bytes]:
     lines: list[bytes] = []
     for path in sorted(data.rglob("*")):
-        if path.is_file() and "meter.calls" in str(path):
-            lines += [line for line in path.read_bytes().split(b"\n") if line]
+        if path.is_file() and "meter.calls" in str(path):  # the log (not its settings file)
+            lines += [line for line in path.read_bytes().split(b"\n") if b'"_ts":' in line]
     return lines
 
 

@@ -221,3 +221,53 @@ def _timeout_for(tool: str) -> Any:
 )
 def test_error_class_of_every_error_type(error_type: str | None, expected: str) -> None:
     assert error_class_of(error_type) == expected
+
+
+async def test_error_classes_reach_rollups_prometheus_and_opentelemetry() -> None:
+    from airmeter import PrometheusSink
+    from airmeter.semconv import AIR_ERROR_CLASS, ERROR_TYPE, metric_attributes
+    from tests.airmeter.prom_parser import parse
+
+    def boom(params: dict[str, Any]) -> str:
+        raise KeyError("missing")
+
+    def tool_error(params: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": "no"}], "isError": True}
+
+    prom = PrometheusSink()
+    meter = Meter(sinks=[prom], server="s")
+    server = define_server(
+        name="s",
+        tools=[
+            define_tool("lookup", params={"n": "number"}, handler=boom),
+            define_tool("other", handler=tool_error),
+        ],
+        meter=MeterMiddleware(meter),
+    )
+    async with server:
+        await server.call_tool("lookup", {"n": 1})  # exception
+        await server.call_tool("lookup", {"n": "x"})  # refused
+        await server.call_tool("lookup", {"n": "y"})  # refused
+        await server.call_tool("lookup", {"n": 2})  # exception
+        await server.call_tool("other", {})  # tool_error
+        snap = await meter.snapshot()
+        records = meter.recent()
+    await meter.stop()
+    assert snap.errors_by_class == {"exception": 2, "refused": 2, "tool_error": 1}
+    lookup = snap.tool("lookup")
+    assert lookup is not None
+    assert lookup.errors == 4
+    assert lookup.error_rate == 0.5  # the two refusals show apart, not as the tool's failures
+    assert lookup.errors_by_class == {"exception": 2, "refused": 2}
+    assert snap.to_dict()["errors_by_class"] == {"exception": 2, "refused": 2, "tool_error": 1}
+    samples = parse(prom.render())["air_mcp_errors_total"].samples
+    got = {(s.labels["tool"], s.labels["error_type"], s.labels["error_class"]): s.value
+           for s in samples}  # fmt: skip
+    assert got == {
+        ("lookup", "KeyError", "exception"): 2,
+        ("lookup", "-32602", "refused"): 2,
+        ("other", "tool_error", "tool_error"): 1,
+    }
+    refused = next(r for r in records if r.error_type == "-32602")
+    attrs = metric_attributes(refused)
+    assert (attrs[ERROR_TYPE], attrs[AIR_ERROR_CLASS]) == ("-32602", "refused")

@@ -6,7 +6,7 @@ import math
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airmeter import CallRecord, Layer
@@ -97,6 +97,7 @@ def test_bad_buckets_are_refused(buckets: tuple[float, ...]) -> None:
         PrometheusSink(buckets=buckets)
 
 
+@settings(deadline=None)  # a loaded machine is not a failure
 @given(
     st.lists(
         st.tuples(

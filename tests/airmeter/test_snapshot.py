@@ -13,6 +13,8 @@ from airmeter.histogram import bucket_of, bucket_value, percentile
 from airstore import MemoryStore
 from tests.airmeter.helpers import T0, close, exact_percentile, independent, make_records
 
+OWN_FAILURES = {"tool_error", "TimeoutError"}  # what make_records fails with, bar -32602
+
 
 async def _store_with(n: int, **kw: object) -> tuple[MemoryStore, list[dict[str, object]]]:
     store = MemoryStore()
@@ -46,7 +48,11 @@ async def test_snapshot_matches_the_raw_log() -> None:
         lat = [e["latency_ms"] for e in entries]
         assert row.calls == len(entries)
         assert row.errors == sum(1 for e in entries if not e["ok"])
-        assert row.error_rate == pytest.approx(row.errors / row.calls)
+        # the tool's own failures only: a refused call (-32602) shows apart, not in the rate
+        own = [e for e in entries if not e["ok"] and e["error_type"] in OWN_FAILURES]
+        assert row.error_rate == pytest.approx(len(own) / row.calls)
+        refused = sum(1 for e in entries if e.get("error_type") == "-32602")
+        assert row.errors_by_class.get("refused", 0) == refused
         assert row.layer == entries[0]["layer"]
         for q in (50, 95, 99):
             assert close(getattr(row, f"p{q}_ms"), exact_percentile(lat, q)), (row.tool, q)

@@ -1,0 +1,142 @@
+"""``air meter slo``: SLO status per objective and tool, once or watching (with alerts).
+
+``air meter slo [--config FILE] [--store URL] [--format table|json] [--watch]``: objectives
+from ``--config`` (default ``.air/slo.yml``); with ``--watch`` it evaluates every
+``--interval`` seconds and alerts once per state change (a log line on stderr, and a webhook
+when ``AIR_SLO_WEBHOOK_URL`` is set), deduplicated through the store when it can write it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+import orjson
+
+from aircli.locate import STORE_HELP, store_location
+from airmeter import AirmeterError, MeterConfigError, slo_alerts
+from airmeter.settings import slo_webhook_url
+from airmeter.slo import SloStatus
+from airmeter.slo_alerts import AlertSink, SloWatcher, WebhookAlerts, log_alert
+from airmeter.slo_config import DEFAULT_SLO_FILE, load_objectives
+from airstore import (
+    AirstoreError,
+    ReadOnlyUnsupportedError,
+    Store,
+    StoreLockedError,
+    create_storage,
+    store_exists,
+)
+
+__all__ = ["add_slo_parser", "format_slo_table"]
+
+DEFAULT_INTERVAL = 30.0
+
+
+def add_slo_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``air meter slo``."""
+    slo = actions.add_parser("slo", help="SLO budgets, burn rates and states (--watch alerts)")
+    slo.add_argument("--config", default=DEFAULT_SLO_FILE,
+                     help=f"objectives file (default {DEFAULT_SLO_FILE})")  # fmt: skip
+    slo.add_argument("--store", default=None, help=STORE_HELP)
+    slo.add_argument("--format", choices=("table", "json"), default="table")
+    slo.add_argument(
+        "--watch",
+        action="store_true",
+        help="evaluate every --interval seconds and alert on state changes",
+    )
+    slo.add_argument("--interval", type=float, default=DEFAULT_INTERVAL, metavar="SECONDS")
+    slo.set_defaults(func=_run)
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def format_slo_table(statuses: Sequence[SloStatus]) -> str:
+    """One row per objective and tool."""
+    if not statuses:
+        return "No calls match the objectives yet."
+    headers = ["server/tool", "kind", "target", "period", "budget", "5m", "30m", "1h", "6h",
+               "state"]  # fmt: skip
+    rows = []
+    for s in statuses:
+        kind = (
+            s.kind if s.threshold_ms is None else f"p{round(s.target * 100)}<={s.threshold_ms:g}ms"
+        )
+        rows.append([f"{s.server}/{s.tool}", kind, f"{s.target:g}", s.period,
+                     _pct(s.budget_remaining), f"{s.burn_rate_5m:.1f}x",
+                     f"{s.burn_rate_30m:.1f}x", f"{s.burn_rate_1h:.1f}x",
+                     f"{s.burn_rate_6h:.1f}x", s.state])  # fmt: skip
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))  # fmt: skip
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _render(statuses: Sequence[SloStatus], fmt: str) -> str:
+    if fmt == "json":
+        return orjson.dumps({"objectives": [s.to_dict() for s in statuses]}).decode()
+    return format_slo_table(statuses)
+
+
+async def _open(url: str, *, watch: bool) -> Store:
+    """The store: writable when watching (alert claims), unless another process holds it.
+
+    Raises:
+        MeterConfigError: nothing was ever recorded at ``url``.
+    """
+    if not await store_exists(url):
+        raise MeterConfigError(f"{url} does not exist: nothing has been recorded there yet")
+    if watch:
+        try:
+            return await create_storage(url)
+        except StoreLockedError:
+            pass
+    try:
+        return await create_storage(url, read_only=True)
+    except ReadOnlyUnsupportedError:
+        return await create_storage(url)  # memory://
+
+
+async def _slo(args: argparse.Namespace) -> int:
+    objectives = load_objectives(args.config)
+    store = await _open(args.store, watch=args.watch)
+    try:
+        sinks: list[AlertSink] = [log_alert]
+        hook = slo_webhook_url()
+        if hook:
+            sinks.append(WebhookAlerts(hook))
+        watcher = SloWatcher(store, objectives, sinks=sinks)
+        while True:
+            if args.watch:
+                statuses, _ = await watcher.check()
+            else:
+                statuses = await watcher.evaluate()  # no alerts without --watch
+            print(_render(statuses, args.format), flush=True)
+            if not args.watch:
+                return 0
+            await asyncio.sleep(args.interval)
+    finally:
+        await store.close()
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.interval <= 0:
+        print("air meter slo: --interval must be positive", file=sys.stderr)
+        return 2
+    args.store = store_location("air meter slo", args.store, reading=not args.watch).url
+    slo_alerts.logger.setLevel(logging.INFO)  # resolves are INFO lines
+    try:
+        return asyncio.run(_slo(args))
+    except KeyboardInterrupt:
+        return 0
+    except (AirmeterError, AirstoreError, OSError) as exc:
+        print(f"air meter slo: {exc}", file=sys.stderr)
+        return 1

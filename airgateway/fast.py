@@ -1,0 +1,205 @@
+"""The fast path: a 2026-07-28 ``tools/call`` answered with JSON, without ASGI.
+
+Most of a gateway's traffic is stateless ``tools/call`` requests. One is taken here when its
+headers say so (``Mcp-Method: tools/call``, ``Mcp-Name``, no session) and it passes exactly the
+checks the ASGI endpoint would make: the same ``airhttp`` guards (Host, Origin, the in-flight
+cap, shared with :class:`airhttp.GuardedApp`), the bearer token naming a client, the client's
+allow list, the envelope (headers against body), and a tool that exists. Anything else —
+a refusal, a bad envelope, an unknown tool, a call that may send progress or logs first, a
+legacy session — is left to the endpoint, which answers it as before.
+
+The request body is forwarded as it came (a 2026-07-28 HTTP replica gets the client's bytes,
+its own id included, when the tool keeps its upstream name and no trace context is added), and
+the replica's answer goes back as it came: no JSON is encoded on the way. Other replicas
+(stdio, SSE, a legacy-era HTTP server) get the call through their connection as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+from typing import Any
+
+import orjson
+
+from aircore.errors import AirError
+from aircore.protocol import modern
+from aircore.protocol.framing import encode, error_response
+from airgateway import eras
+from airgateway._server import Request, status_line
+from airgateway._wire import status_of
+from airgateway.access import Unauthorized
+from airgateway.config import ClientConfig
+from airgateway.errors import GatewayError
+from airgateway.gateway import Gateway
+from airgateway.index import IndexedTool
+from airgateway.replica import Replica
+from airgateway.types import JSONDict
+from airgateway.upstream_http import HttpUpstream
+from airhttp import GuardedApp
+from airhttp.guards import bearer_token
+
+__all__ = ["FastPath"]
+
+_WANTED = frozenset(
+    {
+        b"host", b"origin", b"authorization", b"content-type", b"accept", b"mcp-method",
+        b"mcp-name", b"mcp-protocol-version", b"mcp-session-id",
+    }
+)  # fmt: skip
+_JSON_HEAD = b"content-type: application/json\r\ncontent-length: "
+
+
+def _refuse_input(_message: JSONDict) -> Awaitable[JSONDict | None]:
+    async def answer() -> JSONDict | None:
+        if "id" in _message:  # a server→client request: a stateless JSON answer cannot carry it
+            return {"error": {"code": -32601, "message": "the client cannot be asked now"}}
+        return None
+
+    return answer()
+
+
+def http_answer(status: int, body: bytes) -> bytes:
+    """A whole JSON answer: status line, headers, blank line, body."""
+    return b"".join((status_line(status), _JSON_HEAD, b"%d\r\n\r\n" % len(body), body))
+
+
+class FastPath:
+    """Takes the requests it can (see the module docstring) for :class:`HttpServer`.
+
+    Args:
+        gateway: the started gateway.
+        guard: the ASGI guard of the other requests (its policy, limits and in-flight count
+            apply here too).
+        path: the MCP endpoint path.
+    """
+
+    def __init__(self, gateway: Gateway, guard: GuardedApp, *, path: str = "/mcp") -> None:
+        self.gateway = gateway
+        self.guard = guard
+        self.path = path.encode("latin-1")
+
+    def __call__(self, request: Request) -> Awaitable[bytes] | None:
+        """The coroutine answering ``request``, or ``None`` to leave it to the endpoint."""
+        if request.method != b"POST" or request.path != self.path:
+            return None
+        found: dict[bytes, bytes] = {}
+        for name, value in request.headers:
+            if name in _WANTED and name not in found:
+                found[name] = value
+        if (
+            found.get(b"mcp-method") != b"tools/call"
+            or b"mcp-session-id" in found
+            or b"application/json" not in found.get(b"content-type", b"")
+        ):
+            return None
+        accept = found.get(b"accept", b"*/*")
+        if b"application/json" not in accept and b"*/*" not in accept:
+            return None
+        guard = self.guard
+        text = {k.decode("latin-1"): v.decode("latin-1") for k, v in found.items()}
+        authorization = text.get("authorization")
+        refusal = guard.policy.refusal(
+            host=text.get("host"), origin=text.get("origin"), authorization=authorization
+        )
+        if refusal is not None or guard.inflight >= guard.limits.max_inflight:
+            return None
+        try:
+            client = self.gateway.access.identify(bearer_token(authorization))
+        except Unauthorized:
+            return None
+        try:
+            message = orjson.loads(request.body)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return None
+        msg_id = message.get("id")
+        params = message.get("params")
+        if (
+            message.get("method") != "tools/call"
+            or not isinstance(params, dict)
+            or not (isinstance(msg_id, str) or type(msg_id) is int)
+        ):
+            return None
+        try:
+            version, _caps, _info = modern.check_envelope("tools/call", params, text)
+        except AirError:
+            return None
+        meta = params.get("_meta")
+        if isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta):
+            return None  # progress or logs may come first: an SSE answer, the endpoint's
+        tool = params.get("name")
+        entry = self.gateway.index.tool(tool) if isinstance(tool, str) else None
+        if entry is None:
+            return None
+        return self._call(request.body, params, entry, client, msg_id, version)
+
+    async def _call(
+        self, body: bytes, params: JSONDict, entry: IndexedTool, client: ClientConfig | None,
+        msg_id: Any, version: str,
+    ) -> bytes:  # fmt: skip
+        guard = self.guard
+        guard.inflight += 1
+        try:
+            try:
+                response, raw = await self._route(body, params, entry, client, msg_id, version)
+            except (GatewayError, AirError) as exc:
+                error = error_response(msg_id, exc.code, exc.message, exc.data)
+                return http_answer(status_of(error, modern=True), encode(error))
+            return http_answer(200, raw if raw is not None else encode(response))
+        finally:
+            guard.inflight -= 1
+
+    async def _route(
+        self, body: bytes, params: JSONDict, entry: IndexedTool, client: ClientConfig | None,
+        msg_id: Any, version: str,
+    ) -> tuple[JSONDict, bytes | None]:  # fmt: skip
+        gateway = self.gateway
+        gateway.access.check(client, entry.name)
+        await gateway.access.admit(client, entry.name)
+        as_is = entry.upstream_name == entry.name
+        upstream = params if as_is else {**params, "name": entry.upstream_name}
+        meter = gateway.meter
+        call = None
+        if meter is not None:
+            call = meter.begin(entry, upstream, client=client, request_id=msg_id,
+                               session_id=None, protocol_version=version)  # fmt: skip
+            if call.span is not None:  # the gateway's trace context goes upstream
+                upstream, as_is = call.params, False
+        sent = body if as_is else None
+
+        async def attempt(replica: Replica) -> tuple[JSONDict, bytes | None]:
+            conn = replica.client
+            timeout = replica.config.timeout_s
+            if isinstance(conn, HttpUpstream) and conn.era == eras.MODERN:
+                out = sent
+                if out is None:
+                    out = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
+                                        "params": upstream})  # fmt: skip
+                message, raw = await conn.forward(out, entry.upstream_name, timeout=timeout)
+                if message.get("id") == msg_id:
+                    return message["result"], raw
+                return message["result"], None  # not our id: re-encoded with it below
+            result = await conn.request(
+                "tools/call", upstream, timeout=timeout, on_message=_refuse_input
+            )
+            return result, None
+
+        picked: list[Replica] = []
+        key = None if client is None else client.name
+        try:
+            result, raw = await gateway.router.run(
+                entry.server, attempt, retry_safe=entry.retry_safe, session_key=key, picked=picked
+            )
+        except BaseException as exc:
+            if meter is not None and call is not None:
+                meter.end(call, picked, None, exc)
+            raise
+        if meter is not None and call is not None:
+            meter.end(call, picked, result, None, result_bytes=None if raw is None else len(raw))
+        if result.get("resultType") == "task":
+            await gateway.task_started(result, entry, picked, client)
+        if raw is not None:
+            return {}, raw
+        result = modern.decorate("tools/call", dict(result), eras.GATEWAY_INFO)
+        return {"jsonrpc": "2.0", "id": msg_id, "result": result}, None

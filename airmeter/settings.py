@@ -1,0 +1,54 @@
+"""The environment variables airmeter reads (OpenTelemetry's ``OTEL_*`` are read in
+:mod:`airmeter.otel_settings`); see docs/settings.md."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Final, Literal
+
+__all__ = [
+    "INSTANCE_ID_ENV",
+    "SLO_WEBHOOK_ENV",
+    "TOKENS_ENV",
+    "TokenMode",
+    "instance_id_setting",
+    "slo_webhook_url",
+    "token_mode",
+]
+
+INSTANCE_ID_ENV: Final = "AIR_INSTANCE_ID"
+"""Names this server instance (stable across restarts when set)."""
+TOKENS_ENV: Final = "AIR_TOKENS"
+"""How context tokens are counted: ``exact`` (default), ``estimate`` or ``off``."""
+SLO_WEBHOOK_ENV: Final = "AIR_SLO_WEBHOOK_URL"
+"""Where SLO alerts are POSTed (JSON), when set."""
+
+TokenMode = Literal["exact", "estimate", "off"]
+_MODES: Final[tuple[TokenMode, ...]] = ("exact", "estimate", "off")
+
+
+def _get(env: Mapping[str, str] | None, name: str) -> str | None:
+    value = (os.environ if env is None else env).get(name, "").strip()
+    return value or None
+
+
+def instance_id_setting(env: Mapping[str, str] | None = None) -> str | None:
+    """``$AIR_INSTANCE_ID`` when set to a usable id (no ``:``), else ``None``."""
+    value = _get(env, INSTANCE_ID_ENV)
+    return value if value is not None and ":" not in value else None
+
+
+def token_mode(env: Mapping[str, str] | None = None) -> TokenMode:
+    """``$AIR_TOKENS`` (``exact``: the exact tokenizer when the ``tokens`` extra is installed,
+    else the estimate; ``estimate``; ``off``); ``exact`` when unset or not one of these."""
+    value = (_get(env, TOKENS_ENV) or "exact").lower()
+    for mode in _MODES:
+        if value == mode:
+            return mode
+    return "exact"
+
+
+def slo_webhook_url(env: Mapping[str, str] | None = None) -> str | None:
+    """``$AIR_SLO_WEBHOOK_URL``, or ``None``."""
+    return _get(env, SLO_WEBHOOK_ENV)

@@ -1,0 +1,222 @@
+"""Counting the tokens a tool adds to a model's context: its definition and its results.
+
+Exact counts come from ``bpe-openai`` (the ``air-mcp[tokens]`` extra; its vocabularies ship
+inside the package, no download) with the ``o200k_base`` encoding. Without it, counts are an
+estimate, and say so: :attr:`TokenCounter.exact` is false and the name is ``"estimate"``
+(one token per 4 bytes of UTF-8, rounded up: the usual rule of thumb for English and JSON,
+within about 25 % of ``o200k_base`` on tool definitions and results; see docs/metering.md).
+
+Counting runs off the call path: in the meter's delivery task, the exact tokenizer on a worker
+thread. Loading it takes a second or more, so it is loaded there too, on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Protocol
+
+import orjson
+
+__all__ = [
+    "ESTIMATE",
+    "EXACT_ENCODING",
+    "BpeCounter",
+    "EstimateCounter",
+    "TokenCounter",
+    "TokenCounting",
+    "context_text",
+    "count_all",
+    "definition_text",
+    "load_counter",
+    "shared_counting",
+]
+
+logger = logging.getLogger(__name__)
+
+ESTIMATE: Final = "estimate"
+"""The name of the estimating counter."""
+EXACT_ENCODING: Final = "o200k_base"
+"""The encoding exact counts use."""
+_BYTES_PER_TOKEN: Final = 4
+_PIECE: Final = 50_000
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of texts."""
+
+    @property
+    def name(self) -> str:
+        """``"o200k_base"``, or ``"estimate"``."""
+
+    @property
+    def exact(self) -> bool:
+        """Whether counts are a real tokenizer's."""
+
+    def count(self, text: str) -> int:
+        """Tokens of one text."""
+
+
+class EstimateCounter:
+    """An estimate: one token per 4 bytes of UTF-8, rounded up (``exact`` is false)."""
+
+    name: Final = ESTIMATE
+    exact: Final = False
+
+    def count(self, text: str) -> int:
+        """The estimated tokens of ``text``."""
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "replace"))
+        return math.ceil(size / _BYTES_PER_TOKEN)
+
+
+class BpeCounter:
+    """Exact counts with ``bpe-openai``'s ``o200k_base`` (import it before: it is heavy).
+
+    Raises:
+        ImportError: ``bpe-openai`` is not installed.
+    """
+
+    exact: Final = True
+
+    def __init__(self, encoding: str = EXACT_ENCODING) -> None:
+        import bpe_openai  # the air-mcp[tokens] extra; seconds to load, so never on a call path
+
+        self._encoding = bpe_openai.get_encoding(encoding)
+        self.name = encoding
+
+    def count(self, text: str) -> int:
+        """The tokens of ``text`` (special-token text counts as ordinary text); a long text is
+        counted in pieces cut at whitespace (the tokenizer refuses very long inputs)."""
+        encode = self._encoding.encode_ordinary
+        if len(text) <= _PIECE:
+            return len(encode(text))
+        total, start = 0, 0
+        while start < len(text):
+            end = min(len(text), start + _PIECE)
+            if end < len(text):
+                cut = max(text.rfind(" ", start + _PIECE // 2, end),
+                          text.rfind("\n", start + _PIECE // 2, end))  # fmt: skip
+                end = cut if cut > start else end
+            total += len(encode(text[start:end]))
+            start = end
+        return total
+
+
+def load_counter(*, exact: bool = True) -> TokenCounter:
+    """The best counter available: :class:`BpeCounter` when ``exact`` and ``bpe-openai`` is
+    installed, else :class:`EstimateCounter`. Blocking (call it on a worker thread)."""
+    if exact:
+        try:
+            return BpeCounter()
+        except ImportError:
+            logger.info("airmeter: bpe-openai is not installed; token counts are estimates")
+        except Exception:  # a broken install must not stop metering
+            logger.exception("airmeter: loading the tokenizer failed; token counts are estimates")
+    return EstimateCounter()
+
+
+def definition_text(definition: Mapping[str, Any]) -> str:
+    """The JSON a tool's ``tools/list`` entry adds to a model's context (``_meta`` excluded:
+    it never reaches the model)."""
+    sent = {k: v for k, v in definition.items() if k != "_meta"}
+    return orjson.dumps(sent, default=str).decode()
+
+
+def _blocks_text(blocks: Sequence[Any]) -> str:
+    parts = []
+    for block in blocks:
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        else:  # images, resources, links: their JSON is what a client passes on
+            parts.append(orjson.dumps(block, default=str).decode())
+    return "\n".join(parts)
+
+
+def context_text(result: Any) -> str:
+    """The text a tool result adds to a model's context: the text of its content blocks (a
+    ``CallToolResult``), the text itself, or a structured value's JSON (as aircore sends it,
+    indented)."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, Mapping):
+        content = result.get("content")
+        if isinstance(content, list):
+            return _blocks_text(content)
+        text = result.get("text")
+        if isinstance(text, str) and len(result) == 1:
+            return text
+    return orjson.dumps(result, default=str, option=orjson.OPT_INDENT_2).decode()
+
+
+def count_all(counter: TokenCounter, texts: Sequence[str]) -> list[int | None]:
+    """Tokens of each text, ``None`` where counting failed (blocking; the meter runs it on a
+    worker thread)."""
+    out: list[int | None] = []
+    for text in texts:
+        try:
+            out.append(counter.count(text))
+        except Exception:  # one bad text costs its count only
+            logger.exception("airmeter: counting tokens failed")
+            out.append(None)
+    return out
+
+
+class TokenCounting:
+    """The counter a meter uses, loaded once, in the background, never on a call path.
+
+    Loading the exact tokenizer takes seconds and ~140 MB, so it starts on a daemon thread
+    (:meth:`preload`) and records built before it is ready carry no count: delivery never
+    waits for it.
+
+    Args:
+        exact: use the exact tokenizer when it is installed (else always the estimate).
+    """
+
+    def __init__(self, *, exact: bool = True) -> None:
+        self._exact = exact
+        self._counter: TokenCounter | None = None if exact else EstimateCounter()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def counter(self) -> TokenCounter | None:
+        """The counter once loaded, else ``None``."""
+        return self._counter
+
+    def preload(self) -> None:
+        """Start loading the counter on a daemon thread (once; never blocks)."""
+        if self._counter is not None or self._thread is not None:
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._load, name="airmeter-tokenizer", daemon=True
+                )
+                self._thread.start()
+
+    async def ready(self) -> TokenCounter:
+        """The counter, waiting for it to load (for tests and tools; a meter never waits)."""
+        counter = self._counter
+        if counter is not None:
+            return counter
+        return await asyncio.to_thread(self._load)
+
+    def _load(self) -> TokenCounter:
+        with self._lock:  # meters on several loops share one tokenizer, loaded once
+            if self._counter is None:
+                self._counter = load_counter(exact=self._exact)
+            return self._counter
+
+
+_SHARED: dict[bool, TokenCounting] = {}
+
+
+def shared_counting(*, exact: bool = True) -> TokenCounting:
+    """One :class:`TokenCounting` per process (the tokenizer is loaded once for every meter)."""
+    found = _SHARED.get(exact)
+    if found is None:
+        found = _SHARED[exact] = TokenCounting(exact=exact)
+    return found

@@ -1,0 +1,118 @@
+"""Compaction of one FileStore namespace: a snapshot of its keys and a new journal after it.
+
+Mixed into ``KVSpace``. The snapshot is one join of the per-key entry bytes built at ``set``
+(values loaded from an older snapshot are encoded at their first compaction); it is encoded
+under the journal's lock, written and fsynced outside it, then renamed into place together with
+a new journal holding the records appended meanwhile (``Journal.start_locked``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import Any
+
+import orjson
+
+from airstore._atomic import temp_path, write_file
+from airstore._format import FORMAT
+from airstore._journal import Journal
+from airstore._validate import JSON_OPTS
+from airstore.errors import InvalidValueError
+from airstore.types import Clock
+
+__all__ = ["COMPACT_BYTES", "Compaction"]
+
+COMPACT_BYTES = 4 << 20
+"""A journal is compacted into a snapshot once its records pass this size (and the snapshot's)."""
+
+_dumps = orjson.dumps
+
+
+class Compaction:
+    """Snapshots of a ``KVSpace`` (relies on the attributes it sets)."""
+
+    ns: str
+    items: dict[str, Any]
+    expires: dict[str, float]
+    entries: dict[str, bytes]
+    journal: Journal
+    snapshot_path: str
+    snapshot_size: int
+    _snapshot_pos: int
+    _clock: Clock
+
+    def commit_locked(self) -> int:
+        raise NotImplementedError
+
+    def encode_snapshot(self, position: int) -> bytes:
+        """The live items as a format-2 snapshot covering the journal up to ``position``."""
+        now = self._clock()
+        entries = self.entries
+        expires = self.expires
+        parts = []
+        for key, value in self.items.items():
+            exp = expires.get(key) if expires else None
+            if exp is not None and exp <= now:
+                continue
+            entry = entries.get(key)
+            if entry is None:  # loaded from a snapshot: encoded once, at its first snapshot
+                try:
+                    body = _dumps(value, option=JSON_OPTS)
+                except TypeError as exc:  # a value loaded from disk was mutated through get()
+                    raise InvalidValueError(
+                        f"a value in namespace {self.ns!r} was mutated after it was stored and "
+                        f"is no longer JSON: {exc}",
+                        namespace=self.ns,
+                        key=key,
+                    ) from exc
+                tail = b"null" if exp is None else repr(exp).encode()
+                entry = entries[key] = b"%b:[%b,%b]" % (_dumps(key), body, tail)
+            parts.append(entry)
+        return b'{"format":%d,"pos":%d,"items":{%b}}' % (FORMAT, position, b",".join(parts))
+
+    def compaction_due(self) -> bool:
+        """True when this process wrote records since its last compaction, or the journal has
+        grown past :data:`COMPACT_BYTES` and the snapshot."""
+        journal = self.journal
+        if journal.dirty:
+            return True
+        if journal.fd is None:
+            return False
+        grown = journal.read_to - journal.offset_of(self._snapshot_pos)
+        return grown > max(COMPACT_BYTES, self.snapshot_size)
+
+    async def compact(self) -> None:
+        """Write a snapshot of everything up to now and start a journal after it.
+
+        The snapshot is encoded under the lock and written (fsynced) outside it; then, under
+        the lock again, a new journal holding the records appended meanwhile replaces the old
+        one, right after the snapshot's rename. Another writer's newer compaction wins.
+
+        Raises:
+            OSError: a file could not be written (nothing was replaced).
+        """
+        with self.journal.locked():
+            self.commit_locked()
+            position = self.journal.pos
+            data = self.encode_snapshot(position)
+        tmp = temp_path(self.snapshot_path)
+        await asyncio.to_thread(write_file, tmp, data)
+        try:
+            with self.journal.locked():
+                self.commit_locked()
+                journal = self.journal
+                if position < journal.base:
+                    return  # another writer compacted further meanwhile
+                start = journal.offset_of(position)
+                assert journal.fd is not None
+                records = os.pread(journal.fd, journal.read_to - start, start)
+                journal.start_locked(position, records, snapshot=tmp)
+                journal.dirty = False
+                tmp = ""
+                self._snapshot_pos, self.snapshot_size = position, len(data)
+        finally:
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)

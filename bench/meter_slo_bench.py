@@ -1,0 +1,271 @@
+"""SLO, history back-fill and context-counting benchmark (issue 16, item 5).
+
+1. SLO evaluation over N calls (default 1 M) spread over 7 days, written by ``StoreSink`` to a
+   FileStore and read by a read-only reader: cold (first evaluation) and warm (the same
+   evaluator again), against the peer that parses the whole call log and computes the same
+   budgets and burn rates. Target: warm ≤ 50 ms.
+2. History back-fill: 7 days (≈150 k calls) through the real meter path (an aircore server's
+   ``call_tool`` → ``MeterMiddleware`` with a back-dated clock → ``Meter`` → ``StoreSink`` →
+   FileStore), against the floor of appending the same records straight to the store.
+   Target: ≤ 5 s.
+3. Call-path overhead with context counting on: the meter middleware's hot path, and with
+   background delivery (amortized), with the exact tokenizer loaded, the estimate, and off.
+   Target: hot path ≤ 5 µs over a bare call.
+
+Run: ``python bench/meter_slo_bench.py`` (``--calls 200000`` for a shorter section 1,
+``--sections 2,3``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import random
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from aircore import define_server, define_tool
+from airmeter import CALLS_NAMESPACE, CallRecord, Layer, Meter, MeterMiddleware, StoreSink
+from airmeter.outcome import RATE_CLASSES, error_class_of
+from airmeter.slo import SloEvaluator
+from airmeter.slo_config import Objective
+from airmeter.tokens import shared_counting
+from airstore.file import FileStore
+
+DAY_MS = 86_400_000
+TOOLS = [("health", 1), ("get_user", 2), ("list_files", 2), ("format_date", 3),
+         ("summarize_text", 4), ("count_words", 4), ("fetch_url", 5), ("post_webhook", 5),
+         ("generate_reply", 6), ("embed_text", 6), ("plan_trip", 7), ("run_agent", 7)]  # fmt: skip
+OBJECTIVES = [Objective(availability=0.995), Objective(latency_p95_ms=300)]
+WINDOWS_MIN = (5, 30, 60, 360)
+
+
+def history(n: int, *, now_ms: int, days: int = 7, seed: int = 3) -> list[CallRecord]:
+    rng = random.Random(seed)
+    start = now_ms - days * DAY_MS
+    step = days * DAY_MS / n
+    out = []
+    for i in range(n):
+        tool, layer = TOOLS[rng.randrange(len(TOOLS))]
+        roll = rng.random()
+        etype = None if roll > 0.03 else ("tool_error" if roll > 0.01 else "-32602")
+        out.append(CallRecord(
+            ts_ms=start + int(i * step), server="bench", tool=tool, layer=Layer(layer),
+            latency_ms=round(math.exp(rng.gauss(math.log(8 * layer), 0.9)), 3),
+            ok=etype is None, error_type=etype, request_id=str(i), instance_id="i-1",
+        ))  # fmt: skip
+    return out
+
+
+async def naive_slo(path: str, now_ms: int) -> tuple[float, int]:
+    """The peer: parse the whole log, then count per tool and window."""
+    t0 = time.perf_counter()
+    async with FileStore(path, read_only=True) as store:
+        entries = await store.query(CALLS_NAMESPACE, limit=10**8)
+    per: dict[str, list[tuple[int, bool, float]]] = {}
+    for e in entries:
+        cls = None if e["ok"] else error_class_of(e.get("error_type"))
+        if cls in ("refused", "cancelled", "budget", "protocol"):
+            continue
+        per.setdefault(e["tool"], []).append((e["_ts"], cls in RATE_CLASSES, e["latency_ms"]))
+    results = 0
+    for calls in per.values():
+        for minutes in (*WINDOWS_MIN, 30 * 1440):
+            start = now_ms - minutes * 60_000
+            inside = [c for c in calls if c[0] >= start]
+            bad = sum(1 for c in inside if c[1])
+            slow = sum(1 for c in inside if c[2] > 300)
+            results += bool(inside) and (bad >= 0 and slow >= 0)
+    return time.perf_counter() - t0, len(entries)
+
+
+async def section_slo(n: int) -> None:
+    print(f"\n## 1. SLO evaluation over {n:,} calls in 7 days ({len(TOOLS)} tools, "
+          f"{len(OBJECTIVES)} objectives)\n")  # fmt: skip
+    now_ms = (int(time.time() * 1000) // 60_000) * 60_000
+    records = history(n, now_ms=now_ms)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "data")
+        async with FileStore(data) as store:
+            sink = StoreSink(store, writer="bench")
+            for i in range(0, len(records), 4096):
+                await sink.write(records[i : i + 4096])
+            await sink.close()
+        del records
+        async with FileStore(data, read_only=True) as reader:
+            evaluator = SloEvaluator(reader, OBJECTIVES, clock=lambda: now_ms / 1000)
+            t0 = time.perf_counter()
+            statuses = await evaluator.evaluate()
+            cold = time.perf_counter() - t0
+            warm = math.inf
+            for _ in range(5):
+                t0 = time.perf_counter()
+                await evaluator.evaluate()
+                warm = min(warm, time.perf_counter() - t0)
+        t_naive, lines = await naive_slo(data, now_ms)
+    assert lines == n, lines
+    assert len(statuses) == 2 * len(TOOLS), len(statuses)
+    print("| evaluation | ms | vs naive full-log parse |")
+    print("|---|---:|---:|")
+    for label, secs in (
+        ("cold (first evaluation, read-only reader)", cold),
+        ("warm (same evaluator again)", warm),
+        ("peer: parse the whole log, count per tool and window", t_naive),
+    ):
+        print(f"| {label} | {secs * 1000:.1f} | {t_naive / secs:.1f}x |")  # fmt: skip
+    print(f"\nwarm target ≤ 50 ms: {'met' if warm <= 0.05 else 'MISSED'} ({warm * 1000:.1f} ms)")
+
+
+async def section_backfill(n: int) -> None:
+    print(f"\n## 2. History back-fill: {n:,} calls over 7 days through the meter path\n")
+    from airmeter.integrations._common import CallFacts
+
+    now = time.time()
+    start = now - 7 * 86_400
+    step = 7 * 86_400 / n
+    rng = random.Random(5)
+    names = [name for name, _ in TOOLS]
+    facts = {name: CallFacts(tool_name=name, arguments={"id": "u1"}, server_name="bench",
+                             transport="pipe", client_name="demo") for name in names}  # fmt: skip
+    result = {"content": [{"type": "text", "text": "user u1: Alice"}]}
+
+    async def call_next(_: Any) -> Any:
+        return result
+
+    rows: list[tuple[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = [start]
+        hook = MeterMiddleware(clock=lambda: clock[0], count_tokens="estimate",
+                               max_pending=10**6)  # fmt: skip
+        async with FileStore(f"{tmp}/engine") as store:
+            await hook.start(server_name="bench", store=store)
+            t0 = time.perf_counter()
+            for i in range(n):
+                clock[0] = start + i * step
+                await hook(facts[names[rng.randrange(len(names))]], call_next)  # type: ignore[arg-type]
+                if i % 2048 == 0:
+                    await asyncio.sleep(0)  # the delivery task writes meanwhile
+            await hook.stop()
+            rows.append(
+                ("MeterMiddleware → Meter → StoreSink → FileStore", time.perf_counter() - t0)
+            )
+
+        def handler(params: dict[str, Any]) -> dict[str, Any]:
+            return {"user": params["id"], "ok": True}
+
+        tools = [define_tool(name, params={"id": "string"}, handler=handler) for name in names]
+        clock2 = [start]
+        server = define_server(name="bench", tools=tools, storage=f"file://{tmp}/data",
+                               meter=MeterMiddleware(clock=lambda: clock2[0],
+                                                     count_tokens="estimate",
+                                                     max_pending=10**6))  # fmt: skip
+        t0 = time.perf_counter()
+        async with server:
+            for i in range(n):
+                clock2[0] = start + i * step
+                await server.call_tool(names[rng.randrange(len(names))], {"id": str(i)})
+                if i % 2048 == 0:
+                    await asyncio.sleep(0)
+        rows.append(("aircore call_tool → meter → FileStore", time.perf_counter() - t0))
+        records = history(n, now_ms=int(now * 1000), seed=6)
+        async with FileStore(f"{tmp}/floor") as floor:
+            t0 = time.perf_counter()
+            sink = StoreSink(floor, writer="floor")
+            for i in range(0, n, 4096):
+                await sink.write(records[i : i + 4096])
+            await sink.close()
+            rows.append(
+                ("floor: StoreSink.write of records already built", time.perf_counter() - t0)
+            )
+        for name in ("engine", "data"):
+            async with FileStore(f"{tmp}/{name}", read_only=True) as reader:
+                stored = len(await reader.query(CALLS_NAMESPACE, limit=n + 1))
+            assert stored == n, (name, stored)
+    floor_s = rows[-1][1]
+    print("| path | seconds | calls/s | vs floor |")
+    print("|---|---:|---:|---:|")
+    for label, secs in rows:
+        print(f"| {label} | {secs:.2f} | {n / secs:,.0f} | {secs / floor_s:.2f}x |")
+    meter_s = rows[0][1]
+    print(
+        f"\ntarget ≤ 5 s: {'met' if meter_s <= 5 else 'MISSED'} ({meter_s:.2f} s through the meter)"
+    )
+
+
+async def section_counting(n: int, repeats: int) -> None:
+    print("\n## 3. Call-path overhead with context counting (in process, best of runs)\n")
+
+    class Ctx:
+        def __init__(self) -> None:
+            self.tool_name, self.arguments, self.request_id = "get_user", {"id": "u1"}, "1"
+            self.call_id = self.session_id = None
+            self.protocol_version, self.transport, self.client_name = "2025-11-25", "pipe", "b"
+            self.server_name, self.layer, self.annotations = "bench", None, None
+            self.tool_meta = self.input_schema = None
+            self.usage: dict[str, Any] = {}
+
+    ctx = Ctx()
+    result = {"content": [{"type": "text", "text": "Alice, 42, Oslo, admin " * 8}]}
+
+    async def call_next(c: Any) -> Any:
+        return result
+
+    async def best(fn: Any, *, deliver: Meter | None = None) -> float:
+        out = math.inf
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for i in range(n):
+                await fn()
+                if deliver is not None and i % 256 == 0:
+                    await asyncio.sleep(0)
+            if deliver is not None:
+                await deliver.flush()
+            out = min(out, (time.perf_counter() - t0) / n * 1e6)
+        return out
+
+    bare = await best(lambda: call_next(ctx))
+    print("| path | µs/call | added vs bare |")
+    print("|---|---:|---:|")
+    print(f"| bare call_next | {bare:.2f} | +0.00 |")
+    exact = await shared_counting().ready()
+    for mode in ("exact", "estimate", "off"):
+        hot = MeterMiddleware(Meter(max_pending=10**8, batch_size=10**8, flush_interval=3600),
+                              count_tokens=mode)  # type: ignore[arg-type]  # fmt: skip
+        await hot.start(server_name="bench")
+        us = await best(lambda hot=hot: hot(ctx, call_next))
+        print(f"| meter hot path, counting {mode} | {us:.2f} | {us - bare:+.2f} |")
+        meter = Meter(flush_interval=0.05)
+        await meter.start()
+        amortized = MeterMiddleware(meter, count_tokens=mode)  # type: ignore[arg-type]
+        us = await best(lambda a=amortized: a(ctx, call_next), deliver=meter)
+        tokens = meter.recent(1)[0].result_tokens
+        await meter.stop()
+        print(f"| meter + delivery incl. counting (amortized), {mode} | {us:.2f} | "
+              f"{us - bare:+.2f} (result_tokens={tokens}) |")  # fmt: skip
+    print(f"\nexact tokenizer: {exact.name}")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=1_000_000, help="section 1 history size")
+    parser.add_argument("--backfill", type=int, default=150_000, help="section 2 calls")
+    parser.add_argument("--sections", default="1,2,3")
+    args = parser.parse_args()
+    sections = {int(x) for x in args.sections.split(",")}
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if 1 in sections:
+        await section_slo(args.calls)
+    if 2 in sections:
+        await section_backfill(args.backfill)
+    if 3 in sections:
+        await section_counting(20_000, 3)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
