@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROTOCOL_CODES",
     "check_arguments",
+    "checked_result",
     "error_result",
     "output_check",
     "render_output",
@@ -68,6 +69,20 @@ async def output_check(ctx: ToolContext, call_next: Chain) -> Any:
         AirError: -32603 naming every mismatch, so the meter records the call as failed.
     """
     return render_output(ctx.tool, await call_next(ctx))
+
+
+async def checked_result(ctx: ToolContext, call_next: Chain) -> Any:
+    """Middleware (just inside the meter) for tools without an ``outputSchema``: the value must
+    become a ``CallToolResult`` here, so a value that is not JSON fails inside the meter, which
+    then records the ``isError`` the client gets instead of a success.
+
+    Raises:
+        ResultError: -32603, the value has no JSON conversion.
+    """
+    value = await call_next(ctx)
+    if value.__class__ is not str:  # a string always converts: skip the work
+        to_call_result(value)  # pure; run_call builds the answer from the value again
+    return value
 
 
 def render_output(tool: Tool, value: Any) -> Any:

@@ -25,7 +25,13 @@ from aircore.errors import (
     DefinitionError,
     InvalidParamsError,
 )
-from aircore.execution import output_check, render_output, run_call, validate_arguments
+from aircore.execution import (
+    checked_result,
+    output_check,
+    render_output,
+    run_call,
+    validate_arguments,
+)
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
@@ -275,6 +281,8 @@ class AirServer(Registry):
         layers: list[Any] = []
         if self.meter is not None:
             layers.append(self.meter)
+            if tool.output_schema is None:  # the meter records what the client gets
+                layers.append(checked_result)
         if tool.validator is not None or tool.convert is not None:
             layers.append(validate_arguments)
         if isinstance(self.meter, GatedMeterHook):
