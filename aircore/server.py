@@ -26,7 +26,7 @@ from aircore.errors import (
     InvalidParamsError,
 )
 from aircore.execution import (
-    checked_result,
+    keep_call_result,
     output_check,
     render_output,
     run_call,
@@ -271,24 +271,28 @@ class AirServer(Registry):
         self._chains[name] = self._compose(tool)
 
     def _compose(self, tool: Tool) -> Callable[[ToolContext], Any]:
+        inner = [*self._plugin_middleware, *self._user_middleware]
+        # the CallToolResult is built inside the meter, so a value that cannot become one is
+        # recorded as the failure the client gets: by the output_check link around plugins and
+        # middleware, else in the handler itself (one link less)
+        keep = None if inner or tool.output_schema is not None else keep_call_result
+
         async def handler(ctx: ToolContext) -> Any:
             try:
-                return await tool.invoke(ctx.arguments, ctx)
+                value = await tool.invoke(ctx.arguments, ctx)
             except SystemExit as exc:  # e.g. argparse in a wrapped CLI: a failure, not a shutdown
                 message = f"tool {tool.name!r} tried to exit the server (SystemExit: {exc.code})"
                 raise AirError(INTERNAL_ERROR, message) from exc
+            return value if keep is None else keep(ctx, value)
 
         layers: list[Any] = []
         if self.meter is not None:
             layers.append(self.meter)
-            if tool.output_schema is None:  # the meter records what the client gets
-                layers.append(checked_result)
         if tool.validator is not None or tool.convert is not None:
             layers.append(validate_arguments)
         if isinstance(self.meter, GatedMeterHook):
             layers.append(self.meter.gate())
-        inner = [*self._plugin_middleware, *self._user_middleware]
-        if tool.output_schema is not None and inner:
+        if inner:
             layers.append(output_check)
         elif tool.output_schema is not None:  # nothing between it and the handler: one link less
 
