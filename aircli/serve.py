@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from aircli.locate import STORE_HELP
-from aircli.remote import refuse_remote_bind
+from aircli.remote import port_number, refuse_remote_bind
 from aircli.settings import HTTP_TOKEN_ENV, cli_settings
 from aircore.errors import AirError, DefinitionError
 from aircore.server import AirServer
@@ -47,7 +47,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="default: MCP_TRANSPORT, else stdio when stdin is a pipe",
     )
     parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP bind address")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP port (0: any free)")
+    parser.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help="HTTP port (0: any free)"
+    )
     parser.add_argument("--store", default=None, help=f"{STORE_HELP} (for a metered server)")
     parser.add_argument(
         "--token",
