@@ -33,7 +33,7 @@ from airhttp import (
 )
 from airstore.errors import AirstoreError
 
-__all__ = ["load_server", "register"]
+__all__ = ["import_target", "load_server", "pick_server", "register", "split_target"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -145,16 +145,29 @@ def _import_target(spec: str) -> ModuleType:
         ) from exc
 
 
-def load_server(target: str) -> AirServer:
-    """Import TARGET and return its server.
-
-    Raises:
-        DefinitionError: the file/module or the server cannot be found.
-    """
+def split_target(target: str) -> tuple[str, str]:
+    """A target (``file.py[:attr]``, ``package.module[:attr]``) as ``(spec, attr)``."""
     spec, sep, attr = target.rpartition(":")
     if not sep or not attr.isidentifier():
-        spec, attr = target, ""
-    module = _import_target(spec)
+        return target, ""
+    return spec, attr
+
+
+def import_target(spec: str) -> ModuleType:
+    """Import the file or module ``spec`` names (a file's folder joins ``sys.path``).
+
+    Raises:
+        DefinitionError: no such file or module.
+    """
+    return _import_target(spec)
+
+
+def pick_server(module: ModuleType, spec: str, attr: str) -> AirServer:
+    """The AirServer of an imported target: ``attr``, else ``server``, else the only one.
+
+    Raises:
+        DefinitionError: there is no such server, or several and none named.
+    """
     if attr:
         found: Any = getattr(module, attr, None)
         if not isinstance(found, AirServer):
@@ -169,6 +182,16 @@ def load_server(target: str) -> AirServer:
             f"{spec}: name the server, e.g. {spec}:server (found {len(servers)} AirServer objects)"
         )
     return servers[0]
+
+
+def load_server(target: str) -> AirServer:
+    """Import TARGET and return its server.
+
+    Raises:
+        DefinitionError: the file/module or the server cannot be found.
+    """
+    spec, attr = split_target(target)
+    return pick_server(_import_target(spec), spec, attr)
 
 
 def _one_line(exc: BaseException) -> str:
