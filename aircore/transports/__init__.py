@@ -1,4 +1,4 @@
-"""Transports: stdio (asyncio streams) and Streamable HTTP (uvicorn), by name in
+"""Transports: stdio (asyncio streams) and Streamable HTTP and legacy SSE (airhttp.HttpServer), by name in
 :data:`TRANSPORTS`; each satisfies :class:`aircore.types.Transport`."""
 
 from aircore.transports.table import ALIASES, TRANSPORTS, TransportFactory, get_transport
