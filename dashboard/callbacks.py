@@ -9,6 +9,7 @@ from dash import Dash, Input, Output, State, ctx, html, no_update
 from airmeter import Layer, parse_layer
 from dashboard import figures, present
 from dashboard.errors import DashboardError, StoreUnavailableError
+from dashboard.meter_panels import PANEL_OUTPUTS, panel_values
 from dashboard.ranges import CUSTOM, parse_instant
 from dashboard.reader import SyncReader
 from dashboard.servers import parse_server_choice
@@ -68,6 +69,7 @@ PAGE_OUTPUTS: dict[str, Output] = {
     "banner_style": Output("banner", "style"),
     "updated": Output("updated", "children"),
     "alerts": Output("alerts", "children"),
+    **{name: Output(cid, prop) for name, (cid, prop) in PANEL_OUTPUTS.items()},
 }
 
 
@@ -95,6 +97,7 @@ def page_values(view: DashboardView) -> dict[str, Any]:
         "alerts": [
             html.Span(a.text, className=f"alert alert-{a.kind}", title=a.text) for a in view.alerts
         ],
+        **panel_values(view),
     }
 
 
