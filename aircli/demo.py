@@ -23,6 +23,7 @@ from typing import Any
 from aircli._traffic import Progress, drive, plan_calls
 from aircli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
 from aircli.locate import STORE_HELP, store_location
+from aircli.remote import port_number
 from aircli.settings import DEMO_LATENCY_ENV
 from airstore import StoreLocation, default_locations, parse_store_url
 
@@ -58,7 +59,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--host", default=DEFAULT_HOST, help=f"dashboard address (default {DEFAULT_HOST})"
     )
     parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"dashboard port (default {DEFAULT_PORT})"
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"dashboard port (default {DEFAULT_PORT})",
     )
     parser.add_argument(
         "--concurrency",

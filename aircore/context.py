@@ -92,6 +92,9 @@ class ToolContext(RequestContext):
         layer, tags, annotations, tool_meta: the tool's metadata (after plugins changed it).
         meta: extra meta added by ``before`` hooks (``{"meta": {...}}``) and middleware.
         usage: a handler may set ``tokens_in``, ``tokens_out``, ``cost`` here for the meter.
+        call_result: the ``CallToolResult`` built inside the chain (inside the meter, so a value
+            that cannot become one is recorded as failed) from ``call_result_of``, the value the
+            chain goes on returning, so the meter measures and redacts the tool's own value.
         cancelled: True once the client cancelled the call (its task is being cancelled;
             ``notifications/cancelled``, or the POST closed on 2026-07-28 HTTP).
     """
@@ -106,6 +109,8 @@ class ToolContext(RequestContext):
         "arguments",
         "bound_arguments",
         "bound_source",
+        "call_result",
+        "call_result_of",
         "client_name",
         "meta",
         "request_id",
@@ -165,6 +170,8 @@ class ToolContext(RequestContext):
         self._call_id: str | None = None
         self.bound_arguments: dict[str, Any] | None = None
         self.bound_source: dict[str, Any] | None = None  # the arguments bound_arguments came from
+        self.call_result: dict[str, Any] | None = None
+        self.call_result_of: Any = None
 
     @property
     def call_id(self) -> str:
