@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from dash import no_update
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from selenium.webdriver.common.by import By
@@ -23,7 +24,7 @@ from airmeter.slo_config import load_objectives
 from airmeter.tokens import EstimateCounter, definition_text
 from airstore import MemoryStore
 from dashboard.data import DashboardData
-from dashboard.meter_panels import panel_values, sparkline_svg
+from dashboard.meter_panels import panel_values, panels_stamp, sparkline_svg
 from dashboard.meter_watch import (
     MAX_BADGES,
     MAX_SLO_ROWS,
@@ -105,6 +106,11 @@ async def test_the_slo_panel_shows_what_air_meter_slo_computes_worst_first(
     assert flaky.history[-1] == flaky.burn_rates[2]
     assert list(flaky.history_ms) == sorted(flaky.history_ms)
     assert flaky.history[0] == 0.0  # 6 h ago nothing had been called
+    # a refresh sends the SLO and context panels only when they changed since the page got them
+    unchanged = panel_values(view, panels_stamp(view))
+    assert unchanged["slo"] is no_update
+    assert unchanged["context"] is no_update
+    assert len(panel_values(view, "an older stamp")["slo"]) == 2
     assert [a.kind for a in view.alerts].count("slo") == 1
     (slo_badge,) = [a for a in view.alerts if a.kind == "slo"]
     assert slo_badge.text == "SLO breach: shop/flaky availability 99%"
