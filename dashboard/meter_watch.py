@@ -82,7 +82,7 @@ def slo_rows(
                                               s.server, s.tool))  # fmt: skip
     rows = []
     for s in ordered[:MAX_SLO_ROWS]:
-        past = list(history.get(s.key, ()))
+        past = [(t, b) for t, b in history.get(s.key, ()) if t < now_ms][-(SPARK_POINTS - 1) :]
         rows.append(
             SloRow(
                 server=s.server, tool=s.tool, objective=_objective_text(s), period=s.period,
@@ -186,6 +186,7 @@ class MeterWatch:
             else None
         )
         self._history: dict[str, deque[tuple[int, float]]] = {}
+        self._backfilled = False
         self._health: tuple[Alert, ...] = ()
         self._slo_alerts: tuple[Alert, ...] = ()
         self._context: ContextPanel | None = None
@@ -238,8 +239,10 @@ class MeterWatch:
     async def _run(self, rng: TimeRange, wanted: tuple[str, int, int, str | None]) -> None:
         try:
             await self.evaluate_now(rng, wanted[3])
-            self._done = wanted
+        except Exception:  # a bug here must not take the page down nor re-run on every refresh
+            logger.exception("the meter panels' evaluation failed")
         finally:
+            self._done = wanted
             self._task = None
             self.updated.set()
 
@@ -272,7 +275,8 @@ class MeterWatch:
 
     async def _evaluate(self, now_ms: int) -> None:
         assert self._evaluator is not None
-        if not self._history:  # first time: back-fill the sparkline from the rollups
+        if not self._backfilled:  # first time: back-fill the sparkline from the rollups
+            self._backfilled = True
             for back in range(SPARK_POINTS - 1, 0, -1):
                 at = now_ms - back * SPARK_STEP_MS
                 self._at = at / 1000
@@ -294,7 +298,7 @@ class MeterWatch:
         for s in statuses:
             series = self._history.get(s.key)
             if series is None:
-                series = self._history[s.key] = deque(maxlen=SPARK_POINTS - 1)
+                series = self._history[s.key] = deque(maxlen=SPARK_POINTS)
             series.append((at_ms, s.burn_rate_1h))
 
     async def close(self) -> None:

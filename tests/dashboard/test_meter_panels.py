@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import math
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -22,20 +23,21 @@ from airmeter import MeterHealth, SloStatus, evaluate_slos
 from airmeter.slo import SloState
 from airmeter.slo_config import load_objectives
 from airmeter.tokens import EstimateCounter, definition_text
-from airstore import MemoryStore
+from airstore import FileStore, MemoryStore
 from dashboard.data import DashboardData
 from dashboard.meter_panels import panel_values, panels_stamp, sparkline_svg
 from dashboard.meter_watch import (
     MAX_BADGES,
     MAX_SLO_ROWS,
     SPARK_POINTS,
+    SPARK_STEP_MS,
     MeterWatch,
     health_alerts,
     slo_rows,
 )
 from dashboard.reader import SyncReader
 from dashboard.server import DashboardServer
-from dashboard.types import DashboardView
+from dashboard.types import DashboardView, TimeRange
 from tests.air_process import serving
 from tests.dashboard.meter_seed import EXPECTED_CLASSES, FLAKY_CALLS, SERVER, fill, shop_tools
 
@@ -316,3 +318,26 @@ def test_air_dashboard_reads_objectives_where_air_meter_slo_does_or_from_slo_con
         WebDriverWait(browser, WAIT_S).until(
             lambda d: f"no objectives file at {elsewhere}" in d.find_element(By.ID, "slo-note").text
         )
+
+
+async def test_the_sparkline_samples_every_step_and_keeps_a_bounded_window(
+    shop: tuple[Path, Path],
+) -> None:
+    data_dir, slo_file = shop
+    now = [time.time()]
+    async with FileStore(data_dir, read_only=True) as store:
+        watch = MeterWatch(store, slo_config=slo_file, clock=lambda: now[0])
+        rng = TimeRange(key="1h", since_ms=0, until_ms=2**62, bucket_ms=60_000)
+        seen = []
+        for minutes in (0, 5, 16, 40, 60 * 7):
+            now[0] += minutes * 60
+            await watch.evaluate_now(rng)
+            (flaky,) = [r for r in watch.slo.rows if r.tool == "flaky"]
+            assert flaky.history_ms[-1] == int(now[0] * 1000)  # the current rate is last
+            assert len(set(flaky.history_ms)) == len(flaky.history_ms)  # one point per instant
+            assert len(flaky.history) <= SPARK_POINTS
+            seen.append(flaky)
+    assert [len(r.history) for r in seen] == [SPARK_POINTS] * 5
+    steps = [b - a for a, b in zip(seen[-1].history_ms, seen[-1].history_ms[1:], strict=False)]
+    assert min(steps[:-1]) >= SPARK_STEP_MS  # stored samples are a step apart at least
+    assert seen[-1].history[-1] == 0.0  # 7 h later the failures are out of the 1 h window
