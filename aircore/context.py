@@ -23,6 +23,7 @@ from aircore.request_context import (
     InputRequired,
     RequestContext,
     TaskStarter,
+    _is_modern,
 )
 from airmeter.types import CallInfo
 
@@ -243,15 +244,21 @@ class ToolContext(RequestContext):
             ``True`` when the call now runs as a task.
 
         Raises:
-            AirError: ``required`` and the client did not declare the extension (-32021), or
-                the server holds too many tasks (-32603).
+            AirError: ``required`` and the client did not declare the extension (-32021 on
+                2026-07-28; -32603, an ``isError`` result, in the legacy era, which has no
+                tasks extension), or the server holds too many tasks (-32603).
         """
         tasking = self._tasking
         if tasking is None or not tasking.available:
-            if required:
+            if required and _is_modern(self.protocol_version):
                 from aircore.protocol.tasks import missing_tasks_capability
 
                 raise missing_tasks_capability(f"tool {self.tool.name!r}")
+            if required:  # the legacy era has no -32021 (nor this extension): an isError result
+                message = (
+                    f"tool {self.tool.name!r} runs only as a task (2026-07-28 tasks extension)"
+                )
+                raise AirError(INTERNAL_ERROR, message)
             return False
         channel = tasking.begin(status_message=status_message)
         if channel is None:
