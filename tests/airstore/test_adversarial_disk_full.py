@@ -72,7 +72,8 @@ def test_acknowledged_writes_survive_a_full_disk_and_a_sigkill(
     lines = [line.split() for line in acks.read_text().splitlines() if line != "full"]
     acked = [int(i) for word, i in lines if word == "ok"]
     refused = [int(i) for word, i in lines if word == "refused"]
-    assert acked and refused
+    assert acked
+    assert refused
     (small_disk / "filler").unlink()  # space again: the store reopens as it always does
 
     async def present() -> set[int]:
