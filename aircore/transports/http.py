@@ -111,7 +111,7 @@ async def _run_until_disconnect(
     me = asyncio.current_task()
     assert me is not None
     watch = _DisconnectWatch(me, receive)
-    handle = asyncio.get_running_loop().call_soon(watch.start)
+    handle = me.get_loop().call_soon(watch.start)  # not get_running_loop(): a getpid() on 3.11
     try:
         result = await coro
     except asyncio.CancelledError:
