@@ -84,10 +84,11 @@ class KVSpace(Compaction):
         # collector to track and scan, which halved set throughput.
         self.items: dict[str, Any] = {}
         self.expires: dict[str, float] = {}
-        # The snapshot's bytes of each key, ``"key":[value,exp]``: built at set() from the JSON
-        # validated there (a snapshot can neither fail nor differ from the journal if a caller
-        # later mutates the object it stored), taken from journal lines, or encoded at the first
-        # snapshot for keys loaded from one. A snapshot is then one join of these.
+        # The journal record of each key, ``{"key":[value,exp]}\n``: the very bytes set()
+        # appended to the journal (built from the JSON validated there, so a snapshot can
+        # neither fail nor differ from the journal if a caller later mutates the object it
+        # stored), taken from journal lines, or encoded at the first snapshot for keys loaded
+        # from one. A snapshot is then one join of these (see ``Compaction``).
         self.entries: dict[str, bytes] = {}
         self.expiry: list[tuple[float, str]] = []
         self.snapshot_path = snapshot_path(root, ns)
@@ -249,7 +250,7 @@ class KVSpace(Compaction):
             else:
                 self._apply_set(key, value, exp, now)
                 if key in self.items:
-                    self.entries[key] = line[1:-1]
+                    self.entries[key] = line + b"\n"
 
     def _own_pending_keys(self) -> set[str]:
         keys: set[str] = set()
@@ -306,28 +307,20 @@ class KVSpace(Compaction):
                 return MISSING
         return value
 
-    def set_plain(self, key: str, value: Any, encoded: bytes) -> None:
-        """Set ``key`` without expiry in memory and in the pending records (the hot path)."""
-        self.items[key] = value
-        self.entries[key] = entry = b"%b:[%b,null]" % (_dumps(key), encoded)
-        if self.expires:
-            self.expires.pop(key, None)
-        buf = self.journal.pending
-        buf += b"{"
-        buf += entry
-        buf += b"}\n"
-
     def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
-        """Set ``key`` (with an expiry or none); sweep what has expired."""
+        """Set ``key`` (with an expiry or none) in memory and in the pending records; sweep
+        what has expired. (``FileKeys.set`` inlines the case without expiry: the hot path.)"""
+        self.items[key] = value
         if exp is None:
-            self.set_plain(key, value, encoded)
+            line = b"{%b:[%b,null]}\n" % (_dumps(key), encoded)
+            if self.expires:
+                self.expires.pop(key, None)
         else:
-            self.items[key] = value
+            line = b"{%b:[%b,%b]}\n" % (_dumps(key), encoded, repr(exp).encode())
             self.expires[key] = exp
             heapq.heappush(self.expiry, (exp, key))
-            entry = b"%b:[%b,%b]" % (_dumps(key), encoded, repr(exp).encode())
-            self.entries[key] = entry
-            self.journal.pending += b"{%b}\n" % entry
+        self.entries[key] = line
+        self.journal.pending += line
         if self.expiry and self.expiry[0][0] <= now:
             self.sweep(now)
 
