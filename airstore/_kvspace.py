@@ -232,6 +232,7 @@ class KVSpace(Compaction):
         """Apply format-2 records (complete lines); keys in ``own`` keep this process's newer
         writes."""
         now = self._clock()
+        items, entries, expires = self.items, self.entries, self.expires
         for line in data.split(b"\n"):
             if not line:
                 continue
@@ -247,10 +248,15 @@ class KVSpace(Compaction):
                 continue
             if val is None:
                 self._apply_delete(key)
+            elif exp is None:  # _apply_set without expiry, inlined (other writers' sets)
+                items[key] = value
+                entries[key] = line + b"\n"
+                if expires:
+                    expires.pop(key, None)
             else:
                 self._apply_set(key, value, exp, now)
-                if key in self.items:
-                    self.entries[key] = line + b"\n"
+                if key in items:
+                    entries[key] = line + b"\n"
 
     def _own_pending_keys(self) -> set[str]:
         keys: set[str] = set()
@@ -347,9 +353,15 @@ class KVSpace(Compaction):
         """Under the lock: take in others' records, cut a dead writer's torn record, append
         ours in one ``write``. Returns the bytes written.
 
+        Other writers' records are first taken in without the lock (as reads do), so the lock
+        is held only for what they appended meanwhile: with several writers, the parsing of
+        each other's records runs in parallel instead of one process at a time.
+
         Raises:
             OSError: the write failed; the file is as before and the records stay pending.
         """
+        if self.journal.fd is not None and not self._needs_migration:
+            self.refresh()
         with self.journal.locked():
             return self.commit_locked()
 
