@@ -16,10 +16,11 @@ from aircore.definitions.plugin import apply_definition, tool_spec
 from aircore.server import AirServer
 from aircore.tool import Tool
 
-__all__ = ["check_server_target", "server_manifest", "server_tools"]
+__all__ = ["check_server_target", "registered_tools", "server_manifest", "server_tools"]
 
 
-def _registered(server: AirServer) -> dict[str, Tool]:
+def registered_tools(server: AirServer) -> dict[str, Tool]:
+    """The server's tools as registered, before any definition was applied (disabled ones too)."""
     originals: dict[str, Tool] = {}
     for plugin in server.plugins:  # tools as registered, before the plugin applied definitions
         state = getattr(plugin, "options", {}).get("state")
@@ -77,7 +78,7 @@ def server_tools(target: str) -> tuple[AirServer, dict[str, Tool]]:
     except Exception as exc:  # a failing import of user code is reported, not a traceback
         problem = Problem(file=target, field="-", rule="target", message=str(exc))
         raise ToolDefinitionError([problem], summary=f"cannot load {target}") from exc
-    return server, _registered(server)
+    return server, registered_tools(server)
 
 
 def server_manifest(target: str, *, definitions: Path | None = None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
-from aircli.remote import refuse_remote_bind
+from aircli.remote import port_number, refuse_remote_bind
 from aircli.settings import DASHBOARD_TOKEN_ENV, cli_settings
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "open_dashboard", "register", "serve_dashboard"]
@@ -29,7 +29,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--store", default=None, help=STORE_HELP)
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"address (default: {DEFAULT_HOST})")
     parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT}; 0: any)"
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"port (default: {DEFAULT_PORT}; 0: any)",
     )
     parser.add_argument(
         "--allow-remote",

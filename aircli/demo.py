@@ -1,11 +1,14 @@
 """``air demo``: run the metered demo server, drive it with sample traffic, show the dashboard.
 
-Starts the demo server that ships with air (``aircli/demo_server.py``) over stdio (``air serve``)
-with its store and meter pointed at ``--store`` (else the default location), drives it with the
-official ``mcp`` client (a realistic mix over all seven layers, some errors, some slow calls),
-then serves the dashboard over the same store and keeps a gentle trickle of live traffic going
-until Ctrl+C. Stopping closes the client, which lets the server flush every recorded call before
-it exits.
+Into an empty store it first writes a week of back-dated history through the meter
+(``--history 7d``, denser in the last 24 hours, with an incident, a slow tool and a budget
+warning; ``--history 0``: none), so every chart has shape at 15 minutes, 24 hours and 7 days.
+Then it starts the demo server that ships with air (``aircli/demo_server.py``) over stdio
+(``air serve``) with its store and meter pointed at ``--store`` (else the default location),
+drives it with the official ``mcp`` client (a realistic mix over all seven layers, some errors,
+some slow calls), then serves the dashboard over the same store and keeps a gentle trickle of
+live traffic going until Ctrl+C. Stopping closes the client, which lets the server flush every
+recorded call before it exits.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from aircli._traffic import Progress, drive, plan_calls
 from aircli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
 from aircli.locate import STORE_HELP, store_location
+from aircli.remote import port_number
 from aircli.settings import DEMO_LATENCY_ENV
 from airstore import StoreLocation, default_locations, parse_store_url
 
@@ -58,7 +62,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--host", default=DEFAULT_HOST, help=f"dashboard address (default {DEFAULT_HOST})"
     )
     parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"dashboard port (default {DEFAULT_PORT})"
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"dashboard port (default {DEFAULT_PORT})",
     )
     parser.add_argument(
         "--concurrency",
@@ -73,6 +80,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="calls per second while the dashboard is up (default 2; 0: none)",
     )
     parser.add_argument("--seed", type=int, default=None, help="random seed of the traffic")
+    parser.add_argument(
+        "--history",
+        default="7d",
+        metavar="DURATION",
+        help="back-dated history written first into an empty store (default 7d; 0: none)",
+    )
+    parser.add_argument(
+        "--history-calls",
+        type=int,
+        default=None,
+        metavar="N",
+        help="calls in that history (default about 150,000 a week)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -81,8 +101,18 @@ def _say(text: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from aircli._demo_history import HistoryError, parse_history
+
     if args.calls < 0 or args.concurrency < 1 or args.live_rate < 0:
         _say("air demo: --calls must be >= 0, --concurrency >= 1, --live-rate >= 0")
+        return 2
+    if args.history_calls is not None and args.history_calls < 1:
+        _say("air demo: --history-calls must be >= 1")
+        return 2
+    try:
+        args.history_days = parse_history(args.history)
+    except HistoryError as exc:
+        _say(f"air demo: {exc}")
         return 2
     location = store_location("air demo", args.store, reading=False)
     args.store = location.url
@@ -127,6 +157,7 @@ async def _demo(args: argparse.Namespace) -> int:
     if main_task is not None:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
+    await _history(args)
     _say(f"air demo: starting {DEMO_SERVER.name} (metering to {args.store})")
     log_path: Path = args.log_path
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,6 +177,20 @@ async def _demo(args: argparse.Namespace) -> int:
         # The client has closed by now, so the server flushed every call before it exited.
         for dashboard in dashboards:
             dashboard.stop()
+
+
+async def _history(args: argparse.Namespace) -> None:
+    """Write the back-dated history (a store that cannot take it is said, not fatal: the
+    server then explains what is wrong with it)."""
+    from aircli._demo_history import write_history
+    from airstore import AirstoreError
+
+    seed = 7 if args.seed is None else args.seed
+    try:
+        await write_history(args.store, days=args.history_days, calls=args.history_calls,
+                            seed=seed)  # fmt: skip
+    except AirstoreError as exc:
+        _say(f"air demo: no history written ({type(exc).__name__}: {exc})")
 
 
 async def _session(

@@ -1,7 +1,8 @@
 """``air migrate SERVER [--out DIR]``: write definition drafts for an existing server's tools.
 
 Reads what each tool already says about itself (``define_tool``/``@server.tool``: name, title,
-description, schemas, annotations, tags, layer) and writes
+description, schemas, annotations, tags, layer) — of an air server, or of a server built on the
+official SDK's ``MCPServer`` or on FastMCP (their ``@tool`` decorators' metadata) — and writes
 ``DIR/{category}/{name}.yml`` (``DIR`` defaults to the project's definitions directory,
 ``./tool-definitions``). Where the source says nothing, the standard's conservative defaults:
 ``owner_org: MCP_TOOL``, ``when_not_to_use: 없음``, ``open_world: false``, hints from the
@@ -21,10 +22,12 @@ from typing import Any
 
 import yaml
 
+from aircli._foreign import FOREIGN_KINDS, ListedTool, find_foreign_server
 from aircli._project import find_project
 from aircli.check import CheckReport, check_directory, print_report
-from aircore.definitions import ToolDefinitionError
+from aircore.definitions import Problem, ToolDefinitionError
 from aircore.definitions.naming import infer_hints
+from aircore.errors import DefinitionError
 from aircore.tool import Tool
 
 __all__ = ["DRAFT_OWNER", "MigrationResult", "draft_definition", "migrate_server", "register"]
@@ -69,7 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=_run)
 
 
-def _category(tool: Tool) -> str:
+def _category(tool: Tool | ListedTool) -> str:
     if tool.tags:
         tag = tool.tags[0].strip().lower().replace("-", "_").replace(" ", "_")
         if tag.isidentifier() and tag.isascii():
@@ -98,11 +101,12 @@ def _first_sentence(text: str) -> str:
     return head
 
 
-def draft_definition(tool: Tool, *, version: str) -> dict[str, Any]:
+def draft_definition(tool: Tool | ListedTool, *, version: str) -> dict[str, Any]:
     """The definition draft for one registered tool (see the module for the defaults).
 
     Args:
-        tool: the tool as registered, before any definition was applied.
+        tool: the tool as registered, before any definition was applied (or as another
+            library's server lists it).
         version: the version to record (the server's).
 
     Returns:
@@ -146,6 +150,38 @@ def draft_definition(tool: Tool, *, version: str) -> dict[str, Any]:
     return draft
 
 
+def _cannot_load(target: str, message: str) -> ToolDefinitionError:
+    problem = Problem(file=target, field="-", rule="target", message=message)
+    return ToolDefinitionError([problem], summary=f"cannot load {target}")
+
+
+def _source_tools(target: str) -> tuple[str | None, dict[str, Tool | ListedTool]]:
+    """The version and the tools (as their source declares them) of an air or foreign server."""
+    from aircli._server_check import registered_tools
+    from aircli.serve import import_target, pick_server, split_target
+
+    spec, attr = split_target(target)
+    try:
+        module = import_target(spec)
+    except DefinitionError as exc:
+        raise _cannot_load(target, str(exc)) from exc
+    except Exception as exc:  # a failing import of user code is reported, not a traceback
+        raise _cannot_load(target, f"{type(exc).__name__}: {exc}") from exc
+    try:
+        server = pick_server(module, spec, attr)
+    except DefinitionError as exc:
+        try:
+            foreign = find_foreign_server(module, attr)
+        except Exception as listing:  # the other library failed to list its own tools
+            raise _cannot_load(target, f"listing its tools failed: {listing}") from listing
+        if foreign is None:
+            raise _cannot_load(
+                target, f"{exc}; nor one server built on {FOREIGN_KINDS} (name it: {spec}:NAME)"
+            ) from exc
+        return foreign.version, {tool.name: tool for tool in foreign.tools}
+    return server.version, dict(registered_tools(server))
+
+
 def migrate_server(target: str, out: str | Path) -> MigrationResult:
     """Write a draft for every tool of a server that has no definition file in ``out`` yet.
 
@@ -159,9 +195,7 @@ def migrate_server(target: str, out: str | Path) -> MigrationResult:
     Raises:
         ToolDefinitionError: the target cannot be loaded.
     """
-    from aircli._server_check import server_tools
-
-    server, tools = server_tools(target)
+    version, tools = _source_tools(target)
     root = Path(out)
     existing = {p.stem: p for p in root.rglob("*.y*ml")} if root.is_dir() else {}
     written: list[Path] = []
@@ -171,7 +205,7 @@ def migrate_server(target: str, out: str | Path) -> MigrationResult:
         if name in existing:
             kept.append(existing[name])
             continue
-        draft = draft_definition(tools[name], version=server.version or "0.1.0")
+        draft = draft_definition(tools[name], version=version or "0.1.0")
         path = root / draft["category_key"] / f"{name}.yml"
         path.parent.mkdir(parents=True, exist_ok=True)
         body = yaml.safe_dump(draft, allow_unicode=True, sort_keys=False, width=96)

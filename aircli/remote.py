@@ -8,14 +8,46 @@ line naming both flags.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from airhttp import is_loopback
 
-__all__ = ["REMOTE_BIND_EXIT", "refuse_remote_bind", "remote_bind_problem"]
+__all__ = [
+    "MAX_PORT",
+    "REMOTE_BIND_EXIT",
+    "port_number",
+    "refuse_remote_bind",
+    "remote_bind_problem",
+]
+
+MAX_PORT = 65535
+"""The highest TCP port; ``--port 0`` asks for any free one."""
 
 REMOTE_BIND_EXIT = 2
 """The exit status of a command refused a non-loopback bind."""
+
+
+def port_number(text: str) -> int:
+    """The ``--port`` argument type of every command that binds: an integer 0-65535.
+
+    Args:
+        text: the value as typed.
+
+    Returns:
+        The port (0: any free port).
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer in 0-65535 (argparse then prints the
+            subcommand's usage and exits with status 2).
+    """
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-{MAX_PORT}; 0: any free port)")
+    return port
 
 
 def remote_bind_problem(host: str, *, allow_remote: bool, token: str | None) -> str | None:

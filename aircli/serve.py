@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from aircli.locate import STORE_HELP
-from aircli.remote import refuse_remote_bind
+from aircli.remote import port_number, refuse_remote_bind
 from aircli.settings import HTTP_TOKEN_ENV, cli_settings
 from aircore.errors import AirError, DefinitionError
 from aircore.server import AirServer
@@ -33,7 +33,7 @@ from airhttp import (
 )
 from airstore.errors import AirstoreError
 
-__all__ = ["load_server", "register"]
+__all__ = ["import_target", "load_server", "pick_server", "register", "split_target"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,7 +47,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="default: MCP_TRANSPORT, else stdio when stdin is a pipe",
     )
     parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP bind address")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP port (0: any free)")
+    parser.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help="HTTP port (0: any free)"
+    )
     parser.add_argument("--store", default=None, help=f"{STORE_HELP} (for a metered server)")
     parser.add_argument(
         "--token",
@@ -143,16 +145,29 @@ def _import_target(spec: str) -> ModuleType:
         ) from exc
 
 
-def load_server(target: str) -> AirServer:
-    """Import TARGET and return its server.
-
-    Raises:
-        DefinitionError: the file/module or the server cannot be found.
-    """
+def split_target(target: str) -> tuple[str, str]:
+    """A target (``file.py[:attr]``, ``package.module[:attr]``) as ``(spec, attr)``."""
     spec, sep, attr = target.rpartition(":")
     if not sep or not attr.isidentifier():
-        spec, attr = target, ""
-    module = _import_target(spec)
+        return target, ""
+    return spec, attr
+
+
+def import_target(spec: str) -> ModuleType:
+    """Import the file or module ``spec`` names (a file's folder joins ``sys.path``).
+
+    Raises:
+        DefinitionError: no such file or module.
+    """
+    return _import_target(spec)
+
+
+def pick_server(module: ModuleType, spec: str, attr: str) -> AirServer:
+    """The AirServer of an imported target: ``attr``, else ``server``, else the only one.
+
+    Raises:
+        DefinitionError: there is no such server, or several and none named.
+    """
     if attr:
         found: Any = getattr(module, attr, None)
         if not isinstance(found, AirServer):
@@ -167,6 +182,16 @@ def load_server(target: str) -> AirServer:
             f"{spec}: name the server, e.g. {spec}:server (found {len(servers)} AirServer objects)"
         )
     return servers[0]
+
+
+def load_server(target: str) -> AirServer:
+    """Import TARGET and return its server.
+
+    Raises:
+        DefinitionError: the file/module or the server cannot be found.
+    """
+    spec, attr = split_target(target)
+    return pick_server(_import_target(spec), spec, attr)
 
 
 def _one_line(exc: BaseException) -> str:

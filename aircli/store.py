@@ -11,6 +11,8 @@ import argparse
 import asyncio
 import sys
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from aircli.locate import STORE_HELP, store_location
 from airstore import (
@@ -55,13 +57,20 @@ async def _open(url: str) -> Inspectable | None:
     return None
 
 
-def _check(args: argparse.Namespace) -> int:
-    url = store_location("air store check", args.store, reading=True).url
+def _run(
+    command: str, args: argparse.Namespace, work: Callable[[str], Coroutine[Any, Any, int]]
+) -> int:
+    """Run ``work`` on the store ``args`` names; a store error is exit code 2 with its text."""
+    url = store_location(command, args.store, reading=True).url
     try:
-        return asyncio.run(_run_check(url))
+        return asyncio.run(work(url))
     except AirstoreError as exc:
-        print(f"air store check: {exc}", file=sys.stderr)
+        print(f"{command}: {exc}", file=sys.stderr)
         return 2
+
+
+def _check(args: argparse.Namespace) -> int:
+    return _run("air store check", args, _run_check)
 
 
 async def _run_check(url: str) -> int:
@@ -116,12 +125,7 @@ def _days(seconds: float) -> str:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    url = store_location("air store stats", args.store, reading=True).url
-    try:
-        return asyncio.run(_run_stats(url))
-    except AirstoreError as exc:
-        print(f"air store stats: {exc}", file=sys.stderr)
-        return 2
+    return _run("air store stats", args, _run_stats)
 
 
 async def _run_stats(url: str) -> int:

@@ -23,6 +23,7 @@ from aircore.request_context import (
     InputRequired,
     RequestContext,
     TaskStarter,
+    _is_modern,
 )
 from airmeter.types import CallInfo
 
@@ -92,6 +93,9 @@ class ToolContext(RequestContext):
         layer, tags, annotations, tool_meta: the tool's metadata (after plugins changed it).
         meta: extra meta added by ``before`` hooks (``{"meta": {...}}``) and middleware.
         usage: a handler may set ``tokens_in``, ``tokens_out``, ``cost`` here for the meter.
+        call_result: the ``CallToolResult`` built inside the chain (inside the meter, so a value
+            that cannot become one is recorded as failed) from ``call_result_of``, the value the
+            chain goes on returning, so the meter measures and redacts the tool's own value.
         cancelled: True once the client cancelled the call (its task is being cancelled;
             ``notifications/cancelled``, or the POST closed on 2026-07-28 HTTP).
     """
@@ -106,6 +110,8 @@ class ToolContext(RequestContext):
         "arguments",
         "bound_arguments",
         "bound_source",
+        "call_result",
+        "call_result_of",
         "client_name",
         "meta",
         "request_id",
@@ -165,6 +171,8 @@ class ToolContext(RequestContext):
         self._call_id: str | None = None
         self.bound_arguments: dict[str, Any] | None = None
         self.bound_source: dict[str, Any] | None = None  # the arguments bound_arguments came from
+        self.call_result: dict[str, Any] | None = None
+        self.call_result_of: Any = None
 
     @property
     def call_id(self) -> str:
@@ -236,15 +244,21 @@ class ToolContext(RequestContext):
             ``True`` when the call now runs as a task.
 
         Raises:
-            AirError: ``required`` and the client did not declare the extension (-32021), or
-                the server holds too many tasks (-32603).
+            AirError: ``required`` and the client did not declare the extension (-32021 on
+                2026-07-28; -32603, an ``isError`` result, in the legacy era, which has no
+                tasks extension), or the server holds too many tasks (-32603).
         """
         tasking = self._tasking
         if tasking is None or not tasking.available:
-            if required:
+            if required and _is_modern(self.protocol_version):
                 from aircore.protocol.tasks import missing_tasks_capability
 
                 raise missing_tasks_capability(f"tool {self.tool.name!r}")
+            if required:  # the legacy era has no -32021 (nor this extension): an isError result
+                message = (
+                    f"tool {self.tool.name!r} runs only as a task (2026-07-28 tasks extension)"
+                )
+                raise AirError(INTERNAL_ERROR, message)
             return False
         channel = tasking.begin(status_message=status_message)
         if channel is None:

@@ -34,6 +34,7 @@ __all__ = [
     "PROTOCOL_CODES",
     "check_arguments",
     "error_result",
+    "keep_call_result",
     "output_check",
     "render_output",
     "run_call",
@@ -60,14 +61,37 @@ def _is_content_result(value: Any) -> bool:
 
 
 async def output_check(ctx: ToolContext, call_next: Chain) -> Any:
-    """Middleware (inside validation) for tools with an ``outputSchema``: the value becomes
-    ``structuredContent`` (a returned model, dataclass or ``TypedDict`` serialized, a non-object
-    type wrapped as ``{"result": …}``), checked, and the ``CallToolResult`` is built here.
+    """Middleware (inside validation, so inside the meter, around plugins and user middleware):
+    the ``CallToolResult`` is built here, so a value that cannot become one is recorded as
+    failed. With an ``outputSchema`` the value becomes ``structuredContent`` (a returned model,
+    dataclass or ``TypedDict`` serialized, a non-object type wrapped as ``{"result": …}``) and
+    is checked (:func:`render_output`); without one see :func:`keep_call_result`.
 
     Raises:
-        AirError: -32603 naming every mismatch, so the meter records the call as failed.
+        AirError: -32603 naming every mismatch with the ``outputSchema``, or the place of a value
+            that is not JSON (``ResultError``), so the meter records the call as failed.
     """
-    return render_output(ctx.tool, await call_next(ctx))
+    value = await call_next(ctx)
+    if ctx.tool.output_schema is None:
+        return keep_call_result(ctx, value)
+    return render_output(ctx.tool, value)
+
+
+def keep_call_result(ctx: ToolContext, value: Any) -> Any:
+    """Build the ``CallToolResult`` of a tool without an ``outputSchema`` inside the chain and
+    keep it on ``ctx`` (:func:`run_call` answers with it), while the chain goes on returning
+    ``value``: the meter measures and redacts the tool's own value, and records a value that
+    is not JSON as the failure the client gets.
+
+    Returns:
+        ``value`` itself.
+
+    Raises:
+        ResultError: -32603, ``value`` is not JSON (the message names where).
+    """
+    ctx.call_result = to_call_result(value)
+    ctx.call_result_of = value
+    return value
 
 
 def render_output(tool: Tool, value: Any) -> Any:
@@ -140,7 +164,7 @@ async def run_call(chain: Chain, ctx: ToolContext) -> dict[str, Any]:
     """
     tool = ctx.tool
     try:
-        return to_call_result(await chain(ctx))
+        value = await chain(ctx)
     except AirError as exc:
         if exc.code in PROTOCOL_CODES:
             raise
@@ -149,3 +173,10 @@ async def run_call(chain: Chain, ctx: ToolContext) -> dict[str, Any]:
         # the traceback, for the author
         FAILURES.tool_failed(tool.name, ctx.request_id, exc, call_id=ctx.call_id)
         return error_result(INTERNAL_ERROR, str(exc) or type(exc).__name__)
+    result = ctx.call_result
+    if result is not None and ctx.call_result_of is value:  # built inside the chain
+        return result
+    try:
+        return to_call_result(value)  # a value a meter's budget or a plugin put in its place
+    except AirError as exc:
+        return error_result(exc.code, exc.message)

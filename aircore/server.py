@@ -25,7 +25,13 @@ from aircore.errors import (
     DefinitionError,
     InvalidParamsError,
 )
-from aircore.execution import output_check, render_output, run_call, validate_arguments
+from aircore.execution import (
+    keep_call_result,
+    output_check,
+    render_output,
+    run_call,
+    validate_arguments,
+)
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
@@ -265,12 +271,19 @@ class AirServer(Registry):
         self._chains[name] = self._compose(tool)
 
     def _compose(self, tool: Tool) -> Callable[[ToolContext], Any]:
+        inner = [*self._plugin_middleware, *self._user_middleware]
+        # the CallToolResult is built inside the meter, so a value that cannot become one is
+        # recorded as the failure the client gets: by the output_check link around plugins and
+        # middleware, else in the handler itself (one link less)
+        keep = None if inner or tool.output_schema is not None else keep_call_result
+
         async def handler(ctx: ToolContext) -> Any:
             try:
-                return await tool.invoke(ctx.arguments, ctx)
+                value = await tool.invoke(ctx.arguments, ctx)
             except SystemExit as exc:  # e.g. argparse in a wrapped CLI: a failure, not a shutdown
                 message = f"tool {tool.name!r} tried to exit the server (SystemExit: {exc.code})"
                 raise AirError(INTERNAL_ERROR, message) from exc
+            return value if keep is None else keep(ctx, value)
 
         layers: list[Any] = []
         if self.meter is not None:
@@ -279,8 +292,7 @@ class AirServer(Registry):
             layers.append(validate_arguments)
         if isinstance(self.meter, GatedMeterHook):
             layers.append(self.meter.gate())
-        inner = [*self._plugin_middleware, *self._user_middleware]
-        if tool.output_schema is not None and inner:
+        if inner:
             layers.append(output_check)
         elif tool.output_schema is not None:  # nothing between it and the handler: one link less
 

@@ -82,6 +82,8 @@ class MeterEngine:
             the framework's span, building the record only when a span records).
         clock: seconds since the epoch, the start of each call (a back-filled history passes
             its own).
+        timer: a monotonic reading in seconds; a call's latency is the difference across it
+            (a back-filled history passes its own).
     """
 
     def __init__(
@@ -95,9 +97,11 @@ class MeterEngine:
         error_result: ErrorResult = is_error_result,
         on_record: Callable[[PendingCall], object] | None = None,
         clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = _perf,
     ) -> None:
         self.builder = builder
         self._clock = clock
+        self._timer = timer
         self.classifier = classifier
         self.budget = budget
         self._error_type = error_type
@@ -164,6 +168,7 @@ class MeterEngine:
                           else budget.check_tokens)  # fmt: skip
         ts = self._clock()
         token = _CURRENT.set(usage)
+        _perf = self._timer
         t0 = _perf()
         try:
             result = await call_next(arg)

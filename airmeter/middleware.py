@@ -76,6 +76,8 @@ class MeterMiddleware:
             ``$AIR_TOKENS``, else ``"exact"``.
         clock: seconds since the epoch, stamped as each call's start (``air demo`` back-fills a
             history with its own).
+        timer: a monotonic reading in seconds that latencies are measured with (default
+            ``time.perf_counter``; a back-filled history passes its own).
         sinks: more sinks for the meter created on start (with ``meter`` given, add them to it).
         meter_options: keyword options for the :class:`Meter` created on start.
 
@@ -96,6 +98,7 @@ class MeterMiddleware:
         max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES,
         count_tokens: TokenMode | None = None,
         clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = time.perf_counter,
         sinks: Sequence[Sink] = (),
         **meter_options: Any,
     ) -> None:
@@ -109,6 +112,7 @@ class MeterMiddleware:
         self._gated = False
         self._classifier = classifier
         self._clock = clock
+        self._timer = timer
         self._builder_options: dict[str, Any] = {
             "capture_arguments": capture_arguments,
             "capture_results": capture_results,
@@ -126,7 +130,8 @@ class MeterMiddleware:
         builder = RecordBuilder(server=server or meter.server, instance_id=meter.instance_id,
                                 **self._builder_options)  # fmt: skip
         return MeterEngine(meter, builder=builder, classifier=self._classifier or meter.classifier,
-                           budget=self.budget, clock=self._clock)  # fmt: skip
+                           budget=self.budget, clock=self._clock,
+                           timer=self._timer)  # fmt: skip
 
     @property
     def meter(self) -> Meter:

@@ -3,7 +3,7 @@
 One evaluator should alert, not one per server process: run :class:`SloWatcher` in one place
 (``air meter slo --watch``, or the dashboard process). Several watchers on one store still
 alert once: each state change is claimed through the store's atomic ``incr`` (Redis INCRBY, one
-SQLite statement, in-process for memory and file stores) under the namespace
+SQLite statement, under the journal lock across processes for a FileStore) under the namespace
 :data:`SLO_NAMESPACE`, and only the watcher that claims it alerts. A watcher that cannot write
 the store (a FileStore another process holds) alerts from its own memory, and logs once that it
 cannot deduplicate.

@@ -114,16 +114,27 @@ class KVSpace(Compaction):
     async def load_async(self) -> None:
         """:meth:`load` with the snapshot read off the event loop (aiofiles): the cold path of
         a namespace's first access, which may read megabytes."""
-        for _attempt in range(LOAD_ATTEMPTS):
+        for _attempt in range(LOAD_ATTEMPTS - 1):
             snap = await _aread(self.snapshot_path)
-            if self._load_once(snap, last=_attempt == LOAD_ATTEMPTS - 1):
+            if self._load_once(snap, last=False):
                 break
+        else:
+            self._load_holding_lock()
         if self.read_only:
             return
         if self._needs_migration:
             self.migrate()
         elif self.journal.fd is not None and self.journal.torn_bytes():
             self.commit()  # a dead writer's unfinished record: cut under the lock
+
+    def _load_holding_lock(self) -> None:
+        """The last attempt of a loader that kept losing the race against other writers'
+        compactions: under the journal's lock no compaction runs between its two reads."""
+        with contextlib.ExitStack() as stack:
+            # a reader that may not create the lock file tries once more without it
+            with contextlib.suppress(OSError):
+                stack.enter_context(self.journal.locked())
+            self._load_once(_read(self.snapshot_path), last=True)
 
     def _load_once(self, data: bytes | None, *, last: bool) -> bool:
         self.items, self.expires, self.entries, self.expiry = {}, {}, {}, []

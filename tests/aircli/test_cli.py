@@ -20,3 +20,26 @@ def test_air_console_script_runs() -> None:
         [sys.executable, "-m", "aircli", "--help"], capture_output=True, text=True, check=True
     )
     assert "usage: air" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (["dashboard", "--port", "99999"], "usage: air dashboard"),
+        (["dashboard", "--port", "-3"], "usage: air dashboard"),
+        (["demo", "--no-dashboard", "--port", "65536"], "usage: air demo"),
+        (["serve", "x.py", "--transport", "http", "--port", "70000"], "usage: air serve"),
+        (["serve", "x.py", "--port", "eighty"], "usage: air serve"),
+    ],
+)
+def test_a_port_out_of_range_is_refused_with_the_subcommands_usage(
+    argv: list[str], usage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    said = capsys.readouterr().err
+    assert said.startswith(usage)
+    assert "argument --port:" in said
+    assert "0-65535" in said
+    assert "Traceback" not in said

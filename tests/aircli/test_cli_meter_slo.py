@@ -1,5 +1,6 @@
 """``air meter slo``: the JSON shape and the table from a store with a recent failure burst,
-and ``--watch`` alerting once on stderr in a real process stopped with Ctrl+C."""
+and ``--watch`` alerting once on stderr in a real process stopped with Ctrl+C; two watching
+processes on one data dir alert once, to the webhook named by ``AIR_SLO_WEBHOOK_URL``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import orjson
@@ -99,3 +102,58 @@ async def test_watch_alerts_once_on_stderr_and_stops_on_ctrl_c(tmp_path: Path) -
     alerts = [line for line in err.splitlines() if "SLO BREACH" in line or "SLO resolved" in line]
     assert len(alerts) == 1  # once, not once per evaluation
     assert "shop/pay availability" in alerts[0]
+
+
+async def _watcher(cmd: list[str], env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *cmd, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+
+
+async def test_two_watchers_on_one_data_dir_alert_once_to_the_webhook_of_the_environment(
+    tmp_path: Path,
+) -> None:
+    got: list[dict[str, object]] = []
+    arrived = threading.Event()
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            got.append(orjson.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+            arrived.set()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    receiver = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    await _fill(tmp_path / "data")
+    cmd = [sys.executable, "-m", "aircli", "meter", "slo", "--config", str(_config(tmp_path)),
+           "--store", f"file://{tmp_path / 'data'}", "--format", "json", "--watch",
+           "--interval", "0.2"]  # fmt: skip
+    hook_url = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AIR_SLO_WEBHOOK_URL": hook_url}
+    try:
+        procs = [await _watcher(cmd, env) for _ in range(2)]
+        errs = []
+        async with asyncio.timeout(90):
+            for proc in procs:
+                assert proc.stdout is not None
+                for _ in range(4):  # four evaluations each, the first ones at the same time
+                    assert orjson.loads(await proc.stdout.readline())["objectives"]
+            assert await asyncio.to_thread(arrived.wait, 30)
+            for proc in procs:
+                proc.send_signal(signal.SIGINT)
+                assert await proc.wait() == 0
+                assert proc.stderr is not None
+                errs.append((await proc.stderr.read()).decode())
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+    alerts = [ln for err in errs for ln in err.splitlines() if "SLO BREACH" in ln]
+    assert len(alerts) == 1  # one of the two processes alerted, once
+    (body,) = got
+    assert body["alert"] == "breach"
+    assert "shop/pay availability" in str(body["message"])

@@ -535,3 +535,66 @@ async def test_output_breaking_its_schema_is_metered_as_a_failure() -> None:
     assert _text(bad).startswith("[-32603]")
     assert "outputSchema" in _text(bad)
     assert seen == ["ok", "failed -32603"]
+
+
+@pytest.mark.parametrize("with_middleware", [False, True])
+async def test_a_result_that_is_not_json_is_metered_as_the_failure_the_client_gets(
+    with_middleware: bool,
+) -> None:
+    from airmeter import MemorySink, create_meter_hook
+
+    class Opaque:
+        pass
+
+    sink = MemorySink()
+    seen: list[str] = []
+
+    async def passing(ctx: Any, call_next: Next) -> Any:
+        seen.append(ctx.tool_name)
+        return await call_next(ctx)
+
+    server = define_server(
+        name="s",
+        tools=[
+            define_tool("fine", handler=lambda p: {"n": 1}),
+            define_tool("opaque", handler=lambda p: {"rows": [1, Opaque()]}),
+        ],
+        meter=create_meter_hook(sinks=[sink]),
+        middleware=[passing] if with_middleware else [],
+    )
+
+    @server.tool
+    def opaque_typed() -> Any:  # a return annotation without a JSON shape: no outputSchema
+        return Opaque()
+
+    async with server:
+        fine = await server.call_tool("fine", {})
+        opaque = await server.call_tool("opaque", {})
+        typed = await server.call_tool("opaque_typed", {})
+    records = await sink.wait_for(3, timeout=30.0)
+    assert "isError" not in fine
+    assert opaque["isError"] is True
+    assert typed["isError"] is True
+    assert "result['rows'][1] is a " in _text(opaque)
+    assert "Opaque" in _text(opaque)
+    assert [(r.tool, r.ok, r.error_type) for r in records] == [
+        ("fine", True, None),
+        ("opaque", False, "-32603"),
+        ("opaque_typed", False, "-32603"),
+    ]
+    assert records[0].output_bytes == len(b'{"n":1}')  # the meter still sees the tool's value
+    assert seen == (["fine", "opaque", "opaque_typed"] if with_middleware else [])
+
+
+async def test_the_value_a_middleware_put_in_place_is_the_one_answered() -> None:
+    async def replace(ctx: Any, call_next: Next) -> Any:
+        await call_next(ctx)
+        return {"replaced": True}
+
+    server = define_server(
+        name="s", tools=[define_tool("t", handler=lambda p: "original")], middleware=[replace]
+    )
+    async with server:
+        result = await server.call_tool("t", {})
+    assert "replaced" in _text(result)
+    assert "original" not in _text(result)

@@ -112,3 +112,37 @@ async def test_a_writer_of_the_previous_format_excludes_this_one(tmp_path: Path)
         os.close(fd)
     async with FileStore(tmp_path) as store:
         await store.set("ns", "k", 1)
+
+
+async def test_a_loader_that_keeps_losing_the_race_to_compactions_still_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen with four SIGKILLed writers on a loaded machine: every unlocked attempt to load a
+    namespace found it compacted between the snapshot read and the journal read. The last
+    attempt holds the journal's lock, under which no compaction runs."""
+    from airstore import _journal
+
+    async with FileStore(tmp_path) as writer:
+        for i in range(20):
+            await writer.set("ns", f"k{i}", i)
+    original = _journal.Journal.read_from
+    unlocked_tries = 0
+
+    def read_from(self: _journal.Journal, position: int) -> bytes | None:
+        nonlocal unlocked_tries
+        probe = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: nobody holds the lock
+            fcntl.flock(probe, fcntl.LOCK_UN)
+            unlocked_tries += 1
+            return None  # as if another writer compacted between our two reads
+        except BlockingIOError:
+            return original(self, position)  # we hold it: nothing can move
+        finally:
+            os.close(probe)
+
+    monkeypatch.setattr(_journal.Journal, "read_from", read_from)
+    async with FileStore(tmp_path) as loader:
+        assert await loader.get("ns", "k19") == 19
+        assert len(await loader.list("ns")) == 20
+    assert unlocked_tries >= 2

@@ -15,8 +15,11 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
+from aircli._demo_history import HISTORY_INSTANCE
 from aircli._traffic import plan_calls
 from aircli.demo import DEMO_SERVER
+from airmeter.readers import recent_calls
+from airstore import create_storage
 from dashboard.data import DashboardData
 from tests.air_process import air, serving
 
@@ -44,7 +47,16 @@ def test_air_demo_records_every_call_it_makes(tmp_path: Path) -> None:
     store = tmp_path / "data"
     result = subprocess.run(
         air(
-            "demo", "--calls", "200", "--no-dashboard", "--store", f"file://{store}", "--seed", "5"
+            "demo",
+            "--calls",
+            "200",
+            "--no-dashboard",
+            "--store",
+            f"file://{store}",
+            "--seed",
+            "5",
+            "--history",
+            "0",
         ),
         capture_output=True,
         text=True,
@@ -82,7 +94,7 @@ def test_air_demo_records_every_call_it_makes(tmp_path: Path) -> None:
 
 def test_air_demo_serves_the_dashboard_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     store = tmp_path / "data"
-    demo = ("demo", "--calls", "60", "--store", f"file://{store}", "--port", "0")
+    demo = ("demo", "--calls", "60", "--store", f"file://{store}", "--port", "0", "--history", "0")
     with serving(*demo, cwd=tmp_path, stop_timeout=60) as url, httpx.Client() as client:
         assert client.get(url).status_code == 200
     # Everything the server recorded, including live-trickle calls, is in the log and in the
@@ -130,3 +142,63 @@ def test_air_demo_explains_a_server_that_cannot_start(tmp_path: Path) -> None:
     # No traceback of the demo's own (quoted server-log lines are indented).
     assert not any(line.startswith("Traceback") for line in result.stderr.splitlines())
     assert (store.parent / "demo-server.log").is_file()  # beside the data directory
+
+
+def test_air_demo_writes_a_back_dated_history_first_and_only_into_an_empty_store(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "data"
+    url = f"file://{store}"
+    run = air("demo", "--calls", "20", "--no-dashboard", "--store", url, "--seed", "3",
+              "--history", "2d", "--history-calls", "4000")  # fmt: skip
+    result = subprocess.run(run, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    err = result.stderr
+    assert "writing 4,000 calls of history over the last 2 days" in err
+    assert "history 4,000/4,000 calls (100%)" in err
+    assert "daily budget exceeded" in err
+    assert "availability SLO in breach; now ok" in err
+    assert err.index("history 4,000/4,000") < err.index("starting demo_server.py")
+
+    def report() -> dict[str, Any]:
+        argv = air("meter", "report", "--store", url, "--since", "3d", "--format", "json")
+        done = subprocess.run(argv, capture_output=True, timeout=120, cwd=tmp_path, check=True)
+        parsed: dict[str, Any] = orjson.loads(done.stdout)
+        return parsed
+
+    first = report()
+    calls = {row["instance_id"]: row["calls"] for row in first["servers"]}
+    assert calls.pop(HISTORY_INSTANCE) == 4000
+    assert sum(calls.values()) == 20  # the live calls, from the server's own instance
+    assert first["total_calls"] == 4020
+    assert set(first["errors_by_class"]) >= {"tool_error", "exception", "timeout", "refused"}
+    spans = [b["start_ms"] for b in first["series"] if b["calls"]]
+    assert max(spans) - min(spans) > 36 * 3600_000  # the charts have shape over days
+
+    async def history() -> list[Any]:
+        reader = await create_storage(url, read_only=True)
+        try:
+            return await recent_calls(reader, limit=5000, instance=HISTORY_INSTANCE)
+        finally:
+            await reader.close()
+
+    newest_first = [r.ts_ms for r in asyncio.run(history())]
+    assert len(newest_first) == 4000
+    assert newest_first == sorted(newest_first, reverse=True)  # written oldest first
+    assert newest_first[0] - newest_first[-1] > 40 * 3600_000
+
+    again = subprocess.run(air("demo", "--calls", "5", "--no-dashboard", "--store", url),
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "no history written" in again.stderr
+    second = report()
+    assert {r["instance_id"]: r["calls"] for r in second["servers"]}[HISTORY_INSTANCE] == 4000
+    assert second["total_calls"] == 4025
+
+
+def test_air_demo_history_flags_are_checked(tmp_path: Path) -> None:
+    for bad in (("--history", "7x"), ("--history", "45d"), ("--history-calls", "0")):
+        done = subprocess.run(air("demo", "--no-dashboard", *bad), capture_output=True,
+                              text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 2, bad
+        assert "air demo: --history" in done.stderr

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from mcp import Client, StdioServerParameters
 
 from aircli._server_check import server_manifest
 from tests.aircore.conftest import DEMO, ROOT, HttpServer
+from tests.e2e.scaffolded import fill_scaffolded
 
 
 @pytest.fixture(scope="module")
@@ -79,30 +79,6 @@ def _air(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def _fill(project: Path) -> None:
-    """What the tool's author does after the scaffold: write the real texts."""
-    path = project / "tool-definitions" / "smp" / "smp_exchange_inquiry.yml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    data["display_description"] = "통화별 기준 환율을 조회합니다."
-    data["description"] = {
-        "function": "기준일의 통화별 매매기준율을 조회해 돌려준다.",
-        "when_to_use": "사용자가 오늘이나 특정 날짜의 환율을 물을 때 사용한다.",
-        "when_not_to_use": "없음. 이 서버에 비슷한 도구가 없다.",
-        "io_limits": "통화 코드는 ISO 4217 세 글자이며 결과는 통화 하나당 한 건이다.",
-    }
-    data["example_queries"] = [
-        "오늘 달러 환율 알려줘",
-        "지난주 금요일 엔화 매매기준율이 얼마였어?",
-        "유로 송금 환율 좀 조회해 줘",
-    ]
-    data["parameters_schema"]["properties"]["query"]["description"] = "환율을 물은 통화 코드"
-    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    schema_path = project / "schemas" / "smp_exchange_inquiry.output.json"
-    schema = json.loads(schema_path.read_text(encoding="utf-8"))
-    schema["properties"]["result"]["description"] = "환율을 설명하는 한 줄"
-    schema_path.write_text(json.dumps(schema, ensure_ascii=False), encoding="utf-8")
-
-
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_scaffolded_tool_from_placeholders_to_a_live_tools_list(
     tmp_path: Path, mode: str
@@ -117,7 +93,7 @@ async def test_scaffolded_tool_from_placeholders_to_a_live_tools_list(
     # the schema resource the handler passes is checked too, which only server mode can see
     assert "outputSchema (explicit on the tool).properties.result.description" in failing.stdout
 
-    _fill(tmp_path)
+    fill_scaffolded(tmp_path)
     passing = _air(tmp_path, "check")
     assert passing.returncode == 0, passing.stdout
     assert passing.stdout.rstrip().endswith(

@@ -1,0 +1,118 @@
+"""``air migrate`` reads servers people already have, not only air's own: the official SDK's
+``MCPServer`` and FastMCP. Their decorator metadata (name, title, description, schemas,
+annotations, tags) becomes V17 drafts with the standard's conservative defaults, which the gate
+then reports; nothing is overwritten."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MCPSERVER = '''\
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("notes", version="2.1.0")
+
+
+@mcp.tool(title="Add a note", description="Saves a note and returns its id.")
+def add_note(text: str) -> str:
+    return "n1"
+
+
+@mcp.tool(annotations={"readOnlyHint": True, "idempotentHint": True})
+def search_notes(query: str, limit: int = 10) -> list[str]:
+    """Finds notes whose text contains the query."""
+    return []
+'''
+
+FASTMCP = '''\
+from fastmcp import FastMCP
+
+app = FastMCP("files", version="1.2.0")
+
+
+@app.tool(tags={"files"})
+def delete_file(path: str) -> str:
+    """Removes a file for good."""
+    return path
+'''
+
+
+def _air(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "aircli", *args],
+        cwd=cwd, capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_an_official_sdk_mcpserver_is_migrated_to_drafts(tmp_path: Path) -> None:
+    (tmp_path / "notes_server.py").write_text(MCPSERVER, encoding="utf-8")
+
+    run = _air(tmp_path, "migrate", "notes_server.py", "--out", "defs")
+
+    assert run.returncode == 0, run.stderr
+    assert "air migrate: 2 draft(s) written, 0 kept" in run.stdout
+    add = _load(tmp_path / "defs" / "general" / "add_note.yml")
+    assert add["display_name"] == "Add a note"
+    assert add["version"] == "2.1.0"
+    assert add["description"]["function"] == "Saves a note and returns its id."
+    assert add["description"]["when_not_to_use"] == "없음"
+    assert add["owner_org"] == "MCP_TOOL"
+    assert add["register"] is False
+    assert add["parameters_schema"]["required"] == ["text"]
+    assert add["parameters_schema"]["additionalProperties"] is False
+    assert add["parameters_schema"]["properties"]["text"]["type"] == "string"
+    assert add["output_schema"]["properties"]["result"]["type"] == "string"
+    search = _load(tmp_path / "defs" / "general" / "search_notes.yml")
+    assert search["description"]["function"] == "Finds notes whose text contains the query."
+    assert (search["read_only"], search["destructive"], search["idempotent"]) == (True, False, True)
+    # the gate lists what is left to fill (placeholders) and calls them drafts
+    assert "placeholder text 'TODO'" in run.stdout
+
+
+def test_a_fastmcp_server_is_migrated_with_its_tags_and_never_overwrites(tmp_path: Path) -> None:
+    (tmp_path / "files_server.py").write_text(FASTMCP, encoding="utf-8")
+    mine = tmp_path / "tool-definitions" / "files" / "delete_file.yml"
+
+    first = _air(tmp_path, "migrate", "files_server.py:app")
+
+    assert first.returncode == 0, first.stderr
+    draft = _load(mine)  # default --out: ./tool-definitions; the first tag names the category
+    assert draft["category_key"] == "files"
+    assert draft["tags"] == ["files"]
+    assert draft["version"] == "1.2.0"
+    assert draft["description"]["function"] == "Removes a file for good."
+    assert (draft["read_only"], draft["destructive"]) == (False, True)  # from the verb
+    assert draft["register"] is False
+
+    mine.write_text("# the team's own work\nname: delete_file\n", encoding="utf-8")
+    again = _air(tmp_path, "migrate", "files_server.py:app")
+    assert again.returncode == 0, again.stderr
+    assert "0 draft(s) written, 1 kept" in again.stdout
+    assert mine.read_text(encoding="utf-8").startswith("# the team's own work")
+
+
+def test_a_module_without_any_server_names_the_kinds_migrate_reads(tmp_path: Path) -> None:
+    (tmp_path / "empty_server.py").write_text("x = 1\n", encoding="utf-8")
+
+    run = _air(tmp_path, "migrate", "empty_server.py", "--out", "defs")
+
+    assert run.returncode == 1
+    assert "AirServer" in run.stderr
+    assert "MCPServer" in run.stderr
+    assert "FastMCP" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "defs").exists()
