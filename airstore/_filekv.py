@@ -62,7 +62,10 @@ class FileKeys:
     async def _space(self, ns: str) -> KVSpace:
         """The namespace's keys, loaded on first use with the files read off the loop; then
         what other writers appended since the last look, at most once per loop turn."""
-        space = self._spaces.get(ns)
+        try:
+            space = self._spaces.get(ns)
+        except TypeError:  # an unhashable namespace: _load names it
+            space = None
         if space is None:
             space = await self._load(ns)
         if self.read_only:  # a reader looks at every call
@@ -196,7 +199,10 @@ class FileKeys:
         """Return the value, or ``None`` when missing or expired."""
         if self._closed:
             self._ensure_open()
-        space = self._spaces.get(ns)
+        try:
+            space = self._spaces.get(ns)
+        except TypeError:  # an unhashable namespace: _space names it
+            space = None
         if space is None or not space.fresh or self.read_only:
             space = await self._space(ns)
         try:

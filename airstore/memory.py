@@ -275,7 +275,10 @@ class MemoryStore(StoreBase):
         """Append ``entry``; returns a copy with ``_ts`` (epoch ms) set unless it had an int."""
         if self._closed:
             self._ensure_open()
-        log = self._logs.get(ns)
+        try:
+            log = self._logs.get(ns)
+        except TypeError:  # an unhashable namespace: check_namespace names it
+            log = None
         if log is None:
             log = self._logs[check_namespace(ns)] = deque(maxlen=self._max_log)
         stored, _, body = stamp(ns, entry, self._clock)
