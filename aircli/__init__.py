@@ -14,41 +14,72 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from aircli import (
-    check,
-    dashboard,
-    demo,
-    gateway,
-    manifest,
-    meter,
-    migrate,
-    scaffold,
-    serve,
-    status,
-    store,
-)
-
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-# Subcommand modules, in the order `air --help` lists them (each imports its heavy parts,
-# such as Dash or the MCP client, inside the function that needs them).
-_MODULES: tuple[ModuleType, ...] = (
-    serve, store, meter, demo, dashboard, check, manifest, scaffold, migrate, gateway, status
+COMMANDS: tuple[str, ...] = (
+    "serve", "store", "meter", "demo", "dashboard", "check", "manifest", "scaffold", "migrate",
+    "gateway", "status",
 )  # fmt: skip
-COMMANDS: tuple[str, ...] = tuple(m.__name__.rpartition(".")[2] for m in _MODULES)
+"""The subcommands, in the order `air --help` lists them."""
+
+_SERVE = "serve"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the ``air`` parser with every registered subcommand."""
+def _modules(command: str | None) -> tuple[ModuleType, ...]:
+    """The subcommand modules to register, in :data:`COMMANDS` order: only ``serve``'s for
+    ``air serve`` (a client spawns it for every session, so its start-up is the user's wait;
+    the other modules and what they import, such as the tool-definition standard and YAML,
+    cost it ~20% of its CPU), else all (each imports its heavy parts, such as Dash or the MCP
+    client, inside the function that needs them)."""
+    if command == _SERVE:
+        from aircli import serve
+
+        return (serve,)
+    from aircli import (
+        check,
+        dashboard,
+        demo,
+        gateway,
+        manifest,
+        meter,
+        migrate,
+        scaffold,
+        serve,
+        status,
+        store,
+    )
+
+    return (serve, store, meter, demo, dashboard, check, manifest, scaffold, migrate, gateway,
+            status)  # fmt: skip
+
+
+def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
+    """Build the ``air`` parser.
+
+    Args:
+        command: the subcommand about to run; ``"serve"`` registers only that one (the others
+            are not imported). ``None`` (the default): every subcommand.
+    """
     parser = argparse.ArgumentParser(
         prog="air",
         description="air: persistent storage, metering and a dashboard for MCP servers.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug output to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in _MODULES:
+    for module in _modules(command):
         module.register(sub)
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (its first word that is not an option), unless the
+    top-level help is asked for first (that lists every subcommand)."""
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
 
 
 def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
@@ -63,7 +94,8 @@ def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``air`` console script; returns the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(command=_command_of(argv))
     args, extra = parser.parse_known_args(argv)
     if extra:  # say it with the subcommand's usage, not the top-level one
         _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")

@@ -3,8 +3,9 @@
 The gateway numbers its own requests, so clients' ids never collide, and rewrites each call's
 ``progressToken`` to its own, so progress goes back to the right client. A notification or a
 server→client request that names no call (a log message, an elicitation over a shared
-channel) goes to the call in flight when exactly one is; otherwise notifications go to the
-listener and requests are refused.
+channel) goes to the client's call in flight when exactly one is (the gateway's own requests,
+health checks, do not count); otherwise notifications go to the listener and requests are
+refused.
 """
 
 from __future__ import annotations
@@ -147,9 +148,13 @@ class Mux:
         if token is not None:
             msg_id = self._tokens.get(str(token))
             return None if msg_id is None else self._calls.get(msg_id)
-        if len(self._calls) == 1:
-            return next(iter(self._calls.values()))
-        return None
+        owner = None
+        for call in self._calls.values():  # the gateway's own requests (health checks) ask
+            if call.on_message is not None:  # no client anything: they never own one
+                if owner is not None:
+                    return None
+                owner = call
+        return owner
 
     async def _serve(self, message: JSONDict, method: str, params: JSONDict) -> None:
         """Answer a server→client request through the call it belongs to."""

@@ -1,6 +1,7 @@
-"""The fast path: a 2026-07-28 ``tools/call`` answered with JSON, without ASGI.
+"""The fast path: a 2026-07-28 ``tools/call`` answered with JSON, past the ASGI endpoint.
 
-Most of a gateway's traffic is stateless ``tools/call`` requests. One is taken here when its
+Most of a gateway's traffic is stateless ``tools/call`` requests (served through
+:class:`~airgateway._lane.FastLane`). One is taken here when its
 headers say so (``Mcp-Method: tools/call``, ``Mcp-Name``, no session) and it passes exactly the
 checks the ASGI endpoint would make: the same ``airhttp`` guards (Host, Origin, the in-flight
 cap, shared with :class:`airhttp.GuardedApp`), the bearer token naming a client, the client's
@@ -25,7 +26,7 @@ from aircore.errors import AirError
 from aircore.protocol import modern
 from aircore.protocol.framing import encode, error_response
 from airgateway import eras
-from airgateway._server import Request, status_line
+from airgateway._lane import Request
 from airgateway._wire import status_of
 from airgateway.access import Unauthorized
 from airgateway.config import ClientConfig
@@ -46,7 +47,6 @@ _WANTED = frozenset(
         b"mcp-name", b"mcp-protocol-version", b"mcp-session-id",
     }
 )  # fmt: skip
-_JSON_HEAD = b"content-type: application/json\r\ncontent-length: "
 
 
 def _refuse_input(_message: JSONDict) -> Awaitable[JSONDict | None]:
@@ -58,13 +58,9 @@ def _refuse_input(_message: JSONDict) -> Awaitable[JSONDict | None]:
     return answer()
 
 
-def http_answer(status: int, body: bytes) -> bytes:
-    """A whole JSON answer: status line, headers, blank line, body."""
-    return b"".join((status_line(status), _JSON_HEAD, b"%d\r\n\r\n" % len(body), body))
-
-
 class FastPath:
-    """Takes the requests it can (see the module docstring) for :class:`HttpServer`.
+    """Takes the requests it can (see the module docstring): a fast handler for
+    :class:`~airgateway._lane.FastLane`.
 
     Args:
         gateway: the started gateway.
@@ -76,11 +72,21 @@ class FastPath:
     def __init__(self, gateway: Gateway, guard: GuardedApp, *, path: str = "/mcp") -> None:
         self.gateway = gateway
         self.guard = guard
-        self.path = path.encode("latin-1")
+        self.path = path
 
-    def __call__(self, request: Request) -> Awaitable[bytes] | None:
-        """The coroutine answering ``request``, or ``None`` to leave it to the endpoint."""
-        if request.method != b"POST" or request.path != self.path:
+    def wants(self, scope: Mapping[str, Any]) -> bool:
+        """Whether a request's head may make it a fast one (its body is read then)."""
+        if scope["method"] != "POST" or scope["path"] != self.path:
+            return False
+        for name, value in scope["headers"]:
+            if name == b"mcp-method":
+                return bool(value == b"tools/call")
+        return False
+
+    def __call__(self, request: Request) -> Awaitable[tuple[int, bytes]] | None:
+        """The coroutine answering ``request`` (status, JSON body), or ``None`` to leave it
+        to the endpoint."""
+        if request.method != "POST" or request.path != self.path:
             return None
         found: dict[bytes, bytes] = {}
         for name, value in request.headers:
@@ -137,7 +143,7 @@ class FastPath:
     async def _call(
         self, body: bytes, params: JSONDict, entry: IndexedTool, client: ClientConfig | None,
         msg_id: Any, version: str,
-    ) -> bytes:  # fmt: skip
+    ) -> tuple[int, bytes]:  # fmt: skip
         guard = self.guard
         guard.inflight += 1
         try:
@@ -145,8 +151,8 @@ class FastPath:
                 response, raw = await self._route(body, params, entry, client, msg_id, version)
             except (GatewayError, AirError) as exc:
                 error = error_response(msg_id, exc.code, exc.message, exc.data)
-                return http_answer(status_of(error, modern=True), encode(error))
-            return http_answer(200, raw if raw is not None else encode(response))
+                return status_of(error, modern=True), encode(error)
+            return 200, raw if raw is not None else encode(response)
         finally:
             guard.inflight -= 1
 

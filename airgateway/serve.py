@@ -1,6 +1,6 @@
-"""Serving the gateway: a small ASGI app (``/mcp``, ``/status``) and the fast path
-(:mod:`airgateway.fast`) on the gateway's HTTP server (:mod:`airgateway._server`), stopped
-cleanly.
+"""Serving the gateway: a small ASGI app (``/mcp``, ``/status``) behind the fast path
+(:mod:`airgateway.fast` in a :class:`~airgateway._lane.FastLane`) on
+:class:`airhttp.HttpServer`, stopped cleanly.
 
 SIGTERM and SIGINT (Ctrl+C) stop accepting, let calls in flight finish (5 s at most), then
 stop the gateway: health checks end, stdio children are stopped, metering is flushed.
@@ -11,16 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
 import sys
 from collections.abc import Callable, Sequence
 
-from airgateway._server import HttpServer
+from airgateway._lane import FastLane
 from airgateway._wire import Receive, Scope, Send, reply, reply_json
 from airgateway.endpoint import DEFAULT_MAX_BODY, GatewayEndpoint
 from airgateway.fast import FastPath
 from airgateway.gateway import Gateway
-from airhttp import AccessPolicy, GuardedApp, Limits, json_refusal
+from airhttp import AccessPolicy, GuardedApp, HttpServer, Limits, json_refusal, listen_socket
 from airhttp.guards import is_loopback
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_gateway_app", "serve_gateway"]
@@ -112,42 +111,40 @@ async def serve_gateway(
         OSError: the address cannot be bound (the gateway is stopped again).
     """
     limits = limits or Limits(max_body=max_body)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP so the event loop sets TCP_NODELAY on accepted connections
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    sock = listen_socket(host, port)
     try:
         await gateway.start()
         loopback = is_loopback(host)
         app = build_gateway_app(gateway, path=path, allowed_origins=allowed_origins,
                                 check_host=loopback or bool(allowed_hosts),
                                 allowed_hosts=allowed_hosts, limits=limits)  # fmt: skip
-        server = HttpServer(app, fast=FastPath(gateway, app, path=path), limits=limits)
+        fast = FastPath(gateway, app, path=path)
+        lane = FastLane(app, fast, wants=fast.wants, max_body=limits.max_body)
+        server = HttpServer(lane, limits=limits, grace=GRACE_S)
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
         installed: list[signal.Signals] = []
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, server.stop)
                 installed.append(sig)
         shown = f"[{host}]" if ":" in host else host
         url = f"http://{shown}:{sock.getsockname()[1]}{path}"
+        serving = asyncio.ensure_future(server.serve(sock))
         try:
-            await server.start(sock)
-            if ready is not None:
-                ready(url)
-            else:
-                print(f"air: gateway serving MCP on {url}", file=sys.stderr, flush=True)
-            try:
-                await stop.wait()
-            finally:
-                await asyncio.shield(server.stop(GRACE_S))
+            started = asyncio.ensure_future(server.ready.wait())
+            await asyncio.wait({serving, started}, return_when=asyncio.FIRST_COMPLETED)
+            started.cancel()
+            if server.started:
+                if ready is not None:
+                    ready(url)
+                else:
+                    print(f"air: gateway serving MCP on {url}", file=sys.stderr, flush=True)
+            await asyncio.shield(serving)  # until SIGTERM/SIGINT stop it
         finally:
+            if not serving.done():  # cancelled: stop gracefully all the same
+                server.stop()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await serving
             for sig in installed:
                 loop.remove_signal_handler(sig)
     finally:

@@ -20,7 +20,7 @@ from airhttp.logs import RepeatFilter
 from airhttp.media import accepts, media_type
 from airhttp.policy import AccessPolicy, Refusal
 from airhttp.server import DEFAULT_GRACE, HttpServer, ServerStats, listen_socket, serve
-from airhttp.types import ASGIApp, Message, Receive, Scope, Send
+from airhttp.types import Answer, ASGIApp, FastHandler, Message, Receive, Scope, Send
 from airhttp.wsgi import GuardedWSGI, wsgi_refusal
 
 __all__ = [
@@ -35,6 +35,8 @@ __all__ = [
     "ASGIApp",
     "AccessPolicy",
     "AirhttpError",
+    "Answer",
+    "FastHandler",
     "GuardedApp",
     "GuardedWSGI",
     "HttpServer",

@@ -3,13 +3,14 @@ cap, answered before the app runs. Used by ``/mcp``, ``/``, ``/metrics`` and the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import orjson
 
 from airhttp.limits import Limits
 from airhttp.policy import AccessPolicy, Refusal
-from airhttp.types import ASGIApp, Message, Receive, Scope, Send
+from airhttp.types import Answer, ASGIApp, FastHandler, Message, Receive, Scope, Send
 
 __all__ = ["GuardedApp", "RenderRefusal", "json_refusal", "send_refusal", "text_refusal"]
 
@@ -82,32 +83,73 @@ class GuardedApp:
             await self.app(scope, receive, send)
             return
         raw = dict(scope["headers"])  # one C-level pass; names are lower-case in ASGI
-        host = raw.get(b"host")
-        origin = raw.get(b"origin")
-        authorization = raw.get(b"authorization")
-        length = raw.get(b"content-length")
-        refusal = self.policy.refusal(
-            host=None if host is None else host.decode("latin-1"),
-            origin=None if origin is None else origin.decode("latin-1"),
-            authorization=None if authorization is None else authorization.decode("latin-1"),
-        )
-        max_body = self.limits.max_body
-        if refusal is None and length is not None:
-            text = length.strip()
-            if not text.isdigit() or int(text) > max_body:
-                refusal = Refusal(status=413, reason=_TOO_LARGE.format(max_body))
-        if refusal is None and self.inflight >= self.limits.max_inflight:
-            refusal = BUSY
+        refusal = self._refusal(raw)
         if refusal is not None:
             self.refused += 1
             await send_refusal(send, refusal, self.render)
             return
         self.inflight += 1
         try:
-            if length is None and scope["method"] not in ("GET", "HEAD", "DELETE", "OPTIONS"):
-                await self._counted(scope, receive, send, max_body)
+            if b"content-length" not in raw and scope["method"] not in (
+                "GET",
+                "HEAD",
+                "DELETE",
+                "OPTIONS",
+            ):
+                await self._counted(scope, receive, send, self.limits.max_body)
             else:
                 await self.app(scope, receive, send)
+        finally:
+            self.inflight -= 1
+
+    def _refusal(self, raw: dict[bytes, bytes]) -> Refusal | None:
+        """Why a request with headers ``raw`` is refused (Host, Origin, token, declared
+        length, in-flight cap), or ``None``."""
+        host = raw.get(b"host")
+        origin = raw.get(b"origin")
+        authorization = raw.get(b"authorization")
+        refusal = self.policy.refusal(
+            host=None if host is None else host.decode("latin-1"),
+            origin=None if origin is None else origin.decode("latin-1"),
+            authorization=None if authorization is None else authorization.decode("latin-1"),
+        )
+        if refusal is not None:
+            return refusal
+        length = raw.get(b"content-length")
+        if length is not None:
+            max_body = self.limits.max_body
+            text = length.strip()
+            if not text.isdigit() or int(text) > max_body:
+                return Refusal(status=413, reason=_TOO_LARGE.format(max_body))
+        if self.inflight >= self.limits.max_inflight:
+            return BUSY
+        return None
+
+    def guard_fast(self, handler: FastHandler) -> FastHandler:
+        """``handler`` behind this guard, for :class:`~airhttp.HttpServer`'s ``fast`` hook: a
+        request this guard would refuse is left to the app (whose guard answers the refusal);
+        an admitted one counts in flight while its answer is made.
+
+        Args:
+            handler: the raw-request hook to guard.
+
+        Returns:
+            The guarded hook.
+        """
+
+        def guarded(scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
+            refused = self._refusal(dict(scope["headers"]))
+            if refused is not None or len(body) > self.limits.max_body:
+                return None
+            answer = handler(scope, body)
+            return None if answer is None else self._count(answer)
+
+        return guarded
+
+    async def _count(self, answer: Coroutine[Any, Any, Answer]) -> Answer:
+        self.inflight += 1
+        try:
+            return await answer
         finally:
             self.inflight -= 1
 

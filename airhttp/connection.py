@@ -15,14 +15,14 @@ import contextlib
 import logging
 import socket
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 from urllib.parse import unquote
 
 import httptools
 
 from airhttp.exchange import HIGH_WATER, Exchange
-from airhttp.types import ASGIApp
+from airhttp.types import Answer, ASGIApp, FastHandler
 from airhttp.wire import BAD_REQUEST, BUSY, HUGE, SERVER_ERROR, SLOW
 
 __all__ = ["LINGER", "MAX_PIPELINE", "Connection", "Site"]
@@ -55,6 +55,7 @@ class Site:
         closing: the server is shutting down (finish what runs, accept nothing new).
         date: the current ``date`` header line (refreshed by the server's tick).
         state: the lifespan state copied into every request scope (``None``: no lifespan).
+        fast: the raw-request hook tried before the app (``None``: none).
     """
 
     def __init__(
@@ -66,8 +67,10 @@ class Site:
         max_head: int,
         stats: Any,
         date: bytes,
+        fast: FastHandler | None = None,
     ) -> None:
         self.app = app
+        self.fast = fast
         self.loop = loop
         self.cap = cap
         self.max_head = max_head
@@ -88,6 +91,19 @@ class Site:
                 self.stats.evicted += 1
                 return True
         return False
+
+
+def _holdable(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a request can wait for its whole body before anything answers it: a body of
+    declared length up to :data:`HIGH_WATER` (or none), and no ``Expect: 100-continue``."""
+    length = b"0"
+    for name, value in headers:
+        if name == b"content-length":
+            length = value
+        elif name == b"transfer-encoding" or name == b"expect":
+            return False
+    length = length.strip()
+    return length.isdigit() and int(length) <= HIGH_WATER
 
 
 def _addr(info: Any) -> tuple[str, int] | None:
@@ -191,6 +207,8 @@ class Connection(asyncio.Protocol):
         if current is not None:
             current.gone = True
             current.wake()
+            if current.fast and current.task is not None:
+                current.task.cancel()  # a fast answer has no receive() to tell
         parsing = self.parsing
         if parsing is not None and parsing is not current:
             parsing.gone = True
@@ -279,6 +297,8 @@ class Connection(asyncio.Protocol):
             http11=version == "1.1",
             head_only=method == "HEAD",
         )
+        if self.site.fast is not None and _holdable(self.headers):
+            exchange.held = True
         if self.current is None:
             self.parsing = exchange
             self._start(exchange)
@@ -312,6 +332,9 @@ class Connection(asyncio.Protocol):
             return
         self.parsing = None
         exchange.more = False
+        if exchange.held and self.current is exchange:
+            self._offer(exchange)
+            return
         if exchange.waiters:
             exchange.wake()
         if exchange.discarding and self.current is None:
@@ -388,7 +411,45 @@ class Connection(asyncio.Protocol):
     def _start(self, exchange: Exchange) -> None:
         self.current = exchange
         self.idle_since = 0.0
+        if exchange.held:
+            if not exchange.more:
+                self._offer(exchange)
+            return  # else offered once its body is in (on_message_complete)
         exchange.task = self.loop.create_task(self._run(exchange))
+
+    def _offer(self, exchange: Exchange) -> None:
+        """Offer a request whose whole body is in to the fast handler; the app gets it if
+        the handler leaves it."""
+        exchange.held = False
+        fast = self.site.fast
+        assert fast is not None
+        chunks = exchange.chunks
+        try:
+            answer = fast(exchange.scope, chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        except Exception:
+            self.site.stats.app_errors += 1
+            scope = exchange.scope
+            logger.exception("the fast handler failed on %s %s", scope["method"], scope["path"])
+            self._abort(exchange, SERVER_ERROR)
+            return
+        if answer is None:
+            exchange.task = self.loop.create_task(self._run(exchange))
+        else:
+            exchange.fast = True
+            exchange.task = self.loop.create_task(self._run_fast(exchange, answer))
+
+    async def _run_fast(self, exchange: Exchange, answer: Coroutine[Any, Any, Answer]) -> None:
+        try:
+            status, headers, body = await answer
+            exchange.respond(status, headers, body)
+        except asyncio.CancelledError:
+            self._abort(exchange, None)
+            raise
+        except Exception:
+            self.site.stats.app_errors += 1
+            scope = exchange.scope
+            logger.exception("the fast handler failed on %s %s", scope["method"], scope["path"])
+            self._abort(exchange, SERVER_ERROR)
 
     async def _run(self, exchange: Exchange) -> None:
         try:

@@ -4,6 +4,7 @@ called with. The whole answer of a plain response leaves in one write (head and 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from airhttp.types import Message, Scope
@@ -36,6 +37,8 @@ class Exchange:
         complete: the response is sent in full.
         gone: the client is gone (or the server is shutting a stream down): ``receive``
             answers ``http.disconnect``.
+        held: waiting for the whole body before the server's fast handler sees it.
+        fast: answered by the fast handler (cancelled, not told, when the client goes).
         task: the task running the app for this request.
     """
 
@@ -49,9 +52,11 @@ class Exchange:
         "continued",
         "delivered",
         "discarding",
+        "fast",
         "gone",
         "head_only",
         "headers",
+        "held",
         "http11",
         "keep_alive",
         "more",
@@ -77,6 +82,8 @@ class Exchange:
         self.received = 0
         self.more = True
         self.discarding = False
+        self.held = False
+        self.fast = False
         self.delivered = False
         self.continued = False
         self.gone = False
@@ -148,6 +155,32 @@ class Exchange:
         return {"type": "http.request", "body": body, "more_body": more}
 
     # ---- the response side --------------------------------------------------------------
+    def respond(self, status: int, headers: Iterable[tuple[bytes, bytes]], body: bytes) -> None:
+        """Send a whole answer in one write (the fast handler's).
+
+        Raises:
+            airhttp.wire.HeadError: a response header with CR or LF.
+            ValueError: an invalid status.
+        """
+        conn = self.conn
+        self.started = True
+        if not (conn.lost or conn.lingering):
+            head = encode_head(
+                status,
+                headers,
+                length=len(body),
+                http11=self.http11,
+                keep_alive=self.keep_alive and not conn.site.closing,
+                date=conn.site.date,
+            )
+            self.status = status
+            self.sent_head = True
+            self.close = head.close
+            bodyless = self.head_only or status < 200 or status in _NO_BODY
+            conn.write(head.head if bodyless else head.head + body)
+        self.complete = True
+        conn.finished(self)
+
     async def send(self, message: Message) -> None:
         """Send one ASGI response event; the answer leaves with the first body message.
 

@@ -10,6 +10,13 @@ transfer coding) with write flow control, and stop gracefully: stop accepting, c
 connections, let answers in flight finish within a grace period (a streaming answer's app is
 told the client is gone), then cancel what is left. Request-level limits (Host/Origin/token,
 body size, in-flight cap) are :class:`~airhttp.GuardedApp`'s: wrap the app in it.
+
+A raw-request hook (``fast``, a :data:`~airhttp.FastHandler`) may answer requests before the
+ASGI app: a request with a small declared body (up to 64 KiB, no ``Expect``) waits until its
+body is in, then the hook gets the scope and the body and returns either ``None`` (the app
+answers, with the same body) or the coroutine of a whole answer, written in one piece; the
+coroutine is cancelled if the client goes away. Order, keep-alive, pipelining and the limits
+are the same for both. Guard the hook as the app is (:meth:`~airhttp.GuardedApp.guard_fast`).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from airhttp.errors import ServerError
 from airhttp.limits import Limits
 from airhttp.logs import RepeatFilter, repeat_filter_installed
-from airhttp.types import ASGIApp
+from airhttp.types import ASGIApp, FastHandler
 from airhttp.wire import date_header
 
 if TYPE_CHECKING:
@@ -118,6 +125,7 @@ class HttpServer:
         limits: the limits (airhttp's defaults when not given).
         grace: seconds answers in flight may take to finish once stopping.
         lifespan: run the app's ASGI lifespan (startup before serving, shutdown after).
+        fast: a raw-request hook tried before the app (see the module docstring).
 
     Raises:
         ServerError: httptools (the HTTP parser) is not installed.
@@ -130,6 +138,7 @@ class HttpServer:
         limits: Limits | None = None,
         grace: float = DEFAULT_GRACE,
         lifespan: bool = False,
+        fast: FastHandler | None = None,
     ) -> None:
         try:
             import httptools  # noqa: F401 - the parser every connection uses
@@ -139,6 +148,7 @@ class HttpServer:
         self.limits = limits or Limits()
         self.grace = grace
         self.lifespan = lifespan
+        self.fast = fast
         self.stats = ServerStats()
         self.ready = asyncio.Event()
         """Set once the socket is listening."""
@@ -184,6 +194,7 @@ class HttpServer:
             max_head=limits.max_header_bytes,
             stats=self.stats,
             date=date_header(time.time()),
+            fast=self.fast,
         )
         self._site = site
         life: Lifespan | None = None
@@ -266,6 +277,7 @@ async def serve(
     grace: float = DEFAULT_GRACE,
     lifespan: bool = False,
     ready: Callable[[str], Any] | None = None,
+    fast: FastHandler | None = None,
 ) -> None:
     """Serve ``app`` on ``host:port`` until SIGTERM/SIGINT (or cancellation); a second
     signal stops without waiting for answers in flight.
@@ -279,12 +291,13 @@ async def serve(
         lifespan: run the app's ASGI lifespan.
         ready: called with the base URL (``http://host:port``) once listening (default: a
             line on stderr).
+        fast: a raw-request hook tried before the app (see :class:`HttpServer`).
 
     Raises:
         OSError: the address cannot be bound.
         ServerError: httptools is missing, or the app's lifespan startup failed.
     """
-    server = HttpServer(app, limits=limits, grace=grace, lifespan=lifespan)
+    server = HttpServer(app, limits=limits, grace=grace, lifespan=lifespan, fast=fast)
     sock = listen_socket(host, port)
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []

@@ -231,13 +231,19 @@ class Meter:
     async def _run(self) -> None:
         wake = self._wake
         assert wake is not None
-        while not self._stopping:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), self._interval)
-            wake.clear()
-            self._woken = False
+        try:
+            while not self._stopping:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), self._interval)
+                wake.clear()
+                self._woken = False
+                await self._deliver()
+                await self._report_health()
+        except asyncio.CancelledError:
+            # the loop is ending without stop() (asyncio.run cancels every task): hand what is
+            # pending to the sinks, so a store that is flushed at exit still gets it
             await self._deliver()
-            await self._report_health()
+            raise
 
     async def _deliver(self) -> None:
         lock = self._lock

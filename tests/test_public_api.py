@@ -19,6 +19,8 @@ EXPECTED = {
         "ASGIApp",
         "AccessPolicy",
         "AirhttpError",
+        "Answer",
+        "FastHandler",
         "GuardedApp",
         "GuardedWSGI",
         "HttpServer",

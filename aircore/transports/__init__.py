@@ -1,5 +1,5 @@
-"""Transports: stdio (asyncio streams) and Streamable HTTP (uvicorn), by name in
-:data:`TRANSPORTS`; each satisfies :class:`aircore.types.Transport`."""
+"""Transports: stdio (asyncio streams), Streamable HTTP and legacy SSE (on airhttp.HttpServer),
+by name in :data:`TRANSPORTS`; each satisfies :class:`aircore.types.Transport`."""
 
 from aircore.transports.table import ALIASES, TRANSPORTS, TransportFactory, get_transport
 

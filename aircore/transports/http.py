@@ -1,4 +1,4 @@
-"""Streamable HTTP transport at ``/mcp`` (uvicorn + starlette, an ASGI endpoint).
+"""Streamable HTTP transport at ``/mcp`` (an ASGI endpoint served by :class:`airhttp.HttpServer`).
 
 - The Host/Origin/token guards and the limits are airhttp's (:class:`airhttp.GuardedApp`, put
   around this endpoint by :func:`~aircore.transports.http_app.build_app`). Bodies over
@@ -9,6 +9,9 @@
   :class:`~aircore.transports.sessions.SessionTable`); later requests must carry it (400
   without, 404 unknown); DELETE ends it. 2026-07-28: stateless; headers are checked against
   the body; closing the POST cancels the call.
+- The hot path, a stateless 2026-07-28 request answered with JSON, may skip ASGI: served by
+  :class:`airhttp.HttpServer`, :meth:`McpEndpoint.fast` answers it from the request's scope
+  and body in one write (the same checks, the same dispatcher call, the same answer).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import asyncio
 import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aircore.errors import (
@@ -42,7 +45,7 @@ from aircore.protocol.legacy import HANDSHAKE_VERSIONS
 from aircore.protocol.session import CURRENT_SENDER, Connection
 from aircore.transports.sessions import DEFAULT_MAX_SESSIONS, SessionTable
 from airhttp import DEFAULT_MAX_BODY, accepts, media_type
-from airhttp.types import Receive, Scope, Send
+from airhttp.types import Answer, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -59,6 +62,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3510
 SESSION_HEADER = "mcp-session-id"
+
+_JSON_HEADERS = ((b"content-type", b"application/json"),)
 
 STATUS = {
     PARSE_ERROR: 400,
@@ -106,7 +111,7 @@ async def _run_until_disconnect(
     me = asyncio.current_task()
     assert me is not None
     watch = _DisconnectWatch(me, receive)
-    handle = asyncio.get_running_loop().call_soon(watch.start)
+    handle = me.get_loop().call_soon(watch.start)  # not get_running_loop(): a getpid() on 3.11
     try:
         result = await coro
     except asyncio.CancelledError:
@@ -239,6 +244,50 @@ class McpEndpoint:
                 return None
             if not message.get("more_body"):
                 return bytes(chunks)
+
+    # ---- the fast path ------------------------------------------------------------------
+    def fast(self, scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
+        """The answer to a stateless 2026-07-28 request that gets JSON, or ``None`` for every
+        other request (the ASGI endpoint answers those): an :data:`airhttp.FastHandler`.
+
+        It takes exactly the requests :meth:`__call__` would answer with JSON from
+        ``Dispatcher.handle`` and answers them the same way; closing the POST cancels the
+        call (the server cancels the coroutine).
+        """
+        if scope["method"] != "POST" or len(body) > self.max_body:
+            return None
+        headers = {k.decode("latin-1"): v.decode("latin-1").strip() for k, v in scope["headers"]}
+        if SESSION_HEADER in headers:
+            return None
+        accept = headers.get("accept")
+        if (
+            not accepts(accept, "application/json")
+            or media_type(headers.get("content-type")) != "application/json"
+        ):
+            return None
+        try:
+            message = decode(body)
+        except ValueError:
+            return None
+        if not _is_plain_request(message):
+            return None
+        method = message["method"]
+        params = message.get("params") or {}
+        if (
+            method == "subscriptions/listen"
+            or not modern.is_modern(method, params)
+            or (accepts(accept, "text/event-stream") and _may_talk_first(method, params, True))
+        ):
+            return None
+        return self._fast_answer(message, headers)
+
+    async def _fast_answer(self, message: dict[str, Any], headers: dict[str, str]) -> Answer:
+        response = await self.server.dispatcher.handle(
+            message, Connection(transport="tcp"), headers=headers
+        )
+        if response is None:  # not reached: a well-formed request always has an answer
+            return 202, (), b""
+        return _status_of(response), _JSON_HEADERS, encode(response)
 
     # ---- DELETE -------------------------------------------------------------------------
     async def _delete(self, headers: Mapping[str, str], send: Send) -> None:

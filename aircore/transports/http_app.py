@@ -1,5 +1,6 @@
 """Streamable HTTP wiring: the ASGI app around :class:`McpEndpoint` (``/mcp``, ``/`` and,
-for a metered server, ``/metrics``) behind airhttp's guard, served by uvicorn.
+for a metered server, ``/metrics``) behind airhttp's guard, served by :class:`airhttp.HttpServer`
+(whose raw-request hook takes the stateless JSON calls, :meth:`HttpApp.fast`).
 
 The app routes by path itself (no framework router or middleware stack on the request path);
 every route is behind the same :class:`airhttp.GuardedApp` (Host, Origin, token, body limit,
@@ -13,7 +14,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ from airhttp import (
     json_refusal,
 )
 from airhttp.server import HttpServer, listen_socket
-from airhttp.types import ASGIApp, Receive, Scope, Send
+from airhttp.types import Answer, ASGIApp, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from aircore.server import AirServer
@@ -87,6 +88,13 @@ class HttpApp:
         self.path = path
         self.metrics = metrics
         self.sse = sse
+
+    def fast(self, scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
+        """The raw-request hook (:data:`airhttp.FastHandler`): the MCP endpoint's fast path
+        (:meth:`McpEndpoint.fast`) at ``path``; ``None`` (the app answers) elsewhere."""
+        if scope["path"] == self.path:
+            return self.mcp.fast(scope, body)
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -215,7 +223,9 @@ async def serve_http(
         await server.stop()
         raise
     bound = sock.getsockname()[1]
-    http = HttpServer(app, limits=limits)
+    routes = app.app
+    fast = app.guard_fast(routes.fast) if isinstance(routes, HttpApp) else None
+    http = HttpServer(app, limits=limits, fast=fast)
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
 
@@ -244,7 +254,6 @@ async def serve_http(
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
-        routes = app.app
         if isinstance(routes, HttpApp):
             routes.mcp.sessions.close_all()
             if routes.sse is not None:

@@ -135,13 +135,24 @@ def test_an_unknown_mcp_transport_is_refused_not_served_over_http() -> None:
     _assert_one_line_refusal(done, "carrier-pigeon")
 
 
-@pytest.mark.parametrize(
-    ("option", "transport"),
-    [(("--port", "70000"), "http"), (("--port", "-1"), "http"), (("--max-message", "0"), "stdio")],
-)
+@pytest.mark.parametrize(("option", "transport"), [(("--max-message", "0"), "stdio")])
 def test_out_of_range_options_are_one_line(option: tuple[str, str], transport: str) -> None:
     done = _serve(DEMO, "--store", "memory://", *option, transport=transport)
     _assert_one_line_refusal(done, option[0], option[1])
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_port_out_of_range_is_argparses_usage_and_one_error_line(port: str) -> None:
+    # argparse checks --port (aircli.remote): its usage, then one error line, exit 2
+    done = _serve(DEMO, "--store", "memory://", "--port", port, transport="http")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("usage: air serve"), done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("air serve: ")]
+    assert len(errors) == 1, done.stderr
+    assert errors[0].startswith("air serve: error: argument --port: "), errors[0]
+    assert port in errors[0]
+    assert done.stdout == ""  # nothing but JSON-RPC may ever reach stdout
 
 
 def test_a_token_no_client_could_send_is_a_one_line_refusal() -> None:

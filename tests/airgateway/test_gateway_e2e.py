@@ -29,7 +29,7 @@ from tests.airgateway.procs import (
     sse_upstream,
     started,
 )
-from tests.airgateway.rpc import modern_call
+from tests.airgateway.rpc import envelope, modern_call
 
 pytestmark = pytest.mark.slow
 WAIT = 30.0
@@ -43,10 +43,14 @@ sends to the other replica still verifies (aircore/settings.py)."""
 class Rig:
     """The running processes."""
 
-    def __init__(self, gateway: Proc, replicas: dict[str, Proc], ports: dict[str, int]) -> None:
+    def __init__(
+        self, gateway: Proc, replicas: dict[str, Proc], ports: dict[str, int], marks: Path
+    ) -> None:
         self.gateway = gateway
         self.replicas = replicas
         self.ports = ports
+        self.marks = marks
+        """Where the stdio upstream's ``linger`` tool leaves its marks."""
 
     @property
     def url(self) -> str:
@@ -67,7 +71,7 @@ class Rig:
         raise AssertionError(f"notes#{replica} never became {state}: {self.status()}")
 
 
-def _config(path: Path, a: int, b: int, sse_url: str, air_sse_url: str) -> Path:
+def _config(path: Path, a: int, b: int, sse_url: str, air_sse_url: str, marks: Path) -> Path:
     path.write_text(
         f"""
 servers:
@@ -80,7 +84,8 @@ servers:
   - name: files
     command: [{json.dumps(sys.executable)}, "-m", "aircli", "serve", {json.dumps(UPSTREAM)}]
     prefix: files
-    env: {{REPLICA: stdio}}
+    timeout_s: 300                    # cancellations, not timeouts, end linger calls
+    env: {{REPLICA: stdio, MARK_DIR: {json.dumps(str(marks))}}}
   - name: legacy
     url: {sse_url}
     transport: sse
@@ -88,6 +93,10 @@ servers:
     url: {air_sse_url}
     transport: sse
     prefix: sse
+  - name: brief
+    url: http://127.0.0.1:{b}/mcp
+    prefix: brief
+    timeout_s: 0.5
 health:
   interval_s: 0.5
   timeout_s: 5
@@ -114,10 +123,12 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         ) as air_sse,
     ):
         assert air_sse.url.endswith("/sse")
-        config = _config(tmp / "gateway.yml", ports["a"], ports["b"], sse.url, air_sse.url)
+        marks = tmp / "marks"
+        marks.mkdir()
+        config = _config(tmp / "gateway.yml", ports["a"], ports["b"], sse.url, air_sse.url, marks)
         argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://")
         with started(argv) as gateway:
-            rig = Rig(gateway, {"a": a, "b": b}, ports)
+            rig = Rig(gateway, {"a": a, "b": b}, ports, marks)
             yield rig
             for replica in rig.replicas.values():  # restarted ones too
                 replica.kill()
@@ -127,11 +138,28 @@ async def _accept(_ctx: Any, _params: Any) -> mt.ElicitResult:
     return mt.ElicitResult(action="accept", content={"name": "Ann"})
 
 
+async def _sample(_ctx: Any, _params: Any) -> mt.CreateMessageResult:
+    return mt.CreateMessageResult(
+        role="assistant", content=mt.TextContent(type="text", text="hi"), model="test-model"
+    )
+
+
+async def _until(done: Any, what: str) -> None:
+    """Wait (bounded) until ``done()`` holds; a file another process writes has no event."""
+    deadline = time.monotonic() + WAIT
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.05)
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_official_client_uses_every_upstream_through_the_gateway(
     rig: Rig, mode: str
 ) -> None:
-    async with Client(rig.url, mode=mode, elicitation_callback=_accept) as client:
+    async with Client(
+        rig.url, mode=mode, elicitation_callback=_accept, sampling_callback=_sample
+    ) as client:
         assert (client.session.discover_result is not None) is (mode == "auto")
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert {"whoami", "echo", "files__echo", "files__whoami", "shout"} <= set(tools)
@@ -147,6 +175,8 @@ async def test_the_official_client_uses_every_upstream_through_the_gateway(
         assert failed.is_error is True
         asked = await client.call_tool("ask", {})
         assert asked.content[0].text == "accept:Ann"
+        mused = await client.call_tool("muse", {})  # sampling through the gateway, either era
+        assert mused.content[0].text == "sampled:hi"
         contents = (await client.read_resource("notes://readme")).contents
         assert contents[0].text.startswith("readme from ")  # type: ignore[union-attr]
         prompt = await client.get_prompt("greet", {"name": "Bo"})
@@ -160,12 +190,15 @@ async def test_air_serves_legacy_sse_transport_as_an_upstream(rig: Rig, mode: st
     async def on_progress(done: float, _total: float | None, _msg: str | None) -> None:
         progress.append(done)
 
-    async with Client(rig.url, mode=mode, elicitation_callback=_accept) as client:
+    async with Client(
+        rig.url, mode=mode, elicitation_callback=_accept, sampling_callback=_sample
+    ) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"sse__echo", "sse__ask", "sse__progress"} <= tools
         assert (await client.call_tool("sse__echo", {"text": "q"})).content[0].text == "sse:q"
-        if mode == "legacy":  # a legacy upstream's elicitation reaches a legacy client
+        if mode == "legacy":  # a legacy upstream's elicitation and sampling reach a legacy client
             assert (await client.call_tool("sse__ask", {})).content[0].text == "accept:Ann"
+            assert (await client.call_tool("sse__muse", {})).content[0].text == "sampled:hi"
         done = await client.call_tool("sse__progress", {}, progress_callback=on_progress)
         assert done.content[0].text == "done"
         assert progress == [1, 2, 3]
@@ -202,6 +235,39 @@ async def test_progress_and_logs_reach_the_caller(rig: Rig) -> None:
         assert logs == ["progress done"], mode
 
 
+async def test_a_call_past_its_timeout_gets_the_timeout_error(rig: Rig) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        answer = await modern_call(http, rig.url, "brief__slow_write", {"seconds": 20})
+    assert answer["error"]["code"] == -32001, answer
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_clients_cancellation_reaches_the_upstream(rig: Rig, mode: str) -> None:
+    tag = f"cancel-{mode}"
+    async with Client(rig.url, mode=mode) as client:
+        call = asyncio.ensure_future(client.call_tool("files__linger", {"tag": tag}))
+        await _until((rig.marks / f"{tag}.started").exists, "the upstream call started")
+        call.cancel()  # 2026-07-28: the POST closes; legacy: notifications/cancelled
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await _until((rig.marks / f"{tag}.cancelled").exists, "the upstream call cancelled")
+
+
+async def test_closing_a_stateless_post_cancels_the_upstream_call(rig: Rig) -> None:
+    """The fast path (a plain 2026-07-28 tools/call, no progress token): the connection
+    closing is the cancellation."""
+    body, headers = envelope("tools/call", {"name": "files__linger", "arguments": {"tag": "raw"}})
+    raw = json.dumps(body).encode()
+    host, port = rig.url.split("//")[1].split("/")[0].split(":")
+    head = ["POST /mcp HTTP/1.1", f"Host: {host}:{port}", "Content-Type: application/json",
+            f"Content-Length: {len(raw)}", *(f"{k}: {v}" for k, v in headers.items())]  # fmt: skip
+    _reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + raw)
+    await _until((rig.marks / "raw.started").exists, "the upstream call started")
+    writer.close()
+    await _until((rig.marks / "raw.cancelled").exists, "the upstream call cancelled")
+
+
 async def test_unknown_tools_and_denied_inputs_get_clean_errors(rig: Rig) -> None:
     async with httpx.AsyncClient(timeout=10) as http:
         missing = await modern_call(http, rig.url, "no_such_tool")
@@ -232,6 +298,7 @@ def test_status_and_air_status_show_upstreams_and_the_name_conflict(rig: Rig) ->
         ("files", 0, "stdio"),
         ("legacy", 0, "sse"),
         ("airsse", 0, "sse"),
+        ("brief", 0, "http"),
     ]
     for up in status["upstreams"]:
         assert set(up) >= {"name", "url", "replica", "state", "latency_ms", "in_flight",

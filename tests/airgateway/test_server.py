@@ -1,10 +1,10 @@
-"""The gateway's HTTP server over real loopback sockets: one write per answer, the fast path
-and the ASGI bridge, keep-alive, pipelining, and every connection limit."""
+"""The gateway's HTTP serving over real loopback sockets: :class:`airhttp.HttpServer` with the
+fast lane in front of the guarded ASGI app, as ``air gateway`` composes them — both paths on one
+keep-alive connection, pipelining, cancellation, and every connection limit."""
 
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,9 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airgateway._server import HttpServer, Request
-from airgateway.fast import http_answer
-from airhttp import Limits
+from airgateway._lane import FastLane, Request
+from airhttp import AccessPolicy, GuardedApp, HttpServer, Limits, listen_socket
 
 WAIT = 10.0
 
@@ -22,7 +21,7 @@ WAIT = 10.0
 _SLOW: dict[str, asyncio.Event] = {}
 
 
-async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+async def _app(scope: Any, receive: Any, send: Any) -> None:
     """ASGI: /stream streams three chunks, /echo answers the body, /slow waits for the client
     to leave."""
     event = await receive()
@@ -39,7 +38,14 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if (await receive())["type"] == "http.disconnect":
             _SLOW["left"].set()
         return
+    if event["type"] != "http.request":
+        return  # the client left, or the guard cut an oversized body off (it answers 413)
     body = event["body"]
+    while event.get("more_body"):
+        event = await receive()
+        if event["type"] != "http.request":
+            return
+        body += event["body"]
     await send({"type": "http.response.start", "status": 200,
                 "headers": [(b"content-length", str(len(body)).encode())]})  # fmt: skip
     await send({"type": "http.response.body", "body": body})
@@ -50,37 +56,44 @@ class _Fast:
         self.cancelled = asyncio.Event()
         self.entered = asyncio.Event()
 
-    def __call__(self, request: Request) -> Awaitable[bytes] | None:
-        if request.path == b"/fast":
+    def wants(self, scope: Any) -> bool:
+        return scope["method"] == "POST" and scope["path"] in ("/fast", "/hang", "/both")
+
+    def __call__(self, request: Request) -> Awaitable[tuple[int, bytes]] | None:
+        if request.path == "/fast" or (request.path == "/both" and request.body == b"fast"):
             return self._answer(request)
-        if request.path == b"/hang":
+        if request.path == "/hang":
             return self._hang()
         return None
 
-    async def _answer(self, request: Request) -> bytes:
-        return http_answer(200, b'{"fast":' + (request.body or b"null") + b"}")
+    async def _answer(self, request: Request) -> tuple[int, bytes]:
+        return 200, b'{"fast":' + (request.body or b"null") + b"}"
 
-    async def _hang(self) -> bytes:
+    async def _hang(self) -> tuple[int, bytes]:
         self.entered.set()
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             self.cancelled.set()
             raise
-        return b""
+        return 200, b""
 
 
 @asynccontextmanager
 async def _serving(limits: Limits | None = None) -> AsyncIterator[tuple[int, HttpServer, _Fast]]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    limits = limits or Limits()
+    sock = listen_socket("127.0.0.1", 0)
     fast = _Fast()
-    server = HttpServer(_app, fast=fast, limits=limits)
-    await server.start(sock)
+    guarded = GuardedApp(_app, policy=AccessPolicy(check_host=False), limits=limits)
+    lane = FastLane(guarded, fast, wants=fast.wants, max_body=limits.max_body)
+    server = HttpServer(lane, limits=limits, grace=1.0)
+    serving = asyncio.ensure_future(server.serve(sock))
+    await asyncio.wait_for(server.ready.wait(), WAIT)
     try:
         yield sock.getsockname()[1], server, fast
     finally:
-        await server.stop(1.0)
+        server.stop()
+        await asyncio.wait_for(serving, WAIT)
         sock.close()
 
 
@@ -108,6 +121,17 @@ async def test_fast_and_asgi_answers_share_one_keep_alive_connection() -> None:
             head, got = await _answer(reader)
             assert head.startswith(b"HTTP/1.1 200 OK\r\n")
             assert b"connection: close" not in head
+            assert got == want
+        writer.close()
+
+
+async def test_a_request_the_fast_lane_reads_but_leaves_reaches_the_app_with_its_body() -> None:
+    async with _serving() as (port, _server, _fast):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for body, want in ((b"fast", b'{"fast":fast}'), (b"x" * 70_000, b"x" * 70_000)):
+            writer.write(_post("/both", body))
+            head, got = await _answer(reader)
+            assert head.startswith(b"HTTP/1.1 200 OK\r\n")
             assert got == want
         writer.close()
 
@@ -171,7 +195,7 @@ async def test_a_slow_head_gets_408_and_a_huge_head_431() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
         assert (await asyncio.wait_for(reader.read(), WAIT)).startswith(b"HTTP/1.1 408")
-        assert server.header_timeouts == 1
+        assert server.stats.header_timeouts == 1
         writer.close()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n")
@@ -183,6 +207,7 @@ async def test_a_body_over_the_limit_gets_413_declared_or_chunked() -> None:
     async with _serving(Limits(max_body=10)) as (port, _server, _fast):
         for request in (
             _post("/echo", b"x" * 11),
+            _post("/fast", b"x" * 11),
             b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             b"8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n",
         ):
@@ -203,12 +228,12 @@ async def test_the_connection_cap_closes_an_idle_connection_then_refuses() -> No
         fast.entered.clear()
         _third_r, third_w = await asyncio.open_connection("127.0.0.1", port)
         assert await asyncio.wait_for(idle_r.read(), WAIT) == b""  # evicted to make room
-        assert server.evicted == 1
+        assert server.stats.evicted == 1
         third_w.write(_post("/hang", b""))
         await asyncio.wait_for(fast.entered.wait(), WAIT)  # both connections are busy now
         fourth_r, fourth_w = await asyncio.open_connection("127.0.0.1", port)
         assert (await asyncio.wait_for(fourth_r.read(), WAIT)).startswith(b"HTTP/1.1 503")
-        assert server.refused == 1
+        assert server.stats.refused == 1
         for w in (idle_w, busy_w, third_w, fourth_w):
             w.close()
 

@@ -2,13 +2,16 @@
 
 ``REPLICA`` names the replica in answers; ``grow`` adds a tool at run time (a changed
 ``tools/list``); ``draft`` is marked ``register: false``; ``background`` continues as a task
-(the tasks extension) and answers its replica and pid.
+(the tasks extension) and answers its replica and pid; ``muse`` asks the client's model
+(sampling); ``linger`` waits until cancelled and leaves ``<MARK_DIR>/<tag>.started`` and
+``.cancelled`` files behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
 from aircore import ToolContext, define_prompt, define_resource, define_server, define_tool
@@ -55,6 +58,23 @@ async def ask(_p: dict[str, Any], ctx: ToolContext) -> str:
     return f"{answer.action}:{(answer.content or {}).get('name')}"
 
 
+async def muse(_p: dict[str, Any], ctx: ToolContext) -> str:
+    answer = await ctx.sample("Say hello", max_tokens=16)
+    return f"sampled:{answer['content']['text']}"
+
+
+async def linger(p: dict[str, Any]) -> str:
+    marks = Path(os.environ["MARK_DIR"])
+    tag = str(p["tag"])
+    (marks / f"{tag}.started").touch()
+    try:
+        await asyncio.sleep(600)
+    except asyncio.CancelledError:
+        (marks / f"{tag}.cancelled").touch()
+        raise
+    return "never cancelled"
+
+
 async def background(_p: dict[str, Any], ctx: ToolContext) -> str:
     await ctx.start_task(required=True)  # the call goes on as a task in this process
     return f"{REPLICA}:{os.getpid()}"
@@ -99,6 +119,8 @@ server = define_server(
         define_tool("pid", handler=pid, annotations=READ_ONLY),
         define_tool("progress", handler=progress),
         define_tool("ask", handler=ask),
+        define_tool("muse", handler=muse),
+        define_tool("linger", handler=linger, params={"tag": "string"}),
         define_tool("grow", handler=grow),
         define_tool("background", handler=background),
         define_tool("draft", handler=whoami, meta={"register": False}),
