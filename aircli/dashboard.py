@@ -61,21 +61,34 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--refresh", type=float, default=3.0, help="live refresh interval in seconds (default: 3)"
     )
+    parser.add_argument(
+        "--slo-config",
+        default=None,
+        metavar="FILE",
+        help="SLO objectives for the SLO panel (default: .air/slo.yml, as `air meter slo`)",
+    )
     parser.set_defaults(func=_run)
 
 
 def open_dashboard(
-    store_url: str, *, prog: str, host: str, ports: Sequence[int], **options: Any
+    store_url: str,
+    *,
+    prog: str,
+    host: str,
+    ports: Sequence[int],
+    slo_config: str | None = None,
+    **options: Any,
 ) -> Any:
     """Open ``store_url`` read-only and bind a :class:`~dashboard.server.DashboardServer` (not
-    started) on the first of ``ports`` that works; ``options`` go to it. A failure is told on
-    stderr as ``prog: ...`` and gives ``None``."""
+    started) on the first of ``ports`` that works; ``options`` go to it; ``slo_config`` is the
+    SLO objectives file (default ``.air/slo.yml``). A failure is told on stderr as
+    ``prog: ...`` and gives ``None``."""
     from dashboard.errors import DashboardError, StoreUnavailableError
     from dashboard.reader import SyncReader
     from dashboard.server import DashboardServer
 
     try:
-        reader = SyncReader.open(store_url, freeze_gc=True)
+        reader = SyncReader.open(store_url, freeze_gc=True, slo_config=slo_config)
     except DashboardError as exc:
         print(f"{prog}: {exc.message}", file=sys.stderr)
         if isinstance(exc, StoreUnavailableError) and exc.hint:
@@ -101,6 +114,7 @@ def serve_dashboard(
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
     stop: threading.Event | None = None,
+    slo_config: str | None = None,
 ) -> int:
     """Serve until Ctrl+C (or ``stop`` is set); print the URL. Returns the exit code."""
     server = open_dashboard(
@@ -113,6 +127,7 @@ def serve_dashboard(
         refresh_ms=max(500, int(refresh_s * 1000)),
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
+        slo_config=slo_config,
     )
     if server is None:
         return 2
@@ -148,4 +163,5 @@ def _run(args: argparse.Namespace) -> int:
         refresh_s=args.refresh,
         allowed_hosts=args.allow_host,
         allowed_origins=args.allow_origin,
+        slo_config=args.slo_config,
     )

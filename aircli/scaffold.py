@@ -40,6 +40,8 @@ IMPORTS_MARKER = "# air scaffold: imports"
 TOOLS_MARKER = "# air scaffold: tools"
 DEFAULT_CATEGORY = "general"
 CHECK_TIMEOUT_S = 120.0
+INTERRUPTED_EXIT = 130
+"""Exit status after Ctrl+C at a question (128 + SIGINT, as shells report it)."""
 
 
 class ScaffoldError(ValueError):
@@ -265,10 +267,17 @@ def _run(args: argparse.Namespace) -> int:
     try:
         inputs = _inputs(args)
         if not args.no_input and sys.stdin.isatty():
-            inputs = ask_missing(inputs, input)
+            try:
+                inputs = ask_missing(inputs, input)
+            except EOFError:  # Ctrl+D at a question
+                print("\nair scaffold: input ended; nothing written", file=sys.stderr)
+                return 2
+            except KeyboardInterrupt:  # Ctrl+C at a question
+                print("\nair scaffold: interrupted; nothing written", file=sys.stderr)
+                return INTERRUPTED_EXIT
         result = scaffold_tool(inputs, project=args.dir, server_module=args.server)
-    except (ScaffoldError, EOFError) as exc:
-        print(f"air scaffold: {exc or 'input ended'}", file=sys.stderr)
+    except ScaffoldError as exc:
+        print(f"air scaffold: {exc}", file=sys.stderr)
         return 2
     for path in result.created:
         print(f"created {path}")

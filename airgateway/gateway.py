@@ -21,6 +21,7 @@ from airgateway.metering import GatewayMeter
 from airgateway.replica import Replica
 from airgateway.router import Router
 from airgateway.sessions import SessionBook
+from airgateway.shared_health import SharedHealth
 from airgateway.tasks import TaskRoutes
 from airgateway.types import JSONDict, MessageHandler, UpstreamClient
 from airgateway.upstream_http import HttpUpstream
@@ -80,7 +81,10 @@ class Gateway:
             on_state=self._state_changed,
         )
         self.health = HealthChecker(
-            config.health, on_listing=self._listing, on_state=self._state_changed
+            config.health,
+            on_listing=self._listing,
+            on_state=self._state_changed,
+            shared=SharedHealth(store, interval_s=config.health.interval_s),
         )
         self.sessions = SessionBook(store)
         self.tasks = TaskRoutes(store)

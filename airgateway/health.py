@@ -5,6 +5,7 @@ gets ``ping`` (legacy) or ``server/discover`` (2026-07-28). Then its listings ar
 handed to the index, so a changed ``tools/list`` reaches clients even from an upstream that
 never sends ``list_changed``. ``unhealthy_after`` consecutive failures (active or passive)
 take a replica out of the pool; ``healthy_after`` consecutive successes bring it back.
+Gateways sharing a store share what their checks find (:mod:`airgateway.shared_health`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from airgateway.config import HealthConfig
 from airgateway.errors import GatewayError, UpstreamError
 from airgateway.index import Listing
 from airgateway.replica import DOWN, STARTING, Replica
+from airgateway.shared_health import POLL_S, SharedHealth
 
 __all__ = ["MAX_PAGES", "HealthChecker", "read_listing"]
 
@@ -73,6 +75,7 @@ class HealthChecker:
         config: the health section.
         on_listing: told ``(replica, listing)`` after every successful check.
         on_state: told ``(replica)`` when a replica leaves or rejoins the pool.
+        shared: the health shared with other gateways through the store, if any.
     """
 
     def __init__(
@@ -81,11 +84,14 @@ class HealthChecker:
         *,
         on_listing: Callable[[Replica, Listing], Awaitable[None]],
         on_state: Callable[[Replica], None],
+        shared: SharedHealth | None = None,
     ) -> None:
         self.config = config
         self.on_listing = on_listing
         self.on_state = on_state
+        self.shared = shared
         self._task: asyncio.Task[None] | None = None
+        self._poller: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
 
     async def check(self, replica: Replica) -> bool:
@@ -105,16 +111,38 @@ class HealthChecker:
             if replica.failed(message, self.config.unhealthy_after):
                 logger.warning("%s is out of the pool: %s", replica.label, message)
                 self.on_state(replica)
+            shared = self.shared
+            if shared is not None and replica.state == DOWN and shared.shared(replica):
+                await shared.mark(replica, message)
             return False
         replica.tools = len(listing.tools)
         if replica.succeeded(self.config.healthy_after):
             logger.info("%s is in the pool", replica.label)
             self.on_state(replica)
+        if self.shared is not None:
+            await self.shared.clear(replica)
         await self.on_listing(replica, listing)
         return True
 
+    async def poll(self, replicas: list[Replica]) -> None:
+        """Read the other gateways' marks now: hold down the replicas they hold down, and
+        check again soon the ones they let go."""
+        if self.shared is None:
+            return
+        foreign = await self.shared.foreign(replicas)
+        for replica in replicas:
+            error = foreign.get(replica.label)
+            if error is not None:
+                if replica.hold(error):
+                    logger.warning("%s is out of the pool: %s", replica.label, replica.last_error)
+                    self.on_state(replica)
+            elif replica.held is not None:
+                replica.held = None
+                self.wake()  # its own check brings it back
+
     async def check_all(self, replicas: list[Replica]) -> None:
-        """Check every replica at once."""
+        """Check every replica at once (after reading the other gateways' marks)."""
+        await self.poll(replicas)
         await asyncio.gather(*(self.check(r) for r in replicas))
 
     def start(self, replicas: list[Replica]) -> None:
@@ -133,8 +161,18 @@ class HealthChecker:
                 except Exception:  # a bug must not stop health checking
                     logger.exception("health check failed")
 
+        async def polling() -> None:
+            while True:
+                await asyncio.sleep(min(POLL_S, self.config.interval_s))
+                try:
+                    await self.poll(replicas)
+                except Exception:
+                    logger.exception("reading the shared health failed")
+
         if self._task is None:
             self._task = asyncio.ensure_future(loop())
+        if self._poller is None and self.shared is not None:
+            self._poller = asyncio.ensure_future(polling())
 
     def wake(self) -> None:
         """Check again soon (an upstream said its list changed; a replica was ejected)."""
@@ -142,7 +180,8 @@ class HealthChecker:
 
     async def stop(self) -> None:
         """Stop checking. Idempotent."""
-        task, self._task = self._task, None
-        if task is not None:
+        tasks = [t for t in (self._task, self._poller) if t is not None]
+        self._task = self._poller = None
+        for task in tasks:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -29,6 +29,7 @@ class Replica:
         "client",
         "config",
         "failures",
+        "held",
         "in_flight",
         "index",
         "label",
@@ -51,6 +52,9 @@ class Replica:
         self.successes = 0
         self.last_error: str | None = None
         self.tools = 0
+        self.held: str | None = None
+        """Another gateway sharing the store holds this replica down (its error), see
+        :mod:`airgateway.shared_health`: it stays out of the pool until that is over."""
 
     @property
     def name(self) -> str:
@@ -73,11 +77,25 @@ class Replica:
         self.failures = 0
         if self.state == HEALTHY:
             return False
+        if self.held is not None:  # not back while another gateway holds it down
+            self.successes = 0
+            return False
         self.successes += 1
         if self.successes >= healthy_after:
             self.state, self.successes, self.last_error = HEALTHY, 0, None
             return True
         return False
+
+    def hold(self, error: str) -> bool:
+        """Another gateway holds the replica down; return True when that takes it out of
+        this gateway's pool."""
+        self.held = error
+        self.successes = 0
+        self.last_error = f"down at another gateway: {error}"
+        if self.state == DOWN:
+            return False
+        self.state = DOWN
+        return True
 
     def failed(self, error: str, unhealthy_after: int) -> bool:
         """Count a failure; return True when it takes the replica out of the pool."""

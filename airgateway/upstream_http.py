@@ -152,12 +152,8 @@ class HttpUpstream:
             if self.era == eras.LEGACY:  # 2026-07-28: closing the POST is the cancellation
                 await asyncio.shield(self.notify("notifications/cancelled", {"requestId": msg_id}))
             raise
-        except ConnectFailedError as exc:
-            raise UpstreamUnavailableError(f"{self.label}: {exc}", replica=self.label,
-                                           sent=False) from exc  # fmt: skip
-        except ConnectionLostError as exc:
-            raise UpstreamUnavailableError(f"{self.label}: connection lost: {exc}",
-                                           replica=self.label) from exc  # fmt: skip
+        except (ConnectFailedError, ConnectionLostError) as exc:
+            raise self._unavailable(exc) from exc
 
     async def forward(self, body: bytes, name: str, *, timeout: float) -> tuple[JSONDict, bytes]:
         """Send a 2026-07-28 ``tools/call`` whose body needs no change, as it is.
@@ -198,12 +194,17 @@ class HttpUpstream:
             raise UpstreamTimeoutError(
                 f"{self.label} did not answer tools/call within {timeout:g} s", replica=self.label
             ) from None
-        except ConnectFailedError as exc:
-            raise UpstreamUnavailableError(f"{self.label}: {exc}", replica=self.label,
-                                           sent=False) from exc  # fmt: skip
-        except ConnectionLostError as exc:
-            raise UpstreamUnavailableError(f"{self.label}: connection lost: {exc}",
-                                           replica=self.label) from exc  # fmt: skip
+        except (ConnectFailedError, ConnectionLostError) as exc:
+            raise self._unavailable(exc) from exc
+
+    def _unavailable(
+        self, exc: ConnectFailedError | ConnectionLostError
+    ) -> UpstreamUnavailableError:
+        """The gateway's error for a connection that failed (``sent=False``: the request never
+        left, so any replica may take it) or was lost."""
+        if isinstance(exc, ConnectFailedError):
+            return UpstreamUnavailableError(f"{self.label}: {exc}", replica=self.label, sent=False)
+        return UpstreamUnavailableError(f"{self.label}: connection lost: {exc}", replica=self.label)
 
     def _checked(self, status: int, message: JSONDict | None, raw: bytes) -> tuple[JSONDict, bytes]:
         if message is not None and isinstance(message.get("error"), dict):

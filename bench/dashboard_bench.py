@@ -7,6 +7,8 @@ call log plus per-minute rollups, as a metered server does), then times what the
 - refresh: the same view again (the page's live refresh), for each range and with a filter;
 - tool detail: a tool's histogram and latest calls;
 - refresh while a writer process keeps recording calls into the same store;
+- the background evaluation of the meter panels (SLOs over 16 objectives x tools with the
+  sparkline back-fill, meter health, context cost), which no refresh waits for;
 
 and, as the peer, the naive way: read every call of the range from the raw log and aggregate
 in Python (what a dashboard without rollups would do each refresh).
@@ -31,6 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dash import no_update
+
 from airmeter import CALLS_NAMESPACE, CallRecord, Layer, StoreSink
 from airstore import FileStore
 from dashboard.reader import SyncReader
@@ -43,6 +47,7 @@ TOOLS = (
     ("plan_trip", Layer.L7, 1500.0),
 )  # fmt: skip
 DAY_MS = 86_400_000
+SLO_YAML = "objectives:\n  - {tool: '*', availability: 0.99, latency_p95_ms: 2000}\n"
 
 
 async def populate(path: Path, calls: int) -> float:
@@ -89,23 +94,22 @@ async def naive_view(store: Any, since_ms: int, until_ms: int) -> int:
     return len(entries) + errors * 0
 
 
-def render(view: Any) -> int:
-    """What the page's refresh callback does with a view: three figures and two tables, as the
-    JSON Dash sends (its plotly encoder); returns the payload's size."""
+def render(view: Any, *, steady: bool = False) -> int:
+    """What the page's refresh callback does with a view: every output of the page (figures,
+    tables, panels, badges) as the JSON Dash sends (its plotly encoder); returns its size.
+    ``steady``: the page already shows the meter panels of this evaluation (most refreshes)."""
     from plotly.io.json import to_json_plotly  # what Dash encodes callback outputs with
 
-    from dashboard import figures, present
+    from dashboard.callbacks import page_values
 
-    payload = [
-        present.kpis(view.headline),
-        figures.calls_figure(view),
-        figures.latency_figure(view),
-        figures.layers_figure(view),
-        present.tool_rows(view),
-        present.error_rows(view),
-        present.error_summary(view),
-    ]
-    return len(to_json_plotly(payload))
+    values = page_values(view, panels_stamp(view)) if steady else page_values(view)
+    return len(to_json_plotly({k: v for k, v in values.items() if v is not no_update}))
+
+
+def panels_stamp(view: Any) -> str:
+    from dashboard.meter_panels import panels_stamp as stamp
+
+    return stamp(view)
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
@@ -191,8 +195,10 @@ def main() -> None:
             )
         url = f"file://{path}"
 
+        slo = tmp / "slo.yml"
+        slo.write_text(SLO_YAML, encoding="utf-8")
         t0 = time.perf_counter()
-        reader = SyncReader.open(url, freeze_gc=True)
+        reader = SyncReader.open(url, freeze_gc=True, slo_config=str(slo))
         first = reader.view("1h")
         first_ms = (time.perf_counter() - t0) * 1000
         rows: list[tuple[str, float, float, float]] = []
@@ -201,15 +207,27 @@ def main() -> None:
             reader.view(key)  # the first view of a range fills airmeter's bucket cache
             med, worst = timed(lambda key=key: reader.view(key), args.repeat)
             rows.append((f"refresh, {key} view", med, worst, 300.0))
+        payload: dict[str, int] = {}
         for key in ("1h", "7d"):  # what the refresh callback adds: figures, tables, JSON
             med, worst = timed(lambda key=key: render(reader.view(key)), args.repeat)
             rows.append((f"refresh, {key} view + figures/tables", med, worst, 300.0))
+            payload[key] = render(reader.view(key))
+            payload[f"{key}, panels unchanged"] = render(reader.view(key), steady=True)
         flt = Filters(tool="fetch_url")
         reader.view("7d", flt)
         med, worst = timed(lambda: reader.view("7d", flt), args.repeat)
         rows.append(("refresh, 7d view, tool filter", med, worst, 300.0))
         med, worst = timed(lambda: reader.tool_detail("plan_trip", "7d"), args.repeat)
         rows.append(("tool detail (histogram + latest)", med, worst, 300.0))
+
+        watch = getattr(reader.data, "meter", None)  # the meter panels (absent before them)
+        if watch is not None:
+            rng = reader.data.resolve("1h")
+            reader.run(asyncio.wait_for(watch.updated.wait(), 120))  # the first, with back-fill
+            t0 = time.perf_counter()
+            reader.run(watch.evaluate_now(rng))
+            warm = (time.perf_counter() - t0) * 1000
+            rows.append(("meter panels, background evaluation", warm, warm, 1000.0))
 
         store = reader.data._store
         naive: dict[str, float] = {}
@@ -235,6 +253,9 @@ def main() -> None:
             ok = "yes" if worst <= 300 else ("median" if med <= 300 else "NO")
             print(f"{name:<40} {med:>9.1f} {worst:>9.1f} {300:>8.0f}  {ok}")
             print(f"  ({len(live)} refreshes, {slow} over 300 ms)")
+        print(f"\n{'refresh payload (JSON bytes)':<40} {'bytes':>9}")
+        for key, size in payload.items():
+            print(f"{key + ' view':<40} {size:>9,}")
         print(f"\n{'view from':<40} {'rollups':>9} {'raw log':>9} {'ratio':>8}")
         for key, raw in naive.items():
             ours = next(m for n, m, _, _ in rows if n == f"refresh, {key} view")

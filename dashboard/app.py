@@ -11,6 +11,7 @@ from dash.dash_table.DataTable import DataTable
 from airmeter import Layer
 from dashboard.data import RECENT_ERRORS
 from dashboard.figures import LAYER_COLOURS, warm_up
+from dashboard.meter_panels import context_card, slo_card
 from dashboard.ranges import CUSTOM, DEFAULT_RANGE, RANGES
 from dashboard.reader import SyncReader
 
@@ -274,6 +275,7 @@ def _tables() -> tuple[html.Div, html.Div]:
             ("time", "time"),
             ("tool", "tool"),
             ("layer", "layer"),
+            ("class", "error_class"),
             ("error", "error_type"),
             ("message", "message"),
             ("request id", "request_id"),
@@ -301,6 +303,7 @@ def _tables() -> tuple[html.Div, html.Div]:
             html.Div(
                 [
                     html.Div(id="error-summary", className="error-summary"),
+                    html.Div(id="error-classes", className="error-classes"),
                     _errors_table(error_cols),
                 ]
             ),
@@ -345,6 +348,7 @@ def _content() -> html.Div:
                 ],
             ),
             _detail(),
+            slo_card(),
             html.Div(
                 className="grid two",
                 children=[
@@ -360,6 +364,7 @@ def _content() -> html.Div:
                 ],
             ),
             errors,
+            context_card(),
         ],
     )
 

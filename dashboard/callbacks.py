@@ -9,6 +9,7 @@ from dash import Dash, Input, Output, State, ctx, html, no_update
 from airmeter import Layer, parse_layer
 from dashboard import figures, present
 from dashboard.errors import DashboardError, StoreUnavailableError
+from dashboard.meter_panels import PANEL_OUTPUTS, panel_values
 from dashboard.ranges import CUSTOM, parse_instant
 from dashboard.reader import SyncReader
 from dashboard.servers import parse_server_choice
@@ -68,11 +69,13 @@ PAGE_OUTPUTS: dict[str, Output] = {
     "banner_style": Output("banner", "style"),
     "updated": Output("updated", "children"),
     "alerts": Output("alerts", "children"),
+    **{name: Output(cid, prop) for name, (cid, prop) in PANEL_OUTPUTS.items()},
 }
 
 
-def page_values(view: DashboardView) -> dict[str, Any]:
-    """Every output of :data:`PAGE_OUTPUTS` for a view that was read."""
+def page_values(view: DashboardView, sent: str | None = None) -> dict[str, Any]:
+    """Every output of :data:`PAGE_OUTPUTS` for a view that was read (``sent``: the stamp of
+    the meter panels the page already shows; see :func:`dashboard.meter_panels.panel_values`)."""
     texts = present.kpis(view.headline)
     errors = present.error_rows(view)
     empty = view.store_empty
@@ -95,6 +98,7 @@ def page_values(view: DashboardView) -> dict[str, Any]:
         "alerts": [
             html.Span(a.text, className=f"alert alert-{a.kind}", title=a.text) for a in view.alerts
         ],
+        **panel_values(view, sent),
     }
 
 
@@ -117,16 +121,24 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
     @app.callback(
         output=PAGE_OUTPUTS,
         inputs=[Input("tick", "n_intervals"), *_RANGE_INPUTS],
+        state=[State("panels-stamp", "data")],
     )
     def refresh(
-        _n: int, range_key: str, start: str | None, end: str | None, *filters: Any
+        _n: int,
+        range_key: str,
+        start: str | None,
+        end: str | None,
+        tool: Any,
+        layer: Any,
+        server: Any,
+        sent: str | None,
     ) -> dict[str, Any]:
         try:
-            kwargs, flt = _query_args(range_key, start, end, *filters)
+            kwargs, flt = _query_args(range_key, start, end, tool, layer, server)
             view = reader.view(range_key, flt, **kwargs)
         except DashboardError as exc:
             return problem_values(exc)
-        return page_values(view)
+        return page_values(view, sent)
 
     @app.callback(
         Output("tick", "disabled"),

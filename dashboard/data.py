@@ -16,12 +16,14 @@ import time
 from typing import Any
 
 from airmeter import (
+    ERROR_CLASSES,
     AirmeterError,
     CallRecord,
     Layer,
     SeriesPoint,
     Snapshot,
     ToolStats,
+    error_class_of,
     has_calls,
     parse_layer,
     recent_calls,
@@ -36,6 +38,7 @@ from airstore import (
     store_exists,
 )
 from dashboard.errors import StoreUnavailableError
+from dashboard.meter_watch import MeterWatch
 from dashboard.ranges import resolve_range
 from dashboard.servers import parse_server_choice, server_choices
 from dashboard.types import (
@@ -162,9 +165,17 @@ class DashboardData:
         store: an opened store (read-only is enough); see :func:`open_store`.
         url: the store's URL, for messages.
         clock: seconds since the epoch; injectable for tests.
+        slo_config: the SLO objectives file (default ``.air/slo.yml``, as ``air meter slo``).
     """
 
-    def __init__(self, store: Store, *, url: str = "", clock: Any = time.time) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        url: str = "",
+        clock: Any = time.time,
+        slo_config: str | None = None,
+    ) -> None:
         self._store = store
         self.url = url
         self._clock = clock
@@ -172,14 +183,22 @@ class DashboardData:
         self._known_servers: dict[str, set[str]] = {}
         self.usage = UsageWatch(store)
         """Disk use against the retention caps, measured in the background."""
+        self.meter = MeterWatch(store, slo_config=slo_config, clock=clock)
+        """SLOs, meter health and context cost, evaluated in the background."""
 
     @classmethod
-    async def open(cls, url: str, *, clock: Any = time.time) -> DashboardData:
-        """Open the store at ``url`` read-only; see :func:`open_store` for the errors."""
-        return cls(await open_store(url), url=url, clock=clock)
+    async def open(
+        cls, url: str, *, clock: Any = time.time, slo_config: str | None = None
+    ) -> DashboardData:
+        """Open the store at ``url`` read-only; see :func:`open_store` for the errors.
+
+        ``slo_config`` names the SLO objectives file (default ``.air/slo.yml``).
+        """
+        return cls(await open_store(url), url=url, clock=clock, slo_config=slo_config)
 
     async def close(self) -> None:
         """Stop measuring and close the store. Idempotent."""
+        await self.meter.close()
         await self.usage.close()
         await self._store.close()
 
@@ -246,6 +265,7 @@ class DashboardData:
             StoreUnavailableError: the store can no longer be read.
         """
         filters = filters or Filters()
+        self.meter.poll(rng, filters.server)
         snap = await self._snapshot(rng, filters)
         self._known_tools.update(t.tool for t in snap.tools)
         for row in snap.servers:
@@ -276,7 +296,12 @@ class DashboardData:
                 sorted(snap.errors_by_type.items(), key=lambda kv: (-kv[1], kv[0]))
             ),
             generated_at_ms=self.now_ms(),
-            alerts=self.usage.alerts(),
+            alerts=self.meter.alerts() + self.usage.alerts(),
+            errors_by_class=tuple(
+                (c, snap.errors_by_class[c]) for c in ERROR_CLASSES if snap.errors_by_class.get(c)
+            ),
+            slo=self.meter.slo,
+            context=self.meter.context,
         )
 
     async def tool_detail(
@@ -344,6 +369,7 @@ def _error_row(rec: CallRecord) -> ErrorRow:
         error_type=rec.error_type or "error",
         message=rec.error_message or "",
         request_id=rec.request_id or "",
+        error_class=rec.error_class or error_class_of(rec.error_type),
     )
 
 

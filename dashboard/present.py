@@ -142,6 +142,7 @@ def error_rows(view: DashboardView) -> list[dict[str, Any]]:
             "time": fmt_time(e.ts_ms),
             "tool": e.tool,
             "layer": e.layer.code,
+            "error_class": e.error_class,
             "error_type": error_label(e.error_type),
             "message": e.message,
             "request_id": e.request_id,

@@ -68,14 +68,24 @@ class SyncReader:
 
     @classmethod
     def open(
-        cls, url: str, *, timeout: float = DEFAULT_TIMEOUT, freeze_gc: bool = False
+        cls,
+        url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        freeze_gc: bool = False,
+        slo_config: str | None = None,
     ) -> SyncReader:
-        """Open the store at ``url`` read-only (``freeze_gc``: see the class).
+        """Open the store at ``url`` read-only (``freeze_gc``: see the class; ``slo_config``:
+        the SLO objectives file, default ``.air/slo.yml``).
 
         Raises:
             StoreUnavailableError: the store cannot be opened or read.
         """
-        return cls(lambda: DashboardData.open(url), timeout=timeout, freeze_gc=freeze_gc)
+        return cls(
+            lambda: DashboardData.open(url, slo_config=slo_config),
+            timeout=timeout,
+            freeze_gc=freeze_gc,
+        )
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the reader's loop and return its result (or raise its error)."""

@@ -13,6 +13,8 @@ from airmeter import Layer
 __all__ = [
     "Alert",
     "CallRow",
+    "ContextPanel",
+    "ContextRow",
     "DashboardView",
     "ErrorRow",
     "Filters",
@@ -20,6 +22,8 @@ __all__ = [
     "HistogramBin",
     "LayerSlice",
     "ServerChoice",
+    "SloPanel",
+    "SloRow",
     "TimeBucket",
     "TimeRange",
     "ToolDetail",
@@ -142,6 +146,7 @@ class ErrorRow:
     error_type: str
     message: str
     request_id: str
+    error_class: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,12 +175,81 @@ class HistogramBin:
 class Alert:
     """Something the page shows as a badge in its header.
 
-    ``kind`` is ``"drops"`` (the meter dropped or failed to deliver records) or ``"disk"`` (a
-    log is near its retention cap: older entries will go); ``text`` is one short sentence.
+    ``kind`` is ``"drops"`` (the meter dropped or failed to deliver records), ``"disk"`` (a
+    log is near its retention cap: older entries will go) or ``"slo"`` (an objective is in
+    ``warning`` or ``breach``); ``text`` is one short sentence.
     """
 
     kind: str
     text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SloRow:
+    """One objective for one server's tool, as ``air meter slo`` evaluates it.
+
+    ``objective`` reads like ``availability 99.5%`` or ``p95 ≤ 300 ms``; ``state`` is airmeter's
+    (``ok``, ``warning``, ``breach``); ``burn_rates`` are the 5 min, 30 min, 1 h and 6 h burn
+    rates; ``history`` the 1 h burn rate at ``history_ms`` (oldest first, the last one now).
+    """
+
+    server: str
+    tool: str
+    objective: str
+    period: str
+    budget_remaining: float
+    burn_rates: tuple[float, float, float, float]
+    state: str
+    valid_calls: int
+    bad_calls: int
+    history_ms: tuple[int, ...] = ()
+    history: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SloPanel:
+    """The SLO panel: where objectives come from and their rows, worst first.
+
+    ``status`` is ``"missing"`` (no objectives file: ``message`` says how to add one),
+    ``"invalid"`` (``message`` is the file's error), ``"pending"`` (not evaluated yet) or
+    ``"ready"``; ``more`` counts rows left out to keep the page bounded.
+    """
+
+    config: str
+    status: str
+    message: str = ""
+    rows: tuple[SloRow, ...] = ()
+    more: int = 0
+    evaluated_at_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextRow:
+    """One tool's context cost: tokens its definition adds to ``tools/list`` and its results'
+    tokens (``None`` when not counted)."""
+
+    server: str
+    tool: str
+    definition_tokens: int | None
+    result_tokens_p50: float | None
+    result_tokens_p95: float | None
+    result_tokens_total: int
+    results_counted: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextPanel:
+    """What the tools cost in a model's context, for ``range_key`` (results) and all time
+    (definitions). ``exact`` is False when a count is an estimate (``tokenizer`` names it);
+    rows are the largest definitions first, ``more`` counts those left out."""
+
+    range_key: str
+    tokenizer: str
+    exact: bool
+    definition_tokens_total: int
+    rows: tuple[ContextRow, ...]
+    more: int = 0
+    computed_at_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,7 +259,10 @@ class DashboardView:
     ``store_empty`` is True when the store holds no call at all (the page then explains how to
     produce some); ``tool_names``/``server_choices`` list the choices for the filter dropdowns;
     ``errors_by_type`` counts every failed call in the range by error type, most frequent first;
-    ``alerts`` are the header's badges (see :class:`Alert`).
+    ``alerts`` are the header's badges (see :class:`Alert`); ``errors_by_class`` counts the
+    failed calls by airmeter's error class (``tool_error``, ``exception``, ``timeout`` count in
+    a tool's error rate; ``refused``, ``protocol``, ``cancelled``, ``budget`` show apart);
+    ``slo`` and ``context`` are computed in the background (see :mod:`dashboard.meter_watch`).
     """
 
     range: TimeRange
@@ -201,6 +278,9 @@ class DashboardView:
     generated_at_ms: int = field(default=0)
     server_choices: tuple[ServerChoice, ...] = ()
     alerts: tuple[Alert, ...] = ()
+    errors_by_class: tuple[tuple[str, int], ...] = ()
+    slo: SloPanel | None = None
+    context: ContextPanel | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -255,9 +255,12 @@ class StdioSession:
         self.flush()
 
 
-def _is_pollable(fd: int) -> bool:
+def _is_pipe(fd: int) -> bool:
+    """Only pipes and sockets get the event loop's pipe transport: a character device such as
+    /dev/null or a terminal is written with blocking writes (uvloop aborts the process on a
+    non-pipe device)."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 async def _stdin_chunks(stop: asyncio.Event) -> Any:
@@ -310,7 +313,7 @@ class _Writer:
         self.protocol = _Out()
 
     async def open(self, max_buffer: int) -> None:
-        if _is_pollable(self.fd) and not os.isatty(self.fd):
+        if _is_pipe(self.fd):
             loop = asyncio.get_running_loop()
             transport, _ = await loop.connect_write_pipe(
                 lambda: self.protocol, os.fdopen(self.fd, "wb", 0, closefd=False)

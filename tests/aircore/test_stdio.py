@@ -214,6 +214,32 @@ async def test_stdin_from_a_file_or_dev_null_is_served_to_its_end(
     assert _events(events)[-1] == "stop"
 
 
+async def test_answers_written_to_dev_null_end_in_a_clean_exit(
+    tmp_path: Path, events: Path
+) -> None:
+    """stdout on /dev/null (a character device, not a pipe): blocking writes, never the event
+    loop's pipe transport (uvloop aborted the process on it: exit 134)."""
+    frames = tmp_path / "frames.jsonl"
+    frames.write_bytes(_frame(CALL) + _frame({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+    with frames.open("rb") as stdin:
+        p = await asyncio.create_subprocess_exec(
+            *serve_args(LIFECYCLE, "--transport", "stdio"),
+            stdin=stdin,
+            stdout=asyncio.subprocess.DEVNULL,  # /dev/null, opened for the child
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "AIR_TEST_EVENTS": str(events)},
+        )
+    try:
+        _, err = await asyncio.wait_for(p.communicate(), WAIT)
+    finally:
+        if p.returncode is None:
+            p.kill()
+            await p.wait()
+    assert p.returncode == 0, err
+    assert b"Traceback" not in err, err
+    assert _events(events) == ["init", "start", "register:echo", "stop"]
+
+
 EXITING_SERVER = """\
 import sys
 from aircore import define_resource, define_server, define_tool

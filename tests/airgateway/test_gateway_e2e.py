@@ -177,6 +177,9 @@ async def test_the_official_client_uses_every_upstream_through_the_gateway(
         assert asked.content[0].text == "accept:Ann"
         mused = await client.call_tool("muse", {})  # sampling through the gateway, either era
         assert mused.content[0].text == "sampled:hi"
+        listed = (await client.list_resources()).resources  # aggregated, metadata unchanged
+        assert "notes://readme" in {str(r.uri) for r in listed}
+        assert "greet" in {p.name for p in (await client.list_prompts()).prompts}
         contents = (await client.read_resource("notes://readme")).contents
         assert contents[0].text.startswith("readme from ")  # type: ignore[union-attr]
         prompt = await client.get_prompt("greet", {"name": "Bo"})
