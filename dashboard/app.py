@@ -25,7 +25,7 @@ _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 _KPIS = (
     ("calls", "Calls"),
     ("rate", "Calls / min"),
-    ("errors", "Error rate"),
+    ("errors", "Failed calls"),
     ("p50", "p50 latency"),
     ("p95", "p95 latency"),
     ("p99", "p99 latency"),
@@ -342,6 +342,11 @@ def _content() -> html.Div:
                             html.Div(label, className="kpi-label"),
                             html.Div("—", id=f"kpi-{key}", className="kpi-value"),
                             *([html.Div(COST_NOTE, className="kpi-note")] if key == "cost" else []),
+                            *(
+                                [html.Div(id="kpi-errors-note", className="kpi-note")]
+                                if key == "errors"
+                                else []
+                            ),
                         ],
                     )
                     for key, label in _KPIS
