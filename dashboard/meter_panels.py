@@ -112,16 +112,14 @@ def context_card() -> html.Div:
 
 def errors_note(view: DashboardView) -> str:
     """Under the failed-calls card: the share a tool's error rate counts (``tool_error``,
-    ``exception``, ``timeout``) and the share that is not the tools' doing."""
+    ``exception``, ``timeout``) and the share that is not the tools' doing (``other``:
+    refused, protocol, cancelled, budget)."""
     calls = view.headline.calls
     if not calls or not view.errors_by_class:
         return ""
     own = sum(n for c, n in view.errors_by_class if c in RATE_CLASSES)
     apart = sum(n for c, n in view.errors_by_class if c not in RATE_CLASSES)
-    return (
-        f"tool errors {own / calls * 100:.2f}% · refused/protocol/cancelled/budget "
-        f"{apart / calls * 100:.2f}%"
-    )
+    return f"tool errors {own / calls * 100:.2f}% · other {apart / calls * 100:.2f}%"
 
 
 def error_classes(view: DashboardView) -> list[Any]:

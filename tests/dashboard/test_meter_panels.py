@@ -72,8 +72,7 @@ async def test_the_view_splits_failures_by_error_class_and_tags_each_recent_erro
                        ("slow", "timeout")}  # fmt: skip
     calls, own = view.headline.calls, FLAKY_CALLS // 2 + 2 + 1
     assert panel_values(view)["errors_note"] == (
-        f"tool errors {own / calls * 100:.2f}% · refused/protocol/cancelled/budget "
-        f"{3 / calls * 100:.2f}%"
+        f"tool errors {own / calls * 100:.2f}% · other {3 / calls * 100:.2f}%"
     )
     chips = [c.className for c in panel_values(view)["error_classes"]]
     assert chips == ["class-chip class-tool_error", "class-chip class-exception",
