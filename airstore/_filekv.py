@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from airstore._kvspace import MISSING, KVSpace
-from airstore._persist import Persister
+from airstore._persist import INLINE_WRITE_BYTES, Persister
 from airstore._recovery import Finding
 from airstore._validate import (
     JSON_OPTS,
@@ -31,6 +31,7 @@ from airstore.types import Clock, JSONValue
 __all__ = ["FileKeys"]
 
 _dumps = orjson.dumps
+_N = ord("n")  # every ``null`` holds this byte
 
 
 class FileKeys:
@@ -61,7 +62,10 @@ class FileKeys:
     async def _space(self, ns: str) -> KVSpace:
         """The namespace's keys, loaded on first use with the files read off the loop; then
         what other writers appended since the last look, at most once per loop turn."""
-        space = self._spaces.get(ns)
+        try:
+            space = self._spaces.get(ns)
+        except TypeError:  # an unhashable namespace: _load names it
+            space = None
         if space is None:
             space = await self._load(ns)
         if self.read_only:  # a reader looks at every call
@@ -114,25 +118,42 @@ class FileKeys:
         persist = self._write_ok
         if persist is None:
             persist = self._writer()
-        space = self._spaces.get(ns) or await self._space(ns)
-        if type(key) is not str or not key.isascii() or not 0 < len(key) <= MAX_KEY_LENGTH:
-            check_key(ns, key)  # the slow path: raises, or accepts a non-ASCII key
+        try:
+            space = self._spaces.get(ns)
+        except TypeError:  # an unhashable namespace: _space names it
+            space = None
+        if space is None:
+            space = await self._space(ns)
+        if type(key) is not str or not 0 < len(key) <= MAX_KEY_LENGTH:
+            check_key(ns, key)  # raises
         try:
             encoded = _dumps(value, None, JSON_OPTS)
+            name = _dumps(key)  # a key with a lone surrogate raises here
         except TypeError:
-            encoded = encode_value(ns, key, value)  # raises the typed error
-        if encoded.find(b"null") >= 0:  # (bytes.find: `in` costs twice as much here)
-            encode_value(ns, key, value)  # NaN/Infinity hide behind null: check properly
-        if ttl is None and self._default_ttl is None:
-            space.set_plain(key, value, encoded)
+            check_key(ns, key)  # raises for the key …
+            encoded = encode_value(ns, key, value)  # … or the typed error for the value
+            name = _dumps(key)
+        # NaN/Infinity hide behind null: check properly. An "n" byte (one memchr) must be there
+        # first; ``bytes.find`` alone costs four times as much.
+        if _N in encoded and encoded.find(b"null") >= 0:
+            encode_value(ns, key, value)
+        if ttl is None and self._default_ttl is None:  # the hot path of KVSpace.put, inlined
+            line = b"{%b:[%b,null]}\n" % (name, encoded)
+            space.items[key] = value
+            space.entries[key] = line
+            if space.expires:
+                space.expires.pop(key, None)
+            pending = space.journal.pending
+            pending += line
         else:
             seconds = self._default_ttl if ttl is None else check_ttl(ttl)
             now = self._clock()
             space.put(key, value, encoded, None if seconds is None else now + seconds, now)
-        pending = space.journal.pending
-        persist.schedule(pending)
+            pending = space.journal.pending
         if self._sync:
             await persist.written(pending)
+        elif persist.drain_handle is None or len(pending) >= INLINE_WRITE_BYTES:
+            persist.schedule(pending)
 
     async def incr(self, ns: str, key: str, by: int = 1, ttl: float | None = None) -> int:
         """Add ``by`` to the counter at ``key``; see :meth:`airstore.Store.incr`.
@@ -178,7 +199,10 @@ class FileKeys:
         """Return the value, or ``None`` when missing or expired."""
         if self._closed:
             self._ensure_open()
-        space = self._spaces.get(ns)
+        try:
+            space = self._spaces.get(ns)
+        except TypeError:  # an unhashable namespace: _space names it
+            space = None
         if space is None or not space.fresh or self.read_only:
             space = await self._space(ns)
         try:

@@ -86,7 +86,12 @@ class FileLogs:
         persist = self._write_ok
         if persist is None:
             persist = self._writer()
-        log = self._logs.get(ns) or self._log(ns)
+        try:
+            log = self._logs.get(ns)
+        except TypeError:  # an unhashable namespace: _log names it
+            log = None
+        if log is None:
+            log = self._log(ns)
         stored, _, line = stamp(ns, entry, self._clock)
         buf = log.pending
         buf += line
@@ -99,7 +104,12 @@ class FileLogs:
     async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
         """Append every entry, all validated and encoded first (a bad one appends nothing)."""
         persist = self._writer()
-        log = self._logs.get(ns) or self._log(ns)
+        try:
+            log = self._logs.get(ns)
+        except TypeError:  # an unhashable namespace: _log names it
+            log = None
+        if log is None:
+            log = self._log(ns)
         clock = self._clock
         stamped = [stamp(ns, entry, clock) for entry in entries]
         buf = log.pending

@@ -84,10 +84,11 @@ class KVSpace(Compaction):
         # collector to track and scan, which halved set throughput.
         self.items: dict[str, Any] = {}
         self.expires: dict[str, float] = {}
-        # The snapshot's bytes of each key, ``"key":[value,exp]``: built at set() from the JSON
-        # validated there (a snapshot can neither fail nor differ from the journal if a caller
-        # later mutates the object it stored), taken from journal lines, or encoded at the first
-        # snapshot for keys loaded from one. A snapshot is then one join of these.
+        # The journal record of each key, ``{"key":[value,exp]}\n``: the very bytes set()
+        # appended to the journal (built from the JSON validated there, so a snapshot can
+        # neither fail nor differ from the journal if a caller later mutates the object it
+        # stored), taken from journal lines, or encoded at the first snapshot for keys loaded
+        # from one. A snapshot is then one join of these (see ``Compaction``).
         self.entries: dict[str, bytes] = {}
         self.expiry: list[tuple[float, str]] = []
         self.snapshot_path = snapshot_path(root, ns)
@@ -242,6 +243,7 @@ class KVSpace(Compaction):
         """Apply format-2 records (complete lines); keys in ``own`` keep this process's newer
         writes."""
         now = self._clock()
+        items, entries, expires = self.items, self.entries, self.expires
         for line in data.split(b"\n"):
             if not line:
                 continue
@@ -257,10 +259,15 @@ class KVSpace(Compaction):
                 continue
             if val is None:
                 self._apply_delete(key)
+            elif exp is None:  # _apply_set without expiry, inlined (other writers' sets)
+                items[key] = value
+                entries[key] = line + b"\n"
+                if expires:
+                    expires.pop(key, None)
             else:
                 self._apply_set(key, value, exp, now)
-                if key in self.items:
-                    self.entries[key] = line[1:-1]
+                if key in items:
+                    entries[key] = line + b"\n"
 
     def _own_pending_keys(self) -> set[str]:
         keys: set[str] = set()
@@ -317,28 +324,20 @@ class KVSpace(Compaction):
                 return MISSING
         return value
 
-    def set_plain(self, key: str, value: Any, encoded: bytes) -> None:
-        """Set ``key`` without expiry in memory and in the pending records (the hot path)."""
-        self.items[key] = value
-        self.entries[key] = entry = b"%b:[%b,null]" % (_dumps(key), encoded)
-        if self.expires:
-            self.expires.pop(key, None)
-        buf = self.journal.pending
-        buf += b"{"
-        buf += entry
-        buf += b"}\n"
-
     def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
-        """Set ``key`` (with an expiry or none); sweep what has expired."""
+        """Set ``key`` (with an expiry or none) in memory and in the pending records; sweep
+        what has expired. (``FileKeys.set`` inlines the case without expiry: the hot path.)"""
+        self.items[key] = value
         if exp is None:
-            self.set_plain(key, value, encoded)
+            line = b"{%b:[%b,null]}\n" % (_dumps(key), encoded)
+            if self.expires:
+                self.expires.pop(key, None)
         else:
-            self.items[key] = value
+            line = b"{%b:[%b,%b]}\n" % (_dumps(key), encoded, repr(exp).encode())
             self.expires[key] = exp
             heapq.heappush(self.expiry, (exp, key))
-            entry = b"%b:[%b,%b]" % (_dumps(key), encoded, repr(exp).encode())
-            self.entries[key] = entry
-            self.journal.pending += b"{%b}\n" % entry
+        self.entries[key] = line
+        self.journal.pending += line
         if self.expiry and self.expiry[0][0] <= now:
             self.sweep(now)
 
@@ -365,9 +364,15 @@ class KVSpace(Compaction):
         """Under the lock: take in others' records, cut a dead writer's torn record, append
         ours in one ``write``. Returns the bytes written.
 
+        Other writers' records are first taken in without the lock (as reads do), so the lock
+        is held only for what they appended meanwhile: with several writers, the parsing of
+        each other's records runs in parallel instead of one process at a time.
+
         Raises:
             OSError: the write failed; the file is as before and the records stay pending.
         """
+        if self.journal.fd is not None and not self._needs_migration:
+            self.refresh()
         with self.journal.locked():
             return self.commit_locked()
 

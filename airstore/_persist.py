@@ -30,7 +30,7 @@ from airstore._retention import apply_retention, read_retention
 from airstore.errors import AirstoreError, StorageIOError
 from airstore.types import Clock
 
-__all__ = ["Persister"]
+__all__ = ["INLINE_WRITE_BYTES", "Persister"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,8 @@ class Persister(DiskFull):
         self._flush_interval = flush_interval
         self._clock = clock
         self._loop = asyncio.get_running_loop()
-        self._drain_handle: asyncio.Handle | None = None
+        # the end-of-turn drain, once scheduled (writers skip schedule() while it is)
+        self.drain_handle: asyncio.Handle | None = None
         self._commit_fut: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._flush_lock = asyncio.Lock()
@@ -119,8 +120,8 @@ class Persister(DiskFull):
         """
         if self._sync:
             return  # the group commit every writer awaits writes it
-        if self._drain_handle is None:
-            self._drain_handle = self._loop.call_soon(self.drain)
+        if self.drain_handle is None:
+            self.drain_handle = self._loop.call_soon(self.drain)
         if len(pending) >= INLINE_WRITE_BYTES:
             self.drain()
 
@@ -134,9 +135,9 @@ class Persister(DiskFull):
         """Write every pending log buffer and (each turn, or when ``kv``) commit every
         namespace's pending records; on a refused write, drop this turn's records (see the
         module docstring) and return the error."""
-        if self._drain_handle is not None:
-            self._drain_handle.cancel()
-            self._drain_handle = None
+        if self.drain_handle is not None:
+            self.drain_handle.cancel()
+            self.drain_handle = None
         try:
             for log in self.logs.values():
                 if log.pending:
@@ -319,9 +320,9 @@ class Persister(DiskFull):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if self._drain_handle is not None:
-            self._drain_handle.cancel()
-            self._drain_handle = None
+        if self.drain_handle is not None:
+            self.drain_handle.cancel()
+            self.drain_handle = None
         if self._probe_handle is not None:
             self._probe_handle.cancel()
             self._probe_handle = None

@@ -154,7 +154,9 @@ async def test_flush_is_callable_any_time(store: Store) -> None:
     assert await store.get("ns", "k") == 1
 
 
-@pytest.mark.parametrize("ns", ["", "a/b", "..", "a..b", "../x", "a\\b", ".hidden", "x" * 129, 5])
+@pytest.mark.parametrize(
+    "ns", ["", "a/b", "..", "a..b", "../x", "a\\b", ".hidden", "x" * 129, 5, [], {}]
+)
 async def test_bad_namespace_is_rejected(store: Store, ns: object) -> None:
     with pytest.raises(InvalidNamespaceError):
         await store.set(ns, "k", 1)  # type: ignore[arg-type]
