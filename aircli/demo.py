@@ -28,6 +28,7 @@ from aircli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
 from aircli.locate import STORE_HELP, store_location
 from aircli.remote import port_number
 from aircli.settings import DEMO_LATENCY_ENV
+from airmeter.slo_config import DEFAULT_SLO_FILE
 from airstore import StoreLocation, default_locations, parse_store_url
 
 __all__ = ["DEMO_SERVER", "register"]
@@ -253,11 +254,16 @@ def _say_log_tail(path: Path, start: int, lines: int = 6) -> None:
 
 
 def _start_dashboard(args: argparse.Namespace) -> Any:
-    """Open the store read-only and serve the dashboard; a busy port falls back to a free one."""
+    """Open the store read-only and serve the dashboard; a busy port falls back to a free one.
+
+    Its SLO panel reads ``.air/slo.yml`` when there is one, else the demo's own objectives
+    (written beside the server's log: the incident on ``fetch_url`` shows in them)."""
+    from aircli._demo_history import demo_objectives
+
+    slo_config = None if Path(DEFAULT_SLO_FILE).is_file() else demo_objectives(args.log_path.parent)
     ports = [args.port, 0] if args.port else [0]
-    server = open_dashboard(
-        args.store, prog="air demo: dashboard", host=args.host, ports=ports, initial_range="15m"
-    )
+    server = open_dashboard(args.store, prog="air demo: dashboard", host=args.host, ports=ports,
+                            initial_range="15m", slo_config=slo_config)  # fmt: skip
     return None if server is None else server.start()
 
 
