@@ -11,7 +11,9 @@ Three readings of airmeter's public API, none of them on a refresh's path:
 - the context panel: :func:`airmeter.context_cost.context_report` for the range the page shows.
 
 A view calls :meth:`MeterWatch.poll` and reads the last results; a new evaluation starts in the
-background at most every :data:`WATCH_EVERY` seconds, or at once when the range changed. The
+background at most every :data:`WATCH_EVERY` seconds, or at once when the range changed. It
+shares the reader's event loop with the refreshes, so it yields between its slices (each
+reading, each back-filled instant): a refresh waits for one slice at most, not the whole. The
 dashboard only reads the store, so it never sends SLO alerts (``air meter slo --watch`` does).
 """
 
@@ -33,6 +35,7 @@ from airstore import AirstoreError, Store
 from dashboard.types import Alert, ContextPanel, ContextRow, SloPanel, SloRow, TimeRange
 
 __all__ = [
+    "IN_CODE",
     "MAX_BADGES",
     "MAX_CONTEXT_ROWS",
     "MAX_SLO_ROWS",
@@ -60,7 +63,11 @@ MAX_CONTEXT_ROWS = 40
 MAX_BADGES = 3
 """The most ``drops`` badges (one per meter instance; a last one counts the others)."""
 
+IN_CODE = "the objectives given to the dashboard"
+"""The SLO panel's source when objectives come in code, not from a file."""
+
 _STATE_ORDER = {"breach": 0, "warning": 1, "ok": 2}
+_NONE_GIVEN = "no objectives were given: pass some, or an objectives file, to see SLOs here"
 _HOW_TO = (
     "no objectives file at {path}: add one to see error budgets and burn rates here, e.g. "
     'objectives: [{{tool: "*", availability: 0.995, latency_p95_ms: 300}}] '
@@ -158,6 +165,7 @@ class MeterWatch:
     Args:
         store: the dashboard's store (read-only).
         slo_config: the objectives file (``None``: the default ``.air/slo.yml``).
+        objectives: objectives given in code (``air demo``); then no file is read.
         every: seconds between two evaluations.
         clock: seconds since the epoch (tests, back-dated histories).
         monotonic: monotonic seconds for the interval.
@@ -168,6 +176,7 @@ class MeterWatch:
         store: Store,
         *,
         slo_config: str | Path | None = None,
+        objectives: Sequence[Objective] | None = None,
         every: float = WATCH_EVERY,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
@@ -176,9 +185,15 @@ class MeterWatch:
         self._every = every
         self._clock = clock
         self._monotonic = monotonic
-        self.config = str(slo_config or DEFAULT_SLO_FILE)
-        self._objectives: list[Objective] = []
-        self._slo = self._load(self.config)
+        self._objectives: list[Objective] = list(objectives or ())
+        if objectives is not None:
+            self.config = IN_CODE
+            self._slo = SloPanel(config=IN_CODE, status="pending", message="evaluating …")
+            if not self._objectives:
+                self._slo = SloPanel(config=IN_CODE, status="missing", message=_NONE_GIVEN)
+        else:
+            self.config = str(slo_config or DEFAULT_SLO_FILE)
+            self._slo = self._load(self.config)
         self._at: float = self._clock()
         self._evaluator = (
             SloEvaluator(store, self._objectives, clock=lambda: self._at)
@@ -258,6 +273,7 @@ class MeterWatch:
             self._health = health_alerts(await meter_health(self._store))
         except (AirstoreError, OSError) as exc:
             logger.warning("cannot read the meters' health: %s", exc)
+        await asyncio.sleep(0)  # each reading is a slice: refreshes interleave between them
         try:
             report = await context_report(
                 self._store, since=rng.since_ms, until=rng.until_ms, server=server
@@ -265,6 +281,7 @@ class MeterWatch:
             self._context = _context_panel(report, rng.key, now_ms)
         except (AirstoreError, AirmeterError, OSError) as exc:
             logger.warning("cannot read the context cost: %s", exc)
+        await asyncio.sleep(0)
         if self._evaluator is not None:
             try:
                 await self._evaluate(now_ms)
@@ -281,6 +298,7 @@ class MeterWatch:
                 at = now_ms - back * SPARK_STEP_MS
                 self._at = at / 1000
                 self._sample(await self._evaluator.evaluate(), at)
+                await asyncio.sleep(0)  # a refresh waiting for the loop goes first
         self._at = now_ms / 1000
         statuses = await self._evaluator.evaluate()
         past = {k: h[-1][0] for k, h in self._history.items() if h}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -199,9 +200,10 @@ async def test_air_serves_legacy_sse_transport_as_an_upstream(rig: Rig, mode: st
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"sse__echo", "sse__ask", "sse__progress"} <= tools
         assert (await client.call_tool("sse__echo", {"text": "q"})).content[0].text == "sse:q"
-        if mode == "legacy":  # a legacy upstream's elicitation and sampling reach a legacy client
-            assert (await client.call_tool("sse__ask", {})).content[0].text == "accept:Ann"
-            assert (await client.call_tool("sse__muse", {})).content[0].text == "sampled:hi"
+        # a legacy upstream's elicitation and sampling reach a client of either era (a
+        # 2026-07-28 client answers them as input rounds; the gateway holds the upstream call)
+        assert (await client.call_tool("sse__ask", {})).content[0].text == "accept:Ann"
+        assert (await client.call_tool("sse__muse", {})).content[0].text == "sampled:hi"
         done = await client.call_tool("sse__progress", {}, progress_callback=on_progress)
         assert done.content[0].text == "done"
         assert progress == [1, 2, 3]
@@ -238,6 +240,22 @@ async def test_progress_and_logs_reach_the_caller(rig: Rig) -> None:
         assert logs == ["progress done"], mode
 
 
+async def test_a_killed_stdio_upstream_is_restarted_and_serves_again(rig: Rig) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        first = await modern_call(http, rig.url, "files__pid")
+        pid = int(first["result"]["content"][0]["text"])
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + WAIT
+        while True:  # calls fail cleanly until the supervisor has started a new process
+            answer = await modern_call(http, rig.url, "files__pid")
+            if "result" in answer:
+                break
+            assert answer["error"]["code"] == -32003, answer
+            assert time.monotonic() < deadline, "the stdio upstream never came back"
+            await asyncio.sleep(0.1)
+    assert int(answer["result"]["content"][0]["text"]) != pid
+
+
 async def test_a_call_past_its_timeout_gets_the_timeout_error(rig: Rig) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         answer = await modern_call(http, rig.url, "brief__slow_write", {"seconds": 20})
@@ -269,6 +287,30 @@ async def test_closing_a_stateless_post_cancels_the_upstream_call(rig: Rig) -> N
     await _until((rig.marks / "raw.started").exists, "the upstream call started")
     writer.close()
     await _until((rig.marks / "raw.cancelled").exists, "the upstream call cancelled")
+
+
+async def test_an_input_round_of_a_legacy_upstream_answers_only_its_own_retry(rig: Rig) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        body, headers = envelope("tools/call", {"name": "sse__ask", "arguments": {}},
+                                 capabilities={"elicitation": {}})  # fmt: skip
+        first = (await http.post(rig.url, json=body, headers=headers)).json()["result"]
+        assert first["resultType"] == "input_required"
+        [(key, asked)] = first["inputRequests"].items()
+        assert asked["method"] == "elicitation/create"
+        state = first["requestState"]
+        for forged, responses in ((state + "x", {key: {"action": "decline"}}), (state, {})):
+            body["params"] = {**body["params"], "requestState": forged, "inputResponses": responses}
+            refused = (await http.post(rig.url, json=body, headers=headers)).json()
+            assert refused["error"]["code"] == -32602, refused
+        body["params"] = {
+            **body["params"],
+            "requestState": state,
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Cy"}}},
+        }
+        done = (await http.post(rig.url, json=body, headers=headers)).json()  # fmt: skip
+        assert done["result"]["content"][0]["text"] == "accept:Cy", done
+        again = (await http.post(rig.url, json=body, headers=headers)).json()
+        assert again["error"]["code"] == -32602  # a round is answered once
 
 
 async def test_unknown_tools_and_denied_inputs_get_clean_errors(rig: Rig) -> None:
@@ -309,6 +351,8 @@ def test_status_and_air_status_show_upstreams_and_the_name_conflict(rig: Rig) ->
     assert {"kind": "tool", "name": "echo", "kept": "notes", "dropped": "legacy"} in status[
         "conflicts"
     ]
+    said = "".join(rig.gateway.lines)  # and said at start, on stderr
+    assert "tool 'echo' is offered by notes and legacy: notes keeps it" in said
     out = subprocess.run(
         air("status", "--url", rig.url, "--format", "json"),
         capture_output=True,
@@ -395,7 +439,10 @@ async def test_sigkill_of_a_replica_under_traffic_then_it_rejoins(rig: Rig) -> N
     assert "a2" in seen
 
 
-def test_sigterm_stops_the_gateway_and_its_stdio_children(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_stops_the_gateway_and_its_stdio_children(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
     config = tmp_path / "gw.yml"
     config.write_text(
         "servers:\n  - name: files\n"
@@ -426,7 +473,7 @@ def test_sigterm_stops_the_gateway_and_its_stdio_children(tmp_path: Path) -> Non
             timeout=10,
         )
         child = int(reply.json()["result"]["content"][0]["text"])
-        assert gateway.stop() == 0
+        assert gateway.stop(sig) == 0
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
 

@@ -19,7 +19,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from aircore import define_server
-from airmeter import MeterHealth, SloStatus, evaluate_slos
+from airmeter import MeterHealth, Objective, SloStatus, evaluate_slos
 from airmeter.slo import SloState
 from airmeter.slo_config import load_objectives
 from airmeter.tokens import EstimateCounter, definition_text
@@ -70,6 +70,10 @@ async def test_the_view_splits_failures_by_error_class_and_tags_each_recent_erro
     by_tool = {(e.tool, e.error_class) for e in view.recent_errors}
     assert by_tool == {("flaky", "tool_error"), ("flaky", "refused"), ("boom", "exception"),
                        ("slow", "timeout")}  # fmt: skip
+    calls, own = view.headline.calls, FLAKY_CALLS // 2 + 2 + 1
+    assert panel_values(view)["errors_note"] == (
+        f"tool errors {own / calls * 100:.2f}% · other {3 / calls * 100:.2f}%"
+    )
     chips = [c.className for c in panel_values(view)["error_classes"]]
     assert chips == ["class-chip class-tool_error", "class-chip class-exception",
                      "class-chip class-timeout", "class-chip class-refused apart"]  # fmt: skip
@@ -159,6 +163,23 @@ async def test_context_cost_gives_definition_tokens_per_tool_and_result_percenti
     assert "an estimate (estimate)" in note
 
 
+async def test_objectives_given_in_code_need_no_file(shop: tuple[Path, Path]) -> None:
+    objectives = [Objective(tool="flaky", availability=0.98)]
+    data = await DashboardData.open(
+        f"file://{shop[0]}", slo_config=str(shop[1]), objectives=objectives
+    )
+    try:
+        view = await _settled_view(data)
+    finally:
+        await data.close()
+    assert view.slo is not None
+    (row,) = view.slo.rows  # the file's two objectives are not read
+    assert (row.tool, row.objective, row.state) == ("flaky", "availability 98%", "breach")
+    note = panel_values(view)["slo_note"]
+    assert note == "objectives given to the dashboard, evaluated as `air meter slo` does"
+    assert MeterWatch(MemoryStore(), objectives=[]).slo.status == "missing"
+
+
 async def test_without_an_objectives_file_the_panel_says_how_to_add_one(tmp_path: Path) -> None:
     store = MemoryStore()
     missing = tmp_path / "nowhere" / "slo.yml"
@@ -240,6 +261,7 @@ return {
   chips: q("#error-classes .class-chip").map((c) => [c.innerText, c.classList.contains("apart")]),
   cells: q("#context-table td").map((c) => c.innerText),
   context_note: text("#context-note"),
+  errors_note: text("#kpi-errors-note"),
 };
 """
 
@@ -278,6 +300,7 @@ def test_the_page_shows_slo_rows_error_classes_context_cost_and_a_drops_badge(
         ]
         assert {"shop/flaky", "shop/boom", "shop/slow", "shop/ok_ping"} <= set(page["cells"])
         assert "tokens of tool definitions in tools/list" in page["context_note"]
+        assert page["errors_note"].startswith("tool errors ")
         browser.save_screenshot(str(tmp_path / "meter-panels.png"))
 
 
