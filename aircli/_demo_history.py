@@ -15,6 +15,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Final
 
 from aircli._traffic import SCENARIOS
@@ -36,8 +37,10 @@ from airstore import Store, create_storage, parse_store_url
 __all__ = [
     "DEFAULT_HISTORY",
     "DEMO_LAYERS",
+    "DEMO_OBJECTIVES",
     "HISTORY_INSTANCE",
     "HistoryError",
+    "demo_objectives",
     "parse_history",
     "write_history",
 ]
@@ -64,6 +67,25 @@ _RESULTS: Final = {
 _DAILY_BUDGET_SHARE: Final = 0.8
 """The demo's daily budget: this share of its busiest day's spend (so that day warns)."""
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([hd]?)\s*$")
+
+
+DEMO_OBJECTIVES: Final = """\
+# The SLOs of `air demo`'s dashboard (used when there is no .air/slo.yml; see docs/metering.md).
+objectives:
+  - {tool: fetch_url, availability: 0.995, latency_p95_ms: 1000, period: 7d}
+  - {tool: "get_*", availability: 0.995, latency_p95_ms: 50, period: 7d}
+  - {tool: generate_text, latency_p95_ms: 1500, period: 7d}
+"""
+DEMO_OBJECTIVES_FILE: Final = "demo-slo.yml"
+
+
+def demo_objectives(directory: Path) -> str:
+    """Write :data:`DEMO_OBJECTIVES` into ``directory`` (once) and return the file's path."""
+    path = directory / DEMO_OBJECTIVES_FILE
+    if not path.is_file():
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_text(DEMO_OBJECTIVES, encoding="utf-8")
+    return str(path)
 
 
 class HistoryError(Exception):

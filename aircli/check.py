@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -29,6 +30,7 @@ from aircore.definitions import (
     load_gate_config,
     read_definition_files,
 )
+from airmeter.context_cost import DEFAULT_DEFINITION_TOKEN_BUDGET
 
 __all__ = [
     "CheckReport",
@@ -81,6 +83,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--no-drafts",
         action="store_true",
         help="fail when a tool is still a draft (register: false), e.g. before publishing",
+    )
+    parser.add_argument(
+        "--token-budget",
+        type=int,
+        default=DEFAULT_DEFINITION_TOKEN_BUDGET,
+        metavar="N",
+        help="warn when a server's tool definition adds more than N tokens to tools/list "
+        "(default 1000; 0: no warning)",
     )
     parser.set_defaults(func=_run)
 
@@ -199,6 +209,7 @@ def _run(args: argparse.Namespace) -> int:
             report = CheckReport(target=path, mode="server", checked=0, problems=exc.problems)
     if args.no_drafts:
         report = with_drafts_as_problems(report)
+    warnings = _token_warnings(report, args.token_budget)
     if args.fmt == "json":
         body = {
             "ok": report.ok,
@@ -207,11 +218,26 @@ def _run(args: argparse.Namespace) -> int:
             "checked": report.checked,
             "drafts": list(report.drafts),
             "problems": [p.to_json() for p in report.problems],
+            "token_warnings": [w.to_json() for w in warnings],
         }
         sys.stdout.write(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
+        for warning in warnings:
+            print(f"{report.target}: {warning}")
         print_report(report)
     return 0 if report.ok else 1
+
+
+def _token_warnings(report: CheckReport, budget: int) -> list[Any]:
+    """Definitions above the token budget, for a server that loaded (a warning, never a failure)."""
+    if budget <= 0 or report.mode != "server" or report.checked == 0:
+        return []
+    from aircli._token_check import token_warnings
+
+    try:
+        return list(token_warnings(report.target, budget=budget))
+    except ToolDefinitionError:
+        return []
 
 
 def print_report(report: CheckReport) -> None:

@@ -28,6 +28,7 @@ from aircli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
 from aircli.locate import STORE_HELP, store_location
 from aircli.remote import port_number
 from aircli.settings import DEMO_LATENCY_ENV
+from airmeter.slo_config import DEFAULT_SLO_FILE
 from airstore import StoreLocation, default_locations, parse_store_url
 
 __all__ = ["DEMO_SERVER", "register"]
@@ -37,6 +38,8 @@ DEMO_SERVER = Path(__file__).resolve().with_name("demo_server.py")
 
 SERVER_LOG = "demo-server.log"
 """The demo server's stderr, kept beside the data directory."""
+MAX_CALLS = 1_000_000
+"""Most calls one ``air demo`` plans (the plan is held in memory; about 3 h of traffic)."""
 
 DEFAULT_CALLS = 3000
 DEFAULT_CONCURRENCY = 32
@@ -103,8 +106,8 @@ def _say(text: str) -> None:
 def _run(args: argparse.Namespace) -> int:
     from aircli._demo_history import HistoryError, parse_history
 
-    if args.calls < 0 or args.concurrency < 1 or args.live_rate < 0:
-        _say("air demo: --calls must be >= 0, --concurrency >= 1, --live-rate >= 0")
+    if not 0 <= args.calls <= MAX_CALLS or args.concurrency < 1 or args.live_rate < 0:
+        _say(f"air demo: --calls must be 0-{MAX_CALLS:,}, --concurrency >= 1, --live-rate >= 0")
         return 2
     if args.history_calls is not None and args.history_calls < 1:
         _say("air demo: --history-calls must be >= 1")
@@ -160,11 +163,16 @@ async def _demo(args: argparse.Namespace) -> int:
     await _history(args)
     _say(f"air demo: starting {DEMO_SERVER.name} (metering to {args.store})")
     log_path: Path = args.log_path
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        errlog = log_path.open("a", encoding="utf-8")
+    except OSError as exc:  # e.g. a --store under a file, or a read-only place
+        _say(f"air demo: cannot write the demo server's log {log_path}: {exc.strerror or exc}")
+        return 1
     _say(f"air demo: the server's log goes to {log_path}")
     dashboards: list[Any] = []
     try:
-        with log_path.open("a", encoding="utf-8") as errlog:
+        with errlog:
             start = errlog.tell()
             transport = stdio_client(_server_params(args.store), errlog)
             try:
@@ -246,11 +254,16 @@ def _say_log_tail(path: Path, start: int, lines: int = 6) -> None:
 
 
 def _start_dashboard(args: argparse.Namespace) -> Any:
-    """Open the store read-only and serve the dashboard; a busy port falls back to a free one."""
+    """Open the store read-only and serve the dashboard; a busy port falls back to a free one.
+
+    Its SLO panel reads ``.air/slo.yml`` when there is one, else the demo's own objectives
+    (written beside the server's log: the incident on ``fetch_url`` shows in them)."""
+    from aircli._demo_history import demo_objectives
+
+    slo_config = None if Path(DEFAULT_SLO_FILE).is_file() else demo_objectives(args.log_path.parent)
     ports = [args.port, 0] if args.port else [0]
-    server = open_dashboard(
-        args.store, prog="air demo: dashboard", host=args.host, ports=ports, initial_range="15m"
-    )
+    server = open_dashboard(args.store, prog="air demo: dashboard", host=args.host, ports=ports,
+                            initial_range="15m", slo_config=slo_config)  # fmt: skip
     return None if server is None else server.start()
 
 

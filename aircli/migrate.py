@@ -22,12 +22,11 @@ from typing import Any
 
 import yaml
 
-from aircli._foreign import FOREIGN_KINDS, ListedTool, find_foreign_server
+from aircli._foreign import ForeignServer, ListedTool
 from aircli._project import find_project
 from aircli.check import CheckReport, check_directory, print_report
-from aircore.definitions import Problem, ToolDefinitionError
+from aircore.definitions import ToolDefinitionError
 from aircore.definitions.naming import infer_hints
-from aircore.errors import DefinitionError
 from aircore.tool import Tool
 
 __all__ = ["DRAFT_OWNER", "MigrationResult", "draft_definition", "migrate_server", "register"]
@@ -150,35 +149,13 @@ def draft_definition(tool: Tool | ListedTool, *, version: str) -> dict[str, Any]
     return draft
 
 
-def _cannot_load(target: str, message: str) -> ToolDefinitionError:
-    problem = Problem(file=target, field="-", rule="target", message=message)
-    return ToolDefinitionError([problem], summary=f"cannot load {target}")
-
-
 def _source_tools(target: str) -> tuple[str | None, dict[str, Tool | ListedTool]]:
     """The version and the tools (as their source declares them) of an air or foreign server."""
-    from aircli._server_check import registered_tools
-    from aircli.serve import import_target, pick_server, split_target
+    from aircli._server_check import load_any_server, registered_tools
 
-    spec, attr = split_target(target)
-    try:
-        module = import_target(spec)
-    except DefinitionError as exc:
-        raise _cannot_load(target, str(exc)) from exc
-    except Exception as exc:  # a failing import of user code is reported, not a traceback
-        raise _cannot_load(target, f"{type(exc).__name__}: {exc}") from exc
-    try:
-        server = pick_server(module, spec, attr)
-    except DefinitionError as exc:
-        try:
-            foreign = find_foreign_server(module, attr)
-        except Exception as listing:  # the other library failed to list its own tools
-            raise _cannot_load(target, f"listing its tools failed: {listing}") from listing
-        if foreign is None:
-            raise _cannot_load(
-                target, f"{exc}; nor one server built on {FOREIGN_KINDS} (name it: {spec}:NAME)"
-            ) from exc
-        return foreign.version, {tool.name: tool for tool in foreign.tools}
+    server = load_any_server(target)
+    if isinstance(server, ForeignServer):
+        return server.version, {tool.name: tool for tool in server.tools}
     return server.version, dict(registered_tools(server))
 
 

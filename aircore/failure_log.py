@@ -4,6 +4,12 @@ The client only ever sees a clean ``isError`` result; the server's stderr gets t
 with the tool name and the request id. A tool that fails on every call must not flood stderr, so
 the full traceback is logged once per tool and exception type per :data:`TRACEBACK_EVERY`
 seconds; the failures in between get one line each.
+
+What an exception says is written the way the meter records it: secret-shaped parts masked
+(airmeter's redaction by value shape: bearer tokens, URL credentials, provider tokens, JWTs …)
+and cut to :data:`MAX_MESSAGE_CHARS`, in the line and in the traceback (chained exceptions
+included), so a tool that raises with a megabyte of text, or with a credential in its message,
+puts neither on stderr.
 """
 
 from __future__ import annotations
@@ -11,8 +17,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from types import TracebackType
+from typing import cast
 
-__all__ = ["FAILURES", "MAX_TRACKED", "TRACEBACK_EVERY", "FailureLog"]
+__all__ = ["FAILURES", "MAX_CHAIN", "MAX_MESSAGE_CHARS", "MAX_TRACKED", "TRACEBACK_EVERY",
+           "FailureLog"]  # fmt: skip
 
 logger = logging.getLogger("aircore")
 
@@ -21,6 +30,53 @@ TRACEBACK_EVERY = 60.0
 
 MAX_TRACKED = 1024
 """At most this many (tool, exception type) pairs are remembered; the oldest is forgotten."""
+
+MAX_MESSAGE_CHARS = 4096
+"""An exception's text is cut to this many characters in the log (its length is said)."""
+
+MAX_CHAIN = 8
+"""At most this many chained exceptions (``__cause__`` / ``__context__``) are shown."""
+
+
+def _shown_text(exc: BaseException) -> str:
+    """What ``exc`` says, secret shapes masked and cut to :data:`MAX_MESSAGE_CHARS`."""
+    # Imported on a failure only: a server that does not meter pays for airmeter's import at
+    # its first failing call, never at start-up.
+    from airmeter import redact_text
+
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not hide the failure
+        return f"<{type(exc).__name__} that cannot be printed>"
+    head = text[: 2 * MAX_MESSAGE_CHARS]  # what lies beyond is dropped anyway
+    shown = redact_text(head)
+    if len(shown) > MAX_MESSAGE_CHARS or len(head) < len(text):
+        shown = f"{shown[:MAX_MESSAGE_CHARS]}… ({len(text)} characters)"
+    return shown
+
+
+def _shown(exc: BaseException, depth: int = 0) -> BaseException:
+    """A stand-in for ``exc`` for the traceback printer: the same name, frames and chain,
+    its text from :func:`_shown_text` (the exception itself is left as it is)."""
+    kind = type(exc)
+    names = {"__module__": kind.__module__, "__qualname__": kind.__qualname__}
+    proxy = cast(type[Exception], type(kind.__name__, (Exception,), names))(_shown_text(exc))
+    proxy.__traceback__ = exc.__traceback__
+    if depth < MAX_CHAIN:
+        if exc.__cause__ is not None:
+            proxy.__cause__ = _shown(exc.__cause__, depth + 1)
+        if exc.__context__ is not None and exc.__context__ is not exc.__cause__:
+            proxy.__context__ = _shown(exc.__context__, depth + 1)
+    proxy.__suppress_context__ = exc.__suppress_context__
+    return proxy
+
+
+_ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
+
+
+def _exc_info(exc: BaseException) -> _ExcInfo:
+    proxy = _shown(exc)
+    return type(proxy), proxy, exc.__traceback__
 
 
 class FailureLog:
@@ -58,9 +114,9 @@ class FailureLog:
             request_id if request_id is not None else "-",
             "" if call_id is None else f", call {call_id}",
             kind,
-            exc,
+            _shown_text(exc),
             "" if with_traceback else " (same error as before; its traceback was logged then)",
-            exc_info=exc if with_traceback else None,
+            exc_info=_exc_info(exc) if with_traceback else None,
         )
 
 

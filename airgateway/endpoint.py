@@ -43,6 +43,7 @@ from airgateway.access import Unauthorized
 from airgateway.config import ClientConfig
 from airgateway.errors import GatewayError
 from airgateway.gateway import Gateway
+from airgateway.rounds import HeldCall
 from airgateway.sessions import Session
 from airgateway.tasks import TASK_METHODS
 from airgateway.types import JSONDict
@@ -413,6 +414,14 @@ class GatewayEndpoint:
 
     async def _tools_call(self, call: _Call, params: JSONDict) -> JSONDict:
         gateway = self.gateway
+        if call.modern:
+            rounds = gateway.rounds
+            name = None if call.client is None else call.client.name
+            if rounds.ours(params):  # the answer to a legacy upstream's question
+                return await rounds.resume(name, params)
+            entry = gateway.tool(params.get("name"))
+            if gateway.legacy_era(entry.server):
+                return await rounds.start(name, lambda held: self._held_call(call, params, held))
         on_message = self._relay(call)
         if call.session is not None:  # a 2026-07-28 upstream logs only when asked per request
             meta = params.get("_meta")
@@ -443,6 +452,24 @@ class GatewayEndpoint:
                 "requestState": result.get("requestState"),
             }
         raise AirError(INTERNAL_ERROR, "the upstream asked for input too many times")
+
+    async def _held_call(self, call: _Call, params: JSONDict, held: HeldCall) -> JSONDict:
+        """A 2026-07-28 client's call to a legacy-era upstream: its questions become rounds."""
+        relay = self._relay(call)
+
+        async def on_message(message: JSONDict) -> JSONDict | None:
+            if "id" in message:
+                return await held.relay(message)
+            return await relay(message)
+
+        return await self.gateway.call_tool(
+            params,
+            client=call.client,
+            session_key=call.key,
+            on_message=on_message,
+            request_id=call.msg_id,
+            protocol_version=call.version,
+        )
 
     async def _resources_read(self, call: _Call, params: JSONDict) -> JSONDict:
         uri = params.get("uri")

@@ -1,7 +1,9 @@
-"""The fast path: a 2026-07-28 ``tools/call`` answered with JSON, past the ASGI endpoint.
+"""The fast path: a 2026-07-28 ``tools/call`` answered with JSON, before the ASGI endpoint.
 
-Most of a gateway's traffic is stateless ``tools/call`` requests (served through
-:class:`~airgateway._lane.FastLane`). One is taken here when its
+Most of a gateway's traffic is stateless ``tools/call`` requests. :class:`FastPath` is
+:class:`airhttp.HttpServer`'s raw-request hook (behind :meth:`airhttp.GuardedApp.guard_fast`,
+so the same guards and in-flight count apply; the server cancels the call when the client
+closes the POST). One request is taken here when its
 headers say so (``Mcp-Method: tools/call``, ``Mcp-Name``, no session) and it passes exactly the
 checks the ASGI endpoint would make: the same ``airhttp`` guards (Host, Origin, the in-flight
 cap, shared with :class:`airhttp.GuardedApp`), the bearer token naming a client, the client's
@@ -17,7 +19,7 @@ the replica's answer goes back as it came: no JSON is encoded on the way. Other 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Coroutine, Mapping
 from typing import Any
 
 import orjson
@@ -26,7 +28,6 @@ from aircore.errors import AirError
 from aircore.protocol import modern
 from aircore.protocol.framing import encode, error_response
 from airgateway import eras
-from airgateway._lane import Request
 from airgateway._wire import status_of
 from airgateway.access import Unauthorized
 from airgateway.config import ClientConfig
@@ -36,7 +37,7 @@ from airgateway.index import IndexedTool
 from airgateway.replica import Replica
 from airgateway.types import JSONDict
 from airgateway.upstream_http import HttpUpstream
-from airhttp import GuardedApp
+from airhttp import Answer, Scope
 from airhttp.guards import bearer_token
 
 __all__ = ["FastPath"]
@@ -47,6 +48,7 @@ _WANTED = frozenset(
         b"mcp-name", b"mcp-protocol-version", b"mcp-session-id",
     }
 )  # fmt: skip
+_JSON = ((b"content-type", b"application/json"),)
 
 
 def _refuse_input(_message: JSONDict) -> Awaitable[JSONDict | None]:
@@ -59,37 +61,23 @@ def _refuse_input(_message: JSONDict) -> Awaitable[JSONDict | None]:
 
 
 class FastPath:
-    """Takes the requests it can (see the module docstring): a fast handler for
-    :class:`~airgateway._lane.FastLane`.
+    """Takes the requests it can (see the module docstring): an :data:`airhttp.FastHandler`.
 
     Args:
         gateway: the started gateway.
-        guard: the ASGI guard of the other requests (its policy, limits and in-flight count
-            apply here too).
         path: the MCP endpoint path.
     """
 
-    def __init__(self, gateway: Gateway, guard: GuardedApp, *, path: str = "/mcp") -> None:
+    def __init__(self, gateway: Gateway, *, path: str = "/mcp") -> None:
         self.gateway = gateway
-        self.guard = guard
         self.path = path
 
-    def wants(self, scope: Mapping[str, Any]) -> bool:
-        """Whether a request's head may make it a fast one (its body is read then)."""
+    def __call__(self, scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
+        """The coroutine answering the request, or ``None`` to leave it to the endpoint."""
         if scope["method"] != "POST" or scope["path"] != self.path:
-            return False
-        for name, value in scope["headers"]:
-            if name == b"mcp-method":
-                return bool(value == b"tools/call")
-        return False
-
-    def __call__(self, request: Request) -> Awaitable[tuple[int, bytes]] | None:
-        """The coroutine answering ``request`` (status, JSON body), or ``None`` to leave it
-        to the endpoint."""
-        if request.method != "POST" or request.path != self.path:
             return None
         found: dict[bytes, bytes] = {}
-        for name, value in request.headers:
+        for name, value in scope["headers"]:
             if name in _WANTED and name not in found:
                 found[name] = value
         if (
@@ -101,20 +89,13 @@ class FastPath:
         accept = found.get(b"accept", b"*/*")
         if b"application/json" not in accept and b"*/*" not in accept:
             return None
-        guard = self.guard
         text = {k.decode("latin-1"): v.decode("latin-1") for k, v in found.items()}
-        authorization = text.get("authorization")
-        refusal = guard.policy.refusal(
-            host=text.get("host"), origin=text.get("origin"), authorization=authorization
-        )
-        if refusal is not None or guard.inflight >= guard.limits.max_inflight:
-            return None
         try:
-            client = self.gateway.access.identify(bearer_token(authorization))
+            client = self.gateway.access.identify(bearer_token(text.get("authorization")))
         except Unauthorized:
             return None
         try:
-            message = orjson.loads(request.body)
+            message = orjson.loads(body)
         except orjson.JSONDecodeError:
             return None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -136,25 +117,20 @@ class FastPath:
             return None  # progress or logs may come first: an SSE answer, the endpoint's
         tool = params.get("name")
         entry = self.gateway.index.tool(tool) if isinstance(tool, str) else None
-        if entry is None:
-            return None
-        return self._call(request.body, params, entry, client, msg_id, version)
+        if entry is None or self.gateway.legacy_era(entry.server):
+            return None  # a legacy upstream may ask mid-call: input rounds, the endpoint's
+        return self._call(body, params, entry, client, msg_id, version)
 
     async def _call(
         self, body: bytes, params: JSONDict, entry: IndexedTool, client: ClientConfig | None,
         msg_id: Any, version: str,
-    ) -> tuple[int, bytes]:  # fmt: skip
-        guard = self.guard
-        guard.inflight += 1
+    ) -> Answer:  # fmt: skip
         try:
-            try:
-                response, raw = await self._route(body, params, entry, client, msg_id, version)
-            except (GatewayError, AirError) as exc:
-                error = error_response(msg_id, exc.code, exc.message, exc.data)
-                return status_of(error, modern=True), encode(error)
-            return 200, raw if raw is not None else encode(response)
-        finally:
-            guard.inflight -= 1
+            response, raw = await self._route(body, params, entry, client, msg_id, version)
+        except (GatewayError, AirError) as exc:
+            error = error_response(msg_id, exc.code, exc.message, exc.data)
+            return status_of(error, modern=True), _JSON, encode(error)
+        return 200, _JSON, raw if raw is not None else encode(response)
 
     async def _route(
         self, body: bytes, params: JSONDict, entry: IndexedTool, client: ClientConfig | None,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from aircore.settings import REQUEST_STATE_KEY_ENV
+from airgateway import eras
 from airgateway.access import Access
 from airgateway.balancer import Balancer
 from airgateway.config import ClientConfig, GatewayConfig, ServerConfig
@@ -19,6 +20,7 @@ from airgateway.health import HealthChecker
 from airgateway.index import IndexedTool, Listing, ToolIndex
 from airgateway.metering import GatewayMeter
 from airgateway.replica import Replica
+from airgateway.rounds import InputRounds
 from airgateway.router import Router
 from airgateway.sessions import SessionBook
 from airgateway.shared_health import SharedHealth
@@ -86,6 +88,8 @@ class Gateway:
             on_state=self._state_changed,
             shared=SharedHealth(store, interval_s=config.health.interval_s),
         )
+        self.rounds = InputRounds()
+        """2026-07-28 clients' calls held for input from legacy-era upstreams."""
         self.sessions = SessionBook(store)
         self.tasks = TaskRoutes(store)
         self.access = Access(config.clients, config.per_tool_rate_per_s, token=token, store=store)
@@ -160,6 +164,7 @@ class Gateway:
         if not self._started:
             return
         self._started = False
+        self.rounds.close()
         await self.health.stop()
         for task in list(self._checks):
             task.cancel()
@@ -213,6 +218,11 @@ class Gateway:
                 logger.exception("a list-changed listener failed")
 
     # ---- calls -----------------------------------------------------------------------------
+    def legacy_era(self, server: str) -> bool:
+        """Whether a replica of ``server`` speaks the legacy era (its questions to the client
+        come mid-call, see :mod:`airgateway.rounds`)."""
+        return any(r.client.era == eras.LEGACY for r in self.router.replicas.get(server, ()))
+
     def tool(self, name: Any) -> IndexedTool:
         """The exposed tool of that name.
 

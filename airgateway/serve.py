@@ -1,6 +1,6 @@
-"""Serving the gateway: a small ASGI app (``/mcp``, ``/status``) behind the fast path
-(:mod:`airgateway.fast` in a :class:`~airgateway._lane.FastLane`) on
-:class:`airhttp.HttpServer`, stopped cleanly.
+"""Serving the gateway: a small ASGI app (``/mcp``, ``/status``) and the fast path
+(:mod:`airgateway.fast`, the server's raw-request hook) on :class:`airhttp.HttpServer`,
+stopped cleanly.
 
 SIGTERM and SIGINT (Ctrl+C) stop accepting, let calls in flight finish (5 s at most), then
 stop the gateway: health checks end, stdio children are stopped, metering is flushed.
@@ -14,7 +14,6 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from airgateway._lane import FastLane
 from airgateway._wire import Receive, Scope, Send, reply, reply_json
 from airgateway.endpoint import DEFAULT_MAX_BODY, GatewayEndpoint
 from airgateway.fast import FastPath
@@ -118,9 +117,8 @@ async def serve_gateway(
         app = build_gateway_app(gateway, path=path, allowed_origins=allowed_origins,
                                 check_host=loopback or bool(allowed_hosts),
                                 allowed_hosts=allowed_hosts, limits=limits)  # fmt: skip
-        fast = FastPath(gateway, app, path=path)
-        lane = FastLane(app, fast, wants=fast.wants, max_body=limits.max_body)
-        server = HttpServer(lane, limits=limits, grace=GRACE_S)
+        fast = app.guard_fast(FastPath(gateway, path=path))
+        server = HttpServer(app, limits=limits, grace=GRACE_S, fast=fast)
         loop = asyncio.get_running_loop()
         installed: list[signal.Signals] = []
         for sig in (signal.SIGTERM, signal.SIGINT):

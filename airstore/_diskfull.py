@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -22,11 +23,12 @@ from airstore._events import append_event
 from airstore._kvspace import KVSpace
 from airstore._logfile import LogFile
 
-__all__ = ["RETRY_DELAY", "DiskFull"]
+__all__ = ["LOG_EVERY", "RETRY_DELAY", "DiskFull"]
 
 logger = logging.getLogger(__name__)
 
 RETRY_DELAY = 0.5  # between probes of a disk that refused a write
+LOG_EVERY = 10.0  # seconds between two log lines of sync-mode refusals
 
 
 class DiskFull:
@@ -44,6 +46,7 @@ class DiskFull:
     _loop: asyncio.AbstractEventLoop
     _probe_handle: asyncio.TimerHandle | None
     _on_writable: Callable[[bool], None]
+    _refusal_logged_at: float = -math.inf
 
     def write_failed(self, exc: OSError) -> None:
         """A write was refused by the disk: drop the pending records (see the module
@@ -51,12 +54,19 @@ class DiskFull:
         dropped = self._drop_pending()
         if self._sync:
             self.refused_writes += dropped
-            logger.error(
-                "airstore: a write to %s failed (%s): the %d writes waiting on it are refused",
-                self.path,
-                exc,
-                dropped,
-            )
+            # A full disk refuses every write a busy caller retries: one line per
+            # LOG_EVERY seconds, not one per write (the count is in ``refused_writes``).
+            now = time.monotonic()
+            if now - self._refusal_logged_at >= LOG_EVERY:
+                self._refusal_logged_at = now
+                logger.error(
+                    "airstore: a write to %s failed (%s): the %d writes waiting on it are "
+                    "refused (%d refused in all)",
+                    self.path,
+                    exc,
+                    dropped,
+                    self.refused_writes,
+                )
             return
         self.lost_writes += dropped
         self._lost_now += dropped

@@ -198,7 +198,10 @@ def main() -> None:
         slo = tmp / "slo.yml"
         slo.write_text(SLO_YAML, encoding="utf-8")
         t0 = time.perf_counter()
-        reader = SyncReader.open(url, freeze_gc=True, slo_config=str(slo))
+        try:
+            reader = SyncReader.open(url, freeze_gc=True, slo_config=str(slo))
+        except TypeError:  # a dashboard before the meter panels (the bench's "before" runs)
+            reader = SyncReader.open(url, freeze_gc=True)
         first = reader.view("1h")
         first_ms = (time.perf_counter() - t0) * 1000
         rows: list[tuple[str, float, float, float]] = []
@@ -212,7 +215,8 @@ def main() -> None:
             med, worst = timed(lambda key=key: render(reader.view(key)), args.repeat)
             rows.append((f"refresh, {key} view + figures/tables", med, worst, 300.0))
             payload[key] = render(reader.view(key))
-            payload[f"{key}, panels unchanged"] = render(reader.view(key), steady=True)
+            if hasattr(reader.data, "meter"):
+                payload[f"{key}, panels unchanged"] = render(reader.view(key), steady=True)
         flt = Filters(tool="fetch_url")
         reader.view("7d", flt)
         med, worst = timed(lambda: reader.view("7d", flt), args.repeat)
@@ -223,19 +227,25 @@ def main() -> None:
         watch = getattr(reader.data, "meter", None)  # the meter panels (absent before them)
         if watch is not None:
             rng = reader.data.resolve("1h")
-            reader.run(asyncio.wait_for(watch.updated.wait(), 120))  # the first, with back-fill
+            reader.run(asyncio.wait_for(watch.updated.wait(), 120))
+            fresh = type(watch)(reader.data._store, slo_config=slo)  # a cold evaluator
             t0 = time.perf_counter()
-            reader.run(watch.evaluate_now(rng))
-            warm = (time.perf_counter() - t0) * 1000
-            rows.append(("meter panels, background evaluation", warm, warm, 1000.0))
+            reader.run(fresh.evaluate_now(rng))
+            cold = (time.perf_counter() - t0) * 1000
+            rows.append(("meter panels, first (sparkline back-fill)", cold, cold, 5000.0))
+            med, worst = timed(lambda: reader.run(fresh.evaluate_now(rng)), 3)
+            rows.append(("meter panels, background evaluation", med, worst, 1000.0))
 
         store = reader.data._store
         naive: dict[str, float] = {}
         for key in ("1h", "24h", "7d"):
             rng = reader.data.resolve(key)
-            med, _ = timed(
-                lambda rng=rng: reader.run(naive_view(store, rng.since_ms, rng.until_ms)), 1
-            )
+            try:
+                med, _ = timed(
+                    lambda rng=rng: reader.run(naive_view(store, rng.since_ms, rng.until_ms)), 1
+                )
+            except TimeoutError:  # the peer over the raw log took longer than the reader waits
+                med = float("inf")
             naive[key] = med
         reader.close()
 

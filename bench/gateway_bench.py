@@ -7,6 +7,8 @@ Workloads (2026-07-28 stateless ``tools/call`` of a trivial ``echo``):
    or, without wrk, by a built-in asyncio HTTP/1.1 driver;
 2. p50 latency at one connection (the built-in driver), so the gateway's added time per hop is
    ``p50(gateway) - p50(direct)``;
+   and, during the 16-connection runs, the CPU time each serving process spends per call
+   (from ``/proc/<pid>/stat``): a figure a loaded machine disturbs far less than calls/s;
 3. the upstream HTTP clients the gateway could use (httpx, aiohttp, and the small keep-alive
    client it ships, ``airgateway._http11``), each calling the upstream directly, sequentially
    and 16 at a time.
@@ -36,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+PIDS: dict[str, int] = {}
+"""The pid of each started process, by the URL it printed."""
 ROOT = HERE.parent
 MODERN = "2026-07-28"
 PARAMS = {
@@ -87,6 +91,7 @@ def _started(argv: list[str], timeout: float = 60.0) -> Iterator[str]:
     try:
         if not seen.wait(timeout) or not found:
             raise RuntimeError(f"{argv} printed no URL")
+        PIDS[found[0]] = proc.pid
         yield found[0]
     finally:
         proc.terminate()
@@ -191,6 +196,26 @@ def _wrk(url: str, connections: int, seconds: float) -> tuple[float, float]:
     return rps, float(value) * scale
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_cpu(url: str, upstream: str, connections: int, seconds: float) -> tuple[float, ...]:
+    """``load`` plus the CPU µs per call of the process serving ``url`` and of the upstream
+    (the same process when ``url`` is the upstream)."""
+    pid, up = PIDS[url], PIDS[upstream]
+    before = (_cpu_s(pid), _cpu_s(up))
+    rps, p50 = load(url, connections, seconds)
+    calls = max(1.0, rps * seconds)
+    return (rps, p50, (_cpu_s(pid) - before[0]) / calls * 1e6,
+            (_cpu_s(up) - before[1]) / calls * 1e6)  # fmt: skip
+
+
 def load(url: str, connections: int, seconds: float) -> tuple[float, float]:
     """wrk when installed, else the built-in driver."""
     if shutil.which("wrk"):
@@ -255,9 +280,9 @@ async def _own(url: str, conc: int, n: int) -> float:
 
 
 # ---- main ----------------------------------------------------------------------------------
-def _median(runs: int, measure: Any) -> tuple[float, float]:
+def _median(runs: int, measure: Any) -> tuple[float, ...]:
     results = [measure() for _ in range(runs)]
-    return (statistics.median(r[0] for r in results), statistics.median(r[1] for r in results))
+    return tuple(statistics.median(r[i] for r in results) for i in range(len(results[0])))
 
 
 def main() -> None:
@@ -269,7 +294,7 @@ def main() -> None:
     runs, seconds = (1, 2.0) if args.quick else (args.runs, args.seconds)
     driver = "wrk" if shutil.which("wrk") else "built-in asyncio driver (wrk not installed)"
     print(f"load generator: {driver}; {runs} run(s) of {seconds:g} s; median reported")
-    rows: dict[str, tuple[float, float]] = {}
+    rows: dict[str, tuple[float, ...]] = {}
     one: dict[str, float] = {}
     libs: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp, _upstream() as upstream:
@@ -279,21 +304,30 @@ def main() -> None:
         ):
             for name, url in (("direct", upstream), ("gateway", gw), ("gateway+meter", gw_meter)):
                 load(url, 16, 1.0)  # warm up
-                rows[name] = _median(runs, lambda u=url: load(u, 16, seconds))
+                rows[name] = _median(runs, lambda u=url: load_cpu(u, upstream, 16, seconds))
                 one[name] = _median(runs, lambda u=url: drive(u, 1, seconds))[1]
         with _fastmcp_proxy(upstream) as proxy:
             load(proxy, 1, 1.0)
-            rows["fastmcp proxy"] = load(proxy, 16, max(seconds, 5.0))
+            rows["fastmcp proxy"] = load_cpu(proxy, upstream, 16, max(seconds, 5.0))
             one["fastmcp proxy"] = drive(proxy, 1, max(seconds, 3.0))[1]
         n = 1000 if args.quick else 3000
         for lib, fn in (("httpx", _httpx), ("aiohttp", _aiohttp), ("airgateway._http11", _own)):
             libs[lib] = (asyncio.run(fn(upstream, 1, n)), asyncio.run(fn(upstream, 16, n)))
     direct_rps = rows["direct"][0]
     print()
-    print("| path | calls/s (16 conns) | p50 ms (16 conns) | p50 ms (1 conn) | vs direct |")
-    print("|---|---:|---:|---:|---:|")
-    for name, (rps, p50) in rows.items():
-        print(f"| {name} | {rps:,.0f} | {p50:.2f} | {one[name]:.3f} | {rps / direct_rps:.2f}x |")
+    print("| path | calls/s (16 conns) | p50 ms (16 conns) | p50 ms (1 conn) | vs direct "
+          "| CPU µs/call: proxy | CPU µs/call: upstream |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, (rps, p50, cpu, up_cpu) in rows.items():
+        mine = "-" if name == "direct" else f"{cpu:.0f}"
+        print(f"| {name} | {rps:,.0f} | {p50:.2f} | {one[name]:.3f} | {rps / direct_rps:.2f}x "
+              f"| {mine} | {up_cpu:.0f} |")  # fmt: skip
+    up_cpu = rows["direct"][3]
+    gw_cpu = rows["gateway"][2]
+    print(
+        f"\nCPU per call: the gateway {gw_cpu:.0f} µs, the upstream {up_cpu:.0f} µs "
+        f"({gw_cpu / up_cpu:.1f}x the server it fronts)"
+    )
     gw_rps = rows["gateway"][0]
     added = one["gateway"] - one["direct"]
     added_meter = one["gateway+meter"] - one["direct"]

@@ -25,7 +25,7 @@ _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 _KPIS = (
     ("calls", "Calls"),
     ("rate", "Calls / min"),
-    ("errors", "Error rate"),
+    ("errors", "Failed calls"),
     ("p50", "p50 latency"),
     ("p95", "p95 latency"),
     ("p99", "p99 latency"),
@@ -33,6 +33,11 @@ _KPIS = (
 )
 
 COST_NOTE = "reported by the tool, else layer weight × unit price"
+ERRORS_NOTE = (
+    "tool errors: isError results, exceptions and timeouts (a tool's error rate); other: "
+    "arguments refused before the handler, protocol errors, cancelled and budget-blocked calls"
+)
+"""What the failed-calls card's note splits (shown on hover)."""
 """What the cost figures mean (the meter's definition); shown under the cost card and in hovers."""
 
 _TABLE_STYLE: dict[str, Any] = {
@@ -61,6 +66,10 @@ _TABLE_STYLE: dict[str, Any] = {
         "borderBottom": "1px solid #e2e8f0",
     },
 }
+
+
+def _errors_note() -> html.Div:
+    return html.Div(id="kpi-errors-note", className="kpi-note", title=ERRORS_NOTE)
 
 
 def _layer_cells() -> list[dict[str, Any]]:
@@ -342,6 +351,7 @@ def _content() -> html.Div:
                             html.Div(label, className="kpi-label"),
                             html.Div("—", id=f"kpi-{key}", className="kpi-value"),
                             *([html.Div(COST_NOTE, className="kpi-note")] if key == "cost" else []),
+                            *([_errors_note()] if key == "errors" else []),
                         ],
                     )
                     for key, label in _KPIS

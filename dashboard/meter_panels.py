@@ -22,6 +22,7 @@ __all__ = [
     "PANEL_OUTPUTS",
     "context_card",
     "error_classes",
+    "errors_note",
     "panel_values",
     "panels_stamp",
     "slo_card",
@@ -46,6 +47,7 @@ PANEL_OUTPUTS: dict[str, tuple[str, str]] = {
     "context": ("context-table", "data"),
     "context_note": ("context-note", "children"),
     "panels_stamp": ("panels-stamp", "data"),
+    "errors_note": ("kpi-errors-note", "children"),
 }
 """The outputs these panels add to a refresh: name → (component id, property)."""
 
@@ -106,6 +108,18 @@ def context_card() -> html.Div:
             ),
         ],
     )
+
+
+def errors_note(view: DashboardView) -> str:
+    """Under the failed-calls card: the share a tool's error rate counts (``tool_error``,
+    ``exception``, ``timeout``) and the share that is not the tools' doing (``other``:
+    refused, protocol, cancelled, budget)."""
+    calls = view.headline.calls
+    if not calls or not view.errors_by_class:
+        return ""
+    own = sum(n for c, n in view.errors_by_class if c in RATE_CLASSES)
+    apart = sum(n for c, n in view.errors_by_class if c not in RATE_CLASSES)
+    return f"tool errors {own / calls * 100:.2f}% · other {apart / calls * 100:.2f}%"
 
 
 def error_classes(view: DashboardView) -> list[Any]:
@@ -241,7 +255,11 @@ def panel_values(view: DashboardView, sent: str | None = None) -> dict[str, Any]
     they changed since the page got ``sent`` (their stamp), else ``no_update``: they are
     evaluated every few refreshes, and the SLO rows are the largest part of a refresh."""
     stamp = panels_stamp(view)
-    values: dict[str, Any] = {"error_classes": error_classes(view), "panels_stamp": stamp}
+    values: dict[str, Any] = {
+        "error_classes": error_classes(view),
+        "panels_stamp": stamp,
+        "errors_note": errors_note(view),
+    }
     if stamp == sent:
         return {**values, **dict.fromkeys(("slo", "slo_note", "context", "context_note"),
                                            no_update)}  # fmt: skip

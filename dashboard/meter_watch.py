@@ -11,7 +11,9 @@ Three readings of airmeter's public API, none of them on a refresh's path:
 - the context panel: :func:`airmeter.context_cost.context_report` for the range the page shows.
 
 A view calls :meth:`MeterWatch.poll` and reads the last results; a new evaluation starts in the
-background at most every :data:`WATCH_EVERY` seconds, or at once when the range changed. The
+background at most every :data:`WATCH_EVERY` seconds, or at once when the range changed. It
+shares the reader's event loop with the refreshes, so it yields between its slices (each
+reading, each back-filled instant): a refresh waits for one slice at most, not the whole. The
 dashboard only reads the store, so it never sends SLO alerts (``air meter slo --watch`` does).
 """
 
@@ -258,6 +260,7 @@ class MeterWatch:
             self._health = health_alerts(await meter_health(self._store))
         except (AirstoreError, OSError) as exc:
             logger.warning("cannot read the meters' health: %s", exc)
+        await asyncio.sleep(0)  # each reading is a slice: refreshes interleave between them
         try:
             report = await context_report(
                 self._store, since=rng.since_ms, until=rng.until_ms, server=server
@@ -265,6 +268,7 @@ class MeterWatch:
             self._context = _context_panel(report, rng.key, now_ms)
         except (AirstoreError, AirmeterError, OSError) as exc:
             logger.warning("cannot read the context cost: %s", exc)
+        await asyncio.sleep(0)
         if self._evaluator is not None:
             try:
                 await self._evaluate(now_ms)
@@ -281,6 +285,7 @@ class MeterWatch:
                 at = now_ms - back * SPARK_STEP_MS
                 self._at = at / 1000
                 self._sample(await self._evaluator.evaluate(), at)
+                await asyncio.sleep(0)  # a refresh waiting for the loop goes first
         self._at = now_ms / 1000
         statuses = await self._evaluator.evaluate()
         past = {k: h[-1][0] for k, h in self._history.items() if h}

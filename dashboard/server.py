@@ -115,6 +115,7 @@ class DashboardServer:
         if token:
             _install_token_check(self.app.server, token)
         flask_app = self.app.server
+        flask_app.config["MAX_CONTENT_LENGTH"] = limits.max_body  # chunked bodies too (413)
         policy = dashboard_policy(
             host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
         )  # refused before the token is looked at, as on /mcp

@@ -33,8 +33,9 @@ __all__ = [
 ]
 
 SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
-MAX_SUBSCRIPTIONS = 256
-"""Listen streams open at once, per server."""
+MAX_SUBSCRIPTIONS = 64
+"""Listen streams open at once, per server: a quarter of the default HTTP in-flight cap, so
+held streams alone cannot take every slot a call needs."""
 MAX_FILTER_ITEMS = 1024
 """URIs (``resourceSubscriptions``) or task ids (``taskIds``) one stream may name."""
 

@@ -41,8 +41,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_SSE_SESSIONS = 256
-"""Open SSE streams at once; a new ``GET /sse`` beyond gets 503."""
+DEFAULT_MAX_SSE_SESSIONS = 64
+"""Open SSE streams at once; a new ``GET /sse`` beyond gets 503. A quarter of the default
+in-flight cap: held streams alone cannot take every slot the sessions' calls need."""
 
 DEFAULT_MAX_SSE_INFLIGHT = 32
 """Calls one SSE session may have running; a POST beyond gets 503."""

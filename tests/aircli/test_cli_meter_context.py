@@ -46,6 +46,10 @@ async def test_the_json_report_has_errors_by_class_and_the_context_block(
     assert context["tokenizer"] == "estimate"
     assert context["exact"] is False
     row = context["tools"]["shop/lookup"]
+    assert set(context) >= {"definition_tokens_total", "tools"}  # the shape
+    assert set(row) == {"definition_tokens", "result_tokens_p50", "result_tokens_p95",
+                        "result_tokens_total"}  # fmt: skip
+    assert row["result_tokens_p50"] <= row["result_tokens_p95"] <= 6
     assert row["definition_tokens"] > 0
     assert context["definition_tokens_total"] == row["definition_tokens"]
     # four results "found " x n: 6, 12, 18, 24 bytes -> 2 + 3 + 5 + 6 estimated tokens

@@ -116,3 +116,27 @@ def test_a_module_without_any_server_names_the_kinds_migrate_reads(tmp_path: Pat
     assert "FastMCP" in run.stderr
     assert "Traceback" not in run.stderr
     assert not (tmp_path / "defs").exists()
+
+
+def test_air_check_pairs_an_mcpserver_project_with_its_migrated_definitions(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "server.py").write_text(MCPSERVER, encoding="utf-8")
+    assert _air(tmp_path, "migrate", "server.py").returncode == 0
+
+    drafts = _air(tmp_path, "check")  # finds ./server.py: server mode on an MCPServer
+
+    assert drafts.returncode == 1
+    assert "AirServer objects" not in drafts.stdout
+    assert "placeholder text 'TODO'" in drafts.stdout
+    assert drafts.stdout.rstrip().endswith(
+        "2 definition(s) checked in server.py; 2 draft(s), register: false: add_note, search_notes"
+    )
+
+    (tmp_path / "tool-definitions" / "general" / "add_note.yml").unlink()
+    extra = tmp_path / "tool-definitions" / "general" / "get_gone.yml"
+    extra.write_text("name: get_gone\n", encoding="utf-8")
+    paired = _air(tmp_path, "check")
+    assert "server.py: add_note: " in paired.stdout  # a tool without a definition
+    assert "missing-definition" in _air(tmp_path, "check", "--format", "json").stdout
+    assert "unused-definition" in _air(tmp_path, "check", "--format", "json").stdout

@@ -199,9 +199,10 @@ async def test_air_serves_legacy_sse_transport_as_an_upstream(rig: Rig, mode: st
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"sse__echo", "sse__ask", "sse__progress"} <= tools
         assert (await client.call_tool("sse__echo", {"text": "q"})).content[0].text == "sse:q"
-        if mode == "legacy":  # a legacy upstream's elicitation and sampling reach a legacy client
-            assert (await client.call_tool("sse__ask", {})).content[0].text == "accept:Ann"
-            assert (await client.call_tool("sse__muse", {})).content[0].text == "sampled:hi"
+        # a legacy upstream's elicitation and sampling reach a client of either era (a
+        # 2026-07-28 client answers them as input rounds; the gateway holds the upstream call)
+        assert (await client.call_tool("sse__ask", {})).content[0].text == "accept:Ann"
+        assert (await client.call_tool("sse__muse", {})).content[0].text == "sampled:hi"
         done = await client.call_tool("sse__progress", {}, progress_callback=on_progress)
         assert done.content[0].text == "done"
         assert progress == [1, 2, 3]
@@ -269,6 +270,30 @@ async def test_closing_a_stateless_post_cancels_the_upstream_call(rig: Rig) -> N
     await _until((rig.marks / "raw.started").exists, "the upstream call started")
     writer.close()
     await _until((rig.marks / "raw.cancelled").exists, "the upstream call cancelled")
+
+
+async def test_an_input_round_of_a_legacy_upstream_answers_only_its_own_retry(rig: Rig) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        body, headers = envelope("tools/call", {"name": "sse__ask", "arguments": {}},
+                                 capabilities={"elicitation": {}})  # fmt: skip
+        first = (await http.post(rig.url, json=body, headers=headers)).json()["result"]
+        assert first["resultType"] == "input_required"
+        [(key, asked)] = first["inputRequests"].items()
+        assert asked["method"] == "elicitation/create"
+        state = first["requestState"]
+        for forged, responses in ((state + "x", {key: {"action": "decline"}}), (state, {})):
+            body["params"] = {**body["params"], "requestState": forged, "inputResponses": responses}
+            refused = (await http.post(rig.url, json=body, headers=headers)).json()
+            assert refused["error"]["code"] == -32602, refused
+        body["params"] = {
+            **body["params"],
+            "requestState": state,
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Cy"}}},
+        }
+        done = (await http.post(rig.url, json=body, headers=headers)).json()  # fmt: skip
+        assert done["result"]["content"][0]["text"] == "accept:Cy", done
+        again = (await http.post(rig.url, json=body, headers=headers)).json()
+        assert again["error"]["code"] == -32602  # a round is answered once
 
 
 async def test_unknown_tools_and_denied_inputs_get_clean_errors(rig: Rig) -> None:

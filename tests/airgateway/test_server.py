@@ -1,19 +1,19 @@
-"""The gateway's HTTP serving over real loopback sockets: :class:`airhttp.HttpServer` with the
-fast lane in front of the guarded ASGI app, as ``air gateway`` composes them — both paths on one
-keep-alive connection, pipelining, cancellation, and every connection limit."""
+"""The gateway's HTTP serving over real loopback sockets: :class:`airhttp.HttpServer` with a
+guarded raw-request hook (the fast path) beside the guarded ASGI app, as ``air gateway``
+composes them — both paths on one keep-alive connection, pipelining, cancellation, and every
+connection limit."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airgateway._lane import FastLane, Request
-from airhttp import AccessPolicy, GuardedApp, HttpServer, Limits, listen_socket
+from airhttp import AccessPolicy, Answer, GuardedApp, HttpServer, Limits, listen_socket
 
 WAIT = 10.0
 
@@ -56,27 +56,25 @@ class _Fast:
         self.cancelled = asyncio.Event()
         self.entered = asyncio.Event()
 
-    def wants(self, scope: Any) -> bool:
-        return scope["method"] == "POST" and scope["path"] in ("/fast", "/hang", "/both")
-
-    def __call__(self, request: Request) -> Awaitable[tuple[int, bytes]] | None:
-        if request.path == "/fast" or (request.path == "/both" and request.body == b"fast"):
-            return self._answer(request)
-        if request.path == "/hang":
+    def __call__(self, scope: Any, body: bytes) -> Coroutine[Any, Any, Answer] | None:
+        path = scope["path"]
+        if path == "/fast" or (path == "/both" and body == b"fast"):
+            return self._answer(body)
+        if path == "/hang":
             return self._hang()
         return None
 
-    async def _answer(self, request: Request) -> tuple[int, bytes]:
-        return 200, b'{"fast":' + (request.body or b"null") + b"}"
+    async def _answer(self, body: bytes) -> Answer:
+        return 200, [(b"content-type", b"application/json")], b'{"fast":' + (body or b"null") + b"}"
 
-    async def _hang(self) -> tuple[int, bytes]:
+    async def _hang(self) -> Answer:
         self.entered.set()
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             self.cancelled.set()
             raise
-        return 200, b""
+        return 200, [], b""
 
 
 @asynccontextmanager
@@ -85,8 +83,7 @@ async def _serving(limits: Limits | None = None) -> AsyncIterator[tuple[int, Htt
     sock = listen_socket("127.0.0.1", 0)
     fast = _Fast()
     guarded = GuardedApp(_app, policy=AccessPolicy(check_host=False), limits=limits)
-    lane = FastLane(guarded, fast, wants=fast.wants, max_body=limits.max_body)
-    server = HttpServer(lane, limits=limits, grace=1.0)
+    server = HttpServer(guarded, limits=limits, grace=1.0, fast=guarded.guard_fast(fast))
     serving = asyncio.ensure_future(server.serve(sock))
     await asyncio.wait_for(server.ready.wait(), WAIT)
     try:
@@ -125,10 +122,11 @@ async def test_fast_and_asgi_answers_share_one_keep_alive_connection() -> None:
         writer.close()
 
 
-async def test_a_request_the_fast_lane_reads_but_leaves_reaches_the_app_with_its_body() -> None:
+async def test_a_request_the_fast_path_reads_but_leaves_reaches_the_app_with_its_body() -> None:
     async with _serving() as (port, _server, _fast):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        for body, want in ((b"fast", b'{"fast":fast}'), (b"x" * 70_000, b"x" * 70_000)):
+        for body, want in ((b"fast", b'{"fast":fast}'), (b"x" * 30_000, b"x" * 30_000),
+                           (b"x" * 70_000, b"x" * 70_000)):  # fmt: skip
             writer.write(_post("/both", body))
             head, got = await _answer(reader)
             assert head.startswith(b"HTTP/1.1 200 OK\r\n")

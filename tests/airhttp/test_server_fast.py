@@ -235,7 +235,7 @@ def test_the_clients_leaving_cancels_the_hooks_answer(srv: Served, app: App, fas
 
 def test_an_answer_in_flight_finishes_when_the_server_stops(app: App) -> None:
     hook = Fast()
-    srv = Served(app, fast=hook)
+    srv = Served(app, fast=hook, grace=WAIT)  # the answer, not the grace, ends the stop
     try:
         with srv.connect() as sock:
             sock.sendall(request("POST", "/fast/hold", b"w"))

@@ -70,6 +70,10 @@ async def test_the_view_splits_failures_by_error_class_and_tags_each_recent_erro
     by_tool = {(e.tool, e.error_class) for e in view.recent_errors}
     assert by_tool == {("flaky", "tool_error"), ("flaky", "refused"), ("boom", "exception"),
                        ("slow", "timeout")}  # fmt: skip
+    calls, own = view.headline.calls, FLAKY_CALLS // 2 + 2 + 1
+    assert panel_values(view)["errors_note"] == (
+        f"tool errors {own / calls * 100:.2f}% · other {3 / calls * 100:.2f}%"
+    )
     chips = [c.className for c in panel_values(view)["error_classes"]]
     assert chips == ["class-chip class-tool_error", "class-chip class-exception",
                      "class-chip class-timeout", "class-chip class-refused apart"]  # fmt: skip
@@ -240,6 +244,7 @@ return {
   chips: q("#error-classes .class-chip").map((c) => [c.innerText, c.classList.contains("apart")]),
   cells: q("#context-table td").map((c) => c.innerText),
   context_note: text("#context-note"),
+  errors_note: text("#kpi-errors-note"),
 };
 """
 
@@ -278,6 +283,7 @@ def test_the_page_shows_slo_rows_error_classes_context_cost_and_a_drops_badge(
         ]
         assert {"shop/flaky", "shop/boom", "shop/slow", "shop/ok_ping"} <= set(page["cells"])
         assert "tokens of tool definitions in tools/list" in page["context_note"]
+        assert page["errors_note"].startswith("tool errors ")
         browser.save_screenshot(str(tmp_path / "meter-panels.png"))
 
 

@@ -97,6 +97,8 @@ def test_air_demo_serves_the_dashboard_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
     demo = ("demo", "--calls", "60", "--store", f"file://{store}", "--port", "0", "--history", "0")
     with serving(*demo, cwd=tmp_path, stop_timeout=60) as url, httpx.Client() as client:
         assert client.get(url).status_code == 200
+    # no .air/slo.yml here: the dashboard's SLO panel got the demo's objectives, beside the log
+    assert "fetch_url" in (tmp_path / "demo-slo.yml").read_text(encoding="utf-8")
     # Everything the server recorded, including live-trickle calls, is in the log and in the
     # meter's rollups: the server flushed both when the demo closed its client.
     lines = (store / "meter.calls.log.jsonl").read_bytes().splitlines()

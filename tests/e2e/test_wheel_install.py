@@ -98,7 +98,7 @@ def test_air_demo_runs_from_a_directory_outside_the_checkout(
 ) -> None:
     venv, env = installed
     work = _outside(tmp_path)
-    demo = [str(venv / "bin" / "air"), "demo", "--calls", "50", "--no-dashboard"]
+    demo = [str(venv / "bin" / "air"), "demo", "--calls", "50", "--no-dashboard", "--history", "0"]
     said = _run(demo, env=env, cwd=work)
     assert "50/50 calls" in said
     assert "Traceback" not in said
