@@ -77,18 +77,22 @@ def open_dashboard(
     host: str,
     ports: Sequence[int],
     slo_config: str | None = None,
+    slo_objectives: Sequence[Any] | None = None,
     **options: Any,
 ) -> Any:
     """Open ``store_url`` read-only and bind a :class:`~dashboard.server.DashboardServer` (not
     started) on the first of ``ports`` that works; ``options`` go to it; ``slo_config`` is the
-    SLO objectives file (default ``.air/slo.yml``). A failure is told on stderr as
+    SLO objectives file (default ``.air/slo.yml``), ``slo_objectives`` airmeter ``Objective``s
+    given in code instead. A failure is told on stderr as
     ``prog: ...`` and gives ``None``."""
     from dashboard.errors import DashboardError, StoreUnavailableError
     from dashboard.reader import SyncReader
     from dashboard.server import DashboardServer
 
     try:
-        reader = SyncReader.open(store_url, freeze_gc=True, slo_config=slo_config)
+        reader = SyncReader.open(
+            store_url, freeze_gc=True, slo_config=slo_config, objectives=slo_objectives
+        )
     except DashboardError as exc:
         print(f"{prog}: {exc.message}", file=sys.stderr)
         if isinstance(exc, StoreUnavailableError) and exc.hint:

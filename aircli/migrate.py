@@ -204,6 +204,10 @@ def _run(args: argparse.Namespace) -> int:
     except ToolDefinitionError as exc:
         print(f"air migrate: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # e.g. --out under a file, or a read-only place
+        print(f"air migrate: cannot write {out}: {exc.strerror or exc} ({exc.filename})",
+              file=sys.stderr)  # fmt: skip
+        return 1
     for path in result.written:
         print(f"wrote {path}")
     for path in result.kept:

@@ -279,6 +279,10 @@ def _run(args: argparse.Namespace) -> int:
     except ScaffoldError as exc:
         print(f"air scaffold: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # e.g. --dir under a file, or a read-only place
+        print(f"air scaffold: cannot write {args.dir}: {exc.strerror or exc} ({exc.filename})",
+              file=sys.stderr)  # fmt: skip
+        return 1
     for path in result.created:
         print(f"created {path}")
     for path in result.updated:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from airmeter import (
@@ -29,6 +30,7 @@ from airmeter import (
     recent_calls,
     snapshot,
 )
+from airmeter.slo_config import Objective
 from airstore import (
     AirstoreError,
     InvalidArgumentError,
@@ -166,6 +168,7 @@ class DashboardData:
         url: the store's URL, for messages.
         clock: seconds since the epoch; injectable for tests.
         slo_config: the SLO objectives file (default ``.air/slo.yml``, as ``air meter slo``).
+        objectives: SLO objectives in code, instead of a file.
     """
 
     def __init__(
@@ -175,6 +178,7 @@ class DashboardData:
         url: str = "",
         clock: Any = time.time,
         slo_config: str | None = None,
+        objectives: Sequence[Objective] | None = None,
     ) -> None:
         self._store = store
         self.url = url
@@ -183,18 +187,25 @@ class DashboardData:
         self._known_servers: dict[str, set[str]] = {}
         self.usage = UsageWatch(store)
         """Disk use against the retention caps, measured in the background."""
-        self.meter = MeterWatch(store, slo_config=slo_config, clock=clock)
+        self.meter = MeterWatch(store, slo_config=slo_config, objectives=objectives, clock=clock)
         """SLOs, meter health and context cost, evaluated in the background."""
 
     @classmethod
     async def open(
-        cls, url: str, *, clock: Any = time.time, slo_config: str | None = None
+        cls,
+        url: str,
+        *,
+        clock: Any = time.time,
+        slo_config: str | None = None,
+        objectives: Sequence[Objective] | None = None,
     ) -> DashboardData:
         """Open the store at ``url`` read-only; see :func:`open_store` for the errors.
 
-        ``slo_config`` names the SLO objectives file (default ``.air/slo.yml``).
+        ``slo_config`` names the SLO objectives file (default ``.air/slo.yml``);
+        ``objectives`` gives them in code instead.
         """
-        return cls(await open_store(url), url=url, clock=clock, slo_config=slo_config)
+        store = await open_store(url)
+        return cls(store, url=url, clock=clock, slo_config=slo_config, objectives=objectives)
 
     async def close(self) -> None:
         """Stop measuring and close the store. Idempotent."""

@@ -14,6 +14,7 @@ from dash import dcc, html, no_update
 from dash.dash_table.DataTable import DataTable
 
 from airmeter import RATE_CLASSES
+from dashboard.meter_watch import IN_CODE
 from dashboard.present import fmt_count
 from dashboard.types import ContextPanel, DashboardView, SloPanel, SloRow
 
@@ -202,9 +203,12 @@ def _slo_values(panel: SloPanel | None) -> tuple[Any, Any]:
         return [], ""
     if panel.status != "ready":
         return [], html.Span(panel.message, className=f"slo-{panel.status}")
+    source = "objectives given to the dashboard" if panel.config == IN_CODE else (
+        f"objectives from {panel.config}"
+    )  # fmt: skip
     if not panel.rows:
-        return [], f"objectives from {panel.config}: no calls match them yet"
-    note = f"objectives from {panel.config}, evaluated as `air meter slo` does"
+        return [], f"{source}: no calls match them yet"
+    note = f"{source}, evaluated as `air meter slo` does"
     if panel.more:
         note += f" (the {len(panel.rows)} worst shown; {panel.more} more)"
     return [_slo_row(r) for r in panel.rows], note

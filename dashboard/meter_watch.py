@@ -35,6 +35,7 @@ from airstore import AirstoreError, Store
 from dashboard.types import Alert, ContextPanel, ContextRow, SloPanel, SloRow, TimeRange
 
 __all__ = [
+    "IN_CODE",
     "MAX_BADGES",
     "MAX_CONTEXT_ROWS",
     "MAX_SLO_ROWS",
@@ -62,7 +63,11 @@ MAX_CONTEXT_ROWS = 40
 MAX_BADGES = 3
 """The most ``drops`` badges (one per meter instance; a last one counts the others)."""
 
+IN_CODE = "the objectives given to the dashboard"
+"""The SLO panel's source when objectives come in code, not from a file."""
+
 _STATE_ORDER = {"breach": 0, "warning": 1, "ok": 2}
+_NONE_GIVEN = "no objectives were given: pass some, or an objectives file, to see SLOs here"
 _HOW_TO = (
     "no objectives file at {path}: add one to see error budgets and burn rates here, e.g. "
     'objectives: [{{tool: "*", availability: 0.995, latency_p95_ms: 300}}] '
@@ -160,6 +165,7 @@ class MeterWatch:
     Args:
         store: the dashboard's store (read-only).
         slo_config: the objectives file (``None``: the default ``.air/slo.yml``).
+        objectives: objectives given in code (``air demo``); then no file is read.
         every: seconds between two evaluations.
         clock: seconds since the epoch (tests, back-dated histories).
         monotonic: monotonic seconds for the interval.
@@ -170,6 +176,7 @@ class MeterWatch:
         store: Store,
         *,
         slo_config: str | Path | None = None,
+        objectives: Sequence[Objective] | None = None,
         every: float = WATCH_EVERY,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
@@ -178,9 +185,15 @@ class MeterWatch:
         self._every = every
         self._clock = clock
         self._monotonic = monotonic
-        self.config = str(slo_config or DEFAULT_SLO_FILE)
-        self._objectives: list[Objective] = []
-        self._slo = self._load(self.config)
+        self._objectives: list[Objective] = list(objectives or ())
+        if objectives is not None:
+            self.config = IN_CODE
+            self._slo = SloPanel(config=IN_CODE, status="pending", message="evaluating …")
+            if not self._objectives:
+                self._slo = SloPanel(config=IN_CODE, status="missing", message=_NONE_GIVEN)
+        else:
+            self.config = str(slo_config or DEFAULT_SLO_FILE)
+            self._slo = self._load(self.config)
         self._at: float = self._clock()
         self._evaluator = (
             SloEvaluator(store, self._objectives, clock=lambda: self._at)

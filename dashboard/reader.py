@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from airmeter.slo_config import Objective
 from dashboard.data import DashboardData
 from dashboard.errors import DashboardError
 from dashboard.types import DashboardView, Filters, ToolDetail
@@ -74,15 +75,16 @@ class SyncReader:
         timeout: float = DEFAULT_TIMEOUT,
         freeze_gc: bool = False,
         slo_config: str | None = None,
+        objectives: Sequence[Objective] | None = None,
     ) -> SyncReader:
         """Open the store at ``url`` read-only (``freeze_gc``: see the class; ``slo_config``:
-        the SLO objectives file, default ``.air/slo.yml``).
+        the SLO objectives file, default ``.air/slo.yml``; ``objectives``: in code instead).
 
         Raises:
             StoreUnavailableError: the store cannot be opened or read.
         """
         return cls(
-            lambda: DashboardData.open(url, slo_config=slo_config),
+            lambda: DashboardData.open(url, slo_config=slo_config, objectives=objectives),
             timeout=timeout,
             freeze_gc=freeze_gc,
         )

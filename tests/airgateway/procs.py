@@ -21,11 +21,13 @@ START_TIMEOUT = 30.0
 
 
 class Proc:
-    """A started process and the URL it printed."""
+    """A started process, the URL it printed and every stderr line so far."""
 
-    def __init__(self, popen: subprocess.Popen[str], url: str) -> None:
+    def __init__(self, popen: subprocess.Popen[str], url: str, lines: list[str]) -> None:
         self.popen = popen
         self.url = url
+        self.lines = lines
+        """Its stderr lines (a thread keeps appending them)."""
 
     def kill(self) -> None:
         """SIGKILL, and reap."""
@@ -45,12 +47,11 @@ class Proc:
             raise
 
 
-def _read_url(popen: subprocess.Popen[str]) -> str:
-    """The first loopback URL on the process's stderr (then keep draining it)."""
+def _read_url(popen: subprocess.Popen[str], lines: list[str]) -> str:
+    """The first loopback URL on the process's stderr (then keep draining it into ``lines``)."""
     assert popen.stderr is not None
     found: list[str] = []
     seen = threading.Event()
-    lines: list[str] = []
 
     def drain() -> None:
         assert popen.stderr is not None
@@ -96,8 +97,9 @@ def started(argv: Sequence[str], env: dict[str, str] | None = None) -> Iterator[
         text=True,
         env={**os.environ, **(env or {})},
     )
+    lines: list[str] = []
     try:
-        yield Proc(popen, _read_url(popen))
+        yield Proc(popen, _read_url(popen, lines), lines)
     finally:
         _reap(popen)
 
@@ -131,7 +133,7 @@ def sse_upstream() -> Iterator[Proc]:
     )
     try:
         _wait_port(port, popen)
-        yield Proc(popen, f"http://127.0.0.1:{port}/sse")  # type: ignore[arg-type]
+        yield Proc(popen, f"http://127.0.0.1:{port}/sse", [])  # type: ignore[arg-type]
     finally:
         if popen.poll() is None:
             popen.kill()

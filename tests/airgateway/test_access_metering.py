@@ -10,6 +10,7 @@ import pytest
 
 from airmeter import CALLS_NAMESPACE
 from airstore import create_storage
+from dashboard import DashboardData
 from tests.airgateway.procs import air, free_port, http_replica, started
 from tests.airgateway.rpc import envelope, modern_call
 
@@ -98,3 +99,11 @@ async def test_tokens_allow_lists_rate_limits_and_metering(tmp_path: Path) -> No
     echo = next(r for r in records if r["tool"] == "echo")
     assert echo["ok"] is True
     assert echo["layer"] == "L1"
+    # the dashboard's server filter offers the upstream and each replica
+    dashboard = await DashboardData.open(f"file://{data}")
+    try:
+        view = await dashboard.view(dashboard.resolve("24h"))
+    finally:
+        await dashboard.close()
+    offered = {(c.server, c.instance) for c in view.server_choices}
+    assert {("notes", None), ("notes", "notes#0"), ("notes", "notes#1")} <= offered

@@ -69,3 +69,38 @@ def test_no_healthy_replica_gives_none_and_excluded_ones_are_skipped() -> None:
 def test_an_unknown_strategy_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown strategy"):
         Balancer("random")
+
+
+async def test_failed_calls_eject_a_replica_passively_and_only_safe_calls_are_retried() -> None:
+    from airgateway.config import HealthConfig
+    from airgateway.errors import UpstreamUnavailableError
+    from airgateway.router import Router
+
+    group = _replicas(2)
+    told: list[str] = []
+    router = Router({"s": group}, Balancer("round_robin"), HealthConfig(unhealthy_after=2),
+                    retries=1, on_state=lambda r: told.append(f"{r.label}:{r.state}"))  # fmt: skip
+    served: list[int] = []
+
+    async def attempt(replica: Replica) -> int:
+        if replica.index == 0:  # replica 0 has died: every call to it is lost
+            raise UpstreamUnavailableError("connection lost", replica=replica.label)
+        served.append(replica.index)
+        return replica.index
+
+    for _ in range(4):  # read-only calls: a lost one is retried on the other replica
+        assert await router.run("s", attempt, retry_safe=True) == 1
+    assert group[0].state == DOWN
+    assert told == ["s#0:down"]  # out after two consecutive failures, told once
+    assert group[0].failures == 2  # and never picked again once out
+    group[0].state = HEALTHY  # back (as a health check would do) but still dead
+    group[0].failures = 0
+    before = len(served)
+    outcomes: list[object] = []
+    for _ in range(2):  # round robin: one write to each replica
+        try:
+            outcomes.append(await router.run("s", attempt, retry_safe=False))
+        except UpstreamUnavailableError as exc:  # a write is not retried: a clean error
+            outcomes.append(exc.code)
+    assert sorted(outcomes, key=str) == [-32003, 1]
+    assert len(served) - before == 1  # the lost write did not run again on replica 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -239,6 +240,22 @@ async def test_progress_and_logs_reach_the_caller(rig: Rig) -> None:
         assert logs == ["progress done"], mode
 
 
+async def test_a_killed_stdio_upstream_is_restarted_and_serves_again(rig: Rig) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        first = await modern_call(http, rig.url, "files__pid")
+        pid = int(first["result"]["content"][0]["text"])
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + WAIT
+        while True:  # calls fail cleanly until the supervisor has started a new process
+            answer = await modern_call(http, rig.url, "files__pid")
+            if "result" in answer:
+                break
+            assert answer["error"]["code"] == -32003, answer
+            assert time.monotonic() < deadline, "the stdio upstream never came back"
+            await asyncio.sleep(0.1)
+    assert int(answer["result"]["content"][0]["text"]) != pid
+
+
 async def test_a_call_past_its_timeout_gets_the_timeout_error(rig: Rig) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         answer = await modern_call(http, rig.url, "brief__slow_write", {"seconds": 20})
@@ -334,6 +351,8 @@ def test_status_and_air_status_show_upstreams_and_the_name_conflict(rig: Rig) ->
     assert {"kind": "tool", "name": "echo", "kept": "notes", "dropped": "legacy"} in status[
         "conflicts"
     ]
+    said = "".join(rig.gateway.lines)  # and said at start, on stderr
+    assert "tool 'echo' is offered by notes and legacy: notes keeps it" in said
     out = subprocess.run(
         air("status", "--url", rig.url, "--format", "json"),
         capture_output=True,
@@ -420,7 +439,10 @@ async def test_sigkill_of_a_replica_under_traffic_then_it_rejoins(rig: Rig) -> N
     assert "a2" in seen
 
 
-def test_sigterm_stops_the_gateway_and_its_stdio_children(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_stops_the_gateway_and_its_stdio_children(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
     config = tmp_path / "gw.yml"
     config.write_text(
         "servers:\n  - name: files\n"
@@ -451,7 +473,7 @@ def test_sigterm_stops_the_gateway_and_its_stdio_children(tmp_path: Path) -> Non
             timeout=10,
         )
         child = int(reply.json()["result"]["content"][0]["text"])
-        assert gateway.stop() == 0
+        assert gateway.stop(sig) == 0
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
 

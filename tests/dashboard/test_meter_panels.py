@@ -19,7 +19,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from aircore import define_server
-from airmeter import MeterHealth, SloStatus, evaluate_slos
+from airmeter import MeterHealth, Objective, SloStatus, evaluate_slos
 from airmeter.slo import SloState
 from airmeter.slo_config import load_objectives
 from airmeter.tokens import EstimateCounter, definition_text
@@ -161,6 +161,23 @@ async def test_context_cost_gives_definition_tokens_per_tool_and_result_percenti
     note = panel_values(view)["context_note"]
     assert note.startswith(f"{sum(want.values()):,} tokens of tool definitions in tools/list")
     assert "an estimate (estimate)" in note
+
+
+async def test_objectives_given_in_code_need_no_file(shop: tuple[Path, Path]) -> None:
+    objectives = [Objective(tool="flaky", availability=0.98)]
+    data = await DashboardData.open(
+        f"file://{shop[0]}", slo_config=str(shop[1]), objectives=objectives
+    )
+    try:
+        view = await _settled_view(data)
+    finally:
+        await data.close()
+    assert view.slo is not None
+    (row,) = view.slo.rows  # the file's two objectives are not read
+    assert (row.tool, row.objective, row.state) == ("flaky", "availability 98%", "breach")
+    note = panel_values(view)["slo_note"]
+    assert note == "objectives given to the dashboard, evaluated as `air meter slo` does"
+    assert MeterWatch(MemoryStore(), objectives=[]).slo.status == "missing"
 
 
 async def test_without_an_objectives_file_the_panel_says_how_to_add_one(tmp_path: Path) -> None:
