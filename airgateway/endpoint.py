@@ -428,14 +428,7 @@ class GatewayEndpoint:
             meta = meta if isinstance(meta, dict) else {}
             params = {**params, "_meta": {**meta, modern.LOG_LEVEL_KEY: call.session.level}}
         for _round in range(MAX_INPUT_ROUNDS):
-            result = await gateway.call_tool(
-                params,
-                client=call.client,
-                session_key=call.key,
-                on_message=on_message,
-                request_id=call.msg_id,
-                protocol_version=call.version,
-            )
+            result = await self._call_tool(call, params, on_message)
             if call.modern or result.get("resultType") != "input_required":
                 return result
             # a 2026-07-28 upstream asks for input; a legacy client answers server→client requests
@@ -462,6 +455,14 @@ class GatewayEndpoint:
                 return await held.relay(message)
             return await relay(message)
 
+        return await self._call_tool(call, params, on_message)
+
+    async def _call_tool(
+        self,
+        call: _Call,
+        params: JSONDict,
+        on_message: Callable[[JSONDict], Awaitable[JSONDict | None]],
+    ) -> JSONDict:
         return await self.gateway.call_tool(
             params,
             client=call.client,

@@ -8,9 +8,6 @@ stop the gateway: health checks end, stdio children are stopped, metering is flu
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -18,7 +15,7 @@ from airgateway._wire import Receive, Scope, Send, reply, reply_json
 from airgateway.endpoint import DEFAULT_MAX_BODY, GatewayEndpoint
 from airgateway.fast import FastPath
 from airgateway.gateway import Gateway
-from airhttp import AccessPolicy, GuardedApp, HttpServer, Limits, json_refusal, listen_socket
+from airhttp import AccessPolicy, GuardedApp, Limits, json_refusal, serve
 from airhttp.guards import is_loopback
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_gateway_app", "serve_gateway"]
@@ -110,41 +107,22 @@ async def serve_gateway(
         OSError: the address cannot be bound (the gateway is stopped again).
     """
     limits = limits or Limits(max_body=max_body)
-    sock = listen_socket(host, port)
+
+    def listening(base: str) -> None:
+        url = base + path
+        if ready is not None:
+            ready(url)
+        else:
+            print(f"air: gateway serving MCP on {url}", file=sys.stderr, flush=True)
+
+    await gateway.start()
     try:
-        await gateway.start()
-        loopback = is_loopback(host)
         app = build_gateway_app(gateway, path=path, allowed_origins=allowed_origins,
-                                check_host=loopback or bool(allowed_hosts),
+                                check_host=is_loopback(host) or bool(allowed_hosts),
                                 allowed_hosts=allowed_hosts, limits=limits)  # fmt: skip
         fast = app.guard_fast(FastPath(gateway, path=path))
-        server = HttpServer(app, limits=limits, grace=GRACE_S, fast=fast)
-        loop = asyncio.get_running_loop()
-        installed: list[signal.Signals] = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, server.stop)
-                installed.append(sig)
-        shown = f"[{host}]" if ":" in host else host
-        url = f"http://{shown}:{sock.getsockname()[1]}{path}"
-        serving = asyncio.ensure_future(server.serve(sock))
-        try:
-            started = asyncio.ensure_future(server.ready.wait())
-            await asyncio.wait({serving, started}, return_when=asyncio.FIRST_COMPLETED)
-            started.cancel()
-            if server.started:
-                if ready is not None:
-                    ready(url)
-                else:
-                    print(f"air: gateway serving MCP on {url}", file=sys.stderr, flush=True)
-            await asyncio.shield(serving)  # until SIGTERM/SIGINT stop it
-        finally:
-            if not serving.done():  # cancelled: stop gracefully all the same
-                server.stop()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await serving
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+        # until SIGTERM/SIGINT (or cancellation) stop it gracefully; a second signal: at once
+        await serve(app, host=host, port=port, limits=limits, grace=GRACE_S, fast=fast,
+                    ready=listening)  # fmt: skip
     finally:
-        sock.close()
         await gateway.stop()

@@ -10,6 +10,7 @@ import pytest
 
 from airmeter import CALLS_NAMESPACE
 from airstore import create_storage
+from dashboard import DashboardData
 from tests.airgateway.procs import air, free_port, http_replica, started
 from tests.airgateway.rpc import envelope, modern_call
 
@@ -98,3 +99,32 @@ async def test_tokens_allow_lists_rate_limits_and_metering(tmp_path: Path) -> No
     echo = next(r for r in records if r["tool"] == "echo")
     assert echo["ok"] is True
     assert echo["layer"] == "L1"
+    # the dashboard's server filter offers the upstream and each replica
+    dashboard = await DashboardData.open(f"file://{data}")
+    try:
+        view = await dashboard.view(dashboard.resolve("24h"))
+    finally:
+        await dashboard.close()
+    offered = {(c.server, c.instance) for c in view.server_choices}
+    assert {("notes", None), ("notes", "notes#0"), ("notes", "notes#1")} <= offered
+
+
+async def test_upstream_headers_from_the_environment_reach_the_upstream(tmp_path: Path) -> None:
+    """The upstream wants a bearer token; the gateway sends the one its config names by env."""
+    port = free_port()
+    config = tmp_path / "gw.yml"
+    config.write_text(
+        "servers:\n"
+        f"  - name: guarded\n    url: http://127.0.0.1:{port}/mcp\n"
+        "    headers: {Authorization: {env: UPSTREAM_AUTH}}\n"
+    )
+    argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://")
+    with (
+        started([*http_replica("a", port), "--token", "up-secret"], env={"REPLICA": "g"}),
+        started(argv, env={"UPSTREAM_AUTH": "Bearer up-secret"}) as gateway,
+    ):
+        async with httpx.AsyncClient(timeout=10) as http:
+            answer = await modern_call(http, gateway.url, "whoami")
+            direct = await http.post(f"http://127.0.0.1:{port}/mcp", json={})
+    assert answer["result"]["content"][0]["text"] == "g", answer
+    assert direct.status_code == 401  # the upstream does check the token

@@ -163,3 +163,26 @@ def test_air_gateway_refuses_a_remote_bind_without_allow_remote_and_token(tmp_pa
     )
     assert out.returncode == 2
     assert "--allow-remote and --token" in out.stderr
+
+
+def test_air_gateway_on_a_busy_port_says_so_and_exits_1(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+
+    from tests.airgateway.procs import air
+
+    path = tmp_path / "gw.yml"
+    path.write_text("servers:\n  - name: a\n    url: http://127.0.0.1:1/mcp\n")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = subprocess.run(
+            air("gateway", "--config", str(path), "--port", str(port), "--store", "memory://"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert out.returncode == 1, out.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -154,13 +154,15 @@ def receiver() -> Iterator[tuple[str, list[dict[str, Any]], threading.Event]]:
         server.server_close()
 
 
-async def test_a_webhook_receives_the_alert_as_json(
+async def test_a_webhook_receives_the_alert_and_its_resolve_as_json(
     receiver: tuple[str, list[dict[str, Any]], threading.Event],
 ) -> None:
     url, got, arrived = receiver
     store = await _store(_calls(600, start_ms=NOW_MS - 300_000, span_ms=300_000, fail_every=2))
     hook = WebhookAlerts(url)
-    watcher = SloWatcher(store, [Objective(availability=0.99)], sinks=[hook], clock=_clock())
+    now = [NOW_S]
+    watcher = SloWatcher(store, [Objective(availability=0.99)], sinks=[hook],
+                         clock=lambda: now[0])  # fmt: skip
     _, sent = await watcher.check()
     assert len(sent) == 1
     assert await asyncio.to_thread(arrived.wait, 10)
@@ -169,6 +171,13 @@ async def test_a_webhook_receives_the_alert_as_json(
     assert body["slo"]["tool"] == "get_user"
     assert body["slo"]["state"] == "breach"
     assert "SLO BREACH" in body["message"]
+    now[0] += 7 * 3600  # every window has passed the burst: the resolve goes out too
+    _, resolved = await watcher.check()
+    assert [a.resolved for a in resolved] == [True]
+    assert [(b["alert"], b["previous"], b["slo"]["state"]) for b in got[1:]] == [
+        ("resolved", "breach", "ok")
+    ]
+    assert got[1]["message"].startswith("SLO resolved (breach -> ok)")
     assert hook.failures == 0
 
 
