@@ -88,6 +88,7 @@ def test_quitting_at_a_question_says_so_and_writes_nothing(
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(timeout=WAIT)  # reaped here, not reported by a later test's warnings
         os.close(controller)
     assert said in shown
     assert b"Traceback" not in shown
