@@ -94,6 +94,12 @@ class FastPath:
             client = self.gateway.access.identify(bearer_token(text.get("authorization")))
         except Unauthorized:
             return None
+        name = text.get("mcp-name")
+        if client is not None and name is not None:
+            try:  # refused from the header, before the body is parsed: the endpoint's answer
+                self.gateway.access.check(client, name)
+            except GatewayError:
+                return None
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError:
