@@ -1,22 +1,29 @@
 """A threaded WSGI server that bounds what a client can hold (werkzeug's, with airhttp limits).
 
 - **Connections**: at most ``max_connections`` at once (each is one thread, so this also caps
-  the requests in flight); one more is answered ``503`` with ``Retry-After`` and closed at once.
-- **Header time**: a connection must deliver a request's line and headers within
-  ``header_timeout`` seconds (its first request) or within ``idle_timeout + header_timeout``
-  (the next ones, kept alive). One watchdog thread shuts a late connection down, so a client
-  sending one header byte a second ("slowloris") is cut off however slowly it trickles.
+  the requests in flight). At the cap, the oldest idle connection (one waiting for its next
+  request's first byte, kept alive or just opened) is closed to make room; only when none is
+  idle is the new one answered ``503`` with ``Retry-After`` and closed at once.
+- **Idle time**: a connection whose first request does not start within ``header_timeout``
+  seconds, or whose next one (kept alive) does not within ``idle_timeout``, is closed.
+- **Request time**: a request's line, headers and declared (``Content-Length``) body must all
+  arrive within ``header_timeout`` seconds of its first byte (of the connection's opening, for
+  its first request). One watchdog thread shuts down a connection whose head is late, so a
+  client sending one header byte a second ("slowloris") is cut off however slowly it trickles;
+  a late body is answered ``408`` and the connection closed.
 - **Reads and writes**: every socket operation times out after ``header_timeout`` seconds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
+import select
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
@@ -33,7 +40,16 @@ _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n"
     b"Content-Length: 38\r\nConnection: close\r\n\r\ntoo many connections to the dashboard\n"
 )
+_SLOW = (
+    b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\n"
+    b"Content-Length: 17\r\nConnection: close\r\n\r\nrequest too slow\n"
+)
 _WATCH_EVERY = 0.2
+_CHUNK = 64 * 1024
+
+
+class _SlowBodyError(Exception):
+    """A declared request body did not arrive before the request's deadline."""
 
 
 class _Deadlines:
@@ -79,17 +95,79 @@ class _Handler(WSGIRequestHandler):
 
     def setup(self) -> None:
         self._requests = 0
+        self._opened = time.monotonic()
+        self._due = 0.0
         super().setup()
 
     def handle_one_request(self) -> None:
         limits = self.server.limits
-        wait = limits.header_timeout + (limits.idle_timeout if self._requests else 0.0)
-        self.server.deadlines.arm(self.connection, wait)
+        wait = limits.idle_timeout if self._requests else limits.header_timeout
+        if not self._next_request_starts(wait):
+            self.close_connection = True
+            return
+        start = time.monotonic() if self._requests else self._opened
+        self._due = start + limits.header_timeout
+        self.server.deadlines.arm(self.connection, self._due - time.monotonic())
         try:
             super().handle_one_request()
+        except _SlowBodyError:
+            self.close_connection = True
+            self.server.slow_bodies += 1
+            with contextlib.suppress(OSError):
+                self.connection.settimeout(0.0)
+                self.connection.send(_SLOW)
         finally:
             self.server.deadlines.disarm(self.connection)
             self._requests += 1
+
+    def _next_request_starts(self, wait: float) -> bool:
+        """Wait up to ``wait`` seconds, idle (evictable), for a request's first byte; False
+        when none came or the connection was evicted meanwhile."""
+        sock = self.connection
+        self.server.went_idle(sock)
+        try:
+            sock.settimeout(wait)
+            reader = cast(io.BufferedReader, self.rfile)  # makefile("rb", -1)
+            started = bool(reader.peek(1))  # buffered bytes, or one blocking read
+        except OSError:
+            started = False
+        finally:
+            with contextlib.suppress(OSError):
+                sock.settimeout(self.timeout)
+        return self.server.went_busy(sock) and started
+
+    def make_environ(self) -> Any:
+        """werkzeug's environ, with a declared body read in whole before the request's
+        deadline (so the app never waits on a trickling client)."""
+        environ = super().make_environ()
+        length = self.headers.get("Content-Length", "")
+        chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
+        if chunked or not length.isdigit() or int(length) > self.server.limits.max_body:
+            return environ  # werkzeug and the app answer these (413, 400)
+        environ["wsgi.input"] = io.BytesIO(self._read_body(int(length)))
+        return environ
+
+    def _read_body(self, length: int) -> bytes:
+        sock = self.connection
+        parts: list[bytes] = []
+        left = length
+        try:
+            while left:
+                remaining = self._due - time.monotonic()
+                if remaining <= 0:
+                    raise _SlowBodyError
+                sock.settimeout(remaining)
+                part = self.rfile.read1(min(left, _CHUNK))
+                if not part:
+                    raise ConnectionResetError("the client closed during the request body")
+                parts.append(part)
+                left -= len(part)
+        except TimeoutError as exc:
+            raise _SlowBodyError from exc
+        finally:
+            with contextlib.suppress(OSError):
+                sock.settimeout(self.timeout)
+        return b"".join(parts)
 
     def parse_request(self) -> bool:
         parsed = super().parse_request()  # the request line and every header are in
@@ -113,17 +191,57 @@ class LimitedWSGIServer(ThreadedWSGIServer):
 
     def __init__(self, host: str, port: int, app: Any, *, fd: int, limits: Limits) -> None:
         self.limits = limits
-        self._slots = threading.BoundedSemaphore(limits.max_connections)
+        self._lock = threading.Lock()
+        self._open = 0  # connections holding a slot
+        self._idle: dict[socket.socket, None] = {}  # oldest first
+        self._evicted: set[socket.socket] = set()  # closed for room; their slot was handed on
         self.refused = 0
-        """Connections answered 503 because the cap was reached."""
+        """Connections answered 503 because the cap was reached and none was idle."""
+        self.evicted = 0
+        """Idle keep-alive connections closed to make room for a new one."""
+        self.slow_bodies = 0
+        """Requests answered 408 because their body did not arrive in time."""
         # every socket operation of a connection times out (StreamRequestHandler.timeout)
         handler = type("_LimitedHandler", (_Handler,), {"timeout": limits.header_timeout})
         super().__init__(host, port, app, handler=handler, fd=fd)  # (calls server_close once)
         self.deadlines = _Deadlines()
 
+    def went_idle(self, sock: socket.socket) -> None:
+        """``sock`` waits for its next request's first byte: it may be evicted."""
+        with self._lock:
+            self._idle[sock] = None
+
+    def went_busy(self, sock: socket.socket) -> bool:
+        """``sock`` stopped waiting; False when it was evicted meanwhile."""
+        with self._lock:
+            return self._idle.pop(sock, False) is None
+
+    def _evict_oldest_idle(self) -> socket.socket | None:
+        for sock in self._idle:  # (called under the lock)
+            with contextlib.suppress(OSError, ValueError):
+                if select.select([sock], [], [], 0)[0]:
+                    continue  # its next request is arriving: not idle
+            del self._idle[sock]
+            self._evicted.add(sock)
+            self.evicted += 1
+            return sock
+        return None
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.refused += 1
+        victim = None
+        with self._lock:
+            admitted = self._open < self.limits.max_connections
+            if admitted:
+                self._open += 1
+            else:
+                victim = self._evict_oldest_idle()  # its slot passes to this connection
+                admitted = victim is not None
+                if not admitted:
+                    self.refused += 1
+        if victim is not None:
+            with contextlib.suppress(OSError):
+                victim.shutdown(socket.SHUT_RDWR)  # its blocked read returns; its thread ends
+        if not admitted:
             with contextlib.suppress(OSError):
                 request.setblocking(False)
                 request.send(_BUSY)
@@ -132,14 +250,22 @@ class LimitedWSGIServer(ThreadedWSGIServer):
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            self._release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            self._release(request)
+
+    def _release(self, request: Any) -> None:
+        with self._lock:
+            self._idle.pop(request, None)
+            if request in self._evicted:
+                self._evicted.discard(request)  # its slot already went to a newcomer
+            else:
+                self._open -= 1
 
     def server_close(self) -> None:
         super().server_close()

@@ -106,11 +106,13 @@ def test_a_client_trickling_its_headers_is_cut_off(store_url: str) -> None:
         assert httpx.get(server.url, timeout=WAIT_S).status_code == 200
 
 
-def test_connections_beyond_the_cap_get_503_and_service_resumes(store_url: str) -> None:
+def test_busy_connections_beyond_the_cap_get_503_and_service_resumes(store_url: str) -> None:
     limits = Limits(max_connections=3, max_inflight=3, header_timeout=60.0)
     with _dashboard(store_url, limits) as server:
         idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
         try:
+            for sock in idle:  # each is mid-request (a silent one would be closed for room)
+                sock.sendall(b"GET / HTTP/1.1\r\n")
             deadline = time.monotonic() + WAIT_S
             status = 0
             while time.monotonic() < deadline:  # until the server has taken all three
