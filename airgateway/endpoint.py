@@ -48,6 +48,7 @@ from airgateway.sessions import Session
 from airgateway.tasks import TASK_METHODS
 from airgateway.types import JSONDict
 from airhttp.guards import bearer_token
+from airhttp.media import accepts, media_type
 
 __all__ = ["DEFAULT_MAX_BODY", "GatewayEndpoint"]
 
@@ -166,9 +167,9 @@ class GatewayEndpoint:
     async def _post(
         self, headers: dict[str, str], client: ClientConfig | None, receive: Receive, send: Send
     ) -> None:
-        accept = headers.get("accept", "*/*")
-        accepts_json = "application/json" in accept or "*/*" in accept
-        accepts_sse = "text/event-stream" in accept or "*/*" in accept
+        accept = headers.get("accept")  # media types, never substrings (RFC 9110 §12.5.1)
+        accepts_json = accepts(accept, "application/json")
+        accepts_sse = accepts(accept, "text/event-stream")
         if headers.get("mcp-method") == "tools/call" and client is not None:
             name = headers.get("mcp-name")  # route from headers before reading the body
             if name is not None and not name.startswith("=?"):
@@ -184,7 +185,7 @@ class GatewayEndpoint:
             message = f"Request body larger than {self.max_body} bytes"
             await reply_json(send, error_response(None, INVALID_REQUEST, message), 413)
             return
-        if "application/json" not in headers.get("content-type", ""):
+        if media_type(headers.get("content-type")) != "application/json":
             message = "Unsupported Media Type: use application/json"
             await reply_json(send, error_response(None, INVALID_REQUEST, message), 415)
             return
@@ -563,7 +564,7 @@ class GatewayEndpoint:
     async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
         """Legacy: the session's stream of list-changed notifications."""
         sid = headers.get(SESSION_HEADER)
-        if sid is None or "text/event-stream" not in headers.get("accept", ""):
+        if sid is None or not accepts(headers.get("accept"), "text/event-stream"):
             await reply(send, 405, None, [(b"allow", b"POST, DELETE")])
             return
         if await self.gateway.sessions.get(sid) is None:

@@ -39,6 +39,7 @@ from airgateway.types import JSONDict
 from airgateway.upstream_http import HttpUpstream
 from airhttp import Answer, Scope
 from airhttp.guards import bearer_token
+from airhttp.media import accepts, media_type
 
 __all__ = ["FastPath"]
 
@@ -49,6 +50,7 @@ _WANTED = frozenset(
     }
 )  # fmt: skip
 _JSON = ((b"content-type", b"application/json"),)
+_JSON_TYPE = "application/json"
 
 
 def _refuse_input(_message: JSONDict) -> Awaitable[JSONDict | None]:
@@ -80,16 +82,14 @@ class FastPath:
         for name, value in scope["headers"]:
             if name in _WANTED and name not in found:
                 found[name] = value
-        if (
-            found.get(b"mcp-method") != b"tools/call"
-            or b"mcp-session-id" in found
-            or b"application/json" not in found.get(b"content-type", b"")
-        ):
-            return None
-        accept = found.get(b"accept", b"*/*")
-        if b"application/json" not in accept and b"*/*" not in accept:
+        if found.get(b"mcp-method") != b"tools/call" or b"mcp-session-id" in found:
             return None
         text = {k.decode("latin-1"): v.decode("latin-1") for k, v in found.items()}
+        # parsed as media types (never substrings): the endpoint answers 415/406 to the rest
+        if media_type(text.get("content-type")) != _JSON_TYPE or not accepts(
+            text.get("accept"), _JSON_TYPE
+        ):
+            return None
         try:
             client = self.gateway.access.identify(bearer_token(text.get("authorization")))
         except Unauthorized:

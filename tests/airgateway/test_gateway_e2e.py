@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import mcp.types as mt
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -512,3 +513,23 @@ def test_any_client_message_gets_a_clean_answer_and_the_gateway_stays_up(
         answer = resp.json()
         assert answer["jsonrpc"] == "2.0"
         assert ("result" in answer) != ("error" in answer)
+
+
+@pytest.mark.parametrize(
+    ("header", "value", "status"),
+    [("content-type", "application/jsonx", 415),
+     ("content-type", "text/plain; x=application/json", 415),
+     ("accept", "application/json;q=0", 406),
+     ("accept", "text/html", 406),
+     ("content-type", "Application/JSON; charset=utf-8", 200)],
+)  # fmt: skip
+async def test_the_fast_path_reads_content_type_and_accept_as_media_types(
+    rig: Rig, header: str, value: str, status: int
+) -> None:
+    """A look-alike media type never takes the gateway's fast path: it gets the endpoint's 415
+    or 406, as from aircore's own /mcp."""
+    body, headers = envelope("tools/call", {"name": "whoami", "arguments": {}})
+    headers = {"content-type": "application/json", **headers, header: value}
+    async with httpx.AsyncClient(timeout=10) as http:
+        resp = await http.post(rig.url, content=orjson.dumps(body), headers=headers)
+    assert resp.status_code == status, resp.text
