@@ -10,7 +10,8 @@
   arrive within ``header_timeout`` seconds of its first byte (of the connection's opening, for
   its first request). One watchdog thread shuts down a connection whose head is late, so a
   client sending one header byte a second ("slowloris") is cut off however slowly it trickles;
-  a late body is answered ``408`` and the connection closed.
+  a late body is answered ``408`` and the connection closed. A ``Content-Length`` that is not
+  a decimal number is answered ``400``.
 - **Reads and writes**: every socket operation times out after ``header_timeout`` seconds.
 """
 
@@ -44,12 +45,20 @@ _SLOW = (
     b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\n"
     b"Content-Length: 17\r\nConnection: close\r\n\r\nrequest too slow\n"
 )
+_BAD_LENGTH = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+    b"Content-Length: 19\r\nConnection: close\r\n\r\nbad Content-Length\n"
+)
 _WATCH_EVERY = 0.2
 _CHUNK = 64 * 1024
 
 
 class _SlowBodyError(Exception):
     """A declared request body did not arrive before the request's deadline."""
+
+
+class _BadLengthError(Exception):
+    """A ``Content-Length`` that is not a decimal number."""
 
 
 class _Deadlines:
@@ -110,12 +119,13 @@ class _Handler(WSGIRequestHandler):
         self.server.deadlines.arm(self.connection, self._due - time.monotonic())
         try:
             super().handle_one_request()
-        except _SlowBodyError:
+        except (_SlowBodyError, _BadLengthError) as exc:
             self.close_connection = True
-            self.server.slow_bodies += 1
+            slow = isinstance(exc, _SlowBodyError)
+            self.server.slow_bodies += slow
             with contextlib.suppress(OSError):
                 self.connection.settimeout(0.0)
-                self.connection.send(_SLOW)
+                self.connection.send(_SLOW if slow else _BAD_LENGTH)
         finally:
             self.server.deadlines.disarm(self.connection)
             self._requests += 1
@@ -140,10 +150,14 @@ class _Handler(WSGIRequestHandler):
         """werkzeug's environ, with a declared body read in whole before the request's
         deadline (so the app never waits on a trickling client)."""
         environ = super().make_environ()
-        length = self.headers.get("Content-Length", "")
+        length = self.headers.get("Content-Length", "").strip(" \t")
         chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
-        if chunked or not length.isdigit() or int(length) > self.server.limits.max_body:
-            return environ  # werkzeug and the app answer these (413, 400)
+        if chunked or not length:
+            return environ  # werkzeug and the app bound a chunked body (413)
+        if not (length.isascii() and length.isdigit()):  # HTTP's 1*DIGIT, no "²", no sign
+            raise _BadLengthError
+        if int(length) > self.server.limits.max_body:
+            return environ  # the app answers 413 without reading it
         environ["wsgi.input"] = io.BytesIO(self._read_body(int(length)))
         return environ
 
