@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
@@ -72,15 +73,24 @@ async def test_a_log_near_its_cap_gets_a_badge_measured_in_the_background(
     assert view.alerts[0].text.endswith("of its 64.0 KiB cap (older entries go)")
 
 
+def _shown_badge_text(driver: WebDriver) -> str | None:
+    for badge in driver.find_elements(By.CSS_SELECTOR, "#alerts .alert-disk"):
+        if badge.is_displayed():
+            text: str = badge.text
+            return text
+    return None
+
+
 @pytest.mark.browser
 def test_the_page_shows_the_badge(browser: WebDriver, tmp_path: Path) -> None:
     asyncio.run(_near_cap(tmp_path / "data"))
     url = f"file://{tmp_path / 'data'}"
     with DashboardServer(SyncReader.open(url), store_url=url, port=0, refresh_ms=500) as srv:
         browser.get(srv.url)
-        WebDriverWait(browser, WAIT_S).until(
-            lambda d: d.find_elements(By.CSS_SELECTOR, "#alerts .alert-disk")
-        )
-        badge = browser.find_element(By.CSS_SELECTOR, "#alerts .alert-disk")
-        assert badge.is_displayed()
-        assert badge.text.startswith("meter.calls: ")
+        # the page re-renders the badges every refresh (500 ms here): read one inside the wait,
+        # where an element replaced between finding and reading it is simply looked up again
+        text = WebDriverWait(
+            browser, WAIT_S, ignored_exceptions=(StaleElementReferenceException,)
+        ).until(_shown_badge_text)
+        assert text is not None
+        assert text.startswith("meter.calls: ")
