@@ -77,7 +77,7 @@ async def reply_json(
 async def read_body(headers: Mapping[str, str], receive: Receive, limit: int) -> bytes | None:
     """The request body, or ``None`` when it is larger than ``limit`` bytes."""
     length = headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > limit:
+    if length is not None and length.isascii() and length.isdigit() and int(length) > limit:
         return None
     chunks = bytearray()
     while True:

@@ -119,7 +119,7 @@ class GuardedApp:
         if length is not None:
             max_body = self.limits.max_body
             text = length.strip()
-            if not text.isdigit() or int(text) > max_body:
+            if not (text.isascii() and text.isdigit()) or int(text) > max_body:
                 return Refusal(status=413, reason=_TOO_LARGE.format(max_body))
         if self.inflight >= self.limits.max_inflight:
             return BUSY

@@ -103,7 +103,7 @@ def _holdable(headers: list[tuple[bytes, bytes]]) -> bool:
         elif name == b"transfer-encoding" or name == b"expect":
             return False
     length = length.strip()
-    return length.isdigit() and int(length) <= HIGH_WATER
+    return length.isascii() and length.isdigit() and int(length) <= HIGH_WATER
 
 
 def _addr(info: Any) -> tuple[str, int] | None:

@@ -39,7 +39,7 @@ def wsgi_refusal(
     if refusal is not None:
         return refusal
     length = str(environ.get("CONTENT_LENGTH") or "").strip()
-    if length and (not length.isdigit() or int(length) > max_body):
+    if length and (not (length.isascii() and length.isdigit()) or int(length) > max_body):
         return Refusal(
             status=413, reason=f"Payload Too Large: request body larger than {max_body} bytes"
         )

@@ -105,6 +105,6 @@ def parse_layer(value: object) -> Layer:
         return Layer(value)
     if isinstance(value, str):
         text = value.strip().upper().removeprefix("L")
-        if text.isdigit() and 1 <= int(text) <= 7:
+        if text.isascii() and text.isdigit() and 1 <= int(text) <= 7:
             return Layer(int(text))
     raise ValueError(f"layer must be 1-7 or 'L1'-'L7', got {value!r}")

@@ -96,7 +96,7 @@ def error_class_of(error_type: str | None) -> ErrorClass:
         return found
     if error_type in _TIMEOUT_TYPES:
         cls: ErrorClass = "timeout"
-    elif error_type.lstrip("-").isdigit():
+    elif error_type.isascii() and error_type.lstrip("-").isdigit():
         cls = "protocol"
     else:
         cls = "exception"

@@ -200,7 +200,7 @@ class SloEvaluator:
             return
         entry = _Hour(signature)
         for key, rows in parsed:
-            minute = int(key[:13]) if key[:13].isdigit() else -1
+            minute = int(key[:13]) if key[:13].isascii() and key[:13].isdigit() else -1
             if minute < 0:
                 continue
             per_key = entry.minutes.setdefault(minute, {})

@@ -226,7 +226,12 @@ class McpEndpoint:
 
     async def _read_body(self, headers: Mapping[str, str], receive: Receive) -> bytes | None:
         length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body:
+        if (
+            length is not None
+            and length.isascii()
+            and length.isdigit()
+            and int(length) > self.max_body
+        ):
             return None
         first = await receive()
         if first["type"] == "http.disconnect":
