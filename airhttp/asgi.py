@@ -119,7 +119,9 @@ class GuardedApp:
         if length is not None:
             max_body = self.limits.max_body
             text = length.strip()
-            if not (text.isascii() and text.isdigit()) or int(text) > max_body:
+            if not text.isdigit():  # bytes: ASCII digits only
+                return Refusal(status=400, reason="Bad Request: Content-Length is not a number")
+            if int(text) > max_body:
                 return Refusal(status=413, reason=_TOO_LARGE.format(max_body))
         if self.inflight >= self.limits.max_inflight:
             return BUSY

@@ -45,6 +45,10 @@ class _HeadTooLargeError(Exception):
     """Raised inside a parser callback to stop parsing an oversized head."""
 
 
+class _BadTargetError(Exception):
+    """Raised inside a parser callback for a request target that does not parse (400)."""
+
+
 class Site:
     """What every connection of one server shares: the app, the limits, the counters and
     the open connections (oldest first).
@@ -183,6 +187,10 @@ class Connection(asyncio.Protocol):
                 self.site.stats.header_overflows += 1
                 self._fail(HUGE)
                 return
+            if isinstance(exc.__context__, _BadTargetError):
+                self.site.stats.bad_requests += 1
+                self._fail(BAD_REQUEST)
+                return
             raise
         except httptools.HttpParserError:
             self.site.stats.bad_requests += 1
@@ -265,7 +273,10 @@ class Connection(asyncio.Protocol):
         elif url == b"*":
             raw_path, query = url, b""
         else:  # absolute form (a proxy-style request line)
-            parsed = httptools.parse_url(url)
+            try:
+                parsed = httptools.parse_url(url)
+            except httptools.HttpParserInvalidURLError as exc:
+                raise _BadTargetError(url[:80]) from exc
             raw_path, query = parsed.path or b"/", parsed.query or b""
         path = raw_path.decode("utf-8", "replace")
         if "%" in path:

@@ -39,14 +39,22 @@ def wsgi_refusal(
     if refusal is not None:
         return refusal
     length = str(environ.get("CONTENT_LENGTH") or "").strip()
-    if length and (not (length.isascii() and length.isdigit()) or int(length) > max_body):
+    if length and not (length.isascii() and length.isdigit()):
+        return Refusal(status=400, reason="Bad Request: Content-Length is not a number")
+    if length and int(length) > max_body:
         return Refusal(
             status=413, reason=f"Payload Too Large: request body larger than {max_body} bytes"
         )
     return None
 
 
-_PHRASES = {401: "Unauthorized", 403: "Forbidden", 413: "Payload Too Large", 421: "Misdirected"}
+_PHRASES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    413: "Payload Too Large",
+    421: "Misdirected",
+}
 
 
 class GuardedWSGI:

@@ -222,6 +222,19 @@ def test_a_malformed_request_line_is_answered_400(srv: Served) -> None:
         assert until_closed(sock).startswith(b"HTTP/1.1 400")
 
 
+def test_an_absolute_form_target_that_does_not_parse_is_answered_400(srv: Served) -> None:
+    """The parser lets ``http://[::1`` through; its URL parse fails in our callback: that is
+    the client's bad request (400, counted), never an error of the connection."""
+    with srv.connect() as sock:
+        sock.sendall(b"GET http://[::1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert until_closed(sock).startswith(b"HTTP/1.1 400")
+    with srv.connect() as sock:  # the server goes on
+        sock.sendall(request("POST", "/echo?i=1", b"body"))
+        [answer] = ResponseReader(sock).read(1)
+        assert answer.status == 200
+    assert srv.server.stats.bad_requests >= 1
+
+
 def test_an_upgrade_request_is_answered_over_http_1_1_then_closed(srv: Served) -> None:
     with srv.connect() as sock:
         upgrade = (("Connection", "Upgrade"), ("Upgrade", "websocket"))
