@@ -26,6 +26,12 @@ class Snapshot:
     format: int
     position: int  # format 2: journal position covered; format 1: the last seq it holds
     items: dict[str, tuple[Any, float | None]] = field(default_factory=dict)
+    bad: list[str] = field(default_factory=list)  # keys whose item is not [value, expiry]
+
+
+def is_expiry(exp: object) -> bool:
+    """Whether a stored expiry is one: ``None`` or an epoch-seconds number (not a bool)."""
+    return exp is None or type(exp) is float or type(exp) is int
 
 
 def parse_snapshot(data: bytes, path: str) -> Snapshot:
@@ -46,15 +52,18 @@ def parse_snapshot(data: bytes, path: str) -> Snapshot:
         raw = doc["items"]
         if not isinstance(raw, dict):
             raise ValueError("snapshot items are not an object")
-        try:
-            items = {k: (v[0], v[1]) for k, v in raw.items()}
-        except (TypeError, KeyError, IndexError) as exc:
-            raise ValueError(f"snapshot item is not [value, expiry]: {exc}") from exc
+        items: dict[str, tuple[Any, float | None]] = {}
+        bad: list[str] = []
+        for k, v in raw.items():
+            if type(v) is list and len(v) == 2 and is_expiry(v[1]):
+                items[k] = (v[0], v[1])
+            else:  # one damaged item costs that key, not the whole snapshot
+                bad.append(k)
         key = "pos" if version >= 2 else "seq"
         position = doc.get(key, 0)
         if type(position) is not int:
             raise ValueError(f"snapshot {key} is not an int")
-        return Snapshot(version, position, items)
+        return Snapshot(version, position, items, bad)
     # the seed's plain {key: value} file
     return Snapshot(1, 0, {k: (v, None) for k, v in doc.items()})
 

@@ -24,7 +24,7 @@ from airstore._atomic import temp_path, write_file
 from airstore._compaction import Compaction
 from airstore._filenames import snapshot_path
 from airstore._journal import Journal
-from airstore._kvfiles import Snapshot, parse_snapshot, replay_v1
+from airstore._kvfiles import Snapshot, is_expiry, parse_snapshot, replay_v1
 from airstore._recovery import Finding
 from airstore.errors import CorruptDataError
 from airstore.types import Clock
@@ -212,10 +212,15 @@ class KVSpace(Compaction):
         if data is None:
             return None
         try:
-            return parse_snapshot(data, self.snapshot_path)
+            snap = parse_snapshot(data, self.snapshot_path)
         except ValueError as exc:
             self._snapshot_corrupt(str(exc))
             return None
+        for key in snap.bad:
+            self._report(
+                "corrupt_line", self.snapshot_path, None, f"item {key!r} is not [value, expiry]"
+            )
+        return snap
 
     def _snapshot_corrupt(self, reason: str) -> None:
         path = self.snapshot_path
@@ -251,6 +256,8 @@ class KVSpace(Compaction):
                 rec = orjson.loads(line)
                 ((key, val),) = rec.items()
                 if val is not None:
+                    if type(val) is not list or len(val) != 2 or not is_expiry(val[1]):
+                        raise ValueError("a record is not [value, expiry]")
                     value, exp = val
             except (orjson.JSONDecodeError, AttributeError, ValueError, TypeError) as exc:
                 self._report("corrupt_line", self.journal.path, None, f"{exc}: {line[:80]!r}")
@@ -261,12 +268,15 @@ class KVSpace(Compaction):
                 self._apply_delete(key)
             elif exp is None:  # _apply_set without expiry, inlined (other writers' sets)
                 items[key] = value
-                entries[key] = line + b"\n"
+                if line[:1] == b"{" and line[-1:] == b"}":
+                    entries[key] = line + b"\n"
+                else:  # whitespace around it (a hand edit): re-encoded for the snapshot
+                    entries.pop(key, None)
                 if expires:
                     expires.pop(key, None)
             else:
                 self._apply_set(key, value, exp, now)
-                if key in items:
+                if key in items and line[:1] == b"{" and line[-1:] == b"}":
                     entries[key] = line + b"\n"
 
     def _own_pending_keys(self) -> set[str]:

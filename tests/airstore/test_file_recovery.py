@@ -228,3 +228,52 @@ async def test_log_rotates_into_segments_and_retention_keeps_the_newest(tmp_path
         again = [e["i"] for e in await reader.query("log", limit=10_000)]
         assert again == got[: len(again)]  # the final flush may have rotated once more
         assert len(again) > 50
+
+
+async def test_a_journal_line_with_whitespace_around_it_survives_the_next_compaction(
+    tmp_path: Path,
+) -> None:
+    """A hand-edited journal (CRLF, a leading space): the records still parse, and the next
+    snapshot re-encodes them instead of gluing them in as they are (which wrote an invalid
+    snapshot, set aside on the next open with every key in it)."""
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "a", 1)
+    _append(tmp_path / "ns.journal.jsonl", b'{"b":[2,null]}\r\n {"c":[3,null]}\n')
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "d", 4)
+        await store.flush()  # snapshot + compaction
+    async with FileStore(tmp_path) as store:
+        assert [await store.get("ns", k) for k in "abcd"] == [1, 2, 3, 4]
+        assert store.recovery == []
+    assert (await check_directory(str(tmp_path))).ok
+
+
+@pytest.mark.parametrize(
+    "record", [b'{"b":[2,"x"]}', b'{"b":"ab"}', b'{"b":[2,[1]]}', b'{"b":[2,true]}', b'{"b":[]}']
+)
+async def test_a_record_whose_expiry_is_not_a_number_is_a_corrupt_line_not_a_crash(
+    tmp_path: Path, record: bytes
+) -> None:
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "a", 1)
+    _append(tmp_path / "ns.journal.jsonl", record + b"\n")
+    for read_only in (True, False):
+        async with FileStore(tmp_path, read_only=read_only) as store:
+            assert await store.get("ns", "a") == 1
+            assert await store.get("ns", "b") is None
+            assert [f.kind for f in store.recovery] == ["corrupt_line"]
+
+
+async def test_a_snapshot_item_that_is_not_value_and_expiry_costs_only_that_key(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    await _filled(data)
+    snapshot = data / "ns.json"
+    text = snapshot.read_bytes()
+    assert b'"k1":[1,null]' in text
+    snapshot.write_bytes(text.replace(b'"k1":[1,null]', b'"k1":[1,"x"]'))
+    async with FileStore(data, read_only=True) as reader:
+        assert await reader.get("ns", "k1") is None
+        assert await reader.get("ns", "k2") == 2
+        assert [f.kind for f in reader.recovery] == ["corrupt_line"]
