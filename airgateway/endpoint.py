@@ -99,6 +99,8 @@ class _Call:
 
 
 _Method = Callable[[_Call, JSONDict], Awaitable[JSONDict]]
+_Owner = tuple[str | None, str | None]
+"""Who a server→client request was sent to: the legacy session id and the client's name."""
 
 
 class GatewayEndpoint:
@@ -113,7 +115,8 @@ class GatewayEndpoint:
         self.gateway = gateway
         self.max_body = max_body
         self._inflight: dict[tuple[str, Any], asyncio.Task[Any]] = {}
-        self._pending: dict[str, asyncio.Future[JSONDict]] = {}
+        self._pending: dict[str, tuple[_Owner, asyncio.Future[JSONDict]]] = {}
+        """Server→client requests awaiting an answer: id → (who was asked, the answer)."""
         self._ids = itertools.count(1)
         self._listeners = 0
         self._methods: dict[str, _Method] = {
@@ -202,10 +205,11 @@ class GatewayEndpoint:
         if error is not None:
             await reply_json(send, error, 400)
             return
-        if kind == KIND_RESPONSE:
-            future = self._pending.get(str(message.get("id")))
-            if future is not None and not future.done():
-                future.set_result(message)
+        if kind == KIND_RESPONSE:  # as aircore: an id not asked of this responder is ignored
+            pending = self._pending.get(str(message.get("id")))
+            responder = (headers.get(SESSION_HEADER), None if client is None else client.name)
+            if pending is not None and pending[0] == responder and not pending[1].done():
+                pending[1].set_result(message)
             await reply(send, 202)
             return
         if "id" not in message:
@@ -218,7 +222,10 @@ class GatewayEndpoint:
         if message["method"] != "notifications/cancelled" or sid is None:
             return
         params = message.get("params") or {}
-        task = self._inflight.get((sid, params.get("requestId")))
+        request_id = params.get("requestId")
+        if not isinstance(request_id, str | int):  # the client's input: never hashed unchecked
+            return
+        task = self._inflight.get((sid, request_id))
         if task is not None:
             task.cancel()
 
@@ -397,11 +404,12 @@ class GatewayEndpoint:
 
     async def _ask_client(self, call: _Call, method: str, params: Any) -> JSONDict:
         """Send a server→client request on the call's stream and wait for the answer."""
-        if call.stream is None:
+        if call.stream is None or call.session is None:
             raise AirError(INTERNAL_ERROR, f"cannot send {method}: the call has no stream")
         gid = f"gw-{next(self._ids)}"
         future: asyncio.Future[JSONDict] = asyncio.get_running_loop().create_future()
-        self._pending[gid] = future
+        owner = (call.session.sid, None if call.client is None else call.client.name)
+        self._pending[gid] = (owner, future)
         try:
             request = {"jsonrpc": "2.0", "id": gid, "method": method, "params": params or {}}
             await call.stream.event(request)

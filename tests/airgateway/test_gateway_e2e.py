@@ -31,7 +31,7 @@ from tests.airgateway.procs import (
     sse_upstream,
     started,
 )
-from tests.airgateway.rpc import envelope, modern_call
+from tests.airgateway.rpc import envelope, legacy_request, modern_call
 
 pytestmark = pytest.mark.slow
 WAIT = 30.0
@@ -312,6 +312,58 @@ async def test_an_input_round_of_a_legacy_upstream_answers_only_its_own_retry(ri
         assert done["result"]["content"][0]["text"] == "accept:Cy", done
         again = (await http.post(rig.url, json=body, headers=headers)).json()
         assert again["error"]["code"] == -32602  # a round is answered once
+
+
+async def _legacy_session(http: httpx.AsyncClient, url: str) -> str:
+    """A fresh legacy session that declares elicitation; returns its id."""
+    params = {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+              "clientInfo": {"name": "raw", "version": "0"}}  # fmt: skip
+    init = await legacy_request(http, url, "initialize", params, None)
+    sid = init.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    await http.post(url, json=note, headers={"mcp-session-id": sid})
+    return sid
+
+
+async def test_only_the_asked_session_can_answer_a_relayed_elicitation(rig: Rig) -> None:
+    """Session B posting an answer to session A's elicitation id is ignored like an unknown
+    id (202, never delivered); A's own answer is the one the upstream gets."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        sid_a, sid_b = await _legacy_session(http, rig.url), await _legacy_session(http, rig.url)
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "sse__ask", "arguments": {}}}  # fmt: skip
+        headers = {"mcp-session-id": sid_a, "accept": "application/json, text/event-stream"}
+        async with http.stream("POST", rig.url, json=call, headers=headers) as stream:
+            events = (json.loads(line[5:]) async for line in stream.aiter_lines()
+                      if line.startswith("data:"))  # fmt: skip
+            asked = await anext(events)
+            assert asked["method"] == "elicitation/create", asked
+
+            async def answer(sid: str, name: str) -> int:
+                body = {"jsonrpc": "2.0", "id": asked["id"],
+                        "result": {"action": "accept", "content": {"name": name}}}  # fmt: skip
+                resp = await http.post(rig.url, json=body, headers={"mcp-session-id": sid})
+                return resp.status_code
+
+            assert await answer(sid_b, "Mallory") == 202
+            assert await answer(sid_a, "Ann") == 202
+            done = await anext(events)
+        assert done["id"] == 7
+        assert done["result"]["content"][0]["text"] == "accept:Ann", done
+
+
+@pytest.mark.parametrize("request_id", [[1], {}, {"a": 1}, None, 1.5])
+async def test_a_cancellation_naming_an_unhashable_request_id_is_ignored(
+    rig: Rig, request_id: Any
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        sid = await _legacy_session(http, rig.url)
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": request_id}}  # fmt: skip
+        resp = await http.post(rig.url, json=note, headers={"mcp-session-id": sid})
+        assert resp.status_code == 202, resp.text
+        ping = await legacy_request(http, rig.url, "ping", {}, sid)
+        assert ping.json()["result"] == {}
 
 
 async def test_unknown_tools_and_denied_inputs_get_clean_errors(rig: Rig) -> None:
