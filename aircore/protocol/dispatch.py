@@ -178,12 +178,12 @@ class Dispatcher:
         params = message.get("params") or {}
         if method == "notifications/initialized":
             conn.initialized = True
-        elif method == "notifications/cancelled":
-            task = conn.inflight.get(params.get("requestId"))
+        elif method == "notifications/cancelled" and isinstance(params, dict):
+            rid = params.get("requestId")
+            # a request id is a string or a number: anything else (a list…) matches nothing
+            task = conn.inflight.get(rid) if isinstance(rid, str | int) else None
             if task is not None:
-                logger.debug(
-                    "cancelling request %r: %s", params.get("requestId"), params.get("reason")
-                )
+                logger.debug("cancelling request %r: %s", rid, params.get("reason"))
                 task.cancel()
         # every other notification is accepted and ignored, as the spec allows
 

@@ -88,6 +88,23 @@ async def test_notifications_and_client_responses_get_no_answer(server: AirServe
     assert await server.handle_message({"jsonrpc": "2.0", "id": "zz", "result": {}}) is None
 
 
+@pytest.mark.parametrize(
+    "params", [{"requestId": [1]}, {"requestId": {}}, {"requestId": None}, None]
+)
+async def test_a_cancellation_naming_no_request_id_is_ignored(
+    server: AirServer, params: Any
+) -> None:
+    """A client controls ``requestId``: an unhashable one (or none at all)
+    matches nothing; it was a TypeError out of the notification."""
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+    assert await server.handle_message(note) is None
+    assert (await server.handle_message({"jsonrpc": "2.0", "id": 7, "method": "ping"})) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {},
+    }
+
+
 async def test_legacy_initialize_negotiates_versions(server: AirServer) -> None:
     for asked, answered in [
         ("2025-06-18", "2025-06-18"),
