@@ -8,13 +8,36 @@ import functools
 __all__ = ["accepts", "media_type"]
 
 
-@functools.lru_cache(maxsize=256)  # clients repeat the same few values: parse each once
+_CACHED_LEN = 256
+"""Header values up to this long are cached (clients repeat the same few); longer ones are
+parsed each time, so a client cannot park megabytes of its own strings in the caches."""
+
+
 def media_type(header: str | None) -> str:
     """The ``type/subtype`` of a ``Content-Type`` value, lower-case, without parameters.
 
     ``"Application/JSON; charset=utf-8"`` → ``"application/json"``; ``None``, an empty value
     or one that is not ``type/subtype`` → ``""``.
     """
+    if header is not None and len(header) > _CACHED_LEN:
+        return _media_type.__wrapped__(header)
+    return _media_type(header)
+
+
+def accepts(header: str | None, media: str) -> bool:
+    """Whether an ``Accept`` header admits ``media`` (``"type/subtype"``, lower-case).
+
+    No header admits everything; ``type/*`` and ``*/*`` ranges count; a range with ``q=0``
+    refuses.
+    """
+    if header is not None and len(header) > _CACHED_LEN:
+        return _accepts.__wrapped__(header, media)
+    return _accepts(header, media)
+
+
+@functools.lru_cache(maxsize=256)
+def _media_type(header: str | None) -> str:
+    """The cached parse behind :func:`media_type`."""
     if not header:
         return ""
     essence = header.partition(";")[0].strip().lower()
@@ -37,12 +60,8 @@ def _quality(params: list[str]) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def accepts(header: str | None, media: str) -> bool:
-    """Whether an ``Accept`` header admits ``media`` (``"type/subtype"``, lower-case).
-
-    No header admits everything; ``type/*`` and ``*/*`` ranges count; a range with ``q=0``
-    refuses.
-    """
+def _accepts(header: str | None, media: str) -> bool:
+    """The cached negotiation behind :func:`accepts`."""
     if header is None or not header.strip():
         return True
     kind = media.partition("/")[0]

@@ -49,3 +49,19 @@ def test_media_parsing_never_raises(header: str) -> None:
     essence = media_type(header)
     assert essence == "" or (essence.count("/") >= 1 and essence == essence.lower())
     accepts(header, "application/json")
+
+
+def test_long_header_values_are_parsed_but_never_cached() -> None:
+    """A client cannot park its own 64 KiB strings in the parse caches."""
+    from airhttp import media
+
+    media._media_type.cache_clear()
+    media._accepts.cache_clear()
+    long_type = "application/json;" + "x" * 60_000
+    long_accept = "text/html, " * 6_000 + "application/json"
+    assert media.media_type(long_type) == "application/json"
+    assert media.accepts(long_accept, "application/json")
+    assert media._media_type.cache_info().currsize == 0
+    assert media._accepts.cache_info().currsize == 0
+    assert media.media_type("application/json") == "application/json"
+    assert media._media_type.cache_info().currsize == 1
