@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -159,7 +160,10 @@ def test_air_demo_writes_a_back_dated_history_first_and_only_into_an_empty_store
     assert "writing 4,000 calls of history over the last 2 days" in err
     assert "history 4,000/4,000 calls (100%)" in err
     assert "daily budget exceeded" in err
-    assert "availability SLO in breach; now ok" in err
+    # 4,000 calls over 2 days follow the daily curve: how many of them fall in the incident's
+    # last minutes depends on the hour the test runs, so its short burn window reaches warning
+    # or breach (the default history, 150 k calls, always breaches); never ok, and it recovers
+    assert re.search(r"availability SLO in (warning|breach); now ok", err), err
     assert err.index("history 4,000/4,000") < err.index("starting demo_server.py")
 
     def report() -> dict[str, Any]:
