@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 __all__ = [
     "NamespaceFiles",
     "SlotFiles",
+    "active_logs_by_slot",
     "discover",
     "journal_lock_path",
     "journal_path",
@@ -131,6 +132,17 @@ def _log_names(root: str, ns: str) -> list[tuple[int, int | None, str]]:
             if number is None and match["gz"]:
                 continue  # an active file is never compressed
             found.append((int(match["slot"] or 0), number, os.path.join(root, name)))
+    return found
+
+
+def active_logs_by_slot(root: str) -> dict[int, list[tuple[str, str]]]:
+    """Every namespace's active (not rotated) log file, ``(ns, path)``, by writer slot."""
+    found: dict[int, list[tuple[str, str]]] = {}
+    for name in listdir_settled(root):
+        match = _LOG_RE.match(name)
+        if match is not None and match["n"] is None and not match["gz"]:
+            slot = int(match["slot"] or 0)
+            found.setdefault(slot, []).append((match["ns"], os.path.join(root, name)))
     return found
 
 

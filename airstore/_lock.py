@@ -18,7 +18,8 @@ import errno
 import fcntl
 import os
 
-from airstore._filenames import writer_lock_path
+from airstore._appendfile import cut_torn_tail
+from airstore._filenames import active_logs_by_slot, writer_lock_path
 from airstore.errors import StorageIOError, StoreLockedError
 
 __all__ = ["LOCK_NAME", "MAX_SLOTS", "DirLock", "read_holder_pid"]
@@ -101,6 +102,39 @@ class DirLock:
         raise StorageIOError(
             f"{MAX_SLOTS} writers already hold {self.directory!r}", path=self.directory
         )
+
+    def repair_dead_slots(self) -> list[tuple[str, str, int]]:
+        """Cut the torn last line of every active log of a slot no live writer holds (its
+        writer was killed mid-write); returns ``(ns, path, bytes cut)`` of each repair.
+
+        A slot is repaired under its own lock, taken without waiting: a live writer's slot,
+        or one another process is taking right now, is left alone.
+        """
+        repaired: list[tuple[str, str, int]] = []
+        for slot, logs in active_logs_by_slot(self.directory).items():
+            if slot == self.slot:
+                continue
+            try:
+                fd = _open(writer_lock_path(self.directory, slot))
+            except StorageIOError:
+                continue
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # a live writer
+                for ns, path in logs:
+                    with contextlib.suppress(OSError):  # gone, or unreadable: readers skip it
+                        log_fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+                        try:
+                            _, cut = cut_torn_tail(log_fd)
+                        finally:
+                            os.close(log_fd)
+                        if cut:
+                            repaired.append((ns, path, cut))
+            finally:
+                os.close(fd)  # closing releases the lock
+        return repaired
 
     def release(self) -> None:
         """Drop both locks. Idempotent."""

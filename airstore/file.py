@@ -162,6 +162,9 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
     def _open_writer(self, marker: str) -> None:
         os.makedirs(self.path, exist_ok=True)
         self._lock.acquire()
+        for ns, path, cut in self._lock.repair_dead_slots():  # a killed writer's last line
+            detail = f"cut {cut} bytes of an unfinished line (a writer that died mid-write)"
+            self._findings.append(Finding(kind="torn_tail", namespace=ns, path=path, detail=detail))
         if not os.path.exists(marker):
             write_atomic(marker, datadir_marker())
         remove_stale_temp_files(self.path)

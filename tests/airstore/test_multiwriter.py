@@ -146,3 +146,32 @@ async def test_a_loader_that_keeps_losing_the_race_to_compactions_still_opens(
         assert await loader.get("ns", "k19") == 19
         assert len(await loader.list("ns")) == 20
     assert unlocked_tries >= 2
+
+
+async def test_a_writer_repairs_the_torn_logs_of_slots_whose_writers_died(tmp_path: Path) -> None:
+    """A writer killed mid-line leaves its slot's log torn; the next writer to open the
+    directory cuts it back, whatever slot it takes itself (a live writer's slot is left
+    alone)."""
+    from airstore._recovery import check_directory
+
+    async with FileStore(tmp_path) as first, FileStore(tmp_path) as second:
+        await first.append("log", {"by": 0})
+        await second.append("log", {"by": 1})
+    dead = tmp_path / "log.log.s1.jsonl"
+    assert dead.exists()
+    with dead.open("ab") as fh:
+        fh.write(b'{"by":1,"_ts":1,"half')  # the killed writer's unfinished line
+    assert not (await check_directory(str(tmp_path))).ok
+    async with FileStore(tmp_path) as store:  # takes slot 0: slot 1's writer is dead
+        assert [(f.kind, Path(f.path).name) for f in store.recovery] == [
+            ("torn_tail", "log.log.s1.jsonl")
+        ]
+        assert sorted(e["by"] for e in await store.query("log")) == [0, 1]
+    assert (await check_directory(str(tmp_path))).ok
+    async with FileStore(tmp_path) as live:  # a live writer holds slot 0 …
+        await live.append("log", {"by": 2})
+        await asyncio.sleep(0)  # its line is written at the end of this loop turn
+        with (tmp_path / "log.log.jsonl").open("ab") as fh:
+            fh.write(b'{"by":"torn')  # … its own torn line is its own business
+        async with FileStore(tmp_path) as other:  # slot 1
+            assert other.recovery == []
