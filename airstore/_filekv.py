@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from typing import Any
 
 import orjson
 
+from airstore._fileparts import FileParts
 from airstore._kvspace import MISSING, KVSpace
-from airstore._persist import INLINE_WRITE_BYTES, Persister
-from airstore._recovery import Finding
+from airstore._persist import INLINE_WRITE_BYTES
 from airstore._validate import (
     JSON_OPTS,
     MAX_KEY_LENGTH,
@@ -26,7 +25,7 @@ from airstore._validate import (
     encode_value,
 )
 from airstore.errors import StorageIOError
-from airstore.types import Clock, JSONValue
+from airstore.types import JSONValue
 
 __all__ = ["FileKeys"]
 
@@ -34,25 +33,8 @@ _dumps = orjson.dumps
 _N = ord("n")  # every ``null`` holds this byte
 
 
-class FileKeys:
+class FileKeys(FileParts):
     """Keys of a FileStore (relies on the attributes FileStore sets)."""
-
-    path: str
-    read_only: bool
-    _clock: Clock
-    _sync: bool
-    _default_ttl: float | None
-    _findings: builtins.list[Finding]
-    _write_ok: Persister | None
-
-    def _writer(self) -> Persister:
-        raise NotImplementedError
-
-    def _ensure_open(self) -> None:
-        raise NotImplementedError
-
-    def _io(self, fn: Any, ns: str) -> Any:
-        raise NotImplementedError
 
     _closed: bool
     _spaces: dict[str, KVSpace]

@@ -8,40 +8,22 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Iterable
-from typing import Any
 
 from airstore._entry import stamp
 from airstore._filenames import log_path
+from airstore._fileparts import FileParts
 from airstore._lock import DirLock
 from airstore._logfile import LogFile, LogOptions, QueryWindow, query_log
-from airstore._persist import Persister
-from airstore._recovery import CorruptLineLog, Finding
+from airstore._recovery import CorruptLineLog
 from airstore._retention import Retention, apply_retention, read_retention, write_retention
 from airstore._validate import check_filter, check_limits, check_namespace, to_epoch_ms
-from airstore.types import Clock, Entry, JSONValue, TimeBound
+from airstore.types import Entry, JSONValue, TimeBound
 
 __all__ = ["FileLogs"]
 
 
-class FileLogs:
+class FileLogs(FileParts):
     """Logs of a FileStore (relies on the attributes FileStore sets)."""
-
-    path: str
-    read_only: bool
-    _clock: Clock
-    _sync: bool
-    _default_ttl: float | None
-    _findings: builtins.list[Finding]
-    _write_ok: Persister | None
-
-    def _writer(self) -> Persister:
-        raise NotImplementedError
-
-    def _ensure_open(self) -> None:
-        raise NotImplementedError
-
-    def _io(self, fn: Any, ns: str) -> Any:
-        raise NotImplementedError
 
     _logs: dict[str, LogFile]
     _lock: DirLock
