@@ -42,6 +42,7 @@ __all__ = ["SloEvaluator", "SloState", "SloStatus", "evaluate_slos"]
 SloState = Literal["ok", "warning", "breach"]
 
 _WINDOWS_MIN: Final = (5, 30, 60, 360)
+_HOUR_WINDOW_MIN: Final = 60
 _EXCLUDED: Final = frozenset({"refused", "cancelled", "budget", "protocol"})
 _OPEN_HOURS: Final = 2  # the newest hours of a period are summed at every evaluation
 _FAST_SHARE, _FAST_HOURS = 0.02, 1.0
@@ -199,6 +200,7 @@ class SloEvaluator:
         self._clock = clock
         self._hours: dict[int, _Hour] = {}
         self._sums: dict[tuple[_Key, float | None], tuple[list[_Hour], int, int]] = {}
+        self._evaluated: list[tuple[SloTarget, _Key, str]] = []
 
     async def evaluate(self) -> list[SloStatus]:
         """Every target's status for every (server, tool) it matches that has calls.
@@ -222,6 +224,7 @@ class SloEvaluator:
         window = _Window(loaded, now_ms)
         sums, self._sums = self._sums, {}
         out = []
+        targets = []
         for target in self.targets:
             period_start = now_ms - int(target.period_s * 1000)
             in_period = [entry for hour, entry in loaded if (hour + 1) * HOUR_MS > period_start]
@@ -234,7 +237,46 @@ class SloEvaluator:
                     cached = (closed, *_period_sums(closed, key, threshold))
                 self._sums[(key, threshold)] = cached
                 valid, bad = _period_sums(recent, key, threshold)
+                targets.append(target)
                 out.append(_status(target, key, valid + cached[1], bad + cached[2], window))
+        self._evaluated = [
+            (t, (s.server, s.tool), s.key) for t, s in zip(targets, out, strict=True)
+        ]
+        return out
+
+    async def burn_rate_history(
+        self, instants_ms: Sequence[int]
+    ) -> dict[str, list[tuple[int, float]]]:
+        """The 1 h burn rate of each status of the last :meth:`evaluate` at each instant: the
+        ``burn_rate_1h`` an evaluation at that instant gives, in one pass over the rollups
+        (hours already read are not parsed again; a sparkline's history).
+
+        Args:
+            instants_ms: epoch milliseconds.
+
+        Returns:
+            ``{status.key: [(instant, burn rate), …]}`` in time order; empty before the first
+            evaluation.
+
+        Raises:
+            airstore.AirstoreError: the store cannot be read.
+        """
+        if not instants_ms or not self._evaluated:
+            return {}
+        earliest = min(instants_ms) - _HOUR_WINDOW_MIN * MINUTE_MS
+        first_hour = (earliest - earliest % MINUTE_MS) // HOUR_MS
+        last_hour = max(instants_ms) // HOUR_MS
+        hours = [h for h in await stored_hours(self._store) if first_hour <= h <= last_hour]
+        for hour in hours:
+            await self._load_hour(hour)
+        loaded = [(hour, self._hours[hour]) for hour in hours]
+        out: dict[str, list[tuple[int, float]]] = {key: [] for _, _, key in self._evaluated}
+        for at in sorted(instants_ms):
+            window = _Window(loaded, at, windows=(_HOUR_WINDOW_MIN,), prune=False)
+            for target, key, status_key in self._evaluated:
+                ((valid, bad),) = window.sums(key, target.threshold_ms)
+                allowed = 1.0 - target.target
+                out[status_key].append((at, (bad / valid) / allowed if valid else 0.0))
         return out
 
     async def _load_hour(self, hour: int) -> None:
@@ -275,13 +317,20 @@ class SloEvaluator:
 
 class _Window:
     """The hours of the burn-rate windows ending at ``now_ms``, and where each window starts
-    (shortest first)."""
+    (shortest first); ``prune`` forgets the running sums of the hours outside every window."""
 
     __slots__ = ("firsts", "hours", "now_ms")
 
-    def __init__(self, loaded: Sequence[tuple[int, _Hour]], now_ms: int) -> None:
+    def __init__(
+        self,
+        loaded: Sequence[tuple[int, _Hour]],
+        now_ms: int,
+        *,
+        windows: Sequence[int] = _WINDOWS_MIN,
+        prune: bool = True,
+    ) -> None:
         firsts = []
-        for minutes in _WINDOWS_MIN:
+        for minutes in windows:
             start = now_ms - minutes * MINUTE_MS
             firsts.append(start - start % MINUTE_MS)
         self.firsts: tuple[int, ...] = tuple(firsts)
@@ -291,7 +340,7 @@ class _Window:
         for hour, entry in loaded:
             if (hour + 1) * HOUR_MS > earliest and hour * HOUR_MS <= now_ms:
                 self.hours.append((hour, entry))
-            elif entry.prefix:  # out of every window now: its running sums are not needed
+            elif prune and entry.prefix:  # out of every window now: its running sums are not needed
                 entry.prefix.clear()
 
     def sums(self, key: _Key, threshold: float | None) -> list[tuple[int, int]]:

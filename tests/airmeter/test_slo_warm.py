@@ -113,3 +113,28 @@ async def test_a_warm_evaluator_follows_new_late_and_aged_calls_through_a_file_r
 async def test_a_warm_evaluator_follows_new_late_and_aged_calls_on_sqlite(tmp_path: Path) -> None:
     async with SqliteStore(tmp_path / "air.db") as store:
         await _check_warm_follows_changes(store, store)
+
+
+async def test_the_burn_rate_history_is_what_an_evaluation_at_each_instant_gives(
+    tmp_path: Path,
+) -> None:
+    records = _calls(6000, start_ms=NOW_MS - 9 * HOUR, span_ms=9 * HOUR, tool="get_user",
+                     fail_every=40, slow_every=7, seed=0)  # fmt: skip
+    records += _calls(400, start_ms=NOW_MS - 3 * HOUR, span_ms=40 * MIN, tool="get_user",
+                      fail_every=2, slow_every=2, seed=1)  # an incident  # fmt: skip
+    records += _calls(200, start_ms=NOW_MS - 20 * MIN, span_ms=20 * MIN, tool="pay",
+                      fail_every=3, slow_every=3, seed=2)  # only lately  # fmt: skip
+    async with FileStore(tmp_path / "data") as store:
+        await _write(store, records, "w")
+        evaluator = SloEvaluator(store, OBJECTIVES, clock=lambda: NOW_MS / 1000)
+        assert await evaluator.burn_rate_history([NOW_MS]) == {}  # nothing evaluated yet
+        statuses = await evaluator.evaluate()
+        instants = [NOW_MS - k * 15 * MIN for k in range(23, 0, -1)]
+        history = await evaluator.burn_rate_history(instants)
+        assert set(history) == {s.key for s in statuses}
+        for n, at in enumerate(instants):
+            then = await evaluate_slos(store, OBJECTIVES, clock=lambda at=at: at / 1000)
+            expected = {s.key: s.burn_rate_1h for s in then}
+            assert expected == {key: series[n][1] for key, series in history.items()}
+            assert all(series[n][0] == at for series in history.values())
+        assert max(b for _, b in history[statuses[0].key]) > 14.4  # the incident shows
