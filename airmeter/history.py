@@ -11,9 +11,10 @@ recovered since).
 
 from __future__ import annotations
 
+import gc
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -125,7 +126,9 @@ async def backfill(
     """Run ``calls`` (oldest first) through the meter path, each at its planned time.
 
     The meter delivers every :data:`FLUSH_EVERY` calls, so its pending batch never overflows:
-    a back-fill drops nothing.
+    a back-fill drops nothing. The cyclic garbage collector is paused while it runs and
+    resumed after, also on error (the calls leave no cycles behind, and its passes over the
+    growing store cost about a quarter of a back-filled week's CPU).
 
     Args:
         meter: a started meter (its sinks and store get the records).
@@ -162,6 +165,24 @@ async def backfill(
             raise _RefusedError(f"Invalid arguments for tool {planned.tool!r}")
         return {"content": [{"type": "text", "text": "not found"}], "isError": True}
 
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return await _run_all(meter, calls, hook, run, clock, layers, progress)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+async def _run_all(
+    meter: Meter,
+    calls: Iterable[HistoryCall],
+    hook: MeterMiddleware,
+    run: Callable[[_Call], Awaitable[Any]],
+    clock: VirtualClock,
+    layers: Mapping[str, int],
+    progress: Callable[[int], object] | None,
+) -> int:
     last = -math.inf
     n = 0
     for planned in calls:

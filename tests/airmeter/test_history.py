@@ -6,6 +6,7 @@ availability SLO and has recovered, a budget warning)."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections import Counter
 from pathlib import Path
@@ -124,3 +125,25 @@ async def test_the_incident_breached_the_slo_which_recovered_and_the_budget_warn
     assert now.budget_remaining < 1.0  # the incident spent part of the budget
     assert snap.total_calls == 12_000
     assert any("daily budget exceeded" in m for m in caplog.messages)
+
+
+async def test_the_garbage_collector_is_paused_while_back_filling_and_resumed_after() -> None:
+    seen: list[bool] = []
+    plan = [HistoryCall(at=NOW + i, tool="a", latency_ms=1.0) for i in range(3)]
+    meter = Meter(server="s")
+    await meter.start()
+    assert gc.isenabled()
+    assert await backfill(meter, plan, progress=lambda n: seen.append(gc.isenabled())) == 3
+    assert seen == [False]
+    assert gc.isenabled()
+    with pytest.raises(MeterConfigError, match="oldest first"):  # resumed on error too
+        await backfill(meter, [*plan, HistoryCall(at=NOW, tool="a", latency_ms=1.0)])
+    assert gc.isenabled()
+    gc.disable()  # a caller that paused it keeps it paused
+    try:
+        await backfill(meter, [HistoryCall(at=NOW + 9, tool="a", latency_ms=1.0)])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    await meter.stop()
+    assert meter.stats.recorded == 7
