@@ -114,7 +114,10 @@ def check_finite(ns: str, key: str | None, value: Any, data: bytes) -> None:
     Raises:
         InvalidValueError: the value holds a non-finite float.
     """
-    if b"null" in data and _non_finite(value):
+    # Decoding the JSON back and comparing it in C (~2 µs for a 400-byte meter record) rules
+    # out the common case without the walk (~9 µs there): a NaN/Infinity came back as None and
+    # compares unequal. Other differences (a tuple came back as a list) leave it to the walk.
+    if b"null" in data and orjson.loads(data) != value and _non_finite(value):
         where = f"value for {ns!r}/{key!r}" if key is not None else f"log entry for {ns!r}"
         raise InvalidValueError(
             f"{where} is not JSON: NaN and Infinity have no JSON form", namespace=ns, key=key
