@@ -11,7 +11,6 @@ recovered since).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
@@ -87,11 +86,12 @@ class HistoryCall:
 class _Call:
     """The :class:`~airmeter.types.CallInfo` of one back-filled call."""
 
-    __slots__ = ("arguments", "layer", "tool_name", "usage")
+    __slots__ = ("arguments", "layer", "planned", "tool_name", "usage")
 
-    def __init__(self, tool: str, arguments: Mapping[str, Any], layer: int | None) -> None:
-        self.tool_name = tool
-        self.arguments = arguments
+    def __init__(self, planned: HistoryCall, layer: int | None) -> None:
+        self.planned = planned
+        self.tool_name = planned.tool
+        self.arguments = planned.arguments
         self.layer = layer
         self.usage: MutableMapping[str, Any] = {}
 
@@ -147,6 +147,21 @@ async def backfill(
     clock = clock or VirtualClock()
     hook = MeterMiddleware(meter, clock=clock.time, timer=clock.perf, **options)
     layers = layers or {}
+
+    async def run(call: _Call) -> Any:
+        planned = call.planned
+        clock.advance(planned.latency_ms / 1000.0)
+        outcome = planned.outcome
+        if outcome == "ok":
+            return planned.result
+        if outcome == "exception":
+            raise RuntimeError(f"{planned.tool} failed: upstream unavailable")
+        if outcome == "timeout":
+            raise _TimedOutError(f"tool {planned.tool!r} timed out")
+        if outcome == "refused":
+            raise _RefusedError(f"Invalid arguments for tool {planned.tool!r}")
+        return {"content": [{"type": "text", "text": "not found"}], "isError": True}
+
     last = -math.inf
     n = 0
     for planned in calls:
@@ -155,22 +170,10 @@ async def backfill(
                 f"back-filled calls must come oldest first ({planned.at} after {last})"
             )
         last = clock.now = planned.at
-
-        async def run(_: Any, planned: HistoryCall = planned) -> Any:
-            clock.advance(planned.latency_ms / 1000.0)
-            outcome = planned.outcome
-            if outcome == "exception":
-                raise RuntimeError(f"{planned.tool} failed: upstream unavailable")
-            if outcome == "timeout":
-                raise _TimedOutError(f"tool {planned.tool!r} timed out")
-            if outcome == "refused":
-                raise _RefusedError(f"Invalid arguments for tool {planned.tool!r}")
-            if outcome == "tool_error":
-                return {"content": [{"type": "text", "text": "not found"}], "isError": True}
-            return planned.result
-
-        with contextlib.suppress(*_FAILURES):  # recorded by the meter: a planned failure
-            await hook(_Call(planned.tool, planned.arguments, layers.get(planned.tool)), run)
+        try:  # noqa: SIM105 - contextlib.suppress costs more, and this runs per call
+            await hook(_Call(planned, layers.get(planned.tool)), run)
+        except _FAILURES:  # recorded by the meter: a planned failure
+            pass
         n += 1
         if n % FLUSH_EVERY == 0:
             await meter.flush()

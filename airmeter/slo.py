@@ -17,12 +17,15 @@ tool's doing):
   the period. ``budget_remaining`` is reported, not alerted on.
 
 Evaluation costs hours x tools, not calls: each stored hour is summed once per (server, tool)
-and kept while its documents are the same objects; only the last 6 hours are read per minute.
+and kept while its documents are the same; a warm evaluation re-reads every hour's documents
+(to see late writes) but adds up only the newest two hours afresh and reads each burn-rate
+window from per-hour running sums.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -39,7 +42,9 @@ __all__ = ["SloEvaluator", "SloState", "SloStatus", "evaluate_slos"]
 SloState = Literal["ok", "warning", "breach"]
 
 _WINDOWS_MIN: Final = (5, 30, 60, 360)
+_HOUR_WINDOW_MIN: Final = 60
 _EXCLUDED: Final = frozenset({"refused", "cancelled", "budget", "protocol"})
+_OPEN_HOURS: Final = 2  # the newest hours of a period are summed at every evaluation
 _FAST_SHARE, _FAST_HOURS = 0.02, 1.0
 _SLOW_SHARE, _SLOW_HOURS = 0.05, 6.0
 
@@ -130,19 +135,50 @@ class _Agg:
 
 
 class _Hour:
-    """One stored hour: per minute and in total, by (server, tool); valid while the parsed
-    row lists of its documents are the same objects (it holds them, so none is reused)."""
+    """One stored hour: per minute and in total, by (server, tool); valid while the store
+    returns the same documents (``pairs``, compared by identity first, then by equality) or
+    their parsed row lists are the same objects (it holds both, so none is reused)."""
 
-    __slots__ = ("minutes", "signature", "total")
+    __slots__ = ("minutes", "order", "pairs", "prefix", "signature", "total")
 
-    def __init__(self, signature: list[Sequence[RollupRow]]) -> None:
+    def __init__(self, signature: list[Sequence[RollupRow]], pairs: list[Any]) -> None:
         self.signature = signature
+        self.pairs = pairs
         self.minutes: dict[int, dict[_Key, _Agg]] = {}
         self.total: dict[_Key, _Agg] = {}
+        self.order: list[int] = []
+        self.prefix: dict[tuple[_Key, float | None], tuple[list[int], list[int]]] = {}
+
+    def window(self, key: _Key, threshold: float | None, first: int, last: int) -> tuple[int, int]:
+        """``(valid, bad)`` calls of ``key`` in the minutes ``first … last`` of this hour
+        (bad: failures, or calls slower than ``threshold``), from running sums kept per key
+        and threshold."""
+        sums = self.prefix.get((key, threshold))
+        if sums is None:
+            if not self.order:
+                self.order = sorted(self.minutes)
+            valid, bad = [0], [0]
+            v = b = 0
+            for minute in self.order:
+                agg = self.minutes[minute].get(key)
+                if agg is not None:
+                    v += agg.valid
+                    b += agg.bad if threshold is None else agg.slower_than(threshold)
+                valid.append(v)
+                bad.append(b)
+            sums = self.prefix[(key, threshold)] = (valid, bad)
+        lo = bisect_left(self.order, first)
+        hi = bisect_right(self.order, last)
+        return sums[0][hi] - sums[0][lo], sums[1][hi] - sums[1][lo]
 
 
 class SloEvaluator:
     """Evaluates targets against one store; keep it to evaluate again cheaply (warm).
+
+    A warm evaluation re-reads each hour's documents (one ``entries`` per stored hour) but
+    rebuilds only the hours whose documents changed; it keeps each (tool, target)'s sums over
+    the closed hours of its period while those hours are unchanged, and reads each burn-rate
+    window from running sums per hour and tool.
 
     Args:
         store: an opened store holding rollups (read-only is enough).
@@ -163,6 +199,8 @@ class SloEvaluator:
             self.targets += obj.targets() if isinstance(obj, Objective) else [obj]
         self._clock = clock
         self._hours: dict[int, _Hour] = {}
+        self._sums: dict[tuple[_Key, float | None], tuple[list[_Hour], int, int]] = {}
+        self._evaluated: list[tuple[SloTarget, _Key, str]] = []
 
     async def evaluate(self) -> list[SloStatus]:
         """Every target's status for every (server, tool) it matches that has calls.
@@ -174,31 +212,89 @@ class SloEvaluator:
         longest = max((t.period_s for t in self.targets), default=0.0)
         first_hour = (now_ms - int(longest * 1000)) // HOUR_MS
         hours = [h for h in await stored_hours(self._store) if h >= first_hour]
-        for gone in [h for h in self._hours if h not in set(hours)]:
+        kept = set(hours)
+        for gone in [h for h in self._hours if h not in kept]:
             del self._hours[gone]
         for hour in hours:
             await self._load_hour(hour)
+        loaded = [(hour, self._hours[hour]) for hour in hours]
+        every_key: set[_Key] = set()
+        for _, entry in loaded:
+            every_key.update(entry.total)
+        window = _Window(loaded, now_ms)
+        sums, self._sums = self._sums, {}
         out = []
+        targets = []
         for target in self.targets:
-            keys = sorted({k for h in hours for k in self._hours[h].total
-                           if target.matches(*k)})  # fmt: skip
-            for key in keys:
-                out.append(self._status(target, key, hours, now_ms))
+            period_start = now_ms - int(target.period_s * 1000)
+            in_period = [entry for hour, entry in loaded if (hour + 1) * HOUR_MS > period_start]
+            closed, recent = in_period[:-_OPEN_HOURS], in_period[-_OPEN_HOURS:]
+            threshold = target.threshold_ms
+            for key in sorted(k for k in every_key if target.matches(*k)):
+                # The closed hours' sums are kept while those hours are the same objects.
+                cached = self._sums.get((key, threshold)) or sums.get((key, threshold))
+                if cached is None or cached[0] != closed:
+                    cached = (closed, *_period_sums(closed, key, threshold))
+                self._sums[(key, threshold)] = cached
+                valid, bad = _period_sums(recent, key, threshold)
+                targets.append(target)
+                out.append(_status(target, key, valid + cached[1], bad + cached[2], window))
+        self._evaluated = [
+            (t, (s.server, s.tool), s.key) for t, s in zip(targets, out, strict=True)
+        ]
+        return out
+
+    async def burn_rate_history(
+        self, instants_ms: Sequence[int]
+    ) -> dict[str, list[tuple[int, float]]]:
+        """The 1 h burn rate of each status of the last :meth:`evaluate` at each instant: the
+        ``burn_rate_1h`` an evaluation at that instant gives, in one pass over the rollups
+        (hours already read are not parsed again; a sparkline's history).
+
+        Args:
+            instants_ms: epoch milliseconds.
+
+        Returns:
+            ``{status.key: [(instant, burn rate), …]}`` in time order; empty before the first
+            evaluation.
+
+        Raises:
+            airstore.AirstoreError: the store cannot be read.
+        """
+        if not instants_ms or not self._evaluated:
+            return {}
+        earliest = min(instants_ms) - _HOUR_WINDOW_MIN * MINUTE_MS
+        first_hour = (earliest - earliest % MINUTE_MS) // HOUR_MS
+        last_hour = max(instants_ms) // HOUR_MS
+        hours = [h for h in await stored_hours(self._store) if first_hour <= h <= last_hour]
+        for hour in hours:
+            await self._load_hour(hour)
+        loaded = [(hour, self._hours[hour]) for hour in hours]
+        out: dict[str, list[tuple[int, float]]] = {key: [] for _, _, key in self._evaluated}
+        for at in sorted(instants_ms):
+            window = _Window(loaded, at, windows=(_HOUR_WINDOW_MIN,), prune=False)
+            for target, key, status_key in self._evaluated:
+                ((valid, bad),) = window.sums(key, target.threshold_ms)
+                allowed = 1.0 - target.target
+                out[status_key].append((at, (bad / valid) / allowed if valid else 0.0))
         return out
 
     async def _load_hour(self, hour: int) -> None:
         pairs = await self._store.entries(hour_namespace(hour))
+        cached = self._hours.get(hour)
+        if cached is not None and cached.pairs == pairs:  # identity first: no parse, no walk
+            return
         docs = _cache_of(self._store)  # parses only the documents that changed
         parsed = [(key, docs.rows(hour, key, doc)) for key, doc in pairs]
         signature: list[Sequence[RollupRow]] = [rows for _, rows in parsed]
-        cached = self._hours.get(hour)
         if (
             cached is not None
             and len(cached.signature) == len(signature)
             and all(a is b for a, b in zip(cached.signature, signature, strict=True))
         ):
+            cached.pairs = pairs
             return
-        entry = _Hour(signature)
+        entry = _Hour(signature, pairs)
         for key, rows in parsed:
             minute = int(key[:13]) if key[:13].isascii() and key[:13].isdigit() else -1
             if minute < 0:
@@ -218,53 +314,80 @@ class SloEvaluator:
                 total.merge(agg)
         self._hours[hour] = entry
 
-    def _status(self, target: SloTarget, key: _Key, hours: Sequence[int], now_ms: int) -> SloStatus:
-        allowed = 1.0 - target.target
-        threshold = target.threshold_ms
-        period_start = now_ms - int(target.period_s * 1000)
 
-        def bad_of(agg: _Agg) -> int:
-            return agg.bad if threshold is None else agg.slower_than(threshold)
+class _Window:
+    """The hours of the burn-rate windows ending at ``now_ms``, and where each window starts
+    (shortest first); ``prune`` forgets the running sums of the hours outside every window."""
 
-        valid = bad = 0
-        for hour in hours:
-            if (hour + 1) * HOUR_MS <= period_start:
-                continue
-            agg = self._hours[hour].total.get(key)
-            if agg is not None:
-                valid += agg.valid
-                bad += bad_of(agg)
-        burns = []
-        for minutes in _WINDOWS_MIN:
+    __slots__ = ("firsts", "hours", "now_ms")
+
+    def __init__(
+        self,
+        loaded: Sequence[tuple[int, _Hour]],
+        now_ms: int,
+        *,
+        windows: Sequence[int] = _WINDOWS_MIN,
+        prune: bool = True,
+    ) -> None:
+        firsts = []
+        for minutes in windows:
             start = now_ms - minutes * MINUTE_MS
-            first = start - start % MINUTE_MS
-            w_valid = w_bad = 0
-            for hour in hours:
-                if (hour + 1) * HOUR_MS <= first:
-                    continue
-                for minute, per_key in self._hours[hour].minutes.items():
-                    if minute >= first and minute <= now_ms:
-                        agg = per_key.get(key)
-                        if agg is not None:
-                            w_valid += agg.valid
-                            w_bad += bad_of(agg)
-            burns.append((w_bad / w_valid) / allowed if w_valid else 0.0)
-        budget = 1.0 - bad / (allowed * valid) if valid else 1.0
-        period_h = target.period_s / 3600.0
-        fast = _FAST_SHARE * period_h / _FAST_HOURS
-        slow = _SLOW_SHARE * period_h / _SLOW_HOURS
-        b5, b30, b60, b360 = burns
-        state: SloState = "ok"
-        if b60 >= fast and b5 >= fast:
-            state = "breach"
-        elif b360 >= slow and b30 >= slow:
-            state = "warning"
-        return SloStatus(
-            tool=key[1], server=key[0], kind=target.kind, target=target.target,
-            threshold_ms=threshold, period=target.period, budget_remaining=budget,
-            burn_rate_5m=b5, burn_rate_30m=b30, burn_rate_1h=b60, burn_rate_6h=b360,
-            state=state, valid_calls=valid, bad_calls=bad,
-        )  # fmt: skip
+            firsts.append(start - start % MINUTE_MS)
+        self.firsts: tuple[int, ...] = tuple(firsts)
+        self.now_ms = now_ms
+        earliest = min(firsts)
+        self.hours: list[tuple[int, _Hour]] = []
+        for hour, entry in loaded:
+            if (hour + 1) * HOUR_MS > earliest and hour * HOUR_MS <= now_ms:
+                self.hours.append((hour, entry))
+            elif prune and entry.prefix:  # out of every window now: its running sums are not needed
+                entry.prefix.clear()
+
+    def sums(self, key: _Key, threshold: float | None) -> list[tuple[int, int]]:
+        """``(valid, bad)`` calls of ``key`` in each window."""
+        out = []
+        now_ms = self.now_ms
+        for first in self.firsts:
+            valid = bad = 0
+            for hour, entry in self.hours:
+                if (hour + 1) * HOUR_MS > first:
+                    v, b = entry.window(key, threshold, first, now_ms)
+                    valid += v
+                    bad += b
+            out.append((valid, bad))
+        return out
+
+
+def _period_sums(hours: Sequence[_Hour], key: _Key, threshold: float | None) -> tuple[int, int]:
+    """``(valid, bad)`` calls of ``key`` in ``hours``."""
+    valid = bad = 0
+    for entry in hours:
+        agg = entry.total.get(key)
+        if agg is not None:
+            valid += agg.valid
+            bad += agg.bad if threshold is None else agg.slower_than(threshold)
+    return valid, bad
+
+
+def _status(target: SloTarget, key: _Key, valid: int, bad: int, window: _Window) -> SloStatus:
+    allowed = 1.0 - target.target
+    threshold = target.threshold_ms
+    b5, b30, b60, b360 = ((b / v) / allowed if v else 0.0 for v, b in window.sums(key, threshold))
+    budget = 1.0 - bad / (allowed * valid) if valid else 1.0
+    period_h = target.period_s / 3600.0
+    fast = _FAST_SHARE * period_h / _FAST_HOURS
+    slow = _SLOW_SHARE * period_h / _SLOW_HOURS
+    state: SloState = "ok"
+    if b60 >= fast and b5 >= fast:
+        state = "breach"
+    elif b360 >= slow and b30 >= slow:
+        state = "warning"
+    return SloStatus(
+        tool=key[1], server=key[0], kind=target.kind, target=target.target,
+        threshold_ms=threshold, period=target.period, budget_remaining=budget,
+        burn_rate_5m=b5, burn_rate_30m=b30, burn_rate_1h=b60, burn_rate_6h=b360,
+        state=state, valid_calls=valid, bad_calls=bad,
+    )  # fmt: skip
 
 
 async def evaluate_slos(

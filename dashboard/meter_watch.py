@@ -5,7 +5,8 @@ Three readings of airmeter's public API, none of them on a refresh's path:
 - the SLO panel: the objectives file read once when the dashboard opens (as ``air meter slo``
   reads it: ``.air/slo.yml`` by default), evaluated with :class:`airmeter.slo.SloEvaluator`
   (kept warm), with the 1 h burn rate sampled every :data:`SPARK_STEP_MS` for a sparkline
-  (back-filled from the rollups on the first evaluation);
+  (back-filled from the rollups on the first evaluation, in one pass:
+  :meth:`~airmeter.slo.SloEvaluator.burn_rate_history`);
 - the header's ``drops`` badge: :func:`airmeter.meter_health`, the health document every meter
   keeps in the store (records dropped, sink failures, sink timeouts);
 - the context panel: :func:`airmeter.context_cost.context_report` for the range the page shows.
@@ -13,7 +14,7 @@ Three readings of airmeter's public API, none of them on a refresh's path:
 A view calls :meth:`MeterWatch.poll` and reads the last results; a new evaluation starts in the
 background at most every :data:`WATCH_EVERY` seconds, or at once when the range changed. It
 shares the reader's event loop with the refreshes, so it yields between its slices (each
-reading, each back-filled instant): a refresh waits for one slice at most, not the whole. The
+reading, the sparkline's back-fill): a refresh waits for one slice at most, not the whole. The
 dashboard only reads the store, so it never sends SLO alerts (``air meter slo --watch`` does).
 """
 
@@ -292,15 +293,14 @@ class MeterWatch:
 
     async def _evaluate(self, now_ms: int) -> None:
         assert self._evaluator is not None
-        if not self._backfilled:  # first time: back-fill the sparkline from the rollups
-            self._backfilled = True
-            for back in range(SPARK_POINTS - 1, 0, -1):
-                at = now_ms - back * SPARK_STEP_MS
-                self._at = at / 1000
-                self._sample(await self._evaluator.evaluate(), at)
-                await asyncio.sleep(0)  # a refresh waiting for the loop goes first
         self._at = now_ms / 1000
         statuses = await self._evaluator.evaluate()
+        if not self._backfilled:  # first time: back-fill the sparkline from the rollups
+            self._backfilled = True
+            await asyncio.sleep(0)  # a refresh waiting for the loop goes first
+            instants = [now_ms - back * SPARK_STEP_MS for back in range(SPARK_POINTS - 1, 0, -1)]
+            for key, series in (await self._evaluator.burn_rate_history(instants)).items():
+                self._history[key] = deque(series, maxlen=SPARK_POINTS)
         past = {k: h[-1][0] for k, h in self._history.items() if h}
         for s in statuses:
             if now_ms - past.get(s.key, -SPARK_STEP_MS) >= SPARK_STEP_MS:
