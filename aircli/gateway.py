@@ -3,7 +3,8 @@
 Serves Streamable HTTP on ``/mcp`` (both eras) and ``GET /status``; prints its URL on stderr.
 A non-loopback ``--host`` needs ``--allow-remote`` and ``--token``. SIGTERM / Ctrl+C stop it
 cleanly: stdio children are stopped and metering is flushed. Sessions, rate counters and
-metering go to ``--store`` (else the default location every ``air`` command uses).
+metering go to ``--store`` (else the default location every ``air`` command uses); a store
+given with ``--store`` (or ``AIR_DATA_DIR``) also shares the Server Registry between gateways.
 """
 
 from __future__ import annotations
@@ -110,7 +111,11 @@ async def _serve(config: object, args: argparse.Namespace) -> None:
             recorder = Meter(store=None if args.no_meter else store, sinks=sinks,
                              server="air-gateway")  # fmt: skip
             meter = GatewayMeter(recorder, otel=otel)
-        gateway = Gateway(config, store=store, token=args.token, meter=meter)
+        # the registry is shared only through a store named for it (--store, AIR_DATA_DIR):
+        # gateways of unrelated projects falling back on the per-user directory stay apart
+        shared = location.source in ("explicit", "environment")
+        gateway = Gateway(config, store=store, token=args.token, meter=meter,
+                          share_registry=shared, allow_remote=args.allow_remote)  # fmt: skip
         await serve_gateway(
             gateway,
             host=args.host,

@@ -1,5 +1,6 @@
-"""``air status --url URL``: a gateway's upstreams (state, latency, in flight, tools) and
-name conflicts, read from its ``GET /status``."""
+"""``air status --url URL``: a gateway's upstreams (state, latency, in flight, tools; a
+replica adopted from another gateway's registration is marked ``(gw ID)``), the gateways live
+in the shared registry, and name conflicts, read from its ``GET /status``."""
 
 from __future__ import annotations
 
@@ -41,14 +42,23 @@ def format_table(status: dict[str, Any]) -> str:
     rows = [head]
     for up in status.get("upstreams", []):
         latency = up.get("latency_ms")
+        by = up.get("registered_by")
         rows.append((
-            str(up.get("name")), str(up.get("replica")), str(up.get("state")),
+            str(up.get("name")), str(up.get("replica")) + ("" if by is None else f" (gw {by})"),
+            str(up.get("state")),
             "-" if latency is None else f"{latency:.2f}", str(up.get("in_flight")),
             str(up.get("tools")), str(up.get("last_error") or "")[:60],
         ))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
              for row in rows]  # fmt: skip
+    registry = status.get("registry")
+    if isinstance(registry, dict):
+        live = [f"{g.get('id')}{' (this one)' if g.get('self') else ''}"
+                for g in registry.get("gateways", [])]  # fmt: skip
+        lines.append(f"gateways in the registry: {', '.join(live) or '-'}")
+        if registry.get("error"):
+            lines.append(f"registry not shared now: {registry['error']}")
     for warning in status.get("warnings", []):
         lines.append(f"warning: {warning}")
     for c in status.get("conflicts", []):

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
 from aircore.settings import REQUEST_STATE_KEY_ENV
@@ -19,11 +19,13 @@ from airgateway.errors import GatewayError
 from airgateway.health import HealthChecker
 from airgateway.index import IndexedTool, Listing, ToolIndex
 from airgateway.metering import GatewayMeter
+from airgateway.registry_sync import RegistrySync
 from airgateway.replica import Replica
 from airgateway.rounds import InputRounds
 from airgateway.router import Router
 from airgateway.sessions import SessionBook
 from airgateway.shared_health import SharedHealth
+from airgateway.shared_registry import SharedRegistry
 from airgateway.tasks import TaskRoutes
 from airgateway.types import JSONDict, MessageHandler, UpstreamClient
 from airgateway.upstream_http import HttpUpstream
@@ -53,6 +55,9 @@ class Gateway:
         store: sessions and rate counters (a ``redis://`` store shares them between gateways).
         token: the gateway's own bearer token (``--token``).
         meter: meters every proxied call (``None``: no metering).
+        share_registry: publish this gateway's network replicas in the store and adopt those
+            other gateways sharing it publish (:mod:`airgateway.registry_sync`).
+        allow_remote: adopt replicas at non-loopback URLs too.
     """
 
     def __init__(
@@ -62,8 +67,12 @@ class Gateway:
         store: Store,
         token: str | None = None,
         meter: GatewayMeter | None = None,
+        share_registry: bool = True,
+        allow_remote: bool = False,
     ) -> None:
         self.config = config
+        self.id = secrets.token_hex(6)
+        """This gateway process's id in the store (registry and health marks)."""
         self.store = store
         self.meter = meter
         self.warnings: list[str] = []
@@ -86,15 +95,23 @@ class Gateway:
             config.health,
             on_listing=self._listing,
             on_state=self._state_changed,
-            shared=SharedHealth(store, interval_s=config.health.interval_s),
+            shared=SharedHealth(store, interval_s=config.health.interval_s, me=self.id),
         )
+        self.registry: RegistrySync | None = None
+        """The Server Registry shared through the store (``None``: not shared)."""
+        if share_registry:
+            shared = SharedRegistry(store, me=self.id, interval_s=config.health.interval_s,
+                                    allow_remote=allow_remote)  # fmt: skip
+            self.registry = RegistrySync(shared, config=config, groups=groups,
+                                         make_client=self._client, on_added=self._adopted,
+                                         on_ranks=self._ranked)  # fmt: skip
         self.rounds = InputRounds()
         """2026-07-28 clients' calls held for input from legacy-era upstreams."""
         self.sessions = SessionBook(store)
         self.tasks = TaskRoutes(store)
         self.access = Access(config.clients, config.per_tool_rate_per_s, token=token, store=store)
         self._listeners: set[Notify] = set()
-        self._started = False
+        self._started = self._live = False
         self._checks: set[asyncio.Task[Any]] = set()
 
     def _request_state_keys(self, servers: Sequence[ServerConfig]) -> dict[str, str]:
@@ -146,6 +163,8 @@ class Gateway:
         if self._started:
             return
         self._started = True
+        if self.registry is not None:
+            await self.registry.start(self.config.health.interval_s)
         replicas = self.router.all()
         await self.health.check_all(replicas)
         for warning in self.warnings:
@@ -155,7 +174,8 @@ class Gateway:
                 logger.warning(
                     "%s is not reachable at start: %s", replica.label, replica.last_error
                 )
-        self.health.start(replicas)
+        self.health.start(self.router.all)
+        self._live = True
         if self.meter is not None:
             await self.meter.start()
 
@@ -163,8 +183,10 @@ class Gateway:
         """Stop health checks, close every upstream (stdio children too), flush metering."""
         if not self._started:
             return
-        self._started = False
+        self._started = self._live = False
         self.rounds.close()
+        if self.registry is not None:
+            await self.registry.stop()
         await self.health.stop()
         for task in list(self._checks):
             task.cancel()
@@ -190,6 +212,20 @@ class Gateway:
             for method in _LIST_CHANGED:
                 self._broadcast({"jsonrpc": "2.0", "method": method, "params": {}})
 
+    def _adopted(self, replica: Replica) -> None:
+        if self._live:  # at start, the first round checks it
+            self._check_soon(replica)
+
+    def _ranked(self, ranks: Mapping[str, int]) -> None:
+        if self.index.rank(ranks):
+            for method in _LIST_CHANGED:
+                self._broadcast({"jsonrpc": "2.0", "method": method, "params": {}})
+
+    def _check_soon(self, replica: Replica) -> None:
+        task = asyncio.ensure_future(self.health.check(replica))
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
+
     def _state_changed(self, replica: Replica) -> None:
         if not replica.healthy:
             self.health.wake()  # check the others soon; the pool just shrank
@@ -199,9 +235,7 @@ class Gateway:
         if method in _LIST_CHANGED:
             replica = self.router.find(label)
             if replica is not None:
-                task = asyncio.ensure_future(self.health.check(replica))
-                self._checks.add(task)
-                task.add_done_callback(self._checks.discard)
+                self._check_soon(replica)
         else:
             logger.debug("%s: %s", label, method)
 
@@ -316,11 +350,13 @@ class Gateway:
         route = await self.tasks.find(task_id)
         name = None if client is None else client.name
         group = None if route is None else self.router.replicas.get(route.server)
-        if route is None or group is None or route.client != name or route.replica >= len(group):
+        replica = None
+        if route is not None and group is not None and route.client == name:
+            replica = next((r for r in group if r.index == route.replica), None)
+        if route is None or replica is None:
             raise GatewayError("Failed to retrieve task: Task not found", code=INVALID_PARAMS,
                                data={"taskId": task_id})  # fmt: skip
         self.access.check(client, route.tool)
-        replica = group[route.replica]
         return await replica.client.request(method, params, timeout=replica.config.timeout_s)
 
     async def forward(
@@ -339,7 +375,8 @@ class Gateway:
 
     # ---- status ----------------------------------------------------------------------------
     def status(self) -> JSONDict:
-        """What ``GET /status`` answers: every replica's state, and the name conflicts."""
+        """What ``GET /status`` answers: every replica's state (and which gateway registered
+        it), the name conflicts, warnings and the shared registry's live gateways."""
         upstreams = [
             {
                 "name": r.name,
@@ -351,6 +388,7 @@ class Gateway:
                 "in_flight": r.in_flight,
                 "last_error": r.last_error,
                 "tools": r.tools,
+                "registered_by": r.registered_by,
             }
             for r in self.router.all()
         ]
@@ -358,4 +396,5 @@ class Gateway:
             "upstreams": upstreams,
             "conflicts": [c.to_json() for c in self.index.conflicts],
             "warnings": list(self.warnings),
+            "registry": None if self.registry is None else self.registry.status(),
         }

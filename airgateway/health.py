@@ -145,8 +145,13 @@ class HealthChecker:
         await self.poll(replicas)
         await asyncio.gather(*(self.check(r) for r in replicas))
 
-    def start(self, replicas: list[Replica]) -> None:
-        """Check every ``interval_s`` from now on (and whenever :meth:`wake` is called)."""
+    def start(self, replicas: Callable[[], list[Replica]]) -> None:
+        """Check every ``interval_s`` from now on (and whenever :meth:`wake` is called).
+
+        Args:
+            replicas: gives the replicas to check, at each round (the pool may grow or
+                shrink: :mod:`airgateway.registry_sync`).
+        """
 
         async def loop() -> None:
             while True:
@@ -157,7 +162,7 @@ class HealthChecker:
                     pass
                 self._wake.clear()
                 try:
-                    await self.check_all(replicas)
+                    await self.check_all(replicas())
                 except Exception:  # a bug must not stop health checking
                     logger.exception("health check failed")
 
@@ -165,7 +170,7 @@ class HealthChecker:
             while True:
                 await asyncio.sleep(min(POLL_S, self.config.interval_s))
                 try:
-                    await self.poll(replicas)
+                    await self.poll(replicas())
                 except Exception:
                     logger.exception("reading the shared health failed")
 

@@ -3,7 +3,8 @@
 - A tool keeps its upstream name, or ``<prefix>__<name>`` when its server has a ``prefix``;
   its metadata (title, description, schemas, annotations, ``_meta``) is passed on unchanged.
 - Adding a server never renames a tool: when two servers offer one name, the server listed
-  first in the configuration keeps it, the other's tool is left out, and the conflict is
+  first in the configuration keeps it (gateways sharing a store: the server registered first
+  in the store, :meth:`ToolIndex.rank`), the other's tool is left out, and the conflict is
   reported (log at start, ``GET /status``) until a ``prefix`` resolves it.
 - Tools whose ``_meta`` says ``register: false`` (drafts) stay out unless the server's entry
   says ``include_drafts: true``.
@@ -104,6 +105,7 @@ class ToolIndex:
         for server in servers:
             if all(s.name != server.name for s in self._order):
                 self._order.append(server)
+        self._configured = list(self._order)
         self._listings: dict[str, Listing] = {}
         self._view = _View()
         self.version = 0
@@ -118,6 +120,28 @@ class ToolIndex:
         if self._listings.get(server) == listing:
             return False
         self._listings[server] = listing
+        return self._rebuild()
+
+    def rank(self, ranks: Mapping[str, int]) -> bool:
+        """Order the servers by the ranks gateways sharing a store agree on (see
+        :mod:`airgateway.shared_registry`): ranked servers first, by rank, then the others in
+        configuration order. Return True when what clients see changed."""
+        position = {s.name: i for i, s in enumerate(self._configured)}
+
+        def key(server: ServerConfig) -> tuple[int, int, int]:
+            rank = ranks.get(server.name)
+            where = position[server.name]
+            return (0, rank, where) if rank is not None else (1, 0, where)
+
+        order = sorted(self._configured, key=key)
+        if order == self._order:
+            return False
+        self._order = order
+        logger.info("servers ordered by the shared registry: %s",
+                    ", ".join(s.name for s in order))  # fmt: skip
+        return self._rebuild()
+
+    def _rebuild(self) -> bool:
         before = (
             self._view.tool_list,
             self._view.resource_list,

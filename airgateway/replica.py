@@ -35,6 +35,7 @@ class Replica:
         "label",
         "last_error",
         "latency_ms",
+        "registered_by",
         "state",
         "successes",
         "tools",
@@ -55,6 +56,9 @@ class Replica:
         self.held: str | None = None
         """Another gateway sharing the store holds this replica down (its error), see
         :mod:`airgateway.shared_health`: it stays out of the pool until that is over."""
+        self.registered_by: str | None = None
+        """The gateway whose registration brought this replica (``None``: this gateway's own
+        configuration), see :mod:`airgateway.registry_sync`."""
 
     @property
     def name(self) -> str:

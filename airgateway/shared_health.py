@@ -47,11 +47,12 @@ class SharedHealth:
     Args:
         store: the store the gateways share.
         interval_s: the health interval (marks expire after :data:`MARK_TTL_CHECKS` of them).
+        me: this gateway's id (a random one when not given).
     """
 
-    def __init__(self, store: Store, *, interval_s: float) -> None:
+    def __init__(self, store: Store, *, interval_s: float, me: str | None = None) -> None:
         self.store = store
-        self.me = secrets.token_hex(6)
+        self.me = me or secrets.token_hex(6)
         """This gateway process's id in the marks."""
         self.ttl = max(1.0, interval_s * MARK_TTL_CHECKS)
         self._marked: set[str] = set()
