@@ -17,9 +17,9 @@ import os
 import time
 from typing import Any
 
-import aiofiles
 import orjson
 
+from airstore._aread import read_file
 from airstore._atomic import temp_path, write_file
 from airstore._compaction import Compaction
 from airstore._filenames import snapshot_path
@@ -53,15 +53,6 @@ def _sig(path: str) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-async def _aread(path: str) -> bytes | None:
-    """A file's bytes read off the event loop (one aiofiles call per file, never per line)."""
-    try:
-        async with aiofiles.open(path, "rb") as fh:
-            return await fh.read()
-    except FileNotFoundError:
-        return None
 
 
 class KVSpace(Compaction):
@@ -115,7 +106,7 @@ class KVSpace(Compaction):
         """:meth:`load` with the snapshot read off the event loop (aiofiles): the cold path of
         a namespace's first access, which may read megabytes."""
         for _attempt in range(LOAD_ATTEMPTS - 1):
-            snap = await _aread(self.snapshot_path)
+            snap = await read_file(self.snapshot_path)
             if self._load_once(snap, last=False):
                 break
         else:

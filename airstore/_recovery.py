@@ -16,9 +16,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import aiofiles
 import orjson
 
+from airstore._aread import read_file
 from airstore._events import read_events
 from airstore._filenames import discover
 from airstore._format import HEADER_PREFIX, parse_header
@@ -157,15 +157,6 @@ def _total_size(paths: list[str]) -> int:
     return total
 
 
-async def _read(path: str) -> bytes | None:
-    """The whole file, read off the event loop (aiofiles: one call per file)."""
-    try:
-        async with aiofiles.open(path, "rb") as fh:
-            return await fh.read()
-    except FileNotFoundError:
-        return None  # rotated or compacted while we looked
-
-
 async def check_directory(root: str) -> CheckReport:
     """Read every file of a data directory without changing anything (files are read with
     aiofiles, so a check of a large directory never blocks the event loop on I/O).
@@ -188,7 +179,7 @@ async def check_directory(root: str) -> CheckReport:
         item = NamespaceCheck(namespace=ns, files=files.all())
         report.namespaces.append(item)
         item.bytes = await asyncio.to_thread(_total_size, item.files)
-        if files.snapshot and (data := await _read(files.snapshot)) is not None:
+        if files.snapshot and (data := await read_file(files.snapshot)) is not None:
             try:
                 item.keys = len(parse_snapshot(data, files.snapshot).items)
             except UnsupportedFormatError as exc:
@@ -218,7 +209,7 @@ async def check_directory(root: str) -> CheckReport:
                     detail="an unparseable snapshot set aside by an earlier recovery",
                 )
             )
-        if files.journal and (data := await _read(files.journal)) is not None:
+        if files.journal and (data := await read_file(files.journal)) is not None:
             item.journal_records = _scan_lines(
                 ns, files.journal, data, item, kind="journal", tail_ok=False
             )
@@ -234,7 +225,7 @@ async def check_directory(root: str) -> CheckReport:
                     )
                     continue
                 item.log_entries += _scan_lines(ns, path, data, item, kind="log", tail_ok=False)
-            elif (data := await _read(path)) is not None:
+            elif (data := await read_file(path)) is not None:
                 item.log_entries += _scan_lines(ns, path, data, item, kind="log", tail_ok=False)
     return report
 
