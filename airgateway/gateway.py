@@ -26,7 +26,7 @@ from airgateway.router import Router
 from airgateway.sessions import SessionBook
 from airgateway.shared_health import SharedHealth
 from airgateway.shared_registry import SharedRegistry
-from airgateway.tasks import TaskRoutes
+from airgateway.tasks import TaskRoutes, replica_of
 from airgateway.types import JSONDict, MessageHandler, UpstreamClient
 from airgateway.upstream_http import HttpUpstream
 from airgateway.upstream_sse import SseUpstream
@@ -334,7 +334,8 @@ class Gateway:
         """Keep the route of a task a call just started (a ``CreateTaskResult``)."""
         if result.get("resultType") == "task" and picked:
             await self.tasks.remember(result, server=entry.server, replica=picked[-1].index,
-                                      tool=entry.name, client=client)  # fmt: skip
+                                      tool=entry.name, client=client,
+                                      url=picked[-1].config.url)  # fmt: skip
 
     async def task_request(
         self, method: str, params: JSONDict, *, client: ClientConfig | None
@@ -352,7 +353,7 @@ class Gateway:
         group = None if route is None else self.router.replicas.get(route.server)
         replica = None
         if route is not None and group is not None and route.client == name:
-            replica = next((r for r in group if r.index == route.replica), None)
+            replica = replica_of(route, group)
         if route is None or replica is None:
             raise GatewayError("Failed to retrieve task: Task not found", code=INVALID_PARAMS,
                                data={"taskId": task_id})  # fmt: skip

@@ -13,15 +13,24 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from airgateway.config import ClientConfig
+from airgateway.replica import Replica
 from airgateway.types import JSONDict
 from airstore.errors import AirstoreError
 from airstore.types import Store
 
-__all__ = ["MAX_TASK_TTL_S", "TASKS_NAMESPACE", "TASK_METHODS", "TaskRoute", "TaskRoutes"]
+__all__ = [
+    "MAX_TASK_TTL_S",
+    "TASKS_NAMESPACE",
+    "TASK_METHODS",
+    "TaskRoute",
+    "TaskRoutes",
+    "replica_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -37,17 +46,27 @@ _MAX_ID = 256
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskRoute:
-    """Where a task lives: the server, the replica's index, the tool and the client."""
+    """Where a task lives: the server, the replica (its URL for a network replica, else its
+    number), the tool and the client."""
 
     server: str
     replica: int
     tool: str
     client: str | None
+    url: str | None = None
 
     def to_json(self) -> JSONDict:
         """The stored form."""
         return {"server": self.server, "replica": self.replica, "tool": self.tool,
-                "client": self.client}  # fmt: skip
+                "client": self.client, "url": self.url}  # fmt: skip
+
+
+def replica_of(route: TaskRoute, group: Sequence[Replica]) -> Replica | None:
+    """The replica of ``group`` a task lives on: a network replica by its URL (gateways
+    sharing a registry number one replica differently), a stdio one by its number."""
+    if route.url is not None:
+        return next((r for r in group if r.config.url == route.url), None)
+    return next((r for r in group if r.index == route.replica), None)
 
 
 def task_of(result: JSONDict) -> tuple[str, float] | None:
@@ -75,7 +94,7 @@ class TaskRoutes:
 
     async def remember(
         self, result: JSONDict, *, server: str, replica: int, tool: str,
-        client: ClientConfig | None,
+        client: ClientConfig | None, url: str | None = None,
     ) -> None:  # fmt: skip
         """Keep the route of the task ``result`` announces (nothing for other results)."""
         found = task_of(result)
@@ -83,7 +102,7 @@ class TaskRoutes:
             return
         task_id, seconds = found
         route = TaskRoute(server=server, replica=replica, tool=tool,
-                          client=None if client is None else client.name)  # fmt: skip
+                          client=None if client is None else client.name, url=url)  # fmt: skip
         self._remember(task_id, route)
         try:
             await self.store.set(TASKS_NAMESPACE, task_id, route.to_json(), seconds)
@@ -105,11 +124,12 @@ class TaskRoutes:
         if not isinstance(data, dict):
             return None
         server, replica, tool = data.get("server"), data.get("replica"), data.get("tool")
-        client = data.get("client")
+        client, url = data.get("client"), data.get("url")
         if not (isinstance(server, str) and type(replica) is int and isinstance(tool, str)):
             return None
         route = TaskRoute(server=server, replica=replica, tool=tool,
-                          client=client if isinstance(client, str) else None)  # fmt: skip
+                          client=client if isinstance(client, str) else None,
+                          url=url if isinstance(url, str) else None)  # fmt: skip
         self._remember(task_id, route)
         return route
 

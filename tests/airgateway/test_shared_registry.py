@@ -17,13 +17,14 @@ import httpx
 import pytest
 
 from tests.airgateway.procs import Proc, air, free_port, http_replica, started
-from tests.airgateway.rpc import modern_call
+from tests.airgateway.rpc import envelope, modern_call
 from tests.redis_server import RedisServer, shared_redis_server
 
 pytestmark = pytest.mark.slow
 QUICK = "health:\n  interval_s: 0.3\nbalancer:\n  strategy: round_robin\n"
 """Registrations renewed every 0.3 s and expiring after 1 s: a dead gateway leaves quickly."""
 WAIT_S = 30.0
+TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 def _config(path: Path, servers: list[tuple[str, int]]) -> str:
@@ -77,6 +78,31 @@ async def _answers(gateway: Proc, tool: str, times: int) -> set[str]:
             answer = await modern_call(http, gateway.url, tool, {"text": "hi"})
             found.add(answer["result"]["content"][0]["text"])
         return found
+
+
+async def _rpc(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> Any:
+    body, headers = envelope(method, params, capabilities=TASKS)
+    return (await http.post(url, json=body, headers=headers)).json()
+
+
+async def _tasks_followed(start: Proc, follow: Proc) -> set[str]:
+    """Start four tasks through ``start`` (round robin: on both replicas), follow each
+    through ``follow`` to its end; the replicas that ran them."""
+    ran = set()
+    async with httpx.AsyncClient(timeout=WAIT_S) as http:
+        call = {"name": "background", "arguments": {}}
+        created = [(await _rpc(http, start.url, "tools/call", call))["result"] for _ in range(4)]
+        for task in created:
+            for _ in range(int(WAIT_S / 0.05)):
+                got = await _rpc(http, follow.url, "tasks/get", {"taskId": task["taskId"]})
+                assert "result" in got, got  # always the replica that holds the task
+                if got["result"]["status"] == "completed":
+                    ran.add(got["result"]["result"]["content"][0]["text"].split(":")[0])
+                    break
+                await asyncio.sleep(0.05)  # a task's status has no event to wait on over HTTP
+            else:
+                raise AssertionError(f"task {task} never finished")
+    return ran
 
 
 @pytest.fixture
@@ -133,6 +159,8 @@ async def test_each_gateway_reaches_the_replicas_of_both_and_a_stopped_gateways_
         assert _notes(seen_a)[1]["url"] == f"http://127.0.0.1:{replicas[1]}/mcp"
         assert await _answers(a, "whoami", 6) == {"r1", "r2"}
         assert await _answers(b, "whoami", 6) == {"r1", "r2"}
+        # A numbers B's replica 1, B numbers it 0: a task's route names its URL
+        assert await _tasks_followed(a, b) == {"r1", "r2"}
         table = await asyncio.to_thread(_table, a.url)
         assert f"1 (gw {b_id})" in table
         assert f"gateways in the registry: {a_id} (this one), {b_id}" in table or (
