@@ -163,6 +163,13 @@ class Gateway:
         if self._started:
             return
         self._started = True
+        try:
+            await self._start()
+        except BaseException:  # withdraw what was registered, close what was opened
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         if self.registry is not None:
             await self.registry.start(self.config.health.interval_s)
         replicas = self.router.all()

@@ -76,6 +76,7 @@ class RegistrySync:
         self._adopted: dict[_Key, Replica] = {}
         self._seen: dict[_Key, float] = {}
         self._task: asyncio.Task[None] | None = None
+        self._started = False
 
     async def publish(self) -> None:
         """Renew this gateway's registration and its names' ranks (ranks go to ``on_ranks``)."""
@@ -140,7 +141,6 @@ class RegistrySync:
         name = key[0]
         own = self._adoptable[name]
         index = self._next.get(name, 0)
-        self._next[name] = index + 1
         config = ServerConfig(
             name=name,
             transport=published.transport,
@@ -149,7 +149,13 @@ class RegistrySync:
             timeout_s=published.timeout_s,
             include_drafts=own.include_drafts,
         )
-        replica = Replica(config, index, self.make_client(config, index))
+        try:
+            client = self.make_client(config, index)
+        except Exception as exc:  # a URL the checks let through must not stop the others
+            self.shared.tell(f"a replica of {name} at {published.url!r} cannot be used: {exc}")
+            return
+        self._next[name] = index + 1
+        replica = Replica(config, index, client)
         replica.registered_by = gateway
         self.groups.setdefault(name, []).append(replica)
         self._adopted[key] = replica
@@ -185,8 +191,12 @@ class RegistrySync:
 
     async def start(self, interval_s: float) -> None:
         """Register, read once, then keep both up to date until :meth:`stop`."""
-        await self.publish()
-        await self.refresh()
+        self._started = True
+        try:
+            await self.publish()
+            await self.refresh()
+        except Exception:  # as in the loop: a bug must not stop the gateway from starting
+            logger.exception("keeping the shared registry failed")
 
         async def loop() -> None:
             due = time.monotonic() + interval_s
@@ -206,8 +216,10 @@ class RegistrySync:
     async def stop(self) -> None:
         """Stop, and withdraw this gateway's registration. Idempotent."""
         task, self._task = self._task, None
-        if task is None:
+        if not self._started:
             return
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        self._started = False
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         await self.shared.withdraw()

@@ -137,6 +137,8 @@ def url_problem(url: Any, *, allow_remote: bool) -> str | None:
         return "the url is not a string of 1-2048 characters"
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
         return "the url holds whitespace or control characters"
+    if not url.isascii():
+        return "the url holds non-ASCII characters"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not one
@@ -144,6 +146,8 @@ def url_problem(url: Any, *, allow_remote: bool) -> str | None:
         return "the url does not parse"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "the url is not http:// or https://"
+    if "%" in parts.netloc:
+        return "the url's host carries a zone id or a percent sign"
     if parts.username is not None or parts.password is not None:
         return "the url carries credentials"
     if parts.query or parts.fragment or "?" in url or "#" in url:

@@ -26,6 +26,8 @@ from airgateway.shared_registry import (
     parse_registration,
     url_problem,
 )
+from airgateway.upstream_http import HttpUpstream
+from airgateway.upstream_sse import SseUpstream
 from airhttp.guards import is_loopback
 from airstore.factory import create_storage
 from airstore.types import Store
@@ -45,7 +47,39 @@ HOSTILE_URLS = [
     "http://" + "a" * 3000,
     "http:///mcp",
     "",
+    "http://[::1%\u2603]:8000/mcp",
+    "http://[::1%25lo]:8000/mcp",
+    "http://127.0.0.1%2F:1/mcp",
+    "http://l\u00f6calhost:1/mcp",
 ]
+
+hosts = (
+    st.sampled_from(["127.0.0.1", "localhost", "[::1]", "127.1.2.3", "mcp.internal"])
+    | (st.builds(lambda zone: f"[::1%{zone}]", st.text(max_size=6)))
+    | st.text(min_size=1, max_size=12).map(lambda h: h.replace("/", "").replace("@", "") or "x")
+)
+ports = st.sampled_from(["", ":", ":0", ":1", ":8000", ":65535", ":65536", ":-1", ":+80", ":1_0",
+                         ":\u0661"]) | st.integers(-5, 70000).map(lambda p: f":{p}")  # fmt: skip
+near_urls = st.builds(
+    lambda scheme, host, port, path: f"{scheme}://{host}{port}{path}",
+    st.sampled_from(["http", "https", "HTTP"]),
+    hosts,
+    ports,
+    st.sampled_from(["/mcp", "", "/sse", "/m\u00e9", "/%zz"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(url=near_urls, allow_remote=st.booleans())
+def test_every_url_the_checks_accept_makes_a_client_without_raising(
+    url: str, allow_remote: bool
+) -> None:
+    if url_problem(url, allow_remote=allow_remote) is not None:
+        return
+    assert HttpUpstream("fuzz#0", url, headers={}).url == url
+    assert SseUpstream("fuzz#1", url, headers={}).url == url
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
@@ -248,3 +282,26 @@ health:
     assert ("secret", None) in upstreams
     assert {g["id"] for g in status["registry"]["gateways"]} == {gateway.id, "other1", "other2"}
     assert await store.get(REGISTRY_NAMESPACE, GATEWAY_PREFIX + gateway.id) is None  # withdrawn
+
+
+async def test_an_entry_no_client_can_be_made_for_neither_stops_a_gateway_nor_the_next_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = await _store()
+    good = f"http://127.0.0.1:{free_port()}/mcp"
+    bad = [_entry("http://[::1%\u2603]:8000/mcp"), _entry("http://[::1%25lo]:1/mcp")]
+    await store.set(REGISTRY_NAMESPACE, GATEWAY_PREFIX + "evil",
+                    {"servers": {"notes": [*bad, _entry(good)]}})  # fmt: skip
+    config = parse_config(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{free_port()}/mcp\n"
+                          "health:\n  interval_s: 600\n")  # fmt: skip
+    gateway = Gateway(config, store=store, meter=None)
+    with caplog.at_level(logging.WARNING):
+        async with gateway:
+            adopted = [u["url"] for u in gateway.status()["upstreams"] if u["registered_by"]]
+            assert adopted == [good]
+            assert gateway.registry is not None
+            await gateway.registry.refresh()  # a second reading neither raises nor logs again
+    assert not [r for r in caplog.records if r.exc_info]
+    assert sum("zone id" in r.getMessage() or "non-ASCII" in r.getMessage()
+               for r in caplog.records) == 2  # fmt: skip
+    assert await store.get(REGISTRY_NAMESPACE, GATEWAY_PREFIX + gateway.id) is None
