@@ -9,7 +9,8 @@ another gateway has marked is taken out of its pool too (state ``down``, ``last_
 that gateway's error) until no mark is left, then its own check brings it back. So with a
 15-second health interval, a replica that died leaves every gateway's pool a second or so after
 the first gateway noticed, not up to 15 seconds later in each. Stdio replicas are each
-gateway's own child processes: they are never shared. A store that cannot be reached only
+gateway's own child processes, and a replica reached with ``headers`` answers according to
+the credentials each gateway holds: neither is ever shared. A store that cannot be reached only
 stops the sharing (logged); each gateway's own checks go on.
 """
 
@@ -59,8 +60,10 @@ class SharedHealth:
 
     @staticmethod
     def shared(replica: Replica) -> bool:
-        """Whether the replica's health is shared (a network upstream, not a child process)."""
-        return replica.config.transport != "stdio"
+        """Whether the replica's health is shared: a network upstream (not a child process)
+        reached without ``headers`` (one reached with credentials may answer this gateway
+        and refuse another: its health is this gateway's own)."""
+        return replica.config.transport != "stdio" and not replica.config.headers
 
     async def mark(self, replica: Replica, error: str) -> None:
         """Say (or say again) that this gateway's checks find the replica down."""

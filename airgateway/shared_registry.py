@@ -1,7 +1,7 @@
 """The Server Registry shared between gateway processes through the store.
 
 Every gateway publishes its own network replicas (HTTP or SSE: URL, transport, prefix,
-per-call timeout; never headers, never a URL carrying credentials or a query string) under
+per-call timeout; never an entry with headers, never a URL its readers would refuse) under
 one key of namespace ``gateway.registry``, renewed every health interval and expiring after
 :data:`TTL_CHECKS` intervals, so a gateway that died leaves the registry a few intervals later
 (one that stops cleanly withdraws at once). What another gateway reads back is checked entry by
@@ -108,22 +108,23 @@ class Registration:
                 "servers": sorted(self.servers), "self": self.gateway == me}  # fmt: skip
 
 
-def _shareable_url(url: str) -> bool:
-    parts = urlsplit(url)
-    return not (parts.username or parts.password or parts.query or parts.fragment)
-
-
 def publishable(servers: Sequence[ServerConfig]) -> dict[str, list[Published]]:
     """A configuration's network replicas as they may be published: HTTP and SSE entries
-    whose URL carries no credentials and no query string (stdio entries are each gateway's
-    own child processes; headers are never published)."""
+    without ``headers`` (no other gateway could use them: headers are secrets, never
+    published) whose URL passes the check every reader makes (:func:`url_problem`, remote
+    allowed: no credentials, query, fragment, zone id or non-ASCII character). Stdio entries
+    are each gateway's own child processes."""
     out: dict[str, list[Published]] = {}
     for server in servers:
         if server.transport not in _NETWORK or server.url is None:
             continue
-        if not _shareable_url(server.url):
-            logger.info("%s is not published in the registry: its URL carries credentials "
-                        "or a query string", server.name)  # fmt: skip
+        if server.headers:
+            logger.info("%s is not published in the registry: it carries headers no other "
+                        "gateway has", server.name)  # fmt: skip
+            continue
+        problem = url_problem(server.url, allow_remote=True)
+        if problem is not None:
+            logger.info("%s is not published in the registry: %s", server.name, problem)
             continue
         out.setdefault(server.name, []).append(Published(
             url=server.url, transport=server.transport, prefix=server.prefix,
