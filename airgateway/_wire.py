@@ -17,6 +17,7 @@ from aircore.errors import (
 from aircore.protocol.framing import encode
 
 __all__ = [
+    "HOP_HEADER",
     "Receive",
     "Scope",
     "Send",
@@ -26,6 +27,10 @@ __all__ = [
     "reply_json",
     "status_of",
 ]
+
+HOP_HEADER = "air-gateway-hop"
+"""Sent on every upstream request with the sending gateway's id: a gateway refuses a request
+carrying its own id (it would be calling itself: a loop)."""
 
 Scope = MutableMapping[str, Any]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]

@@ -30,6 +30,7 @@ from aircore.protocol.framing import KIND_RESPONSE, check, decode, error_respons
 from airgateway import eras
 from airgateway._listing import LIST_METHODS, page
 from airgateway._wire import (
+    HOP_HEADER,
     Receive,
     Scope,
     Send,
@@ -151,6 +152,10 @@ class GatewayEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if headers.get(HOP_HEADER) == self.gateway.id:
+            message = "the gateway is its own upstream here (a loop): refused"
+            await reply_json(send, error_response(None, INVALID_REQUEST, message), 508)
+            return
         ok, client = await self.admit(headers, send)
         if not ok:
             return

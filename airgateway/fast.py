@@ -28,7 +28,7 @@ from aircore.errors import AirError
 from aircore.protocol import modern
 from aircore.protocol.framing import encode, error_response
 from airgateway import eras
-from airgateway._wire import status_of
+from airgateway._wire import HOP_HEADER, status_of
 from airgateway.access import Unauthorized
 from airgateway.config import ClientConfig
 from airgateway.errors import GatewayError
@@ -43,10 +43,11 @@ from airhttp.media import accepts, media_type
 
 __all__ = ["FastPath"]
 
+_HOP = HOP_HEADER.encode()
 _WANTED = frozenset(
     {
         b"host", b"origin", b"authorization", b"content-type", b"accept", b"mcp-method",
-        b"mcp-name", b"mcp-protocol-version", b"mcp-session-id",
+        b"mcp-name", b"mcp-protocol-version", b"mcp-session-id", _HOP,
     }
 )  # fmt: skip
 _JSON = ((b"content-type", b"application/json"),)
@@ -73,6 +74,7 @@ class FastPath:
     def __init__(self, gateway: Gateway, *, path: str = "/mcp") -> None:
         self.gateway = gateway
         self.path = path
+        self._me = gateway.id.encode()
 
     def __call__(self, scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
         """The coroutine answering the request, or ``None`` to leave it to the endpoint."""
@@ -84,6 +86,8 @@ class FastPath:
                 found[name] = value
         if found.get(b"mcp-method") != b"tools/call" or b"mcp-session-id" in found:
             return None
+        if found.get(_HOP) == self._me:
+            return None  # a loop: the endpoint refuses it
         text = {k.decode("latin-1"): v.decode("latin-1") for k, v in found.items()}
         # parsed as media types (never substrings): the endpoint answers 415/406 to the rest
         if media_type(text.get("content-type")) != _JSON_TYPE or not accepts(

@@ -7,11 +7,12 @@ import asyncio
 import logging
 import os
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Self
 
 from aircore.settings import REQUEST_STATE_KEY_ENV
 from airgateway import eras
+from airgateway._wire import HOP_HEADER
 from airgateway.access import Access
 from airgateway.balancer import Balancer
 from airgateway.config import ClientConfig, GatewayConfig, ServerConfig
@@ -150,11 +151,12 @@ class Gateway:
                 listener=self._upstream_notification,
             )
         assert server.url is not None
+        headers = {**server.headers, HOP_HEADER: self.id}
         if server.transport == "sse":
             return SseUpstream(
-                label, server.url, headers=server.headers, listener=self._upstream_notification
+                label, server.url, headers=headers, listener=self._upstream_notification
             )
-        return HttpUpstream(label, server.url, headers=server.headers)
+        return HttpUpstream(label, server.url, headers=headers)
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -228,8 +230,17 @@ class Gateway:
             for method in _LIST_CHANGED:
                 self._broadcast({"jsonrpc": "2.0", "method": method, "params": {}})
 
+    def listening(self, url: str) -> None:
+        """Tell the gateway its own endpoint's URL: it is published, and no gateway sharing
+        the store adopts it as a replica (:meth:`RegistrySync.listening`)."""
+        if self.registry is not None:
+            self._background(self.registry.listening([url]))
+
     def _check_soon(self, replica: Replica) -> None:
-        task = asyncio.ensure_future(self.health.check(replica))
+        self._background(self.health.check(replica))
+
+    def _background(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(work)
         self._checks.add(task)
         task.add_done_callback(self._checks.discard)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airgateway.config import GatewayConfig, ServerConfig
@@ -77,10 +77,12 @@ class RegistrySync:
         self._seen: dict[_Key, float] = {}
         self._task: asyncio.Task[None] | None = None
         self._started = False
+        self.urls: tuple[str, ...] = ()
+        """This gateway's own endpoint URLs (published: no gateway adopts them)."""
 
     async def publish(self) -> None:
         """Renew this gateway's registration and its names' ranks (ranks go to ``on_ranks``)."""
-        await self.shared.publish(self.config.servers)
+        await self.shared.publish(self.config.servers, urls=self.urls)
         ranks = await self.shared.ranks(self._names)
         if ranks is not None:
             self.on_ranks(ranks)
@@ -110,6 +112,7 @@ class RegistrySync:
     def _wanted(self, registrations: list[Registration]) -> dict[_Key, tuple[Published, str]]:
         wanted: dict[_Key, tuple[Published, str]] = {}
         counts: dict[str, int] = {}
+        gateways = {u for r in registrations for u in r.urls} | set(self.urls)
         for registration in registrations:
             if registration.gateway == self.shared.me:
                 continue
@@ -120,6 +123,12 @@ class RegistrySync:
                 for published in items:
                     key = (name, published.transport, published.url)
                     if key in self._own_keys or key in wanted:
+                        continue
+                    if published.url in gateways:
+                        self.shared.tell(
+                            f"gateway {registration.gateway} gives {published.url} as a replica "
+                            f"of {name}: it is a gateway's own endpoint, not adopted"
+                        )
                         continue
                     if published.prefix != own.prefix:
                         self.shared.tell(
@@ -176,6 +185,17 @@ class RegistrySync:
             await replica.client.close()
         except Exception:  # its connection is gone either way
             logger.debug("closing %s failed", replica.label, exc_info=True)
+
+    async def listening(self, urls: Sequence[str]) -> None:
+        """Learn this gateway's own endpoint URLs: publish them and drop any adopted replica
+        they name (a gateway never calls itself)."""
+        self.urls = tuple(urls)
+        if self._started:
+            try:
+                await self.publish()
+                await self.refresh()
+            except Exception:  # as in the loop
+                logger.exception("keeping the shared registry failed")
 
     def adopted(self) -> list[Replica]:
         """The replicas adopted from other gateways now."""

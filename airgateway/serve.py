@@ -110,6 +110,7 @@ async def serve_gateway(
 
     def listening(base: str) -> None:
         url = base + path
+        gateway.listening(url)
         if ready is not None:
             ready(url)
         else:

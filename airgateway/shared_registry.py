@@ -66,6 +66,8 @@ MAX_REPLICAS = 16
 MAX_ADOPTED = 16
 """Replicas of one server a gateway adopts from the others at most."""
 MAX_URL = 2048
+MAX_LISTEN_URLS = 8
+"""A gateway's own listen URLs read from its registration at most."""
 MAX_TIMEOUT_S = 3600.0
 MAX_RANK = 2**53 - 1
 _SEP = "\x1f"
@@ -101,6 +103,8 @@ class Registration:
     pid: int | None
     host: str | None
     servers: Mapping[str, tuple[Published, ...]]
+    urls: tuple[str, ...] = ()
+    """The gateway's own endpoint URLs: never adopted as replicas (a gateway calling itself)."""
 
     def to_json(self, *, me: str) -> dict[str, Any]:
         """The status page's form (``self``: this is the gateway answering)."""
@@ -228,7 +232,13 @@ def parse_registration(
             servers[name] = tuple(kept)
     pid = value.get("pid")
     host = value.get("host")
+    urls_in = value.get("urls")
+    urls = tuple(
+        u for u in (urls_in if isinstance(urls_in, list) else [])[:MAX_LISTEN_URLS]
+        if url_problem(u, allow_remote=True) is None
+    )  # fmt: skip
     return Registration(
+        urls=urls,
         gateway=gateway,
         pid=pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None,
         host=host[:64] if isinstance(host, str) and host.isprintable() else None,
@@ -275,10 +285,11 @@ class SharedRegistry:
         self._told.add(problem)
         logger.warning("skipped in the shared registry: %s", problem)
 
-    async def publish(self, servers: Sequence[ServerConfig]) -> None:
-        """Write (or renew) this gateway's registration."""
+    async def publish(self, servers: Sequence[ServerConfig], *, urls: Sequence[str] = ()) -> None:
+        """Write (or renew) this gateway's registration (``urls``: its own endpoint's)."""
         value = {
             "v": 1,
+            "urls": list(urls),
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "servers": {k: [p.to_json() for p in v] for k, v in publishable(servers).items()},
