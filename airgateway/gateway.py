@@ -92,11 +92,9 @@ class Gateway:
             retries=config.balancer.retries,
             on_state=self._state_changed,
         )
+        marks = SharedHealth(store, interval_s=config.health.interval_s, me=self.id)
         self.health = HealthChecker(
-            config.health,
-            on_listing=self._listing,
-            on_state=self._state_changed,
-            shared=SharedHealth(store, interval_s=config.health.interval_s, me=self.id),
+            config.health, on_listing=self._listing, on_state=self._state_changed, shared=marks
         )
         self.registry: RegistrySync | None = None
         """The Server Registry shared through the store (``None``: not shared)."""
@@ -105,7 +103,8 @@ class Gateway:
                                     allow_remote=allow_remote)  # fmt: skip
             self.registry = RegistrySync(shared, config=config, groups=groups,
                                          make_client=self._client, on_added=self._adopted,
-                                         on_ranks=self._ranked)  # fmt: skip
+                                         on_ranks=self._ranked,
+                                         on_dropped=marks.forget)  # fmt: skip
         self.rounds = InputRounds()
         """2026-07-28 clients' calls held for input from legacy-era upstreams."""
         self.sessions = SessionBook(store)

@@ -9,15 +9,18 @@ adds replicas to them), with the same prefix, and no headers in this gateway's e
 server (headers are secrets of a configuration: they are never sent to a URL that came from
 the store). An adopted replica is health-checked like the gateway's own, and leaves the pool
 when its registration is gone, or, while the store cannot be read, when it was last seen
-longer ago than a registration lives.
+longer ago than a registration lives. A replica that leaves is out of the pool at once, but the
+calls already in flight on it finish: its connection closes once none is left, or after its
+per-call timeout at most. Its index (``notes#3``) goes to the next replica adopted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from airgateway.config import GatewayConfig, ServerConfig
@@ -29,6 +32,9 @@ from airgateway.types import UpstreamClient
 __all__ = ["RegistrySync"]
 
 logger = logging.getLogger(__name__)
+
+DRAIN_POLL_S = 0.05
+"""How often a replica that left the pool is looked at until its last call is over."""
 
 _Key = tuple[str, str, str]
 """(server name, transport, url) of a network replica."""
@@ -44,6 +50,7 @@ class RegistrySync:
         make_client: the upstream connection of a new replica ``(config, index)``.
         on_added: told of each adopted replica once it is in its group.
         on_ranks: given the shared ranks of this gateway's server names.
+        on_dropped: told of each replica that left the pool (its shared-health mark goes).
     """
 
     def __init__(
@@ -55,6 +62,7 @@ class RegistrySync:
         make_client: Callable[[ServerConfig, int], UpstreamClient],
         on_added: Callable[[Replica], None],
         on_ranks: Callable[[Mapping[str, int]], None],
+        on_dropped: Callable[[Replica], Awaitable[None]] | None = None,
     ) -> None:
         self.shared = shared
         self.config = config
@@ -62,6 +70,7 @@ class RegistrySync:
         self.make_client = make_client
         self.on_added = on_added
         self.on_ranks = on_ranks
+        self.on_dropped = on_dropped
         self.gateways: list[Registration] = []
         """The live registrations at the last reading (this gateway's own included)."""
         self._names = list(dict.fromkeys(s.name for s in config.servers))
@@ -73,6 +82,8 @@ class RegistrySync:
             if server.headers:  # its replicas need secrets: none is taken from the store
                 self._adoptable.pop(server.name, None)
         self._next = {name: len(group) for name, group in groups.items()}
+        self._free: dict[str, list[int]] = {}
+        self._closing: dict[asyncio.Task[None], Replica] = {}
         self._adopted: dict[_Key, Replica] = {}
         self._seen: dict[_Key, float] = {}
         self._task: asyncio.Task[None] | None = None
@@ -149,7 +160,8 @@ class RegistrySync:
     def _adopt(self, key: _Key, published: Published, gateway: str) -> None:
         name = key[0]
         own = self._adoptable[name]
-        index = self._next.get(name, 0)
+        free = self._free.get(name)
+        index = free[0] if free else self._next.get(name, 0)
         config = ServerConfig(
             name=name,
             transport=published.transport,
@@ -163,7 +175,10 @@ class RegistrySync:
         except Exception as exc:  # a URL the checks let through must not stop the others
             self.shared.tell(f"a replica of {name} at {published.url!r} cannot be used: {exc}")
             return
-        self._next[name] = index + 1
+        if free:
+            heapq.heappop(free)
+        else:
+            self._next[name] = index + 1
         replica = Replica(config, index, client)
         replica.registered_by = gateway
         self.groups.setdefault(name, []).append(replica)
@@ -181,6 +196,20 @@ class RegistrySync:
         if replica in group:
             group.remove(replica)
         logger.warning("%s (%s) leaves the pool: %s", replica.label, key[2], why)
+        heapq.heappush(self._free.setdefault(key[0], []), replica.index)
+        task = asyncio.ensure_future(self._close_when_idle(replica))
+        self._closing[task] = replica
+        task.add_done_callback(self._closing.pop)
+        if self.on_dropped is not None:
+            await self.on_dropped(replica)
+
+    @staticmethod
+    async def _close_when_idle(replica: Replica) -> None:
+        """Close once the calls in flight are over, or after the per-call timeout at most."""
+        deadline = time.monotonic() + replica.config.timeout_s
+        # the router counts calls with a bare int (the call path stays free of events)
+        while replica.in_flight > 0 and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(DRAIN_POLL_S)
         try:
             await replica.client.close()
         except Exception:  # its connection is gone either way
@@ -243,3 +272,9 @@ class RegistrySync:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         await self.shared.withdraw()
+        closing = dict(self._closing)  # the gateway stops: no waiting for their last calls
+        for waiting in closing:
+            waiting.cancel()
+        await asyncio.gather(*closing, return_exceptions=True)
+        await asyncio.gather(*(r.client.close() for r in closing.values()),
+                             return_exceptions=True)  # fmt: skip

@@ -36,6 +36,7 @@ class Replica:
         "last_error",
         "latency_ms",
         "registered_by",
+        "retired",
         "state",
         "successes",
         "tools",
@@ -59,6 +60,8 @@ class Replica:
         self.registered_by: str | None = None
         """The gateway whose registration brought this replica (``None``: this gateway's own
         configuration), see :mod:`airgateway.registry_sync`."""
+        self.retired = False
+        """It left the pool for good (an adopted replica whose registration is gone)."""
 
     @property
     def name(self) -> str:

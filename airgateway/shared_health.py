@@ -66,7 +66,10 @@ class SharedHealth:
         return replica.config.transport != "stdio" and not replica.config.headers
 
     async def mark(self, replica: Replica, error: str) -> None:
-        """Say (or say again) that this gateway's checks find the replica down."""
+        """Say (or say again) that this gateway's checks find the replica down (unless it
+        left the pool for good: a check that raced its drop)."""
+        if replica.retired:
+            return
         key = replica_key(replica) + self.me
         try:
             await self.store.set(HEALTH_NAMESPACE, key, {"error": error}, ttl=self.ttl)
@@ -74,6 +77,8 @@ class SharedHealth:
             logger.warning("could not share %s's health: %s", replica.label, exc)
             return
         self._marked.add(key)
+        if replica.retired:  # dropped while the mark was being written
+            await self.forget(replica)
 
     async def clear(self, replica: Replica) -> None:
         """Withdraw this gateway's mark (its own check found the replica up)."""
@@ -86,6 +91,19 @@ class SharedHealth:
             logger.warning("could not share %s's health: %s", replica.label, exc)
             return
         self._marked.discard(key)
+
+    async def forget(self, replica: Replica) -> None:
+        """The replica left this gateway's pool for good: withdraw its mark, forget its key
+        (and write none for it any more)."""
+        replica.retired = True
+        key = replica_key(replica) + self.me
+        if key not in self._marked:
+            return
+        self._marked.discard(key)
+        try:
+            await self.store.delete(HEALTH_NAMESPACE, key)
+        except AirstoreError as exc:  # the mark expires on its own
+            logger.warning("could not share %s's health: %s", replica.label, exc)
 
     async def foreign(self, replicas: Sequence[Replica]) -> dict[str, str]:
         """The replicas other gateways hold down now: ``{label: their error}``."""

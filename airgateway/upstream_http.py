@@ -79,7 +79,14 @@ class HttpUpstream:
         self._closed = False
 
     async def connect(self) -> None:
-        """Run the handshake (again, if the replica came back)."""
+        """Run the handshake (again, if the replica came back).
+
+        Raises:
+            UpstreamUnavailableError: it cannot be reached, or :meth:`close` was called.
+        """
+        if self._closed:
+            raise UpstreamUnavailableError(f"{self.label}: the connection was closed",
+                                           replica=self.label, sent=False)  # fmt: skip
         async with self._lock:
             self._sid = None
             self._version = None
@@ -275,7 +282,8 @@ class HttpUpstream:
         await self._send_raw({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def close(self) -> None:
-        """End the legacy session (DELETE) and close the pool. Idempotent."""
+        """End the legacy session (DELETE) and close the pool, for good (:meth:`connect`
+        refuses afterwards). Idempotent."""
         if self._closed:
             return
         if self._sid is not None:

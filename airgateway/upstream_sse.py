@@ -60,9 +60,15 @@ class SseUpstream:
         self._endpoint: str | None = None
         self._reader: asyncio.Task[None] | None = None
         self._aiohttp: Any = None
+        self._closed = False
 
     async def connect(self) -> None:
-        """Open the stream (unless it is open), then ``initialize``."""
+        """Open the stream (unless it is open), then ``initialize``.
+
+        Raises:
+            UpstreamUnavailableError: it cannot be opened, or :meth:`close` was called.
+        """
+        self._refuse_closed()
         if self._reader is not None and not self._reader.done() and self.era is not None:
             return
         import aiohttp
@@ -86,7 +92,15 @@ class SseUpstream:
             await self._drop()
             raise UpstreamUnavailableError(f"{self.label}: cannot open the SSE stream: {exc}",
                                            replica=self.label, sent=False) from exc  # fmt: skip
+        if self._closed:  # closed while it was opening: it stays closed
+            await self._drop()
+            self._refuse_closed()
         self.era = eras.LEGACY
+
+    def _refuse_closed(self) -> None:
+        if self._closed:
+            raise UpstreamUnavailableError(f"{self.label}: the connection was closed",
+                                           replica=self.label, sent=False)  # fmt: skip
 
     async def _read(self, session: aiohttp.ClientSession, endpoint: asyncio.Future[str]) -> None:
         aiohttp = self._aiohttp
@@ -167,5 +181,6 @@ class SseUpstream:
         self.era = None
 
     async def close(self) -> None:
-        """Close the stream. Idempotent."""
+        """Close the stream, for good (:meth:`connect` refuses afterwards). Idempotent."""
+        self._closed = True
         await self._drop()

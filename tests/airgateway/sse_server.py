@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
@@ -19,6 +21,14 @@ def shout(text: str) -> str:
 def echo(text: str) -> str:
     """The same name as the HTTP upstream's echo (a conflict the first server wins)."""
     return f"sse:{text}"
+
+
+@app.tool()
+async def held(path: str) -> str:
+    """Answer once the file at ``path`` exists (a call a test keeps in flight)."""
+    while not await asyncio.to_thread(Path(path).exists):  # noqa: ASYNC110 - another process
+        await asyncio.sleep(0.01)
+    return f"released:{Path(path).name}"
 
 
 if __name__ == "__main__":
