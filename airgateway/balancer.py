@@ -57,7 +57,7 @@ class Balancer:
             a, b = self._random.sample(pool, 2)
             return a if _load(a) <= _load(b) else b
         if strategy == "session_hash" and session_key is not None:
-            return max(pool, key=lambda r: _score(session_key, r.label))
+            return max(pool, key=lambda r: _score(session_key, r.instance))
         least = min(r.in_flight for r in pool)
         ties = [r for r in pool if r.in_flight == least]
         return ties[next(self._turn) % len(ties)]
@@ -68,6 +68,6 @@ def _load(replica: Replica) -> float:
     return (latency + 0.001) * (replica.in_flight + 1)
 
 
-def _score(key: str, label: str) -> int:
-    digest = hashlib.blake2b(f"{key}\0{label}".encode(), digest_size=8).digest()
+def _score(key: str, instance: str) -> int:
+    digest = hashlib.blake2b(f"{key}\0{instance}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big")

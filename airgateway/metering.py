@@ -184,7 +184,7 @@ class GatewayMeter:
         out_bytes = _size(result) if result_bytes is None else result_bytes
         meta = entry.definition.get("_meta")
         meta = meta if isinstance(meta, dict) else {}
-        replica = picked[-1].label if picked else None
+        replica = picked[-1].instance if picked else None
         record = CallRecord(
             ts_ms=int(call.ts * 1000), server=entry.server, tool=entry.name,
             layer=self._layer(entry), latency_ms=latency, ok=ok, error_type=etype,
@@ -198,8 +198,8 @@ class GatewayMeter:
         )  # fmt: skip
         if call.span is not None:
             extra = {UPSTREAM_ATTRIBUTE: entry.server}
-            if replica is not None:
-                extra[REPLICA_ATTRIBUTE] = replica
+            if picked:
+                extra[REPLICA_ATTRIBUTE] = picked[-1].label
             try:
                 call.span.end(record, extra)
             except Exception:

@@ -32,6 +32,7 @@ class Replica:
         "held",
         "in_flight",
         "index",
+        "instance",
         "label",
         "last_error",
         "latency_ms",
@@ -46,6 +47,9 @@ class Replica:
         self.config = config
         self.index = index
         self.label = f"{config.name}#{index}"
+        self.instance = config.url if config.url is not None else self.label
+        """The replica's name in metering and session hashing: the same in every gateway for
+        a network replica (its URL); a stdio replica is this gateway's own child (its label)."""
         self.client = client
         self.state = STARTING
         self.in_flight = 0

@@ -104,3 +104,27 @@ async def test_failed_calls_eject_a_replica_passively_and_only_safe_calls_are_re
             outcomes.append(exc.code)
     assert sorted(outcomes, key=str) == [-32003, 1]
     assert len(served) - before == 1  # the lost write did not run again on replica 1
+
+
+def test_session_hash_sends_a_session_to_one_url_whatever_order_each_gateway_numbers_it_in() -> (
+    None
+):
+    urls = ["http://127.0.0.1:3510/mcp", "http://127.0.0.1:3511/mcp", "http://[::1]:3512/mcp"]
+
+    def group(order: list[str]) -> list[Replica]:
+        out = []
+        for i, url in enumerate(order):  # a gateway's own replica first, adopted ones after
+            replica = Replica(ServerConfig(name="s", transport="http", url=url), i,
+                              HttpUpstream(f"s#{i}", url))  # fmt: skip
+            replica.state = HEALTHY
+            out.append(replica)
+        return out
+
+    one, other = group(urls), group(urls[::-1])
+    balancer = Balancer("session_hash")
+    for k in range(200):
+        a = balancer.pick(one, session_key=f"session-{k}")
+        b = balancer.pick(other, session_key=f"session-{k}")
+        assert a is not None
+        assert b is not None
+        assert a.config.url == b.config.url
