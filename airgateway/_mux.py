@@ -93,6 +93,8 @@ class Mux:
         finally:
             self._calls.pop(msg_id, None)
             self._tokens.pop(f"gw-{msg_id}", None)
+            if call.future.done() and not call.future.cancelled():
+                call.future.exception()  # retrieved: failed after the wait ended, never logged
 
     async def _cancel(self, msg_id: int, reason: str) -> None:
         if msg_id in self._calls:

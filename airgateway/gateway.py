@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Self
 
 from aircore.settings import REQUEST_STATE_KEY_ENV
 from airgateway import eras
+from airgateway._state_keys import request_state_keys
 from airgateway._wire import HOP_HEADER
 from airgateway.access import Access
 from airgateway.balancer import Balancer
@@ -48,6 +48,10 @@ _LIST_CHANGED = (
 )
 
 
+DEFAULT_SHARE_REGISTRY = True
+"""Gateways sharing a store share their Server Registry unless told otherwise."""
+
+
 class Gateway:
     """Every upstream behind one front (see the module docstring).
 
@@ -68,7 +72,7 @@ class Gateway:
         store: Store,
         token: str | None = None,
         meter: GatewayMeter | None = None,
-        share_registry: bool = True,
+        share_registry: bool = DEFAULT_SHARE_REGISTRY,
         allow_remote: bool = False,
     ) -> None:
         self.config = config
@@ -78,7 +82,7 @@ class Gateway:
         self.meter = meter
         self.warnings: list[str] = []
         """Problems of the configuration worth telling (logged at start, in ``/status``)."""
-        self._state_keys = self._request_state_keys(config.servers)
+        self._state_keys = request_state_keys(config.servers, self.warnings)
         self.index = ToolIndex(config.servers)
         groups: dict[str, list[Replica]] = {}
         for server in config.servers:
@@ -113,30 +117,6 @@ class Gateway:
         self._listeners: set[Notify] = set()
         self._started = self._live = False
         self._checks: set[asyncio.Task[Any]] = set()
-
-    def _request_state_keys(self, servers: Sequence[ServerConfig]) -> dict[str, str]:
-        """A shared ``AIR_REQUEST_STATE_KEY`` for each stdio server the gateway starts without
-        one: replicas of one 2026-07-28 server must sign ``requestState`` with one key, or a
-        retried input round that lands on another replica (or a restarted process) fails."""
-        keys: dict[str, str] = {}
-        inherited = bool(os.environ.get(REQUEST_STATE_KEY_ENV, "").strip())
-        by_name: dict[str, list[ServerConfig]] = {}
-        for server in servers:
-            if server.transport == "stdio":
-                by_name.setdefault(server.name, []).append(server)
-        for name, group in by_name.items():
-            given = {s.env.get(REQUEST_STATE_KEY_ENV) for s in group}
-            if len(given) > 1:
-                self.warnings.append(
-                    f"the replicas of {name!r} set different {REQUEST_STATE_KEY_ENV} values: "
-                    "a retried 2026-07-28 input round may fail on another replica"
-                )
-            elif given == {None} and not inherited:
-                keys[name] = secrets.token_urlsafe(32)
-                if len(group) > 1:
-                    logger.info("the %d replicas of %r share a %s the gateway made",
-                                len(group), name, REQUEST_STATE_KEY_ENV)  # fmt: skip
-        return keys
 
     def _client(self, server: ServerConfig, index: int) -> UpstreamClient:
         label = f"{server.name}#{index}"

@@ -66,7 +66,7 @@ def replica_of(route: TaskRoute, group: Sequence[Replica]) -> Replica | None:
     sharing a registry number one replica differently), a stdio one by its number."""
     if route.url is not None:
         return next((r for r in group if r.config.url == route.url), None)
-    return next((r for r in group if r.index == route.replica), None)
+    return next((r for r in group if r.index == route.replica and r.config.url is None), None)
 
 
 def task_of(result: JSONDict) -> tuple[str, float] | None:

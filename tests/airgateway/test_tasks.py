@@ -14,6 +14,10 @@ import httpx
 import pytest
 
 from airgateway import Gateway, parse_config
+from airgateway.config import ServerConfig
+from airgateway.replica import Replica
+from airgateway.tasks import TaskRoute, replica_of
+from airgateway.upstream_http import HttpUpstream
 from airstore import MemoryStore
 from tests.airgateway.procs import UPSTREAM, Proc, air, free_port, http_replica, started
 from tests.airgateway.rpc import envelope
@@ -167,3 +171,12 @@ def test_stdio_replicas_get_one_shared_state_key_and_different_keys_are_reported
     monkeypatch.setenv("AIR_REQUEST_STATE_KEY", "set-for-the-gateway")
     inherited = _gateway(two)
     assert all("AIR_REQUEST_STATE_KEY" not in r.client.env for r in inherited.router.all())  # type: ignore[attr-defined]
+
+
+def test_a_stdio_task_route_never_lands_on_a_network_replica_of_the_same_number() -> None:
+    network = ServerConfig(name="s", transport="http", url="http://127.0.0.1:1/mcp")
+    group = [Replica(network, 0, HttpUpstream("s#0", "http://127.0.0.1:1/mcp"))]
+    route = TaskRoute(server="s", replica=0, tool="t", client=None)
+    assert replica_of(route, group) is None
+    with_url = TaskRoute(server="s", replica=5, tool="t", client=None, url=network.url)
+    assert replica_of(with_url, group) is group[0]
