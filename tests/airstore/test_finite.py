@@ -1,13 +1,10 @@
-"""NaN and ±Infinity are refused wherever they hide (orjson would write them as ``null``).
-
-``check_finite`` skips its tree walk when the JSON decoded back equals the value; these
-properties pin that the shortcut never lets a non-finite float through, including inside
-tuples (which come back as lists, so the comparison differs for another reason) and beside
-real ``None`` values.
-"""
+"""NaN and ±Infinity are refused wherever they hide (orjson would write them as ``null``):
+beside real ``None`` values, inside tuples, inside an ``Enum`` member's value (orjson writes
+members natively), and inside subclasses whose ``==`` lies."""
 
 from __future__ import annotations
 
+import enum
 import math
 from typing import Any
 
@@ -58,12 +55,41 @@ def test_a_non_finite_float_is_refused_wherever_it_hides_and_nothing_else_is(val
         check_finite("ns", "k", value, data)  # no error
 
 
+class _Member(enum.Enum):
+    NAN = math.nan
+    PAIR = (1.0, math.inf)
+
+
+class _LyingDict(dict[str, Any]):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = None
+
+
+class _LyingList(list[Any]):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = None
+
+
 @pytest.mark.parametrize(
     "value",
     [
         {"a": None, "b": (1, math.nan)},  # a tuple: the decoded JSON differs anyway
         {"a": [None, None], "b": {"c": -math.inf}},
         [None, (None, [math.inf])],
+        {"x": _Member.NAN},
+        [None, _Member.PAIR],
+        _LyingDict(x=math.nan),
+        {"x": None, "y": _LyingList([-math.inf])},
     ],
 )
 def test_nan_beside_real_nulls_and_inside_tuples_is_refused(value: Any) -> None:
