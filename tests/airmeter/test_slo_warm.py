@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from airmeter import CallRecord, Layer, StoreSink
+from airmeter.outcome import RATE_CLASSES, error_class_of
 from airmeter.slo import SloEvaluator, SloStatus, evaluate_slos
 from airmeter.slo_config import Objective
-from airstore import FileStore, SqliteStore
+from airstore import FileStore, MemoryStore, SqliteStore
 from airstore.types import Store
 
 NOW_MS = 1_800_000_000_000  # a minute boundary
@@ -138,3 +141,76 @@ async def test_the_burn_rate_history_is_what_an_evaluation_at_each_instant_gives
             assert expected == {key: series[n][1] for key, series in history.items()}
             assert all(series[n][0] == at for series in history.values())
         assert max(b for _, b in history[statuses[0].key]) > 14.4  # the incident shows
+
+
+_ETYPES = (None, None, None, "tool_error", "RuntimeError", "-32001", "-32602", "-32600")
+_EXCLUDED_FROM = 6  # refused and protocol failures: never slow here (the rollups' latency
+# histograms do not tell them apart, so a latency objective would count them)
+_Call = tuple[int, int, int, bool]  # offset ms from NOW_MS, tool, error type index, slow
+
+
+def _count(calls: Sequence[_Call], now_ms: int) -> dict[tuple[str, str], tuple[Any, ...]]:
+    """Per (tool, kind), straight from the calls: valid and bad calls over the period (whole
+    hours back to its start, none cut at ``now``) and each window (whole minutes from the one
+    holding its start, up to the one holding ``now``)."""
+    out: dict[tuple[str, str], tuple[Any, ...]] = {}
+    for tool in sorted({f"t{c[1]}" for c in calls}):
+        mine = []
+        for offset, t, e, slow in calls:
+            etype = _ETYPES[e]
+            cls = None if etype is None else error_class_of(etype)
+            if f"t{t}" == tool and cls not in ("refused", "protocol"):
+                mine.append((NOW_MS + offset, cls in RATE_CLASSES, slow and e < _EXCLUDED_FROM))
+        for kind, allowed, index, period_ms in (("availability", 0.01, 1, 7 * 24 * HOUR),
+                                                ("latency", 0.05, 2, 30 * 24 * HOUR)):  # fmt: skip
+            period = [c for c in mine if (c[0] // HOUR + 1) * HOUR > now_ms - period_ms]
+            rates = []
+            for minutes in (5, 30, 60, 360):
+                start = now_ms - minutes * MIN
+                first = start - start % MIN
+                inside = [c for c in mine if first <= c[0] - c[0] % MIN <= now_ms]
+                bad = sum(1 for c in inside if c[index])
+                rates.append(pytest.approx(bad / len(inside) / allowed) if inside else 0.0)
+            bad = sum(1 for c in period if c[index])
+            out[(tool, kind)] = (len(period), bad, *rates)
+    return out
+
+
+_calls_strategy = st.lists(
+    st.tuples(
+        st.integers(-9 * HOUR, 10 * MIN),
+        st.integers(0, 1),
+        st.integers(0, len(_ETYPES) - 1),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    first=_calls_strategy,
+    later=_calls_strategy,
+    moves=st.lists(st.integers(-2 * HOUR, 2 * HOUR), min_size=1, max_size=4),
+)
+async def test_a_warm_evaluator_counts_what_the_calls_say_whatever_the_writes_and_clock(
+    first: list[_Call], later: list[_Call], moves: list[int]
+) -> None:
+    store = MemoryStore()
+    now = [NOW_MS + 12_345]  # not on a minute boundary
+
+    def records(calls: Sequence[_Call], writer: int) -> list[CallRecord]:
+        return [CallRecord(ts_ms=NOW_MS + offset, server="shop", tool=f"t{t}", layer=Layer.L2,
+                           latency_ms=250.0 if slow and e < _EXCLUDED_FROM else 20.0,
+                           ok=_ETYPES[e] is None,
+                           error_type=_ETYPES[e], request_id=f"{writer}-{i}")
+                for i, (offset, t, e, slow) in enumerate(calls)]  # fmt: skip
+
+    await _write(store, records(first, 0), "w")
+    warm = SloEvaluator(store, OBJECTIVES, clock=lambda: now[0] / 1000)
+    assert _got(await warm.evaluate()) == _count(first, now[0])
+    await _write(store, records(later, 1), "w")  # into the same minutes: documents rewritten
+    for move in moves:
+        now[0] += move
+        assert _got(await warm.evaluate()) == _count(first + later, now[0])
