@@ -136,19 +136,7 @@ class RollupRow(Sums):
     __slots__ = ("instance", "layer", "minute", "server", "tool")
 
     def __init__(self, minute: int, server: str, instance: str, tool: str, layer: int) -> None:
-        # Sums.__init__ inlined: a back-filled week makes ~70 k rows
-        self.calls = 0
-        self.errors = 0
-        self.errors_by_type: dict[str, int] = {}
-        self.latency_sum = 0.0
-        self.latency_max = 0.0
-        self.cost = 0.0
-        self.tokens_in = 0
-        self.tokens_out = 0
-        self.hist: dict[int, int] = {}
-        self.result_tokens = 0
-        self.result_token_calls = 0
-        self.token_hist: dict[int, int] = {}
+        Sums.__init__(self)  # one call per row: ~7 ms over a back-filled week's ~70 k rows
         self.minute = minute
         self.server = server
         self.instance = instance
