@@ -44,6 +44,8 @@ INCIDENT_S: Final = 40 * 60.0
 """…and lasts this long."""
 _DAY: Final = 86_400.0
 _RECENT_SHARE: Final = 1 / 3
+_pausing = 0  # back-fills running in this process (the outermost one pauses and resumes the GC)
+_resume = [True]  # whether the collector was on when the outermost back-fill started
 
 
 class VirtualClock:
@@ -165,13 +167,17 @@ async def backfill(
             raise _RefusedError(f"Invalid arguments for tool {planned.tool!r}")
         return {"content": [{"type": "text", "text": "not found"}], "isError": True}
 
-    collecting = gc.isenabled()
-    gc.disable()
+    global _pausing
+    if _pausing == 0:
+        _resume[0] = gc.isenabled()
+        gc.disable()
+    _pausing += 1
     try:
         return await _run_all(meter, calls, hook, run, clock, layers, progress)
     finally:
-        if collecting:
-            gc.enable()
+        _pausing -= 1
+        if _pausing == 0 and _resume[0] and not gc.isenabled():
+            gc.enable()  # only the outermost back-fill resumes, and only what it paused
 
 
 async def _run_all(

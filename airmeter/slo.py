@@ -210,8 +210,13 @@ class SloEvaluator:
         """
         now_ms = int(self._clock() * 1000)
         longest = max((t.period_s for t in self.targets), default=0.0)
-        first_hour = (now_ms - int(longest * 1000)) // HOUR_MS
-        hours = [h for h in await stored_hours(self._store) if h >= first_hour]
+        # the burn windows reach 6 h back whatever the periods are (a 2 h objective's
+        # burn_rate_6h must not depend on whether a 30 d objective sits beside it)
+        reach_ms = max(int(longest * 1000), max(_WINDOWS_MIN) * MINUTE_MS)
+        first_hour = (now_ms - reach_ms) // HOUR_MS
+        stored = await stored_hours(self._store)
+        hours = [h for h in stored if h >= first_hour]
+        _cache_of(self._store).forget_except(set(stored))
         kept = set(hours)
         for gone in [h for h in self._hours if h not in kept]:
             del self._hours[gone]

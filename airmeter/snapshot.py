@@ -295,10 +295,17 @@ class _DocCache:
         self.hours: dict[int, dict[str, tuple[Any, list[RollupRow]]]] = {}
         self.buckets = BucketCache()
 
+    def forget_except(self, stored: set[int]) -> None:
+        """Drop the parsed documents of hours no longer stored (gone by retention)."""
+        for hour in [h for h in self.hours if h not in stored]:
+            del self.hours[hour]
+
     def rows(self, hour: int, key: str, doc: Any) -> list[RollupRow]:
         docs = self.hours.setdefault(hour, {})
         cached = docs.get(key)
         if cached is not None and (cached[0] is doc or cached[0] == doc):
+            if cached[0] is not doc:  # keep the newest copy: the caller holds that one
+                docs[key] = (doc, cached[1])
             return cached[1]
         rows = parse_minute_doc(doc) if isinstance(doc, Mapping) else []
         docs[key] = (doc, rows)
@@ -338,9 +345,7 @@ async def load_groups(
     lo = None if since_ms is None else _floor(since_ms)
     cache = _cache_of(store)
     hours = await stored_hours(store)
-    known = set(hours)
-    for gone in [h for h in cache.hours if h not in known]:
-        del cache.hours[gone]
+    cache.forget_except(set(hours))
     out: list[RowGroup] = []
     for hour in hours:
         if (lo is not None and (hour + 1) * HOUR_MS <= lo) or (

@@ -6,6 +6,7 @@ availability SLO and has recovered, a budget warning)."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from collections import Counter
@@ -26,6 +27,7 @@ from airmeter.history import (
 from airmeter.readers import recent_calls
 from airmeter.slo import evaluate_slos
 from airstore.file import FileStore
+from airstore.sqlite import SqliteStore
 
 NOW = 1_800_000_000.0
 TOOLS = [
@@ -147,3 +149,23 @@ async def test_the_garbage_collector_is_paused_while_back_filling_and_resumed_af
         gc.enable()
     await meter.stop()
     assert meter.stats.recorded == 7
+
+
+async def test_overlapping_back_fills_keep_the_collector_paused_until_the_last_ends(
+    tmp_path: Path,
+) -> None:
+    during: list[bool] = []
+    first = [HistoryCall(at=NOW + 100 + i, tool="a", latency_ms=1.0) for i in range(3_000)]
+    second = [HistoryCall(at=NOW + 5_000 + i, tool="b", latency_ms=1.0) for i in range(20_000)]
+    async with SqliteStore(tmp_path / "air.db") as store:  # its writes suspend: they interleave
+        meter = Meter(store=store, server="s")
+        await meter.start()
+        a = asyncio.create_task(backfill(meter, first))
+        b = asyncio.create_task(
+            backfill(meter, second, progress=lambda n: during.append(gc.isenabled()))
+        )
+        await asyncio.gather(a, b)
+        await meter.stop()
+    assert during
+    assert not any(during)
+    assert gc.isenabled()  # resumed once both ended

@@ -85,6 +85,23 @@ async def test_budget_and_burn_rates_match_an_independent_count() -> None:
     assert status.to_dict()["period"] == "7d"
 
 
+async def test_a_short_period_objectives_6h_burn_rate_does_not_depend_on_the_others() -> None:
+    # 20 % failing 5 h ago, nothing since: a 2 h objective's 6 h window still sees it
+    records = _calls(600, start_ms=NOW_MS - 5 * 3600_000, span_ms=600_000, fail_every=5)
+    records += _calls(60, start_ms=NOW_MS - 600_000, span_ms=600_000, seed=1)
+    store = await _store(records)
+    short = Objective(tool="get_*", availability=0.99, period="2h")
+    (alone,) = await evaluate_slos(store, [short], clock=_clock())
+    beside = await evaluate_slos(
+        store, [short, Objective(tool="other", availability=0.99, period="30d")], clock=_clock()
+    )
+    valid = [r for r in records if r.ts_ms >= NOW_MS - 360 * MIN]
+    expected = sum(1 for r in valid if not r.ok) / len(valid) / 0.01
+    assert alone.burn_rate_6h == pytest.approx(expected, rel=1e-9)
+    assert [s.burn_rate_6h for s in beside if s.tool == "get_user"] == [alone.burn_rate_6h]
+    assert alone.valid_calls == 60  # the budget still counts only the 2 h period
+
+
 async def test_fast_burn_breaches_slow_burn_warns_and_latency_counts_slow_calls() -> None:
     fast = _calls(600, start_ms=NOW_MS - 3600_000, span_ms=3600_000, tool="pay", fail_every=4)
     slow = _calls(3600, start_ms=NOW_MS - 6 * 3600_000, span_ms=6 * 3600_000, tool="ship",
