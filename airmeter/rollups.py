@@ -7,8 +7,10 @@ from one writer are stored as one JSON document under the key ``"{minute_ms:013d
 the hour's namespace ``meter.rollups.{hour}`` (``hour = minute_ms // 3_600_000``), so several
 processes writing one store never overwrite each other's rollups, and a writer rewrites only
 the current hour's namespace (a reader re-reads only what changed). Each writer lists its hours
-under the key ``"hours:{writer}"`` of :data:`ROLLUPS_NAMESPACE`. A snapshot's cost grows with
-minutes x tools, never with calls.
+under the key ``"hours:{writer}"`` of :data:`ROLLUPS_NAMESPACE`, and after every write marks the
+hours it rewrote with a new revision token under ``"revs:{writer}:{day}"`` (``{"hour": token}``,
+``day = hour // 24``): a reader that kept an hour re-reads it only when a token changed. A
+snapshot's cost grows with minutes x tools, never with calls.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "HOURS_KEY_PREFIX",
     "HOUR_MS",
     "MINUTE_MS",
+    "REVISIONS_KEY_PREFIX",
     "ROLLUPS_NAMESPACE",
     "RollupBook",
     "RollupRow",
@@ -42,6 +45,7 @@ __all__ = [
     "merge_row_into",
     "minute_key",
     "parse_minute_doc",
+    "revisions_key",
 ]
 
 ROLLUPS_NAMESPACE = "meter.rollups"
@@ -57,6 +61,7 @@ _RowKey = tuple[str, str, str, int]  # server, instance, tool, layer
 
 HOUR_MS = 3_600_000
 HOURS_KEY_PREFIX = "hours:"
+REVISIONS_KEY_PREFIX = "revs:"
 
 
 def hour_of(minute_ms: int) -> int:
@@ -67,6 +72,11 @@ def hour_of(minute_ms: int) -> int:
 def hour_namespace(hour: int) -> str:
     """The namespace holding one hour's minute documents."""
     return f"{ROLLUPS_NAMESPACE}.{hour}"
+
+
+def revisions_key(writer: str, day: int) -> str:
+    """The index key holding one writer's revision tokens of the hours of one day."""
+    return f"{REVISIONS_KEY_PREFIX}{writer}:{day}"
 
 
 def minute_key(minute_ms: int, writer: str) -> str:

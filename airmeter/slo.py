@@ -34,7 +34,7 @@ from airmeter.histogram import bucket_of, bucket_value
 from airmeter.outcome import RATE_CLASSES, error_class_of
 from airmeter.rollups import HOUR_MS, MINUTE_MS, RollupRow, hour_namespace
 from airmeter.slo_config import Objective, SloTarget
-from airmeter.snapshot import _cache_of, stored_hours
+from airmeter.snapshot import Revision, _cache_of, stored_revisions
 from airstore.types import Store
 
 __all__ = ["SloEvaluator", "SloState", "SloStatus", "evaluate_slos"]
@@ -45,6 +45,10 @@ _WINDOWS_MIN: Final = (5, 30, 60, 360)
 _HOUR_WINDOW_MIN: Final = 60
 _EXCLUDED: Final = frozenset({"refused", "cancelled", "budget", "protocol"})
 _OPEN_HOURS: Final = 2  # the newest hours of a period are summed at every evaluation
+_RECHECK_S: Final = 60.0
+"""A kept hour whose revision did not change is still read again after this long (plus up to a
+minute, spread by hour): what no token tells (an expired document, another process's files
+written in another order) is seen within it."""
 _FAST_SHARE, _FAST_HOURS = 0.02, 1.0
 _SLOW_SHARE, _SLOW_HOURS = 0.05, 6.0
 
@@ -135,11 +139,14 @@ class _Agg:
 
 
 class _Hour:
-    """One stored hour: per minute and in total, by (server, tool); valid while the store
-    returns the same documents (``pairs``, compared by identity first, then by equality) or
-    their parsed row lists are the same objects (it holds both, so none is reused)."""
+    """One stored hour: per minute and in total, by (server, tool); not read again while its
+    writers' revision tokens are the same (for up to :data:`_RECHECK_S`), and when read, valid
+    while the store returns the same documents (``pairs``, compared by identity first, then by
+    equality) or their parsed row lists are the same objects (it holds both, so none is
+    reused)."""
 
-    __slots__ = ("minutes", "order", "pairs", "prefix", "signature", "total")
+    __slots__ = ("minutes", "order", "pairs", "prefix", "read_at", "revision", "signature",
+                 "total")  # fmt: skip
 
     def __init__(self, signature: list[Sequence[RollupRow]], pairs: list[Any]) -> None:
         self.signature = signature
@@ -148,6 +155,8 @@ class _Hour:
         self.total: dict[_Key, _Agg] = {}
         self.order: list[int] = []
         self.prefix: dict[tuple[_Key, float | None], tuple[list[int], list[int]]] = {}
+        self.revision: Revision = None  # the hour's revision when its documents were read
+        self.read_at = 0.0  # time.monotonic() when they were read
 
     def window(self, key: _Key, threshold: float | None, first: int, last: int) -> tuple[int, int]:
         """``(valid, bad)`` calls of ``key`` in the minutes ``first … last`` of this hour
@@ -175,10 +184,11 @@ class _Hour:
 class SloEvaluator:
     """Evaluates targets against one store; keep it to evaluate again cheaply (warm).
 
-    A warm evaluation re-reads each hour's documents (one ``entries`` per stored hour) but
-    rebuilds only the hours whose documents changed; it keeps each (tool, target)'s sums over
-    the closed hours of its period while those hours are unchanged, and reads each burn-rate
-    window from running sums per hour and tool.
+    A warm evaluation reads the rollup index once and re-reads the documents of an hour only
+    when a writer marked it revised (the current and previous hour: always; any hour: after
+    :data:`_RECHECK_S`); it rebuilds only the hours whose documents changed, keeps each
+    (tool, target)'s sums over the closed hours of its period while those hours are unchanged,
+    and reads each burn-rate window from running sums per hour and tool.
 
     Args:
         store: an opened store holding rollups (read-only is enough).
@@ -214,14 +224,15 @@ class SloEvaluator:
         # burn_rate_6h must not depend on whether a 30 d objective sits beside it)
         reach_ms = max(int(longest * 1000), max(_WINDOWS_MIN) * MINUTE_MS)
         first_hour = (now_ms - reach_ms) // HOUR_MS
-        stored = await stored_hours(self._store)
-        hours = [h for h in stored if h >= first_hour]
-        _cache_of(self._store).forget_except(set(stored))
+        revisions = await stored_revisions(self._store)
+        hours = [h for h in revisions if h >= first_hour]
+        _cache_of(self._store).forget_except(set(revisions))
         kept = set(hours)
         for gone in [h for h in self._hours if h not in kept]:
             del self._hours[gone]
+        open_from = now_ms // HOUR_MS - 1  # the hours being written: always read
         for hour in hours:
-            await self._load_hour(hour)
+            await self._load_hour(hour, None if hour >= open_from else revisions[hour])
         loaded = [(hour, self._hours[hour]) for hour in hours]
         every_key: set[_Key] = set()
         for _, entry in loaded:
@@ -271,9 +282,11 @@ class SloEvaluator:
         earliest = min(instants_ms) - _HOUR_WINDOW_MIN * MINUTE_MS
         first_hour = (earliest - earliest % MINUTE_MS) // HOUR_MS
         last_hour = max(instants_ms) // HOUR_MS
-        hours = [h for h in await stored_hours(self._store) if first_hour <= h <= last_hour]
+        revisions = await stored_revisions(self._store)
+        hours = [h for h in revisions if first_hour <= h <= last_hour]
+        open_from = int(self._clock() * 1000) // HOUR_MS - 1
         for hour in hours:
-            await self._load_hour(hour)
+            await self._load_hour(hour, None if hour >= open_from else revisions[hour])
         loaded = [(hour, self._hours[hour]) for hour in hours]
         out: dict[str, list[tuple[int, float]]] = {key: [] for _, _, key in self._evaluated}
         for at in sorted(instants_ms):
@@ -284,10 +297,21 @@ class SloEvaluator:
                 out[status_key].append((at, (bad / valid) / allowed if valid else 0.0))
         return out
 
-    async def _load_hour(self, hour: int) -> None:
-        pairs = await self._store.entries(hour_namespace(hour))
+    async def _load_hour(self, hour: int, revision: Revision) -> None:
+        """Read one hour's documents unless it is kept with the same revision (and was read
+        less than :data:`_RECHECK_S` ago); ``revision`` None: read it in any case."""
         cached = self._hours.get(hour)
+        now = time.monotonic()
+        if (
+            cached is not None
+            and revision is not None
+            and cached.revision == revision
+            and now < cached.read_at + _RECHECK_S + hour % 60
+        ):
+            return
+        pairs = await self._store.entries(hour_namespace(hour))
         if cached is not None and cached.pairs == pairs:  # identity first: no parse, no walk
+            cached.revision, cached.read_at = revision, now
             return
         docs = _cache_of(self._store)  # parses only the documents that changed
         parsed = [(key, docs.rows(hour, key, doc)) for key, doc in pairs]
@@ -298,8 +322,10 @@ class SloEvaluator:
             and all(a is b for a, b in zip(cached.signature, signature, strict=True))
         ):
             cached.pairs = pairs
+            cached.revision, cached.read_at = revision, now
             return
         entry = _Hour(signature, pairs)
+        entry.revision, entry.read_at = revision, now
         for key, rows in parsed:
             minute = int(key[:13]) if key[:13].isascii() and key[:13].isdigit() else -1
             if minute < 0:

@@ -21,6 +21,7 @@ from airmeter.rollups import (
     HOUR_MS,
     HOURS_KEY_PREFIX,
     MINUTE_MS,
+    REVISIONS_KEY_PREFIX,
     ROLLUPS_NAMESPACE,
     RollupRow,
     hour_namespace,
@@ -37,11 +38,13 @@ __all__ = [
     "DEFAULT_MAX_BUCKETS",
     "Bound",
     "BucketCache",
+    "Revision",
     "RowGroup",
     "aggregate",
     "load_groups",
     "snapshot",
     "stored_hours",
+    "stored_revisions",
     "to_ms",
 ]
 
@@ -323,6 +326,41 @@ def _cache_of(store: Store) -> _DocCache:
     except TypeError:  # a store that cannot be weakly referenced: no cache
         cache = _DocCache()
     return cache
+
+
+Revision = tuple[tuple[str, str], ...] | None
+"""An hour's ``(writer, token)`` pairs, one per writer that lists it; ``None`` when one of them
+gave it no token (a writer of an earlier release): it may have changed unseen."""
+
+
+async def stored_revisions(store: Store) -> dict[int, Revision]:
+    """Every hour some writer has stored rollups for, with its revision (one read)."""
+    listed: dict[int, list[str]] = {}
+    tokens: dict[tuple[str, int], str] = {}
+    for key, value in await store.entries(ROLLUPS_NAMESPACE):
+        if key.startswith(HOURS_KEY_PREFIX) and isinstance(value, list):
+            writer = key[len(HOURS_KEY_PREFIX) :]
+            for hour in value:
+                if isinstance(hour, int):
+                    listed.setdefault(hour, []).append(writer)
+        elif key.startswith(REVISIONS_KEY_PREFIX) and isinstance(value, dict):
+            writer, _, _day = key[len(REVISIONS_KEY_PREFIX) :].rpartition(":")
+            for hour, token in value.items():
+                if isinstance(token, str) and hour.isdigit():
+                    tokens[(writer, int(hour))] = token
+    out: dict[int, Revision] = {}
+    for hour in sorted(listed):
+        pairs = []
+        for writer in sorted(listed[hour]):
+            token = tokens.get((writer, hour))
+            if token is None:
+                break
+            pairs.append((writer, token))
+        else:
+            out[hour] = tuple(pairs)
+            continue
+        out[hour] = None
+    return out
 
 
 async def stored_hours(store: Store) -> list[int]:

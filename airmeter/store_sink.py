@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -18,6 +19,7 @@ from airmeter.rollups import (
     hour_of,
     minute_key,
     parse_minute_doc,
+    revisions_key,
 )
 from airstore.errors import AirstoreError, InvalidValueError
 from airstore.types import Store
@@ -101,6 +103,9 @@ class StoreSink:
         self._loaded: set[int] = set()
         self._hours: set[int] | None = None
         self._index_key = f"{HOURS_KEY_PREFIX}{writer}"
+        self._revisions: dict[int, dict[str, str]] = {}  # day -> {hour: token}, as stored
+        self._run = secrets.token_hex(4)  # tokens of this sink never repeat an earlier run's
+        self._revision = 0
         self._last_persist = time.monotonic()
         self._closed = False
         self._backlog: list[CallRecord] = []
@@ -231,7 +236,10 @@ class StoreSink:
                     self._loaded.add(minute)
                 await self.store.set(ns, key, self._book.minute_doc(minute), ttl=self._ttl)
             if dirty:
-                await self._index_hours({hour_of(m) for m in dirty})
+                hours = {hour_of(m) for m in dirty}
+                await self._index_hours(hours)
+                await self._mark_revised(hours)  # after the documents: a reader that sees
+                # the new token reads documents at least that new
         except BaseException:
             self._book.mark_dirty(dirty)
             raise
@@ -253,6 +261,30 @@ class StoreSink:
             indexed = {h for h in indexed if h >= oldest}
         await self.store.set(ROLLUPS_NAMESPACE, self._index_key, sorted(indexed), ttl=self._ttl)
         self._hours = indexed  # only once stored: a failed write is retried next time
+
+    async def _mark_revised(self, hours: set[int]) -> None:
+        """Give the hours just rewritten a new revision token (one key per day touched)."""
+        self._revision += 1
+        token = f"{self._run}.{self._revision}"
+        by_day: dict[int, list[int]] = {}
+        for hour in hours:
+            by_day.setdefault(hour // 24, []).append(hour)
+        for day, day_hours in sorted(by_day.items()):
+            key = revisions_key(self.writer, day)
+            tokens = self._revisions.get(day)
+            if tokens is None:  # a previous run of this writer may have marked other hours
+                stored = await self.store.get(ROLLUPS_NAMESPACE, key)
+                tokens = (
+                    {h: t for h, t in stored.items() if isinstance(t, str)}
+                    if isinstance(stored, dict)
+                    else {}
+                )
+            tokens = {**tokens, **{str(hour): token for hour in day_hours}}
+            await self.store.set(ROLLUPS_NAMESPACE, key, tokens, ttl=self._ttl)
+            self._revisions[day] = tokens  # only once stored
+        newest = max(self._revisions)
+        for day in [d for d in self._revisions if d < newest - 2]:
+            del self._revisions[day]  # read again if a late write ever touches it
 
     async def close(self) -> None:
         """Retry the backlog, write pending rollups and flush the store (it is not closed).

@@ -3,7 +3,8 @@
 1. SLO evaluation over N calls (default 1 M) spread over 7 days, written by ``StoreSink`` to a
    FileStore and read by a read-only reader: cold (first evaluation) and warm (the same
    evaluator again), against the peer that parses the whole call log and computes the same
-   budgets and burn rates. Target: warm ≤ 50 ms.
+   budgets and burn rates. Target: warm ≤ 50 ms. ``--store sqlite`` runs it on a SqliteStore
+   instead (written, then read by a read-only store on the same file).
 2. History back-fill: 7 days (≈150 k calls) through the real meter path (an aircore server's
    ``call_tool`` → ``MeterMiddleware`` with a back-dated clock → ``Meter`` → ``StoreSink`` →
    FileStore), against the floor of appending the same records straight to the store.
@@ -38,6 +39,8 @@ from airmeter.slo import SloEvaluator
 from airmeter.slo_config import Objective
 from airmeter.tokens import context_text, shared_counting
 from airstore.file import FileStore
+from airstore.sqlite import SqliteStore
+from airstore.types import Store
 
 DAY_MS = 86_400_000
 TOOLS = [("health", 1), ("get_user", 2), ("list_files", 2), ("format_date", 3),
@@ -64,10 +67,16 @@ def history(n: int, *, now_ms: int, days: int = 7, seed: int = 3) -> list[CallRe
     return out
 
 
-async def naive_slo(path: str, now_ms: int) -> tuple[float, int]:
+def _open(kind: str, path: str, *, read_only: bool = False) -> Store:
+    if kind == "sqlite":
+        return SqliteStore(path, read_only=read_only)
+    return FileStore(path, read_only=read_only)
+
+
+async def naive_slo(path: str, now_ms: int, kind: str = "file") -> tuple[float, int]:
     """The peer: parse the whole log, then count per tool and window."""
     t0 = time.perf_counter()
-    async with FileStore(path, read_only=True) as store:
+    async with _open(kind, path, read_only=True) as store:
         entries = await store.query(CALLS_NAMESPACE, limit=10**8)
     per: dict[str, list[tuple[int, bool, float]]] = {}
     for e in entries:
@@ -86,14 +95,14 @@ async def naive_slo(path: str, now_ms: int) -> tuple[float, int]:
     return time.perf_counter() - t0, len(entries)
 
 
-async def section_slo(n: int, runs: int) -> None:
+async def section_slo(n: int, runs: int, kind: str = "file") -> None:
     print(f"\n## 1. SLO evaluation over {n:,} calls in 7 days ({len(TOOLS)} tools, "
-          f"{len(OBJECTIVES)} objectives; medians of {runs})\n")  # fmt: skip
+          f"{len(OBJECTIVES)} objectives; {kind} store; medians of {runs})\n")  # fmt: skip
     now_ms = (int(time.time() * 1000) // 60_000) * 60_000
     records = history(n, now_ms=now_ms)
     with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "data")
-        async with FileStore(data) as store:
+        data = os.path.join(tmp, "air.db" if kind == "sqlite" else "data")
+        async with _open(kind, data) as store:
             sink = StoreSink(store, writer="bench")
             for i in range(0, len(records), 4096):
                 await sink.write(records[i : i + 4096])
@@ -104,7 +113,7 @@ async def section_slo(n: int, runs: int) -> None:
         warm_cpu: list[float] = []
         statuses: list[Any] = []
         for _ in range(runs):
-            async with FileStore(data, read_only=True) as reader:
+            async with _open(kind, data, read_only=True) as reader:
                 evaluator = SloEvaluator(reader, OBJECTIVES, clock=lambda: now_ms / 1000)
                 t0 = time.perf_counter()
                 statuses = await evaluator.evaluate()
@@ -116,7 +125,7 @@ async def section_slo(n: int, runs: int) -> None:
                     warm_cpu.append(time.process_time() - c0)
         naives = []
         for _ in range(runs):
-            t_naive, lines = await naive_slo(data, now_ms)
+            t_naive, lines = await naive_slo(data, now_ms, kind)
             naives.append(t_naive)
     cold, warm, t_naive = (statistics.median(v) for v in (colds, warms, naives))
     assert lines == n, lines
@@ -278,11 +287,13 @@ async def main() -> None:
     parser.add_argument("--backfill", type=int, default=150_000, help="section 2 calls")
     parser.add_argument("--sections", default="1,2,3")
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--store", choices=("file", "sqlite"), default="file",
+                        help="section 1's store")  # fmt: skip
     args = parser.parse_args()
     sections = {int(x) for x in args.sections.split(",")}
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if 1 in sections:
-        await section_slo(args.calls, args.runs)
+        await section_slo(args.calls, args.runs, args.store)
     if 2 in sections:
         await section_backfill(args.backfill, args.runs)
     if 3 in sections:

@@ -214,3 +214,30 @@ async def test_a_warm_evaluator_counts_what_the_calls_say_whatever_the_writes_an
     for move in moves:
         now[0] += move
         assert _got(await warm.evaluate()) == _count(first + later, now[0])
+
+
+@pytest.mark.parametrize("now_ms", [NOW_MS, NOW_MS + 30_000, NOW_MS + HOUR - 1])
+async def test_calls_on_the_first_and_last_minute_of_every_window_count_and_the_next_do_not(
+    now_ms: int,
+) -> None:
+    # failing calls at both ends of each window (the minute holding its start, the minute
+    # holding now) and one minute beyond each end; a healthy call in between so no window
+    # is empty. ``NOW_MS`` is an hour boundary: the minute holding now opens a new hour.
+    calls: list[_Call] = [(-90 * MIN, 0, 0, False), (-2 * MIN, 0, 0, False)]
+    now_minute = now_ms - now_ms % MIN
+    for minutes in (5, 30, 60, 360):
+        start = now_ms - minutes * MIN
+        first = start - start % MIN
+        calls += [(first - NOW_MS, 0, 3, True), (first - MIN - NOW_MS, 0, 3, True)]
+    calls += [(now_minute - NOW_MS, 0, 3, True), (now_minute + MIN - NOW_MS, 0, 3, True)]
+    store = MemoryStore()
+    await _write(store, [CallRecord(ts_ms=NOW_MS + offset, server="shop", tool="t0",
+                                    layer=Layer.L2, latency_ms=250.0 if slow else 20.0,
+                                    ok=_ETYPES[e] is None, error_type=_ETYPES[e],
+                                    request_id=f"edge-{i}")
+                         for i, (offset, _, e, slow) in enumerate(calls)], "w")  # fmt: skip
+    got = _got(await SloEvaluator(store, OBJECTIVES, clock=lambda: now_ms / 1000).evaluate())
+    assert got == _count(calls, now_ms)
+    # each window holds exactly the two healthy calls inside it and its failing edges
+    counts = _count(calls, now_ms)[("t0", "availability")][2:]
+    assert all(rate != 0.0 for rate in counts)

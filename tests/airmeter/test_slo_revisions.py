@@ -1,0 +1,143 @@
+"""Writers mark the hours they rewrite with revision tokens; a kept SLO evaluator reads only
+the index and the hours being written, re-reads a closed hour when its token changes, reads
+every hour of a writer that gives no tokens, and checks every hour again after a while."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import airmeter.slo as slo
+from airmeter import CallRecord, Layer, StoreSink
+from airmeter.rollups import (
+    HOUR_MS,
+    REVISIONS_KEY_PREFIX,
+    ROLLUPS_NAMESPACE,
+    hour_namespace,
+    minute_key,
+    revisions_key,
+)
+from airmeter.slo import SloEvaluator
+from airmeter.slo_config import Objective
+from airmeter.snapshot import stored_revisions
+from airstore import MemoryStore, SqliteStore
+from airstore.types import Store
+
+NOW_MS = 1_800_000_000_000 + 30 * 60_000  # half past an hour
+OBJECTIVES = [Objective(availability=0.99, period="7d")]
+
+
+class _Counting:
+    """A store whose ``entries`` calls are recorded (namespace by namespace)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.read: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def entries(self, ns: str, prefix: str = "") -> Any:
+        self.read.append(ns)
+        return await self.store.entries(ns, prefix)
+
+
+def _calls(hour_offsets: list[int], *, fail: bool = False, tag: str = "") -> list[CallRecord]:
+    return [CallRecord(ts_ms=NOW_MS + h * HOUR_MS, server="shop", tool="get_user",
+                       layer=Layer.L2, latency_ms=10.0, ok=not fail,
+                       error_type="tool_error" if fail else None, request_id=f"{tag}{i}")
+            for i, h in enumerate(hour_offsets)]  # fmt: skip
+
+
+async def _write(store: Any, records: list[CallRecord], writer: str = "w") -> None:
+    sink = StoreSink(store, writer=writer)
+    await sink.write(records)
+    await sink.close()
+
+
+async def test_a_warm_evaluation_reads_the_index_and_the_open_hours_then_a_revised_hour(
+    tmp_path: Path,
+) -> None:
+    async with SqliteStore(tmp_path / "air.db") as raw:
+        store = _Counting(raw)
+        await _write(store, _calls([-30, -20, -10, -5, -1, 0, 0]))
+        now_hour = NOW_MS // HOUR_MS
+        warm = SloEvaluator(store, OBJECTIVES, clock=lambda: NOW_MS / 1000)  # type: ignore[arg-type]
+        (cold,) = await warm.evaluate()
+        assert (cold.valid_calls, cold.bad_calls) == (7, 0)
+        store.read.clear()
+        assert [s.valid_calls for s in await warm.evaluate()] == [7]
+        assert store.read == [ROLLUPS_NAMESPACE, hour_namespace(now_hour - 1),
+                              hour_namespace(now_hour)]  # fmt: skip
+
+        await _write(store, _calls([-20, -20], fail=True, tag="late"))  # late, into a closed hour
+        store.read.clear()
+        (after,) = await warm.evaluate()
+        assert (after.valid_calls, after.bad_calls) == (9, 2)
+        assert hour_namespace(now_hour - 20) in store.read
+        assert hour_namespace(now_hour - 10) not in store.read
+
+
+async def test_hours_of_a_writer_without_tokens_are_read_at_every_evaluation() -> None:
+    store = MemoryStore()
+    await _write(store, _calls([-10, -10]))
+    for key in [k for k, _ in await store.entries(ROLLUPS_NAMESPACE, REVISIONS_KEY_PREFIX)]:
+        await store.delete(ROLLUPS_NAMESPACE, key)  # as an earlier release wrote it
+    old_hour = NOW_MS // HOUR_MS - 10
+    assert (await stored_revisions(store))[old_hour] is None
+    warm = SloEvaluator(store, OBJECTIVES, clock=lambda: NOW_MS / 1000)
+    assert [s.valid_calls for s in await warm.evaluate()] == [2]
+    # that writer rewrites the hour's minute (no token): seen at once
+    minute = (NOW_MS - 10 * HOUR_MS) // 60_000 * 60_000
+    doc = await store.get(hour_namespace(old_hour), minute_key(minute, "w"))
+    assert doc is not None
+    await store.delete(hour_namespace(old_hour), minute_key(minute, "w"))
+    assert await warm.evaluate() == []
+    await store.set(hour_namespace(old_hour), minute_key(minute, "w"), doc)
+    assert [s.valid_calls for s in await warm.evaluate()] == [2]
+
+
+async def test_a_change_no_token_tells_is_seen_once_the_recheck_time_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = MemoryStore()
+    await _write(store, _calls([-10, -10, -3]))
+    old_hour = NOW_MS // HOUR_MS - 10
+    warm = SloEvaluator(store, OBJECTIVES, clock=lambda: NOW_MS / 1000)
+    assert [s.valid_calls for s in await warm.evaluate()] == [3]
+    for key, _ in await store.entries(hour_namespace(old_hour)):
+        await store.delete(hour_namespace(old_hour), key)  # as if expired: no token changes
+    assert [s.valid_calls for s in await warm.evaluate()] == [3]  # kept, within the recheck
+    monkeypatch.setattr(slo, "_RECHECK_S", -3600.0)  # the recheck time has passed
+    assert [s.valid_calls for s in await warm.evaluate()] == [1]
+
+
+async def test_a_writer_started_again_keeps_the_tokens_of_the_hours_it_does_not_rewrite() -> None:
+    store = MemoryStore()
+    await _write(store, _calls([-3]))
+    await _write(store, _calls([-2], tag="b"))  # the same writer id, a new sink (a restart)
+    day = (NOW_MS // HOUR_MS - 3) // 24
+    tokens = await store.get(ROLLUPS_NAMESPACE, revisions_key("w", day))
+    assert isinstance(tokens, dict)
+    hours = {NOW_MS // HOUR_MS - 3, NOW_MS // HOUR_MS - 2}
+    assert {int(h) for h in tokens} >= {h for h in hours if h // 24 == day}
+    revisions = await stored_revisions(store)
+    assert all(revisions[h] is not None for h in hours)
+    assert revisions[NOW_MS // HOUR_MS - 3] != revisions[NOW_MS // HOUR_MS - 2]  # new run
+
+
+async def test_every_writer_of_an_hour_has_a_say_in_its_revision() -> None:
+    store = MemoryStore()
+    await _write(store, _calls([-5]), writer="a")
+    await _write(store, _calls([-5], tag="b"), writer="b")
+    hour = NOW_MS // HOUR_MS - 5
+    before = (await stored_revisions(store))[hour]
+    assert before is not None
+    assert [w for w, _ in before] == ["a", "b"]
+    await _write(store, _calls([-5], fail=True, tag="c"), writer="b")
+    after = (await stored_revisions(store))[hour]
+    assert after is not None
+    assert after[0] == before[0]
+    assert after[1] != before[1]
