@@ -57,8 +57,13 @@ def test_idle_connections_at_the_cap_make_room_for_a_new_client(store_url: str) 
     cap = 4
     limits = Limits(max_connections=cap, max_inflight=cap, idle_timeout=60.0, header_timeout=60.0)
     with _dashboard(store_url, limits) as server:
-        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(cap)]
+        idle: list[socket.socket] = []
         try:  # the cap is full of connections that never send a byte
+            for n in range(1, cap + 1):  # one at a time: their handler threads go idle in order
+                idle.append(socket.create_connection(("127.0.0.1", server.port)))
+                deadline = time.monotonic() + WAIT_S
+                while len(server._wsgi._idle) < n and time.monotonic() < deadline:
+                    time.sleep(0.01)
             status = 0
             deadline = time.monotonic() + WAIT_S
             while time.monotonic() < deadline:  # until the server has taken them all
