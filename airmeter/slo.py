@@ -34,7 +34,7 @@ from airmeter.histogram import bucket_of, bucket_value
 from airmeter.outcome import RATE_CLASSES, error_class_of
 from airmeter.rollups import HOUR_MS, MINUTE_MS, RollupRow, hour_namespace
 from airmeter.slo_config import Objective, SloTarget
-from airmeter.snapshot import Revision, _cache_of, stored_revisions
+from airmeter.snapshot import Revision, _cache_of, stored_revisions, unchanged
 from airstore.types import Store
 
 __all__ = ["SloEvaluator", "SloState", "SloStatus", "evaluate_slos"]
@@ -45,10 +45,6 @@ _WINDOWS_MIN: Final = (5, 30, 60, 360)
 _HOUR_WINDOW_MIN: Final = 60
 _EXCLUDED: Final = frozenset({"refused", "cancelled", "budget", "protocol"})
 _OPEN_HOURS: Final = 2  # the newest hours of a period are summed at every evaluation
-_RECHECK_S: Final = 60.0
-"""A kept hour whose revision did not change is still read again after this long (plus up to a
-minute, spread by hour): what no token tells (an expired document, another process's files
-written in another order) is seen within it."""
 _FAST_SHARE, _FAST_HOURS = 0.02, 1.0
 _SLOW_SHARE, _SLOW_HOURS = 0.05, 6.0
 
@@ -140,7 +136,7 @@ class _Agg:
 
 class _Hour:
     """One stored hour: per minute and in total, by (server, tool); not read again while its
-    writers' revision tokens are the same (for up to :data:`_RECHECK_S`), and when read, valid
+    writers' revision tokens are the same (for up to ``RECHECK_S``), and when read, valid
     while the store returns the same documents (``pairs``, compared by identity first, then by
     equality) or their parsed row lists are the same objects (it holds both, so none is
     reused)."""
@@ -186,7 +182,7 @@ class SloEvaluator:
 
     A warm evaluation reads the rollup index once and re-reads the documents of an hour only
     when a writer marked it revised (the current and previous hour: always; any hour: after
-    :data:`_RECHECK_S`); it rebuilds only the hours whose documents changed, keeps each
+    ``RECHECK_S``); it rebuilds only the hours whose documents changed, keeps each
     (tool, target)'s sums over the closed hours of its period while those hours are unchanged,
     and reads each burn-rate window from running sums per hour and tool.
 
@@ -299,15 +295,10 @@ class SloEvaluator:
 
     async def _load_hour(self, hour: int, revision: Revision) -> None:
         """Read one hour's documents unless it is kept with the same revision (and was read
-        less than :data:`_RECHECK_S` ago); ``revision`` None: read it in any case."""
+        less than ``RECHECK_S`` ago); ``revision`` None: read it in any case."""
         cached = self._hours.get(hour)
         now = time.monotonic()
-        if (
-            cached is not None
-            and revision is not None
-            and cached.revision == revision
-            and now < cached.read_at + _RECHECK_S + hour % 60
-        ):
+        if cached is not None and unchanged(cached.revision, cached.read_at, revision, hour, now):
             return
         pairs = await self._store.entries(hour_namespace(hour))
         if cached is not None and cached.pairs == pairs:  # identity first: no parse, no walk

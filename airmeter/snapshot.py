@@ -36,6 +36,7 @@ from airstore.types import Store
 
 __all__ = [
     "DEFAULT_MAX_BUCKETS",
+    "RECHECK_S",
     "Bound",
     "BucketCache",
     "Revision",
@@ -43,9 +44,9 @@ __all__ = [
     "aggregate",
     "load_groups",
     "snapshot",
-    "stored_hours",
     "stored_revisions",
     "to_ms",
+    "unchanged",
 ]
 
 DEFAULT_MAX_BUCKETS = 60
@@ -296,12 +297,14 @@ class _DocCache:
 
     def __init__(self) -> None:
         self.hours: dict[int, dict[str, tuple[Any, list[RollupRow]]]] = {}
+        self.marks: dict[int, tuple[Revision, float]] = {}  # hours read whole: revision, when
         self.buckets = BucketCache()
 
     def forget_except(self, stored: set[int]) -> None:
         """Drop the parsed documents of hours no longer stored (gone by retention)."""
         for hour in [h for h in self.hours if h not in stored]:
             del self.hours[hour]
+            self.marks.pop(hour, None)
 
     def rows(self, hour: int, key: str, doc: Any) -> list[RollupRow]:
         docs = self.hours.setdefault(hour, {})
@@ -331,6 +334,17 @@ def _cache_of(store: Store) -> _DocCache:
 Revision = tuple[tuple[str, str], ...] | None
 """An hour's ``(writer, token)`` pairs, one per writer that lists it; ``None`` when one of them
 gave it no token (a writer of an earlier release): it may have changed unseen."""
+
+RECHECK_S = 60.0
+"""A kept hour whose revision did not change is still read again after this long (plus up to a
+minute, spread by hour): what no token tells (an expired document, another process's files
+written in another order) is seen within it."""
+
+
+def unchanged(kept: Revision, read_at: float, revision: Revision, hour: int, now: float) -> bool:
+    """Whether an hour read at ``read_at`` (``time.monotonic()``) with revision ``kept`` can be
+    used again instead of reading its documents."""
+    return revision is not None and kept == revision and now < read_at + RECHECK_S + hour % 60
 
 
 async def stored_revisions(store: Store) -> dict[int, Revision]:
@@ -363,47 +377,73 @@ async def stored_revisions(store: Store) -> dict[int, Revision]:
     return out
 
 
-async def stored_hours(store: Store) -> list[int]:
-    """Every hour some writer has stored rollups for, oldest first."""
-    hours: set[int] = set()
-    for _, value in await store.entries(ROLLUPS_NAMESPACE, HOURS_KEY_PREFIX):
-        if isinstance(value, list):
-            hours.update(int(h) for h in value if isinstance(h, int))
-    return sorted(hours)
-
-
 async def load_groups(
     store: Store, *, since_ms: int | None = None, until_ms: int | None = None
 ) -> list[RowGroup]:
     """The stored minutes overlapping ``[since_ms, until_ms)`` as ``(minute, rows)``.
 
     Reads only the hour namespaces of the window; parsed documents are cached per store, so
-    a repeated snapshot parses only what changed.
+    a repeated snapshot parses only what changed, and an hour kept whole whose revision did not
+    change (see :data:`RECHECK_S`) is not read at all (the two newest hours always are).
     """
     lo = None if since_ms is None else _floor(since_ms)
     cache = _cache_of(store)
-    hours = await stored_hours(store)
+    revisions = await stored_revisions(store)
+    hours = list(revisions)
     cache.forget_except(set(hours))
+    always = set(hours[-2:])  # being written
+    now = time.monotonic()
     out: list[RowGroup] = []
     for hour in hours:
         if (lo is not None and (hour + 1) * HOUR_MS <= lo) or (
             until_ms is not None and hour * HOUR_MS >= until_ms
         ):
             continue
-        pairs = await store.entries(hour_namespace(hour))
+        revision = revisions[hour]
+        docs = cache.hours.get(hour)
+        mark = cache.marks.get(hour)
+        read: list[tuple[str, Any]] | None = None
+        if (
+            docs is not None
+            and mark is not None
+            and hour not in always
+            and unchanged(mark[0], mark[1], revision, hour, now)
+        ):
+            pairs: Iterable[tuple[str, Any]] = ((key, kept[0]) for key, kept in docs.items())
+        else:
+            pairs = read = await store.entries(hour_namespace(hour))
+            cache.marks.pop(hour, None)
+        whole = True
         for key, doc in pairs:
             minute = int(key[:13]) if key[:13].isdigit() else -1
             if (lo is not None and minute < lo) or (until_ms is not None and minute >= until_ms):
+                whole = False
                 continue
             rows = cache.rows(hour, key, doc)
             if rows:
                 out.append((minute, rows))
-        docs = cache.hours.get(hour)
-        if docs is not None and len(docs) > len(pairs):  # minutes expired or were deleted
-            present = {key for key, _ in pairs}
-            for gone_key in [k for k in docs if k not in present]:
-                del docs[gone_key]
+        if read is not None:
+            _keep_in_store_order(cache, hour, read, whole, (revision, now))
     return out
+
+
+def _keep_in_store_order(
+    cache: _DocCache, hour: int, pairs: list[tuple[str, Any]], whole: bool,
+    mark: tuple[Revision, float],
+) -> None:  # fmt: skip
+    """After a read: drop the minutes gone from the store, keep the rest in the store's order
+    (a kept hour then gives its minutes as a read would), and mark the hour when read whole."""
+    docs = cache.hours.get(hour)
+    if docs is None:
+        return
+    if whole:
+        if list(docs) != [key for key, _ in pairs]:
+            cache.hours[hour] = {key: docs[key] for key, _ in pairs}
+        cache.marks[hour] = mark
+    elif len(docs) > len(pairs):  # minutes expired or were deleted
+        present = {key for key, _ in pairs}
+        for gone_key in [k for k in docs if k not in present]:
+            del docs[gone_key]
 
 
 async def snapshot(

@@ -3,8 +3,9 @@
 1. SLO evaluation over N calls (default 1 M) spread over 7 days, written by ``StoreSink`` to a
    FileStore and read by a read-only reader: cold (first evaluation) and warm (the same
    evaluator again), against the peer that parses the whole call log and computes the same
-   budgets and burn rates. Target: warm ≤ 50 ms. ``--store sqlite`` runs it on a SqliteStore
-   instead (written, then read by a read-only store on the same file).
+   budgets and burn rates. Target: warm ≤ 50 ms. Then the dashboard's snapshot of the last
+   1 h, 24 h and 7 days, read again by the same reader. ``--store sqlite`` runs it on a
+   SqliteStore instead (written, then read by a read-only store on the same file).
 2. History back-fill: 7 days (≈150 k calls) through the real meter path (an aircore server's
    ``call_tool`` → ``MeterMiddleware`` with a back-dated clock → ``Meter`` → ``StoreSink`` →
    FileStore), against the floor of appending the same records straight to the store.
@@ -28,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,6 +39,7 @@ from airmeter import CALLS_NAMESPACE, CallRecord, Layer, Meter, MeterMiddleware,
 from airmeter.outcome import RATE_CLASSES, error_class_of
 from airmeter.slo import SloEvaluator
 from airmeter.slo_config import Objective
+from airmeter.snapshot import snapshot
 from airmeter.tokens import context_text, shared_counting
 from airstore.file import FileStore
 from airstore.sqlite import SqliteStore
@@ -48,6 +51,7 @@ TOOLS = [("health", 1), ("get_user", 2), ("list_files", 2), ("format_date", 3),
          ("generate_reply", 6), ("embed_text", 6), ("plan_trip", 7), ("run_agent", 7)]  # fmt: skip
 OBJECTIVES = [Objective(availability=0.995), Objective(latency_p95_ms=300)]
 WINDOWS_MIN = (5, 30, 60, 360)
+VIEWS_H = (1, 24, 168)
 
 
 def history(n: int, *, now_ms: int, days: int = 7, seed: int = 3) -> list[CallRecord]:
@@ -111,6 +115,7 @@ async def section_slo(n: int, runs: int, kind: str = "file") -> None:
         colds: list[float] = []
         warms: list[float] = []
         warm_cpu: list[float] = []
+        views: dict[int, list[float]] = {}
         statuses: list[Any] = []
         for _ in range(runs):
             async with _open(kind, data, read_only=True) as reader:
@@ -123,6 +128,13 @@ async def section_slo(n: int, runs: int, kind: str = "file") -> None:
                     await evaluator.evaluate()
                     warms.append(time.perf_counter() - t0)
                     warm_cpu.append(time.process_time() - c0)
+                for hours in VIEWS_H:  # the dashboard's views (its snapshot), read again
+                    since = timedelta(hours=hours)
+                    await snapshot(reader, since=since)
+                    for _ in range(3):
+                        t0 = time.perf_counter()
+                        await snapshot(reader, since=since)
+                        views.setdefault(hours, []).append(time.perf_counter() - t0)
         naives = []
         for _ in range(runs):
             t_naive, lines = await naive_slo(data, now_ms, kind)
@@ -140,6 +152,9 @@ async def section_slo(n: int, runs: int, kind: str = "file") -> None:
         print(f"| {label} | {secs * 1000:.1f} | {t_naive / secs:.1f}x |")  # fmt: skip
     print(f"\nwarm target ≤ 50 ms: {'met' if warm <= 0.05 else 'MISSED'} ({warm * 1000:.1f} ms; "
           f"CPU time of this process {statistics.median(warm_cpu) * 1000:.1f} ms)")  # fmt: skip
+    print("\n| snapshot (a dashboard view) read again | ms |\n|---|---:|")
+    for hours, times in views.items():
+        print(f"| last {hours} h | {statistics.median(times) * 1000:.1f} |")
 
 
 async def section_backfill(n: int, runs: int) -> None:

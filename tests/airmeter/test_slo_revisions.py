@@ -1,15 +1,16 @@
-"""Writers mark the hours they rewrite with revision tokens; a kept SLO evaluator reads only
-the index and the hours being written, re-reads a closed hour when its token changes, reads
-every hour of a writer that gives no tokens, and checks every hour again after a while."""
+"""Writers mark the hours they rewrite with revision tokens; a kept SLO evaluator (and a
+repeated snapshot) reads only the index and the hours being written, re-reads a closed hour
+when its token changes, reads every hour of a writer that gives no tokens, and checks every
+hour again after a while."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import airmeter.slo as slo
 from airmeter import CallRecord, Layer, StoreSink
 from airmeter.rollups import (
     HOUR_MS,
@@ -21,10 +22,12 @@ from airmeter.rollups import (
 )
 from airmeter.slo import SloEvaluator
 from airmeter.slo_config import Objective
-from airmeter.snapshot import stored_revisions
+from airmeter.snapshot import snapshot, stored_revisions
 from airstore import MemoryStore, SqliteStore
 from airstore.types import Store
 
+snapshot_module = importlib.import_module("airmeter.snapshot")  # (the package's `snapshot` is
+# its function)
 NOW_MS = 1_800_000_000_000 + 30 * 60_000  # half past an hour
 OBJECTIVES = [Objective(availability=0.99, period="7d")]
 
@@ -110,7 +113,7 @@ async def test_a_change_no_token_tells_is_seen_once_the_recheck_time_passed(
     for key, _ in await store.entries(hour_namespace(old_hour)):
         await store.delete(hour_namespace(old_hour), key)  # as if expired: no token changes
     assert [s.valid_calls for s in await warm.evaluate()] == [3]  # kept, within the recheck
-    monkeypatch.setattr(slo, "_RECHECK_S", -3600.0)  # the recheck time has passed
+    monkeypatch.setattr(snapshot_module, "RECHECK_S", -3600.0)  # the recheck time has passed
     assert [s.valid_calls for s in await warm.evaluate()] == [1]
 
 
@@ -141,3 +144,47 @@ async def test_every_writer_of_an_hour_has_a_say_in_its_revision() -> None:
     assert after is not None
     assert after[0] == before[0]
     assert after[1] != before[1]
+
+
+def _totals(snap: Any) -> tuple[int, int]:
+    return snap.total_calls, snap.error_count
+
+
+async def test_a_repeated_snapshot_reads_only_the_index_the_newest_hours_and_a_revised_hour(
+    tmp_path: Path,
+) -> None:
+    async with SqliteStore(tmp_path / "air.db") as raw:
+        store = _Counting(raw)
+        await _write(store, _calls([-30, -20, -10, -5, -1, 0]))
+        now_hour = NOW_MS // HOUR_MS
+        first = await snapshot(store, since=NOW_MS - 40 * HOUR_MS, until=NOW_MS + HOUR_MS)  # type: ignore[arg-type]
+        assert _totals(first) == (6, 0)
+        store.read.clear()
+        again = await snapshot(store, since=NOW_MS - 40 * HOUR_MS, until=NOW_MS + HOUR_MS)  # type: ignore[arg-type]
+        assert again == first
+        assert store.read == [ROLLUPS_NAMESPACE, hour_namespace(now_hour - 1),
+                              hour_namespace(now_hour)]  # fmt: skip
+
+        await _write(store, _calls([-20, -20], fail=True, tag="late"))
+        store.read.clear()
+        late = await snapshot(store, since=NOW_MS - 40 * HOUR_MS, until=NOW_MS + HOUR_MS)  # type: ignore[arg-type]
+        assert _totals(late) == (8, 2)
+        assert hour_namespace(now_hour - 20) in store.read
+        assert hour_namespace(now_hour - 10) not in store.read
+        async with SqliteStore(tmp_path / "air.db", read_only=True) as fresh:
+            assert late == await snapshot(fresh, since=NOW_MS - 40 * HOUR_MS,
+                                          until=NOW_MS + HOUR_MS)  # fmt: skip
+
+
+async def test_an_hour_read_in_part_is_read_again_for_a_wider_window(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "air.db") as store:
+        hour_start = (NOW_MS // HOUR_MS - 10) * HOUR_MS
+        records = [CallRecord(ts_ms=hour_start + m * 60_000, server="shop", tool="get_user",
+                              layer=Layer.L2, latency_ms=10.0, ok=True, request_id=f"m{m}")
+                   for m in (5, 50)]  # fmt: skip
+        records += _calls([0, -1])
+        await _write(store, records)
+        narrow = await snapshot(store, since=hour_start + 30 * 60_000, until=NOW_MS + HOUR_MS)
+        assert narrow.total_calls == 3  # minute 50 of that hour, and the two newest
+        wide = await snapshot(store, since=hour_start, until=NOW_MS + HOUR_MS)
+        assert wide.total_calls == 4  # minute 5 too: the hour read in part was not kept as whole
