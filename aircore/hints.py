@@ -73,6 +73,9 @@ def plain_schema(hint: Any) -> dict[str, Any] | None:
         members = [a for a in args if a is not type(None)]
         if any(_numeric_literal(a) for a in members) or _ambiguous(members):
             return None  # pydantic's smart union chooses among them: its rules, its conversion
+        if Any in members and any(number_coercer(a) is not None for a in members):
+            return None  # pydantic tries the members strictly first (5.0 is no int), then Any
+            # takes the value as it is: int | Any keeps 5.0, list[float] | Any turns [1] to [1.0]
         schemas = [plain_schema(a) for a in members]
         if any(s is None for s in schemas):
             return None
