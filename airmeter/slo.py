@@ -220,7 +220,7 @@ class SloEvaluator:
         # burn_rate_6h must not depend on whether a 30 d objective sits beside it)
         reach_ms = max(int(longest * 1000), max(_WINDOWS_MIN) * MINUTE_MS)
         first_hour = (now_ms - reach_ms) // HOUR_MS
-        revisions = await stored_revisions(self._store)
+        revisions = await stored_revisions(self._store, from_hour=first_hour)
         hours = [h for h in revisions if h >= first_hour]
         _cache_of(self._store).forget_except(set(revisions))
         kept = set(hours)
@@ -278,7 +278,7 @@ class SloEvaluator:
         earliest = min(instants_ms) - _HOUR_WINDOW_MIN * MINUTE_MS
         first_hour = (earliest - earliest % MINUTE_MS) // HOUR_MS
         last_hour = max(instants_ms) // HOUR_MS
-        revisions = await stored_revisions(self._store)
+        revisions = await stored_revisions(self._store, from_hour=first_hour)
         hours = [h for h in revisions if first_hour <= h <= last_hour]
         open_from = int(self._clock() * 1000) // HOUR_MS - 1
         for hour in hours:

@@ -44,6 +44,7 @@ __all__ = [
     "aggregate",
     "load_groups",
     "snapshot",
+    "stored_hours",
     "stored_revisions",
     "to_ms",
     "unchanged",
@@ -315,6 +316,7 @@ class _DocCache:
             return cached[1]
         rows = parse_minute_doc(doc) if isinstance(doc, Mapping) else []
         docs[key] = (doc, rows)
+        self.marks.pop(hour, None)  # no longer what a whole read of the hour vouched for
         return rows
 
 
@@ -347,10 +349,12 @@ def unchanged(kept: Revision, read_at: float, revision: Revision, hour: int, now
     return revision is not None and kept == revision and now < read_at + RECHECK_S + hour % 60
 
 
-async def stored_revisions(store: Store) -> dict[int, Revision]:
-    """Every hour some writer has stored rollups for, with its revision (one read)."""
+async def stored_revisions(store: Store, *, from_hour: int | None = None) -> dict[int, Revision]:
+    """Every hour some writer has stored rollups for, with its revision (one read); hours
+    before ``from_hour`` get ``None`` (their tokens are not looked at)."""
     listed: dict[int, list[str]] = {}
     tokens: dict[tuple[str, int], str] = {}
+    from_day = None if from_hour is None else from_hour // 24
     for key, value in await store.entries(ROLLUPS_NAMESPACE):
         if key.startswith(HOURS_KEY_PREFIX) and isinstance(value, list):
             writer = key[len(HOURS_KEY_PREFIX) :]
@@ -358,12 +362,17 @@ async def stored_revisions(store: Store) -> dict[int, Revision]:
                 if isinstance(hour, int):
                     listed.setdefault(hour, []).append(writer)
         elif key.startswith(REVISIONS_KEY_PREFIX) and isinstance(value, dict):
-            writer, _, _day = key[len(REVISIONS_KEY_PREFIX) :].rpartition(":")
+            writer, _, day = key[len(REVISIONS_KEY_PREFIX) :].rpartition(":")
+            if from_day is not None and day.isascii() and day.isdigit() and int(day) < from_day:
+                continue
             for hour, token in value.items():
-                if isinstance(token, str) and hour.isdigit():
+                if isinstance(token, str) and hour.isascii() and hour.isdigit():
                     tokens[(writer, int(hour))] = token
     out: dict[int, Revision] = {}
     for hour in sorted(listed):
+        if from_hour is not None and hour < from_hour:
+            out[hour] = None
+            continue
         pairs = []
         for writer in sorted(listed[hour]):
             token = tokens.get((writer, hour))
@@ -377,6 +386,11 @@ async def stored_revisions(store: Store) -> dict[int, Revision]:
     return out
 
 
+async def stored_hours(store: Store) -> list[int]:
+    """Every hour some writer has stored rollups for, oldest first."""
+    return list(await stored_revisions(store, from_hour=1 << 62))
+
+
 async def load_groups(
     store: Store, *, since_ms: int | None = None, until_ms: int | None = None
 ) -> list[RowGroup]:
@@ -384,14 +398,16 @@ async def load_groups(
 
     Reads only the hour namespaces of the window; parsed documents are cached per store, so
     a repeated snapshot parses only what changed, and an hour kept whole whose revision did not
-    change (see :data:`RECHECK_S`) is not read at all (the two newest hours always are).
+    change (see :data:`RECHECK_S`) is not read at all (the hours being written always are: the
+    current and previous hour by the wall clock, and the two newest stored).
     """
     lo = None if since_ms is None else _floor(since_ms)
     cache = _cache_of(store)
-    revisions = await stored_revisions(store)
+    revisions = await stored_revisions(store, from_hour=None if lo is None else lo // HOUR_MS)
     hours = list(revisions)
     cache.forget_except(set(hours))
-    always = set(hours[-2:])  # being written
+    current = int(time.time() * 1000) // HOUR_MS
+    always = {*hours[-2:], current - 1, current}  # being written
     now = time.monotonic()
     out: list[RowGroup] = []
     for hour in hours:

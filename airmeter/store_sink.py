@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -24,7 +25,13 @@ from airmeter.rollups import (
 from airstore.errors import AirstoreError, InvalidValueError
 from airstore.types import Store
 
-__all__ = ["DEFAULT_LOG_MAX_AGE", "DEFAULT_LOG_MAX_BYTES", "DEFAULT_ROLLUP_TTL", "StoreSink"]
+__all__ = [
+    "DEFAULT_LOG_MAX_AGE",
+    "DEFAULT_LOG_MAX_BYTES",
+    "DEFAULT_ROLLUP_TTL",
+    "REVISIONS_TTL",
+    "StoreSink",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +42,9 @@ DEFAULT_LOG_MAX_AGE = 7 * 24 * 3600.0
 DEFAULT_LOG_MAX_BYTES = 1 << 30
 """… or 1 GiB, whichever comes first (rollups stay for :data:`DEFAULT_ROLLUP_TTL`)."""
 DEFAULT_PERSIST_INTERVAL = 1.0
+REVISIONS_TTL = 40 * 24 * 3600.0
+"""How long a day's revision tokens live after its last write (an older hour has none: readers
+then read it whenever they need it, as before tokens existed)."""
 DEFAULT_MAX_BACKLOG = 100_000
 _KEEP_MINUTES = 5
 APPEND_CHUNK = 2048
@@ -238,8 +248,12 @@ class StoreSink:
             if dirty:
                 hours = {hour_of(m) for m in dirty}
                 await self._index_hours(hours)
-                await self._mark_revised(hours)  # after the documents: a reader that sees
-                # the new token reads documents at least that new
+                # after the documents, in a later loop turn (FileStore commits a turn's
+                # namespaces in the order it first opened them): a reader that sees the new
+                # token reads documents at least that new (FileStore in "snapshot" durability
+                # commits both at the next flush, in any order: the readers' re-check bounds it)
+                await asyncio.sleep(0)
+                await self._mark_revised(hours)
         except BaseException:
             self._book.mark_dirty(dirty)
             raise
@@ -280,7 +294,8 @@ class StoreSink:
                     else {}
                 )
             tokens = {**tokens, **{str(hour): token for hour in day_hours}}
-            await self.store.set(ROLLUPS_NAMESPACE, key, tokens, ttl=self._ttl)
+            ttl = REVISIONS_TTL if self._ttl is None else min(self._ttl, REVISIONS_TTL)
+            await self.store.set(ROLLUPS_NAMESPACE, key, tokens, ttl=ttl)
             self._revisions[day] = tokens  # only once stored
         newest = max(self._revisions)
         for day in [d for d in self._revisions if d < newest - 2]:

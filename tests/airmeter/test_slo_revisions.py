@@ -5,6 +5,7 @@ hour again after a while."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from airmeter.rollups import (
 from airmeter.slo import SloEvaluator
 from airmeter.slo_config import Objective
 from airmeter.snapshot import snapshot, stored_revisions
+from airmeter.store_sink import REVISIONS_TTL
 from airstore import MemoryStore, SqliteStore
 from airstore.types import Store
 
@@ -188,3 +190,67 @@ async def test_an_hour_read_in_part_is_read_again_for_a_wider_window(tmp_path: P
         assert narrow.total_calls == 3  # minute 50 of that hour, and the two newest
         wide = await snapshot(store, since=hour_start, until=NOW_MS + HOUR_MS)
         assert wide.total_calls == 4  # minute 5 too: the hour read in part was not kept as whole
+
+
+async def test_a_late_write_reaches_a_file_stores_disk_before_its_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FileStore commits a loop turn's namespaces in the order it first opened them; the token
+    # goes in a later turn, so a reader in another process never sees it before the minutes
+    from airstore import _kvspace
+    from airstore.file import FileStore
+
+    committed: list[str] = []  # a namespace, or "tokens" for the commit that holds them
+    commit = _kvspace.KVSpace.commit
+
+    def recording(space: Any) -> int:
+        if space.journal.pending:
+            tokens = REVISIONS_KEY_PREFIX.encode() in space.journal.pending
+            committed.append("tokens" if tokens else space.ns)
+        return commit(space)
+
+    monkeypatch.setattr(_kvspace.KVSpace, "commit", recording)
+    async with FileStore(tmp_path / "data") as store:
+        sink = StoreSink(store, writer="w")
+        await sink.write(_calls([0]))
+        await sink.persist()  # meter.rollups is now opened before any older hour's namespace
+        await asyncio.sleep(0.01)
+        committed.clear()
+        await sink.write(_calls([-5], tag="late"))
+        await sink.persist()
+        await asyncio.sleep(0.01)
+        await sink.close()
+    late = hour_namespace(NOW_MS // HOUR_MS - 5)
+    assert late in committed
+    assert "tokens" in committed
+    assert committed.index(late) < committed.index("tokens")
+
+
+async def test_two_writers_of_one_hour_each_revise_it_for_a_kept_evaluator() -> None:
+    store = MemoryStore()
+    await _write(store, _calls([-5, -5]), writer="a")
+    await _write(store, _calls([-5], tag="b"), writer="b")
+    warm = SloEvaluator(store, OBJECTIVES, clock=lambda: NOW_MS / 1000)
+    assert [(s.valid_calls, s.bad_calls) for s in await warm.evaluate()] == [(3, 0)]
+    await _write(store, _calls([-5, -5], fail=True, tag="b2"), writer="b")  # only b writes
+    assert [(s.valid_calls, s.bad_calls) for s in await warm.evaluate()] == [(5, 2)]
+    await _write(store, _calls([-5], fail=True, tag="a2"), writer="a")  # then only a
+    assert [(s.valid_calls, s.bad_calls) for s in await warm.evaluate()] == [(6, 3)]
+
+
+async def test_tokens_expire_before_the_rollups_and_old_days_are_not_looked_at() -> None:
+    now = [NOW_MS / 1000]
+    store = MemoryStore(clock=lambda: now[0])
+    await _write(store, _calls([-30 * 24, -3]))
+    old, recent = NOW_MS // HOUR_MS - 30 * 24, NOW_MS // HOUR_MS - 3
+    revisions = await stored_revisions(store)
+    assert revisions[old] is not None
+    assert revisions[recent] is not None
+    only_recent = await stored_revisions(store, from_hour=recent)
+    assert only_recent[old] is None
+    assert only_recent[recent] == revisions[recent]
+    now[0] += REVISIONS_TTL + 1  # the tokens are gone; the rollups (400 days) are not
+    later = await stored_revisions(store)
+    assert set(later) == {old, recent}
+    assert later[old] is None
+    assert later[recent] is None

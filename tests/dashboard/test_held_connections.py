@@ -64,6 +64,7 @@ def test_idle_connections_at_the_cap_make_room_for_a_new_client(store_url: str) 
                 deadline = time.monotonic() + WAIT_S
                 while len(server._wsgi._idle) < n and time.monotonic() < deadline:
                     time.sleep(0.01)
+                assert len(server._wsgi._idle) >= n, "a held connection never went idle"
             status = 0
             deadline = time.monotonic() + WAIT_S
             while time.monotonic() < deadline:  # until the server has taken them all
