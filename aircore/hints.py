@@ -6,7 +6,9 @@ A *plain* hint is one whose JSON value already is the Python value the handler e
 writes exactly the schema pydantic would (so a server of plain tools starts without importing
 pydantic, ~100-200 ms), and arguments need no conversion. Every other hint (``Enum``, models,
 dataclasses, ``TypedDict``, ``Annotated[…, Field(…)]``, ``datetime`` …) goes through pydantic
-(:mod:`aircore.typed`). A test compares both paths with the official SDK's schemas.
+(:mod:`aircore.typed`), and so does a tool parameter or result whose hint holds a union of
+``Any`` with a member that converts numbers (:func:`typed_schema`; pydantic's own rules decide
+there). A test compares both paths with the official SDK's schemas.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
-__all__ = ["is_plain_mapping_hint", "number_coercer", "plain_default", "plain_schema"]
+__all__ = [
+    "is_plain_mapping_hint",
+    "number_coercer",
+    "plain_default",
+    "plain_schema",
+    "typed_schema",
+]
 
 Coerce = Callable[[Any], Any]
 
@@ -73,9 +81,6 @@ def plain_schema(hint: Any) -> dict[str, Any] | None:
         members = [a for a in args if a is not type(None)]
         if any(_numeric_literal(a) for a in members) or _ambiguous(members):
             return None  # pydantic's smart union chooses among them: its rules, its conversion
-        if Any in members and any(number_coercer(a) is not None for a in members):
-            return None  # pydantic tries the members strictly first (5.0 is no int), then Any
-            # takes the value as it is: int | Any keeps 5.0, list[float] | Any turns [1] to [1.0]
         schemas = [plain_schema(a) for a in members]
         if any(s is None for s in schemas):
             return None
@@ -83,6 +88,24 @@ def plain_schema(hint: Any) -> dict[str, Any] | None:
             schemas.append({"type": "null"})  # pydantic puts null last, wherever None was
         return {"anyOf": schemas}
     return None
+
+
+def typed_schema(hint: Any) -> dict[str, Any] | None:
+    """:func:`plain_schema` for a hint whose values the tool receives converted: ``None`` also
+    where :func:`number_coercer` would not convert as pydantic does (left to pydantic)."""
+    return None if _converts_beside_any(hint) else plain_schema(hint)
+
+
+def _converts_beside_any(hint: Any) -> bool:
+    """A union of ``Any`` with a member that converts numbers, anywhere in ``hint``: pydantic
+    tries the members strictly first (5.0 is no int), then ``Any`` takes the value as it is
+    (``int | Any`` keeps 5.0, ``list[float] | Any`` turns [1] into [1.0])."""
+    args = get_args(hint)
+    origin = get_origin(hint)
+    union = origin is Union or origin is types.UnionType
+    if union and Any in args and any(number_coercer(a) is not None for a in args):
+        return True
+    return any(_converts_beside_any(a) for a in args if a is not Any)
 
 
 def plain_default(value: Any) -> bool:

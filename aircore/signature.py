@@ -18,7 +18,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from aircore.docstrings import parse_docstring
 from aircore.errors import INTERNAL_ERROR, AirError, DefinitionError
-from aircore.hints import is_plain_mapping_hint, number_coercer, plain_default, plain_schema
+from aircore.hints import is_plain_mapping_hint, number_coercer, plain_default, typed_schema
 
 __all__ = ["Signature", "read_signature"]
 
@@ -150,7 +150,7 @@ _SCALAR_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean"
 
 def _plain_output(hint: Any) -> tuple[dict[str, Any], bool] | None:
     """``(outputSchema, wrapped)`` of a plain return annotation, or ``None`` if not plain."""
-    schema = plain_schema(hint)
+    schema = typed_schema(hint)
     if schema is None:
         return None
     if get_origin(hint) is dict:
@@ -261,7 +261,7 @@ def read_signature(
 
 def _plain_param(hint: Any, default: Any) -> dict[str, Any] | None:
     """The property schema of a plain parameter (default included), or ``None``."""
-    schema = plain_schema(hint)
+    schema = typed_schema(hint)
     if schema is None:
         return None
     if default is inspect.Parameter.empty:

@@ -224,11 +224,15 @@ class RollupRow(Sums):
 
 
 def parse_minute_doc(doc: Mapping[str, Any]) -> list[RollupRow]:
-    """Rows of one stored minute document; an unknown format gives no rows."""
+    """Rows of one stored minute document; an unknown format, or a damaged document (written
+    by something else into the data dir), gives no rows rather than breaking every snapshot."""
     if not isinstance(doc, Mapping) or doc.get("format") not in _READABLE_FORMATS:
         return []
-    minute = int(doc["minute"])
-    return [RollupRow.from_json(minute, row) for row in doc["rows"]]
+    try:
+        minute = int(doc["minute"])
+        return [RollupRow.from_json(minute, row) for row in doc["rows"]]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return []
 
 
 def merge_row_into(rows: dict[_RowKey, RollupRow], row: RollupRow, minute: int) -> None:
@@ -318,6 +322,10 @@ class RollupBook:
         for m in [m for m in self._minutes if m < minute and m not in self._dirty]:
             del self._minutes[m]
         self._last_minute = -1
+
+    def holds(self, minute: int) -> bool:
+        """Whether the book holds ``minute``."""
+        return minute in self._minutes
 
     def groups(self) -> Iterator[tuple[int, list[RollupRow]]]:
         """Every minute held, as ``(minute, rows)``."""

@@ -366,7 +366,7 @@ async def stored_revisions(store: Store, *, from_hour: int | None = None) -> dic
             if from_day is not None and day.isascii() and day.isdigit() and int(day) < from_day:
                 continue
             for hour, token in value.items():
-                if isinstance(token, str) and hour.isascii() and hour.isdigit():
+                if isinstance(token, str) and hour.isascii() and hour.isdigit() and len(hour) < 19:
                     tokens[(writer, int(hour))] = token
     out: dict[int, Revision] = {}
     for hour in sorted(listed):
@@ -387,8 +387,12 @@ async def stored_revisions(store: Store, *, from_hour: int | None = None) -> dic
 
 
 async def stored_hours(store: Store) -> list[int]:
-    """Every hour some writer has stored rollups for, oldest first."""
-    return list(await stored_revisions(store, from_hour=1 << 62))
+    """Every hour some writer has stored rollups for, oldest first (without revisions)."""
+    hours: set[int] = set()
+    for _, value in await store.entries(ROLLUPS_NAMESPACE, HOURS_KEY_PREFIX):
+        if isinstance(value, list):
+            hours.update(int(h) for h in value if isinstance(h, int))
+    return sorted(hours)
 
 
 async def load_groups(

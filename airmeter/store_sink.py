@@ -260,7 +260,10 @@ class StoreSink:
         if dirty:
             keep_from = dirty[-1] - _KEEP_MINUTES * MINUTE_MS
             self._book.drop_before(keep_from)
-            self._loaded = {m for m in self._loaded if m >= keep_from}
+            # a minute the book still holds stays loaded (a late call may have made it dirty
+            # again while this persist waited: merging the stored copy again would count twice)
+            holds = self._book.holds
+            self._loaded = {m for m in self._loaded if holds(m)}
 
     async def _index_hours(self, hours: set[int]) -> None:
         """Record in the index which hours this writer has written (once per new hour)."""

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from aircore.docstrings import parse_docstring
-from aircore.hints import number_coercer, plain_schema
+from aircore.hints import number_coercer, plain_schema, typed_schema
 
 SCALARS = st.sampled_from([str, int, float, bool, Any])
 LITERALS = st.one_of(
@@ -56,20 +56,33 @@ def test_plain_hints_get_exactly_the_schema_pydantic_writes(hint: Any) -> None:
         dict[int, str],
         list[tuple[int, str]],
         Optional[set[str]],  # noqa: UP045
-        Union[int, Any],  # noqa: UP007 - pydantic keeps 0.0 here (found by the property test)
-        Optional[Union[float, Any]],  # noqa: UP007, UP045
-        list[Union[list[int], Any]],  # noqa: UP007
     ],
 )
 def test_hints_that_need_conversion_or_subtle_rules_go_to_pydantic(hint: Any) -> None:
     assert plain_schema(hint) is None
 
 
+@pytest.mark.parametrize(
+    "hint",
+    [
+        Union[int, Any],  # noqa: UP007 - pydantic keeps 0.0 here (found by the property test)
+        Optional[Union[float, Any]],  # noqa: UP007, UP045
+        list[Union[list[int], Any]],  # noqa: UP007
+        dict[str, Optional[Union[int, str, Any]]],  # noqa: UP007, UP045
+    ],
+)
+def test_any_beside_a_number_converts_through_pydantic_but_keeps_the_plain_schema(
+    hint: Any,
+) -> None:
+    assert typed_schema(hint) is None  # the tool's arguments go through pydantic
+    assert plain_schema(hint) == TypeAdapter(hint).json_schema()  # a params= mapping keeps it
+
+
 @given(HINTS, st.data())
 def test_number_coercion_matches_pydantic_on_values_the_schema_accepts(
     hint: Any, data: st.DataObject
 ) -> None:
-    if plain_schema(hint) is None:
+    if typed_schema(hint) is None:
         return
     value = data.draw(_values(hint))
     fix = number_coercer(hint)

@@ -254,3 +254,72 @@ async def test_tokens_expire_before_the_rollups_and_old_days_are_not_looked_at()
     assert set(later) == {old, recent}
     assert later[old] is None
     assert later[recent] is None
+
+
+async def test_an_hour_before_from_hour_has_no_revision_even_on_its_day() -> None:
+    store = MemoryStore()
+    day_start = (NOW_MS // HOUR_MS // 24) * 24  # hours of one day, before and after from_hour
+    await _write(store, [CallRecord(ts_ms=h * HOUR_MS, server="shop", tool="get_user",
+                                    layer=Layer.L2, latency_ms=1.0, ok=True, request_id=str(h))
+                         for h in (day_start + 1, day_start + 5)])  # fmt: skip
+    revisions = await stored_revisions(store, from_hour=day_start + 3)
+    assert revisions[day_start + 1] is None
+    assert revisions[day_start + 5] is not None
+    assert await snapshot_module.stored_hours(store) == [day_start + 1, day_start + 5]
+
+
+async def test_odd_tokens_in_the_index_are_ignored() -> None:
+    store = MemoryStore()
+    await _write(store, _calls([-2]))
+    hour = NOW_MS // HOUR_MS - 2
+    for key, value in [("revs:w:notaday", {str(hour): "x"}), ("revs:w", {"1" * 5000: "x"}),
+                       ("revs:w:1", {"²": "x", str(hour): 7}), ("revs:w:2", ["x"])]:  # fmt: skip
+        await store.set(ROLLUPS_NAMESPACE, key, value)
+    revisions = await stored_revisions(store)
+    assert revisions[hour] is not None  # its own token, still read
+    assert [
+        s.valid_calls
+        for s in await SloEvaluator(store, OBJECTIVES, clock=lambda: NOW_MS / 1000).evaluate()
+    ] == [1]
+
+
+def test_a_document_the_cache_takes_in_unmarks_its_hour() -> None:
+    cache = snapshot_module._DocCache()
+    doc = {"format": 2, "minute": 0, "rows": []}
+    cache.rows(7, "k1", doc)
+    cache.marks[7] = (None, 0.0)
+    cache.rows(7, "k1", doc)  # the same document: the mark stands
+    assert 7 in cache.marks
+    cache.rows(7, "k2", {"format": 2, "minute": 0, "rows": []})  # one no whole read saw
+    assert 7 not in cache.marks
+
+
+async def test_a_damaged_minute_document_counts_nothing_and_breaks_no_snapshot() -> None:
+    store = MemoryStore()
+    await _write(store, _calls([-2, -2]))
+    hour = NOW_MS // HOUR_MS - 2
+    for n, doc in enumerate([{"format": 2, "rows": []}, {"format": 2, "minute": "x", "rows": []},
+                             {"format": 2, "minute": 0, "rows": [7]}]):  # fmt: skip
+        await store.set(hour_namespace(hour), f"{hour * HOUR_MS:013d}:junk{n}", doc)
+    evaluator = SloEvaluator(store, OBJECTIVES, clock=lambda: NOW_MS / 1000)
+    assert [s.valid_calls for s in await evaluator.evaluate()] == [2]
+    view = await snapshot(store, since=NOW_MS - 5 * HOUR_MS, until=NOW_MS)
+    assert view.total_calls == 2
+
+
+async def test_a_snapshot_reads_the_hour_being_written_even_behind_future_stamped_hours() -> None:
+    import time
+
+    store = _Counting(MemoryStore())
+    wall = int(time.time() * 1000)
+    current = wall // HOUR_MS
+    stamped = [CallRecord(ts_ms=wall + h * HOUR_MS, server="shop", tool="get_user",
+                          layer=Layer.L2, latency_ms=1.0, ok=True, request_id=f"f{h}")
+               for h in (-3, 0, 3, 4)]  # two hours stamped ahead of the clock  # fmt: skip
+    await _write(store, stamped)
+    window = {"since": wall - 5 * HOUR_MS, "until": wall + 6 * HOUR_MS}
+    await snapshot(store, **window)  # type: ignore[arg-type]
+    store.read.clear()
+    await snapshot(store, **window)  # type: ignore[arg-type]
+    assert hour_namespace(current) in store.read
+    assert hour_namespace(current - 3) not in store.read

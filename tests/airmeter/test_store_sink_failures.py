@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -193,3 +194,30 @@ def test_rollup_documents_round_trip_and_sum_up(calls: list[tuple[str, float, bo
         again = RollupBook()
         again.merge_rows(parse_minute_doc(doc))
         assert again.minute_doc(doc["minute"]) == doc
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_late_call_written_while_a_persist_waits_is_counted_once(
+    kind: str, tmp_path: Any
+) -> None:
+    from airmeter.rollups import HOUR_MS, MINUTE_MS, hour_namespace, minute_key
+    from airstore import SqliteStore
+
+    def rec(ts: int, i: int) -> CallRecord:
+        return CallRecord(ts_ms=ts, server="s", tool="t", layer=Layer.L2, latency_ms=1.0,
+                          ok=True, request_id=str(i))  # fmt: skip
+
+    minute = T0 - T0 % MINUTE_MS
+    store = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "air.db")
+    async with store:
+        sink = StoreSink(store, writer="w", persist_interval=3600)
+        await sink.write([rec(minute, 0), rec(minute, 1)])
+        await sink.persist()  # the minute is stored and loaded
+        await sink.write([rec(minute + 7 * MINUTE_MS, 2)])  # newer calls: it may be dropped
+        persisting = asyncio.create_task(sink.persist())
+        await asyncio.sleep(0)  # the persist waits (for the store, or before its tokens)
+        await sink.write([rec(minute + 1, 3)])  # a late call into that minute meanwhile
+        await persisting
+        await sink.persist()
+        doc = await store.get(hour_namespace(minute // HOUR_MS), minute_key(minute, "w"))
+        assert sum(row.calls for row in parse_minute_doc(doc)) == 3
