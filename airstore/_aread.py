@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import aiofiles.os
 
-__all__ = ["read_file"]
+__all__ = ["read_file", "read_whole"]
 
 
-def _read_whole(path: str) -> bytes | None:
+def read_whole(path: str) -> bytes | None:
+    """The bytes of ``path`` (on the calling thread), or ``None`` when it does not exist."""
     try:
         with open(path, "rb") as fh:
             return fh.read()
@@ -23,6 +24,6 @@ def _read_whole(path: str) -> bytes | None:
         return None
 
 
-read_file = aiofiles.os.wrap(_read_whole)
+read_file = aiofiles.os.wrap(read_whole)
 """``await read_file(path)``: the bytes of ``path``, or ``None`` when it does not exist; raises
 ``OSError`` when it exists but cannot be read."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from airstore._aread import read_file
+from airstore._aread import read_file, read_whole
 from airstore._atomic import temp_path, write_file
 from airstore._compaction import Compaction
 from airstore._filenames import snapshot_path
@@ -37,14 +37,6 @@ MISSING: Any = object()
 LOAD_ATTEMPTS = 20  # a loader racing other writers' compactions retries this often
 
 _dumps = orjson.dumps
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None
 
 
 def _sig(path: str) -> tuple[int, int, int] | None:
@@ -97,7 +89,7 @@ class KVSpace(Compaction):
     def load(self) -> None:
         """Read snapshot then journal into memory (synchronously: refreshes, under the lock)."""
         for _attempt in range(LOAD_ATTEMPTS):
-            if self._load_once(_read(self.snapshot_path), last=_attempt == LOAD_ATTEMPTS - 1):
+            if self._load_once(read_whole(self.snapshot_path), last=_attempt == LOAD_ATTEMPTS - 1):
                 break
         if self.journal.pending:  # our own writes not yet committed stay visible
             self._apply_records(bytes(self.journal.pending), own=None)
@@ -125,7 +117,7 @@ class KVSpace(Compaction):
             # a reader that may not create the lock file tries once more without it
             with contextlib.suppress(OSError):
                 stack.enter_context(self.journal.locked())
-            self._load_once(_read(self.snapshot_path), last=True)
+            self._load_once(read_whole(self.snapshot_path), last=True)
 
     def _load_once(self, data: bytes | None, *, last: bool) -> bool:
         self.items, self.expires, self.entries, self.expiry = {}, {}, {}, []
