@@ -6,7 +6,7 @@ import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_origin
 
 from aircore.errors import DefinitionError
 from aircore.params import params_to_json_schema
@@ -127,11 +127,28 @@ def _params_handler_shape(handler: Callable[..., Any]) -> bool:
         p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
     has_var = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
+    if positional and _typed_argument(positional[0].annotation):
+        first = positional[0]
+        raise DefinitionError(
+            f"a define_tool handler is called as handler(params) or handler(params, ctx), but "
+            f"{getattr(handler, '__name__', 'it')}({first.name}: …) takes typed arguments: use "
+            "@server.tool (or server.tool(fn)) to derive the parameters from the signature"
+        )
     if has_var or len(positional) >= 2:
         return True
     if not positional:
         raise DefinitionError("a tool handler must accept the params argument: handler(params)")
     return False
+
+
+_TYPED_NAMES = frozenset({"int", "str", "float", "bool", "list", "bytes"})
+
+
+def _typed_argument(annotation: Any) -> bool:
+    """An annotation no ``params`` mapping has (``int``, ``str``, ``list[...]`` …)."""
+    if isinstance(annotation, str):
+        return annotation.split("[", 1)[0].strip() in _TYPED_NAMES
+    return annotation in (int, str, float, bool, list, bytes) or get_origin(annotation) is list
 
 
 def define_tool(

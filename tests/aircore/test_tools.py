@@ -222,3 +222,26 @@ async def test_resources_templates_and_prompts_are_listed_read_and_rendered() ->
     assert no_arg
     assert no_arg["error"]["code"] == -32602
     assert "who" in no_arg["error"]["message"]
+
+
+def _typed(a: int, b: int) -> int:
+    return a + b
+
+
+def _typed_list(items: list[str]) -> int:
+    return len(items)
+
+
+def _params_and_ctx(params: dict[str, Any], ctx: Any) -> int:
+    return 1
+
+
+@pytest.mark.parametrize("handler", [_typed, _typed_list])
+def test_define_tool_refuses_a_typed_signature_and_names_the_decorator(handler: Any) -> None:
+    # a FastMCP-style function handed to define_tool would fail at every call
+    with pytest.raises(DefinitionError, match=r"@server.tool"):
+        define_tool("t", handler=handler)
+
+
+def test_define_tool_still_takes_a_params_handler_with_annotations() -> None:
+    assert define_tool("t", handler=_params_and_ctx).name == "t"
