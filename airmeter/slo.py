@@ -17,9 +17,9 @@ tool's doing):
   the period. ``budget_remaining`` is reported, not alerted on.
 
 Evaluation costs hours x tools, not calls: each stored hour is summed once per (server, tool)
-and kept while its documents are the same; a warm evaluation re-reads every hour's documents
-(to see late writes) but adds up only the newest two hours afresh and reads each burn-rate
-window from per-hour running sums.
+and kept while its documents are the same; a warm evaluation re-reads an hour's documents only
+when a writer's revision token for it changed (and every hour every 1-2 minutes), adds up only
+the newest two hours afresh and reads each burn-rate window from per-hour running sums.
 """
 
 from __future__ import annotations
@@ -205,7 +205,9 @@ class SloEvaluator:
             self.targets += obj.targets() if isinstance(obj, Objective) else [obj]
         self._clock = clock
         self._hours: dict[int, _Hour] = {}
-        self._sums: dict[tuple[_Key, float | None], tuple[list[_Hour], int, int]] = {}
+        # closed-hour sums per (tool, threshold, period): objectives of other periods sum
+        # other hours, so sharing one entry would make each replace the other's every time
+        self._sums: dict[tuple[_Key, float | None, float], tuple[list[_Hour], int, int]] = {}
         self._evaluated: list[tuple[SloTarget, _Key, str]] = []
 
     async def evaluate(self) -> list[SloStatus]:
@@ -244,10 +246,11 @@ class SloEvaluator:
             threshold = target.threshold_ms
             for key in sorted(k for k in every_key if target.matches(*k)):
                 # The closed hours' sums are kept while those hours are the same objects.
-                cached = self._sums.get((key, threshold)) or sums.get((key, threshold))
+                slot = (key, threshold, target.period_s)
+                cached = self._sums.get(slot) or sums.get(slot)
                 if cached is None or cached[0] != closed:
                     cached = (closed, *_period_sums(closed, key, threshold))
-                self._sums[(key, threshold)] = cached
+                self._sums[slot] = cached
                 valid, bad = _period_sums(recent, key, threshold)
                 targets.append(target)
                 out.append(_status(target, key, valid + cached[1], bad + cached[2], window))

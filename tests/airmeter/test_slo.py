@@ -241,3 +241,51 @@ def test_objectives_from_yaml_and_their_errors(tmp_path: Path) -> None:
             objectives_from_data(data)
     with pytest.raises(MeterConfigError, match="cannot read"):
         load_objectives(tmp_path / "missing.yml")
+
+
+@pytest.mark.redis
+async def test_several_watchers_on_one_redis_server_alert_once() -> None:
+    from airstore import RedisStore
+    from tests.redis_server import shared_redis_server, unique_prefix
+
+    server = shared_redis_server()
+    prefix = unique_prefix("slo-watch")
+    async with RedisStore(server.url(), prefix=prefix) as writer:
+        await _store(_calls(600, start_ms=NOW_MS - 300_000, span_ms=300_000, fail_every=2),
+                     writer)  # fmt: skip
+    sent: list[SloAlert] = []
+    stores = [RedisStore(server.url(), prefix=prefix) for _ in range(4)]  # four processes'
+    for store in stores:
+        await store.init()
+    try:
+        watchers = [SloWatcher(s, [Objective(availability=0.99)], sinks=[sent.append],
+                               clock=_clock()) for s in stores]  # fmt: skip
+        await asyncio.gather(*(w.check() for w in watchers))
+        await asyncio.gather(*(w.check() for w in watchers))
+    finally:
+        for store in stores:
+            await store.close()
+    assert [a.status.state for a in sent] == ["breach"]
+
+
+async def test_objectives_of_different_periods_keep_their_closed_hour_sums(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import airmeter.slo as slo_module
+
+    records = _calls(2000, start_ms=NOW_MS - 9 * 24 * 3600_000, span_ms=9 * 24 * 3600_000)
+    store = await _store(records)
+    objectives = [Objective(availability=0.99, period="30d"),
+                  Objective(availability=0.995, period="7d")]  # fmt: skip
+    evaluator = slo_module.SloEvaluator(store, objectives, clock=_clock())
+    first = await evaluator.evaluate()
+    summed: list[int] = []
+    original = slo_module._period_sums
+
+    def counting(hours: Any, key: Any, threshold: Any) -> tuple[int, int]:
+        summed.append(len(hours))
+        return original(hours, key, threshold)
+
+    monkeypatch.setattr(slo_module, "_period_sums", counting)
+    assert await evaluator.evaluate() == first
+    assert sum(summed) <= 2 * 2  # only the two open hours of each objective, afresh
