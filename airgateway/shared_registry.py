@@ -264,6 +264,8 @@ class SharedRegistry:
         self.error: str | None = None
         """Why the store could not be reached at the last attempt (``None``: it could)."""
         self._told: set[str] = set()
+        # what publish() writes besides the URLs, worked out (and its skips logged) once
+        self._published: tuple[Sequence[ServerConfig], dict[str, Any]] | None = None
 
     def _failed(self, doing: str, exc: Exception) -> None:
         message = f"could not {doing}: {exc}"
@@ -287,13 +289,14 @@ class SharedRegistry:
 
     async def publish(self, servers: Sequence[ServerConfig], *, urls: Sequence[str] = ()) -> None:
         """Write (or renew) this gateway's registration (``urls``: its own endpoint's)."""
-        value = {
-            "v": 1,
-            "urls": list(urls),
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "servers": {k: [p.to_json() for p in v] for k, v in publishable(servers).items()},
-        }
+        if self._published is None or self._published[0] is not servers:
+            fixed = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "servers": {k: [p.to_json() for p in v] for k, v in publishable(servers).items()},
+            }
+            self._published = (servers, fixed)
+        value = {"v": 1, "urls": list(urls), **self._published[1]}
         try:
             await self.store.set(REGISTRY_NAMESPACE, GATEWAY_PREFIX + self.me, value, ttl=self.ttl)
         except AirstoreError as exc:

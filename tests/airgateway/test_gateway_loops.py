@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.airgateway.procs import Proc, air, free_port, http_replica, started
-from tests.airgateway.rpc import modern_call
+from tests.airgateway.rpc import envelope, modern_call
 
 pytestmark = pytest.mark.slow
 QUICK = "health:\n  interval_s: 0.3\n  unhealthy_after: 1\nbalancer:\n  strategy: round_robin\n"
@@ -69,6 +69,15 @@ async def test_a_gateway_never_adopts_its_own_endpoint_registered_by_a_gateway_i
         assert [u["url"] for u in status["upstreams"]] == [f"http://127.0.0.1:{replica}/mcp"]
         assert await _whoami(a.url, 4) == ["r1"] * 4
         assert await _whoami(b.url, 2) == ["r1"] * 2  # a gateway in front of another works
+        # a tools/call that carries b's own hop id (it went round to b again) is refused
+        body, headers = envelope("tools/call", {"name": "whoami", "arguments": {}})
+        async with httpx.AsyncClient(timeout=30) as http:
+            looped = await http.post(
+                b.url, json=body, headers={**headers, "air-gateway-hop": b_id["gateway"]}
+            )
+            other = await http.post(b.url, json=body, headers={**headers, "air-gateway-hop": "x"})
+        assert looped.status_code == 508
+        assert other.status_code == 200
 
 
 async def test_a_configuration_naming_the_gateways_own_url_is_refused_as_a_loop(

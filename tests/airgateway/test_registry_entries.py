@@ -285,6 +285,36 @@ health:
 
 
 async def test_an_entry_no_client_can_be_made_for_neither_stops_a_gateway_nor_the_next_ones(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await _store()
+    good = f"http://127.0.0.1:{free_port()}/mcp"
+    broken = f"http://127.0.0.1:{free_port()}/mcp"  # passes every check; its client fails
+    await store.set(REGISTRY_NAMESPACE, GATEWAY_PREFIX + "other",
+                    {"servers": {"notes": [_entry(broken), _entry(good)]}})  # fmt: skip
+    make = Gateway._client
+
+    def client(self: Gateway, server: Any, index: int) -> Any:
+        if server.url == broken:
+            raise ValueError("no client for this URL")
+        return make(self, server, index)
+
+    monkeypatch.setattr(Gateway, "_client", client)
+    config = parse_config(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{free_port()}/mcp\n"
+                          "health:\n  interval_s: 600\n")  # fmt: skip
+    gateway = Gateway(config, store=store, meter=None)
+    with caplog.at_level(logging.WARNING):
+        async with gateway:
+            adopted = [u["url"] for u in gateway.status()["upstreams"] if u["registered_by"]]
+            assert adopted == [good]
+            assert gateway.registry is not None
+            await gateway.registry.refresh()  # read again: no raise, no second warning
+    told = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
+    assert len(told) == 1
+    assert broken in told[0]
+
+
+async def test_entries_whose_urls_the_readers_refuse_are_skipped_and_told_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store = await _store()

@@ -5,6 +5,10 @@ never hold it down."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from airgateway.config import parse_config
 from airgateway.gateway import Gateway
 from airgateway.shared_health import HEALTH_NAMESPACE
@@ -78,3 +82,25 @@ health:
                 (url, "healthy")
             ]
             assert await store.entries(HEALTH_NAMESPACE)  # the other's own mark is still shared
+
+
+async def test_an_entry_kept_out_of_the_registry_is_told_once_not_at_every_renewal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = await create_storage("memory://")
+    config = parse_config(f"""
+servers:
+  - name: secret
+    url: http://127.0.0.1:{free_port()}/mcp
+    headers: {{X-Api-Key: {{env: T_KEY}}}}
+health:
+  interval_s: 600
+""", environ={"T_KEY": "k"})  # fmt: skip
+    gateway = Gateway(config, store=store, meter=None)
+    with caplog.at_level(logging.INFO, logger="airgateway"):
+        async with gateway:
+            assert gateway.registry is not None
+            for _ in range(3):  # renewals, as every health interval does
+                await gateway.registry.shared.publish(config.servers)
+    told = [r for r in caplog.records if "is not published" in r.getMessage()]
+    assert len(told) == 1
