@@ -120,3 +120,29 @@ def test_definitions_above_a_token_budget_are_named_largest_first() -> None:
     over = oversized_definitions(listed, budget=1, counter=counter)
     assert [name for name, _ in over] == ["search_notes", "get_weather"]
     assert over[0][1] >= over[1][1] > 1
+
+
+async def test_exact_result_counts_are_made_on_a_worker_thread_never_on_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    counter = await shared_counting().ready()
+    on_loop_thread: list[bool] = []
+    count = type(counter).count
+
+    def recording(self: Any, text: str) -> int:
+        if text.startswith("It is sunny"):  # a result's text (not a definition's)
+            on_loop_thread.append(threading.current_thread() is threading.main_thread())
+        return count(self, text)
+
+    monkeypatch.setattr(type(counter), "count", recording)
+    hook = MeterMiddleware(count_tokens="exact")
+    server = define_server(name="offpath", tools=_tools(), meter=hook)
+    async with server:
+        for city in ("Oslo", "Lima", "Kyoto"):
+            await server.call_tool("get_weather", {"city": city})
+        await hook.meter.flush()
+        records = hook.meter.recent()
+    assert on_loop_thread == [False, False, False]  # counted, each on a worker thread
+    assert all(r.result_tokens for r in records)
