@@ -187,7 +187,7 @@ class KVSpace(Compaction):
             self.load()
             return
         tmp = temp_path(self.snapshot_path)
-        write_file(tmp, self.encode_snapshot(0))
+        write_file(tmp, *self.encode_snapshot(0))
         self.journal.start_locked(0, snapshot=tmp)
         self._snapshot_pos = 0
 
