@@ -603,16 +603,23 @@ class GatewayEndpoint:
             )
             stream.started = True
             changes = self._changes()
-            while True:
-                nxt = asyncio.ensure_future(changes.__anext__())
-                done, _ = await asyncio.wait(
-                    {nxt, disconnected}, return_when=asyncio.FIRST_COMPLETED
-                )
-                if nxt not in done:
+            nxt: asyncio.Future[JSONDict] | None = None
+            try:
+                while True:
+                    nxt = asyncio.ensure_future(anext(changes))
+                    done, _ = await asyncio.wait(
+                        {nxt, disconnected}, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    if nxt not in done:
+                        return
+                    await stream.event(nxt.result())
+            finally:
+                # The generator is still running inside the pending ``nxt``: close it there
+                # (its ``finally`` runs) before ``aclose``, which refuses a running generator.
+                if nxt is not None and not nxt.done():
                     nxt.cancel()
-                    await changes.aclose()
-                    return
-                await stream.event(nxt.result())
+                    await asyncio.wait({nxt})
+                await changes.aclose()
         finally:
             disconnected.cancel()
 

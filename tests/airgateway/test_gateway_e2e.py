@@ -352,6 +352,34 @@ async def test_only_the_asked_session_can_answer_a_relayed_elicitation(rig: Rig)
         assert done["result"]["content"][0]["text"] == "accept:Ann", done
 
 
+async def test_a_client_leaving_its_notification_stream_closes_it_without_an_error(
+    rig: Rig,
+) -> None:
+    """A legacy session's GET stream the client drops ends quietly (it used to log a traceback
+    for every client that disconnected: ``aclose()`` of a generator still running)."""
+    url = httpx.URL(rig.url)
+    async with httpx.AsyncClient(timeout=30) as http:
+        for _ in range(3):
+            sid = await _legacy_session(http, rig.url)
+            # Raw: the stream's head is sent with its first event, which never comes here.
+            _reader, writer = await asyncio.open_connection(url.host, url.port)
+            writer.write(
+                f"GET {url.raw_path.decode()} HTTP/1.1\r\nhost: {url.netloc.decode()}\r\n"
+                f"mcp-session-id: {sid}\r\naccept: text/event-stream\r\n\r\n".encode()
+            )
+            await writer.drain()
+            await asyncio.sleep(0.3)  # the gateway is now waiting for changes to send
+            writer.close()
+            await writer.wait_closed()
+            ping = await legacy_request(http, rig.url, "ping", {}, sid)
+            assert ping.json()["result"] == {}
+    deadline = time.monotonic() + 2.0  # the handler ends as soon as it sees the disconnect
+    while time.monotonic() < deadline:
+        failed = [line for line in rig.gateway.lines if "failed on GET" in line]
+        assert not failed, "".join(rig.gateway.lines[-20:])
+        await asyncio.sleep(0.1)
+
+
 @pytest.mark.parametrize("request_id", [[1], {}, {"a": 1}, None, 1.5])
 async def test_a_cancellation_naming_an_unhashable_request_id_is_ignored(
     rig: Rig, request_id: Any
