@@ -170,7 +170,8 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
         remove_stale_temp_files(self.path)
 
     def _writable(self, ok: bool) -> None:
-        self._write_ok = self._persist if ok and not self._closed else None
+        closing = self._persist is None or self._persist.closed
+        self._write_ok = self._persist if ok and not self._closed and not closing else None
 
     @property
     def lost_writes(self) -> int:
@@ -212,7 +213,15 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
                 persist.start()  # keep retrying in the background; close() may be retried
                 raise
             persist.closed = True
+            self._write_ok = None  # from here on a write is refused: "the store is closing"
             await persist.stop()
+            try:  # what was acknowledged while the awaits above ran must land too
+                persist.flush_now()
+            except StorageIOError:
+                persist.closed = False
+                self._write_ok = persist
+                persist.start()
+                raise
             try:
                 persist.record_loss()
             except OSError as exc:
@@ -253,6 +262,8 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
         self._ensure_open()
         if self.read_only:
             raise ReadOnlyStoreError(f"FileStore {self.path!r} is read-only", path=self.path)
+        if self._persist is not None and self._persist.closed:
+            raise StoreClosedError(f"FileStore {self.path!r} is closing", path=self.path)
         if self._persist is not None and self._persist.refusing is not None:
             raise StorageIOError(
                 f"FileStore {self.path!r} refuses writes: a write failed "

@@ -154,6 +154,7 @@ class RedisStore(RedisOps, StoreBase):
         self._trimmed: dict[str, float] = {}  # ns -> store-clock time of the last trim
         self._opened = False
         self._closed = False
+        self._closing = False  # close() is draining: new commands are refused
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def init(self) -> None:
@@ -192,6 +193,7 @@ class RedisStore(RedisOps, StoreBase):
         """Finish pending commands and close the connection pool. Idempotent."""
         if self._closed:
             return
+        self._closing = True  # callers that keep submitting would keep the drain going forever
         try:
             await self._batcher.drain()
         finally:
@@ -213,6 +215,8 @@ class RedisStore(RedisOps, StoreBase):
             raise StoreClosedError(f"RedisStore {self.where} is closed", path=self.where)
 
     def _submit(self, op: _Op, *, write: bool) -> Any:
+        if self._closing:
+            raise StoreClosedError(f"RedisStore {self.where} is closing", path=self.where)
         self._ensure_open()
         if write and self._read_only:
             raise ReadOnlyStoreError(f"RedisStore {self.where} is read-only", path=self.where)

@@ -126,6 +126,7 @@ class SqliteStore(SqliteOps, StoreBase):
         self._last_retention = float("-inf")
         self._opened = False
         self._closed = False
+        self._closing = False  # close() is draining: new operations are refused
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def init(self) -> None:
@@ -187,6 +188,7 @@ class SqliteStore(SqliteOps, StoreBase):
         """Commit pending writes and close the database. Idempotent."""
         if self._closed:
             return
+        self._closing = True  # writers that keep submitting would keep the drain going forever
         try:
             await self._batcher.drain()
             await self._gets.drain()
@@ -216,7 +218,12 @@ class SqliteStore(SqliteOps, StoreBase):
             )
         return self._reader
 
+    def _refuse_if_closing(self) -> None:
+        if self._closing:
+            raise StoreClosedError(f"SqliteStore {self.path!r} is closing", path=self.path)
+
     def _submit(self, op: _Op) -> Any:
+        self._refuse_if_closing()
         self._ensure_open()
         if self._read_only:
             raise ReadOnlyStoreError(f"SqliteStore {self.path!r} is read-only", path=self.path)
@@ -308,6 +315,7 @@ class SqliteStore(SqliteOps, StoreBase):
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the live value or ``None``; concurrent gets share one ``SELECT``."""
         check_key(check_namespace(ns), key)
+        self._refuse_if_closing()
         self._read_db()
         return await self._gets.submit((ns, key))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -281,6 +282,45 @@ async def test_data_survives_reopen(
         assert await s.get("ns", "gone") is None
         assert await s.get("ns", "deleted") is None
         assert [e["i"] for e in await s.query("log")] == [4, 3, 2, 1, 0]
+    finally:
+        await s.close()
+
+
+async def test_a_write_acknowledged_while_close_runs_is_kept(
+    persistent_backend: Backend, tmp_path: Path, clock: FakeClock
+) -> None:
+    """Writers keep going while ``close()`` runs: each write is either refused
+    (``StoreClosedError``) or, once acknowledged, there after a reopen (FileStore dropped the
+    ones made during its last stop, in every mode but ``sync``), and close() ends."""
+    backend = persistent_backend
+    s = await backend.open(tmp_path, clock)
+    acked: list[tuple[str, int]] = []
+
+    async def writer(w: int) -> bool:
+        for i in range(100_000):
+            try:
+                await s.set("ns", f"w{w}-{i}", i)
+                await s.append(f"log{w}", {"i": i})
+            except StoreClosedError:
+                return True
+            acked.append((f"w{w}-{i}", i))
+            await asyncio.sleep(0)
+        return False
+
+    tasks = [asyncio.create_task(writer(w)) for w in range(4)]
+    await asyncio.sleep(0.05)
+    await s.close()
+    # Refused in the end: close() did not wait for writers that never stop (SQLite and
+    # Redis drained as long as anything kept coming).
+    assert await asyncio.gather(*tasks) == [True] * 4
+    assert acked
+    s = await backend.open(tmp_path, clock)
+    try:
+        stored = dict(await s.entries("ns"))
+        assert [key for key, _ in acked if key not in stored] == []
+        for w in range(4):
+            logged = {e["i"] for e in await s.query(f"log{w}", limit=1_000_000)}
+            assert {i for key, i in acked if key.startswith(f"w{w}-")} <= logged
     finally:
         await s.close()
 
