@@ -36,8 +36,8 @@ def remove_stale_temp_files(root: str) -> None:
         if match is None:
             continue
         pid = match["pid"]
-        if pid is not None and int(pid) != os.getpid() and _alive(int(pid)):
-            continue
+        if pid is not None and (int(pid) == os.getpid() or _alive(int(pid))):
+            continue  # a live writer's, maybe another store of this process: left alone
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(root, name))
 

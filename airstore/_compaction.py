@@ -123,8 +123,8 @@ class Compaction:
             position = self.journal.pos
             parts = self.encode_snapshot(position)
         tmp = temp_path(self.snapshot_path)
-        await asyncio.to_thread(write_file, tmp, *parts)
         try:
+            await _write_off_loop(tmp, parts)
             with self.journal.locked():
                 self.commit_locked()
                 journal = self.journal
@@ -142,3 +142,15 @@ class Compaction:
             if tmp:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
+
+
+async def _write_off_loop(path: str, parts: tuple[bytes | memoryview, ...]) -> None:
+    """``write_file`` in a worker thread; cancelled, it still waits for the thread to finish
+    its file, so the caller's clean-up can remove it (a compaction cancelled by ``close()``
+    left a snapshot-sized temp file behind)."""
+    work = asyncio.ensure_future(asyncio.to_thread(write_file, path, *parts))
+    try:
+        await asyncio.shield(work)
+    except asyncio.CancelledError:
+        await asyncio.wait({work})
+        raise

@@ -155,3 +155,48 @@ async def test_close_failing_on_a_mutated_value_keeps_the_store_open_and_flushin
     else:
         raise AssertionError("no background snapshot after the failed close()")
     await store.close()
+
+
+def _temp_files(path: Path) -> list[str]:
+    return [p.name for p in path.iterdir() if ".tmp-" in p.name]
+
+
+async def _big_namespace(store: FileStore) -> None:
+    """Enough keys that writing their snapshot takes a while (~20 MB)."""
+    for i in range(150_000):
+        await store.set("kv", f"k{i}", {"v": i, "pad": "x" * 100})
+
+
+async def test_a_compaction_cancelled_while_its_snapshot_is_written_leaves_no_temp_file(
+    tmp_path: Path,
+) -> None:
+    async with FileStore(tmp_path, handle_sigterm=False) as store:
+        await _big_namespace(store)
+        flush = asyncio.create_task(store.flush())
+        await _wait_for(lambda: _temp_files(tmp_path), timeout=30)
+        flush.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await flush
+        assert _temp_files(tmp_path) == []
+        assert await store.get("kv", "k149999") == {"v": 149999, "pad": "x" * 100}
+    async with FileStore(tmp_path, read_only=True) as reader:
+        assert await reader.get("kv", "k0") == {"v": 0, "pad": "x" * 100}
+
+
+async def test_a_second_store_opened_in_the_same_process_leaves_the_first_ones_writes_alone(
+    tmp_path: Path,
+) -> None:
+    """Opening a writer clears dead writers' temp files; one of a live store of the same
+    process is not dead (its flush failed with ENOENT when the second store removed it)."""
+    first = FileStore(tmp_path, handle_sigterm=False)
+    await first.init()
+    try:
+        await _big_namespace(first)
+        flush = asyncio.create_task(first.flush())
+        await _wait_for(lambda: _temp_files(tmp_path), timeout=30)
+        async with FileStore(tmp_path, handle_sigterm=False) as second:
+            await flush  # raised StorageIOError: No such file or directory
+            assert await second.get("kv", "k7") == {"v": 7, "pad": "x" * 100}
+    finally:
+        await first.close()
+    assert _temp_files(tmp_path) == []
