@@ -7,7 +7,14 @@ import itertools
 import os
 import re
 
-__all__ = ["fsync_dir", "remove_stale_temp_files", "temp_path", "write_atomic", "write_file"]
+__all__ = [
+    "fsync_dir",
+    "is_temp_file",
+    "remove_stale_temp_files",
+    "temp_path",
+    "write_atomic",
+    "write_file",
+]
 
 _counter = itertools.count()
 _TMP_RE = re.compile(r"\.tmp(?:-(?P<pid>\d+)(?:-\d+)?)?$")
@@ -17,6 +24,11 @@ def temp_path(path: str) -> str:
     """A temp file name beside ``path`` that names this process (see
     :func:`remove_stale_temp_files`)."""
     return f"{path}.tmp-{os.getpid()}-{next(_counter)}"
+
+
+def is_temp_file(name: str) -> bool:
+    """Whether the file ``name`` is a temp file (being written, or left by a crash)."""
+    return _TMP_RE.search(name) is not None
 
 
 def _alive(pid: int) -> bool:

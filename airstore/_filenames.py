@@ -28,6 +28,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from airstore._atomic import is_temp_file
+
 __all__ = [
     "NamespaceFiles",
     "SlotFiles",
@@ -210,7 +212,7 @@ def discover(root: str) -> dict[str, NamespaceFiles]:
         path = os.path.join(root, name)
         if name.startswith(".") or name.endswith((".lock", ".tmp", ".retention.json")):
             continue
-        if ".tmp-" in name:
+        if is_temp_file(name):  # being written (a namespace's name may hold ".tmp-")
             continue
         if name.endswith(".journal.jsonl"):
             files(name[: -len(".journal.jsonl")]).journal = path

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_COUNTER",
     "MAX_KEY_LENGTH",
     "MAX_TTL",
+    "RESERVED_SUFFIX",
     "check_by",
     "check_counter",
     "check_filter",
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 _NAMESPACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+RESERVED_SUFFIX = ".retention"
+"""No namespace ends so: FileStore keeps a namespace's log caps in ``<ns>.retention.json``,
+which would be the snapshot of a namespace named ``<ns>.retention``."""
 MAX_KEY_LENGTH = 1024
 MAX_TTL = 100 * 365 * 86400.0
 """The longest TTL in seconds (100 years): beyond it expiry times stop being exact everywhere."""
@@ -53,7 +57,11 @@ JSON_OPTS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 @lru_cache(maxsize=4096)
 def _namespace_ok(ns: str) -> bool:
-    return _NAMESPACE_RE.fullmatch(ns) is not None and ".." not in ns
+    return (
+        _NAMESPACE_RE.fullmatch(ns) is not None
+        and ".." not in ns
+        and not ns.endswith(RESERVED_SUFFIX)
+    )
 
 
 def check_namespace(ns: object) -> str:
@@ -62,7 +70,7 @@ def check_namespace(ns: object) -> str:
         return ns
     raise InvalidNamespaceError(
         f"invalid namespace {ns!r}: use 1-128 of A-Z a-z 0-9 . _ - (starting with a letter or "
-        "digit, no '..', no path separators)",
+        f"digit, no '..', no path separators, not ending in '{RESERVED_SUFFIX}')",
         namespace=ns if isinstance(ns, str) else None,
     )
 

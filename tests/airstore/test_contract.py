@@ -156,7 +156,8 @@ async def test_flush_is_callable_any_time(store: Store) -> None:
 
 
 @pytest.mark.parametrize(
-    "ns", ["", "a/b", "..", "a..b", "../x", "a\\b", ".hidden", "x" * 129, 5, [], {}]
+    "ns",
+    ["", "a/b", "..", "a..b", "../x", "a\\b", ".hidden", "x" * 129, "calls.retention", 5, [], {}],
 )
 async def test_bad_namespace_is_rejected(store: Store, ns: object) -> None:
     with pytest.raises(InvalidNamespaceError):

@@ -200,3 +200,13 @@ async def test_a_second_store_opened_in_the_same_process_leaves_the_first_ones_w
     finally:
         await first.close()
     assert _temp_files(tmp_path) == []
+
+
+async def test_a_namespace_whose_name_holds_tmp_is_listed_by_check(tmp_path: Path) -> None:
+    """Only a name that ends like a temp file is one (``check`` skipped every ``.tmp-``)."""
+    async with FileStore(tmp_path) as store:
+        await store.set("jobs.tmp-1", "k", 1)
+        await store.append("jobs.tmp-1", {"a": 1})
+        await store.flush()
+        report = await store.check()
+    assert [(n.namespace, n.keys) for n in report.namespaces] == [("jobs.tmp-1", 1)]
