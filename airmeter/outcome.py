@@ -6,13 +6,18 @@ The class keeps apart what a tool's error rate should count from what it should 
 class          when                                                         in error rate
 =============  ===========================================================  ===============
 tool_error     the tool returned an ``isError`` result                      yes
-exception      the handler raised (``error_type`` keeps the type name)      yes
+exception      the handler raised (``error_type`` keeps the type name), or  yes
+               the server failed inside the call (-32603, internal error)
 timeout        the call ran past its time limit (-32001, ``TimeoutError``)  yes
 refused        the arguments were rejected before the handler (-32602)      no
 protocol       any other JSON-RPC error code                                no
 cancelled      the client (or a shutdown) cancelled the call                no
 budget         a budget blocked the call                                    no
 =============  ===========================================================  ===============
+
+-32603 is JSON-RPC's internal error: aircore answers a handler's own faults with it (a value
+that is not JSON, a ``SystemExit``, a result off its ``outputSchema``), so it is the tool's
+failure, never the protocol's.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ BUDGET_ERROR_TYPE: Final = "budget_exceeded"
 """The ``error_type`` of a call a budget blocked."""
 
 INVALID_PARAMS: Final = "-32602"
+INTERNAL_ERROR: Final = "-32603"
 REQUEST_TIMEOUT: Final = "-32001"
 _TIMEOUT_TYPES: Final = frozenset({"TimeoutError", "ToolTimeoutError", "CancelledTimeout"})
 
@@ -77,6 +83,7 @@ def error_type_of(exc: BaseException) -> str:
 _CACHE: dict[str, ErrorClass] = {
     TOOL_ERROR: "tool_error",
     INVALID_PARAMS: "refused",
+    INTERNAL_ERROR: "exception",
     REQUEST_TIMEOUT: "timeout",
     CANCELLED_ERROR_TYPE: "cancelled",
     BUDGET_ERROR_TYPE: "budget",

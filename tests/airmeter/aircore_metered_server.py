@@ -36,6 +36,14 @@ def format_date(params: dict[str, Any]) -> dict[str, Any]:
     return {"day": "monday"}  # not the integer its outputSchema promises
 
 
+def opaque(params: dict[str, Any]) -> Any:
+    return object()  # not JSON: a bug of the handler, not of the client or the protocol
+
+
+def exits(params: dict[str, Any]) -> str:
+    raise SystemExit(3)  # e.g. a wrapped CLI's argparse: a failure of the tool
+
+
 server = define_server(
     name="metered",
     tools=[
@@ -50,6 +58,8 @@ server = define_server(
             output_schema={"day": "integer"},
             handler=format_date,
         ),
+        define_tool(name="opaque", params={}, handler=opaque),
+        define_tool(name="exits", params={}, handler=exits),
     ],
     meter=True,
 )

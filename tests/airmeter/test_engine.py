@@ -213,7 +213,7 @@ def _timeout_for(tool: str) -> Any:
         ("-32001", "timeout"),
         ("-32602", "refused"),
         ("-32601", "protocol"),
-        ("-32603", "protocol"),
+        ("-32603", "exception"),  # internal error: the handler's fault (not JSON, SystemExit)
         ("cancelled", "cancelled"),
         ("budget_exceeded", "budget"),
         (None, "exception"),

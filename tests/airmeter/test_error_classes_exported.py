@@ -24,7 +24,8 @@ CLASSES = {
     "TimeoutError": "timeout",
     "cancelled": "cancelled",
     "budget_exceeded": "budget",
-    "-32603": "protocol",
+    "-32603": "exception",
+    "-32601": "protocol",
 }
 RECORDS = [
     CallRecord(ts_ms=1_760_000_000_000 + i, server="s", tool=f"t{i}", layer=Layer.L2,
