@@ -53,9 +53,10 @@ assert FIELD_NAMES == (
 
 
 def encode_json(value: Any) -> bytes | None:
-    """``value`` as compact JSON (unknown types through ``str``), or ``None``."""
+    """``value`` as compact JSON (unknown types through ``str``, dict keys that are not strings
+    as their JSON text, as a server sends them: ``{1: "a"}`` → ``{"1":"a"}``), or ``None``."""
     try:
-        return orjson.dumps(value, default=str)
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
     except (TypeError, orjson.JSONEncodeError):
         return None
 

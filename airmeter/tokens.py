@@ -125,20 +125,24 @@ def definition_text(definition: Mapping[str, Any]) -> str:
     return orjson.dumps(sent, default=str).decode()
 
 
+_KEYS: Final = orjson.OPT_NON_STR_KEYS
+"""Dict keys that are not strings (``{1: "a"}``) are sent as their JSON text (``{"1": "a"}``)."""
+
+
 def _blocks_text(blocks: Sequence[Any]) -> str:
     parts = []
     for block in blocks:
         if isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
         else:  # images, resources, links: their JSON is what a client passes on
-            parts.append(orjson.dumps(block, default=str).decode())
+            parts.append(orjson.dumps(block, default=str, option=_KEYS).decode())
     return "\n".join(parts)
 
 
 def context_text(result: Any) -> str:
     """The text a tool result adds to a model's context: the text of its content blocks (a
     ``CallToolResult``), the text itself, or a structured value's JSON (as aircore sends it,
-    indented)."""
+    indented; dict keys that are not strings become their JSON text, as aircore sends them)."""
     if isinstance(result, str):
         return result
     if isinstance(result, Mapping):
@@ -148,7 +152,7 @@ def context_text(result: Any) -> str:
         text = result.get("text")
         if isinstance(text, str) and len(result) == 1:
             return text
-    return orjson.dumps(result, default=str, option=orjson.OPT_INDENT_2).decode()
+    return orjson.dumps(result, default=str, option=_KEYS | orjson.OPT_INDENT_2).decode()
 
 
 def count_all(counter: TokenCounter, texts: Sequence[str]) -> list[int | None]:
