@@ -23,6 +23,7 @@ from airmeter.meter import Meter
 from airmeter.outcome import (
     BUDGET_ERROR_TYPE,
     CANCELLED_ERROR_TYPE,
+    INVALID_PARAMS,
     TOOL_ERROR,
     error_class_of,
     error_type_of,
@@ -35,6 +36,7 @@ __all__ = [
     "ErrorResult",
     "ErrorTyper",
     "MeterEngine",
+    "RefusedResult",
     "blocked_result",
     "is_error_result",
 ]
@@ -48,6 +50,9 @@ ErrorTyper = Callable[[BaseException], str]
 """Maps an exception raised through the meter to its ``error_type``."""
 ErrorResult = Callable[[Any], bool]
 """Whether a call's result is an ``isError`` result."""
+RefusedResult = Callable[[CallInfo], str | None]
+"""For a call that ended in an ``isError`` result: why its arguments were refused before the
+tool ran (a server that answers invalid arguments with such a result), else ``None``."""
 
 CANCELLED_MESSAGE = "the call was cancelled before it finished"
 
@@ -78,6 +83,10 @@ class MeterEngine:
             to block calls with).
         error_type: the ``error_type`` of an exception (adapters translate their framework's).
         error_result: whether a result is an ``isError`` result.
+        refused_result: for an ``isError`` result, why the arguments were refused before the
+            tool ran, else ``None``; a refused call is recorded like aircore's -32602 (class
+            ``refused``, cost 0). Adapters of servers that answer invalid arguments with an
+            ``isError`` result pass it.
         on_record: called with each finished call before it is submitted (adapters annotate
             the framework's span, building the record only when a span records).
         clock: seconds since the epoch, the start of each call (a back-filled history passes
@@ -95,6 +104,7 @@ class MeterEngine:
         budget: Budget | None = None,
         error_type: ErrorTyper = error_type_of,
         error_result: ErrorResult = is_error_result,
+        refused_result: RefusedResult | None = None,
         on_record: Callable[[PendingCall], object] | None = None,
         clock: Callable[[], float] = time.time,
         timer: Callable[[], float] = _perf,
@@ -106,6 +116,7 @@ class MeterEngine:
         self.budget = budget
         self._error_type = error_type
         self._error_result = error_result
+        self._refused_result = refused_result
         self._on_record = on_record
         self._tools: dict[str, ToolInfo] = {}
         if isinstance(recorder, Meter):
@@ -199,9 +210,24 @@ class MeterEngine:
             _CURRENT.reset(token)
         latency = (_perf() - t0) * 1000.0
         if self._error_result(result):
+            refused = self._refused_result
+            why = None if refused is None else self._refusal(refused, call)
+            if why is not None:  # rejected before the tool ran: the call costs nothing
+                self._emit(call, info, ts, latency, False, INVALID_PARAMS, "refused", why, None,
+                           usage, 0.0)  # fmt: skip
+                return result
             error = self._finish(call, info, ts, latency, False, TOOL_ERROR, None, usage, result)
             return cast(R, error)
         return cast(R, self._finish(call, info, ts, latency, True, None, None, usage, result))
+
+    @staticmethod
+    def _refusal(refused: RefusedResult, call: CallInfo) -> str | None:
+        try:
+            return refused(call)
+        except Exception:  # metering never breaks the call: then it is the tool's error
+            logger.exception("telling whether tool %r refused its arguments failed",
+                             call.tool_name)  # fmt: skip
+            return None
 
     def _finish(
         self, call: CallInfo, info: ToolInfo, ts: float, latency: float, ok: bool,

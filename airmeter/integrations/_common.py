@@ -11,7 +11,7 @@ from opentelemetry import trace
 
 from airmeter.build import PendingCall, RecordBuilder, ResultEncoder, encode_json
 from airmeter.classify import Classifier
-from airmeter.engine import ErrorResult, ErrorTyper, MeterEngine
+from airmeter.engine import ErrorResult, ErrorTyper, MeterEngine, RefusedResult
 from airmeter.layers import Layer
 from airmeter.meter import Meter
 from airmeter.otel_span import annotate_current_span
@@ -60,6 +60,7 @@ def make_engine(
     measure_sizes: bool,
     error_type: ErrorTyper,
     error_result: ErrorResult,
+    refused_result: RefusedResult | None = None,
     encode_result: ResultEncoder = encode_json,
 ) -> tuple[MeterEngine, LayerOf | None]:
     """The engine of one adapter; defaults come from the recorder when it is a
@@ -87,6 +88,7 @@ def make_engine(
         classifier=classifier,
         error_type=error_type,
         error_result=error_result,
+        refused_result=refused_result,
         on_record=_annotate,
     )
     return engine, layer_of

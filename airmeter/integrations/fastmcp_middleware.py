@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as mt
-from fastmcp.exceptions import ToolError
+from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.shared.exceptions import MCPError
 
 from airmeter.classify import Classifier
 from airmeter.integrations._common import CallFacts, LayerOf, make_engine
-from airmeter.outcome import TOOL_ERROR, error_type_of
+from airmeter.outcome import INVALID_PARAMS, TOOL_ERROR, error_type_of
 from airmeter.types import Recorder
 
 __all__ = ["FastMCPMeterMiddleware"]
@@ -33,7 +33,11 @@ _TRANSPORTS = {"stdio": "stdio", "streamable-http": "http", "http": "http", "sse
 def _error_type(exc: BaseException) -> str:
     """The most telling error type: FastMCP wraps a tool's exception in a ``ToolError``
     (``raise … from exc``), so the cause's type is reported; a ``ToolError`` the tool raised
-    itself is a tool error like an ``isError`` result."""
+    itself is a tool error like an ``isError`` result. Arguments FastMCP rejects before the
+    tool runs (its ``ValidationError``) and an unknown tool (``NotFoundError``), both raised
+    unwrapped, are ``"-32602"``, class ``refused``, as in aircore."""
+    if isinstance(exc, ValidationError | NotFoundError):
+        return INVALID_PARAMS
     root: BaseException = exc
     if type(exc) is ToolError:
         if exc.__cause__ is None:

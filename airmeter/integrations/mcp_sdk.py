@@ -13,6 +13,7 @@ second span. Usage::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,11 +25,14 @@ from pydantic import BaseModel, ValidationError
 
 from airmeter.build import encode_json
 from airmeter.classify import Classifier
+from airmeter.engine import RefusedResult
 from airmeter.integrations._common import CallFacts, LayerOf, make_engine
 from airmeter.outcome import error_type_of
-from airmeter.types import Recorder
+from airmeter.types import CallInfo, Recorder
 
 __all__ = ["SdkMeterMiddleware", "instrument_mcp_server"]
+
+logger = logging.getLogger(__name__)
 
 _TOOLS_CALL = "tools/call"
 
@@ -47,6 +51,50 @@ def _error_type(exc: BaseException) -> str:
     return error_type_of(exc)
 
 
+def _invalid(tool: str, exc: ValidationError) -> str:
+    """Where and why, without the values (they are the caller's data)."""
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in err['loc']) or 'arguments'}: {err['msg']}"
+        for err in exc.errors(include_url=False, include_input=False)
+    )
+    return f"Invalid arguments for tool {tool!r}: {problems}"
+
+
+def _refused_by(server: MCPServer[Any]) -> RefusedResult | None:
+    """How to tell that ``server`` refused a call's arguments (or its tool name) before the
+    tool ran, for a call that ended in an ``isError`` result.
+
+    ``MCPServer`` answers arguments that fail a tool's input model, and an unknown tool, with
+    an ``isError`` result like any failure of the tool, so the middleware cannot see which it
+    was. The arguments are validated again with the tool's own model, the one the SDK checks
+    before running the tool, and only after an ``isError`` result: a successful call pays
+    nothing. The SDK has no public way to reach a tool's model; this reads its tool manager
+    (tests pin it against the installed ``mcp``), and without one every ``isError`` result
+    stays a ``tool_error``.
+    """
+    try:
+        tools = server._tool_manager
+        get_tool = tools.get_tool
+    except AttributeError:
+        logger.warning("airmeter: this mcp version hides MCPServer's tools; calls with invalid "
+                       "arguments are recorded as tool_error")  # fmt: skip
+        return None
+
+    def refused(call: CallInfo) -> str | None:
+        tool = get_tool(call.tool_name)
+        if tool is None:
+            return f"Unknown tool: {call.tool_name}"
+        try:
+            tool.fn_metadata.validate_arguments(dict(call.arguments or {}))
+        except ValidationError as exc:
+            return _invalid(call.tool_name, exc)
+        except Exception:  # a validator that crashes: the SDK counts it as the tool's failure
+            return None
+        return None
+
+    return refused
+
+
 def _encode(result: Any) -> bytes | None:
     if isinstance(result, BaseModel):
         return result.model_dump_json(by_alias=True, exclude_none=True).encode()
@@ -59,8 +107,11 @@ class SdkMeterMiddleware:
     Success, ``isError`` results (``error_type="tool_error"``; the SDK turns exceptions in a
     tool into such results) and errors raised through the chain (``MCPError`` → its code,
     invalid params → ``"-32602"``, anything else → the exception type) are all recorded;
-    exceptions are re-raised unchanged. The calls run through airmeter's one
-    :class:`~airmeter.engine.MeterEngine`, like an aircore server's.
+    exceptions are re-raised unchanged. With ``server`` given, an ``isError`` result that
+    answers arguments the tool's input model rejects, or an unknown tool, is recorded as
+    aircore records it: ``"-32602"``, class ``refused``, cost 0 (see :func:`_refused_by`).
+    The calls run through airmeter's one :class:`~airmeter.engine.MeterEngine`, like an
+    aircore server's.
     """
 
     def __init__(
@@ -72,6 +123,7 @@ class SdkMeterMiddleware:
         classifier: Classifier | None = None,
         transport: str | None = None,
         measure_sizes: bool = True,
+        server: MCPServer[Any] | None = None,
     ) -> None:
         """Create the middleware.
 
@@ -86,6 +138,9 @@ class SdkMeterMiddleware:
                 HTTP, else ``"stdio"``.
             measure_sizes: Record ``input_bytes``/``output_bytes`` (serializes the result
                 once more, off the call path when the recorder is a meter).
+            server: The ``MCPServer`` this middleware is installed on, so that invalid
+                arguments are recorded as ``refused``, not as ``tool_error``
+                (:func:`instrument_mcp_server` passes it).
         """
         self._engine, self._layer_of = make_engine(
             recorder,
@@ -95,6 +150,7 @@ class SdkMeterMiddleware:
             measure_sizes=measure_sizes,
             error_type=_error_type,
             error_result=_is_error,
+            refused_result=None if server is None else _refused_by(server),
             encode_result=_encode,
         )
         self._transport = transport
@@ -156,6 +212,7 @@ def instrument_mcp_server(
         classifier=classifier,
         transport=transport,
         measure_sizes=measure_sizes,
+        server=server,
     )
     server.middleware.append(middleware)
     return middleware

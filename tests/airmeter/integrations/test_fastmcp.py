@@ -72,12 +72,16 @@ async def test_errors_and_is_error_results_carry_their_type(recorder: ListRecord
     assert invalid.is_error
     assert not ok.is_error
     seen = [(r.tool, r.ok, r.error_type, r.layer) for r in recorder.records]
+    assert [r.error_class for r in recorder.records] == [
+        "exception", "tool_error", "tool_error", "refused", "refused", None,
+    ]  # fmt: skip
+    assert [r.cost for r in recorder.records if r.error_class == "refused"] == [0.0, 0.0]
     assert seen == [
         ("summarize", False, "ZeroDivisionError", Layer.L4),
         ("refuse", False, "tool_error", Layer.L4),
         ("generate_text", False, "tool_error", Layer.L6),
-        ("no_such_tool", False, "NotFoundError", Layer.L4),
-        ("get_user", False, "ValidationError", Layer.L2),
+        ("no_such_tool", False, "-32602", Layer.L4),  # refused, as in aircore
+        ("get_user", False, "-32602", Layer.L2),
         ("get_user", True, None, Layer.L2),
     ]
 

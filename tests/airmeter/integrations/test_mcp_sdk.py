@@ -17,6 +17,7 @@ from mcp.shared.exceptions import MCPError
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import TypeAdapter
 
 from airmeter import Classifier, Layer
 from airmeter.integrations import SdkMeterMiddleware, instrument_mcp_server
@@ -41,6 +42,10 @@ def _server() -> MCPServer[Any]:
     @mcp.tool()
     def rpc_error() -> str:
         raise MCPError(code=-32001, message="upstream refused")
+
+    @mcp.tool()
+    def parse_count(n: int) -> int:
+        return TypeAdapter(int).validate_python(f"{n} items")  # the body's own pydantic error
 
     return mcp
 
@@ -103,6 +108,48 @@ async def test_is_error_results_and_errors_are_recorded_and_raised_unchanged(
     assert (exploded.ok, exploded.error_type) == (False, "RuntimeError")
     assert (fine.ok, fine.error_type) == (True, None)
     assert len({r.request_id for r in recorder.records}) == 4
+
+
+async def test_arguments_the_tool_model_rejects_and_unknown_tools_are_refused_free(
+    recorder: ListRecorder,
+) -> None:
+    mcp = _server()
+    instrument_mcp_server(mcp, recorder)
+    async with Client(mcp) as client:
+        answers = [
+            await client.call_tool("echo", {}),
+            await client.call_tool("echo", {"text": 5}),
+            await client.call_tool("no_such_tool", {}),
+            await client.call_tool("parse_count", {"n": 3}),  # valid, then the body fails
+            await client.call_tool("parse_count", {"n": "3"}),  # coerced by the model: valid
+        ]
+    assert all(a.is_error for a in answers)  # the SDK's own answers, unchanged
+    got = [(r.tool, r.error_type, r.error_class, r.cost) for r in recorder.records]
+    assert got == [
+        ("echo", "-32602", "refused", 0.0),
+        ("echo", "-32602", "refused", 0.0),
+        ("no_such_tool", "-32602", "refused", 0.0),
+        ("parse_count", "tool_error", "tool_error", None),
+        ("parse_count", "tool_error", "tool_error", None),
+    ]
+    messages = [r.error_message for r in recorder.records[:3]]
+    assert messages == [
+        "Invalid arguments for tool 'echo': text: Field required",
+        "Invalid arguments for tool 'echo': text: Input should be a valid string",
+        "Unknown tool: no_such_tool",
+    ]
+
+
+async def test_without_the_server_an_is_error_answer_to_bad_arguments_stays_a_tool_error(
+    recorder: ListRecorder,
+) -> None:
+    mcp = _server()
+    mcp.middleware.append(SdkMeterMiddleware(recorder))
+    async with Client(mcp) as client:
+        await client.call_tool("echo", {})
+    assert [(r.error_type, r.error_class) for r in recorder.records] == [
+        ("tool_error", "tool_error")
+    ]
 
 
 async def test_layer_of_and_options_are_honoured(recorder: ListRecorder) -> None:
