@@ -15,6 +15,7 @@ from airmeter.engine import ErrorResult, ErrorTyper, MeterEngine, RefusedResult
 from airmeter.layers import Layer
 from airmeter.meter import Meter
 from airmeter.otel_span import annotate_current_span
+from airmeter.settings import token_mode
 from airmeter.tokens import shared_counting
 from airmeter.types import Recorder
 
@@ -65,12 +66,13 @@ def make_engine(
 ) -> tuple[MeterEngine, LayerOf | None]:
     """The engine of one adapter; defaults come from the recorder when it is a
     :class:`~airmeter.Meter` (its classifier, shared cache and user rules, and its server name
-    and instance id).
+    and instance id). Result tokens are counted as ``$AIR_TOKENS`` says.
 
     Returns:
         The engine, and ``layer_of`` (the adapter passes its answer as the explicit layer).
     """
     meter = recorder if isinstance(recorder, Meter) else None
+    mode = token_mode()  # $AIR_TOKENS, as aircore's meter reads it
     if classifier is None:
         classifier = meter.classifier if meter is not None else Classifier()
     if server_name is None:
@@ -80,7 +82,7 @@ def make_engine(
         instance_id=meter.instance_id if meter is not None else None,
         measure_sizes=measure_sizes,
         encode_result=encode_result,
-        tokens=shared_counting(),
+        tokens=None if mode == "off" else shared_counting(exact=mode == "exact"),
     )
     engine = MeterEngine(
         recorder,
