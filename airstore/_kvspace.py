@@ -89,7 +89,9 @@ class KVSpace(Compaction):
     def load(self) -> None:
         """Read snapshot then journal into memory (synchronously: refreshes, under the lock)."""
         for _attempt in range(LOAD_ATTEMPTS):
-            if self._load_once(read_whole(self.snapshot_path), last=_attempt == LOAD_ATTEMPTS - 1):
+            sig = _sig(self.snapshot_path)
+            data = read_whole(self.snapshot_path)
+            if self._load_once(data, sig, last=_attempt == LOAD_ATTEMPTS - 1):
                 break
         if self.journal.pending:  # our own writes not yet committed stay visible
             self._apply_records(bytes(self.journal.pending), own=None)
@@ -98,8 +100,9 @@ class KVSpace(Compaction):
         """:meth:`load` with the snapshot read off the event loop (aiofiles): the cold path of
         a namespace's first access, which may read megabytes."""
         for _attempt in range(LOAD_ATTEMPTS - 1):
+            sig = _sig(self.snapshot_path)
             snap = await read_file(self.snapshot_path)
-            if self._load_once(snap, last=False):
+            if self._load_once(snap, sig, last=False):
                 break
         else:
             self._load_holding_lock()
@@ -117,9 +120,12 @@ class KVSpace(Compaction):
             # a reader that may not create the lock file tries once more without it
             with contextlib.suppress(OSError):
                 stack.enter_context(self.journal.locked())
-            self._load_once(read_whole(self.snapshot_path), last=True)
+            self._load_once(read_whole(self.snapshot_path), None, last=True)
 
-    def _load_once(self, data: bytes | None, *, last: bool) -> bool:
+    def _load_once(self, data: bytes | None, sig: object, *, last: bool) -> bool:
+        """Load from ``data`` (the snapshot as read; ``sig``: its file's signature taken just
+        before) and the journal; False when another writer changed the files in between and
+        the caller should read again (never when ``last``)."""
         self.items, self.expires, self.entries, self.expiry = {}, {}, {}, []
         self._needs_migration = False
         snap = self._parse_snapshot(data)
@@ -135,8 +141,13 @@ class KVSpace(Compaction):
             return self._load_legacy(snap, last=last)
         if snap is not None and snap.format >= 2:
             position = snap.position
-        elif data is None and self.journal.base > 0 and not last:
-            return False  # a compaction wrote the snapshot after we looked: look again
+        elif not last and (
+            (data is None and self.journal.base > 0) or _sig(self.snapshot_path) != sig
+        ):
+            # Another writer replaced the snapshot after we read it: a compaction (the journal
+            # now starts after records the snapshot we read lacks), or the move of a format-1
+            # namespace to format 2 (a new journal at 0, the old records in the new snapshot).
+            return False
         else:
             position = self.journal.base  # no usable snapshot: everything the journal has
         self._snapshot_pos = position

@@ -10,13 +10,17 @@ close). Keep them as they are: they are what users' directories look like.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
+import airstore._kvspace as kvspace
 from airstore import FileStore, UnsupportedFormatError
 from airstore._format import FORMAT
 from airstore._recovery import check_directory
@@ -162,3 +166,56 @@ async def test_every_file_a_writer_makes_names_its_format(tmp_path: Path) -> Non
             assert orjson.loads(data)["format"] == FORMAT, name
         else:
             assert data.startswith(b'{"airstore":"journal","format":%d' % FORMAT), name
+
+
+_OTHER_WRITER = """
+import asyncio, sys
+from airstore import FileStore
+async def main():
+    async with FileStore(sys.argv[1], handle_sigterm=False) as store:
+        if sys.argv[2] == "migrate":
+            await store.get("users", "ada")  # loads 'users', moving it to format 2
+        else:
+            await store.set("users", "carol", {"name": "Carol"})  # then close() compacts
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("earlier", ["format-1", "seed"])
+async def test_a_writer_loading_an_earlier_namespace_while_another_rewrites_it_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: str
+) -> None:
+    """Another process moves the namespace to format 2 (or, from the seed's plain snapshot,
+    writes and compacts it) right after this loader read the old snapshot: the loader reads
+    again instead of pairing the old snapshot with the new journal (it lost carol and brought
+    the deleted bob back, for good once it compacted)."""
+    data = tmp_path / "data"
+    if earlier == "format-1":
+        shutil.copytree(FIXTURES / "datadir-v1", data)
+        action = "migrate"
+    else:
+        data.mkdir()
+        (data / "users.json").write_bytes(orjson.dumps({"ada": {"name": "Ada"}}))
+        action = "write"
+    real_read = kvspace.read_file
+    raced: list[str] = []
+
+    async def read_then_another_writer(path: str) -> bytes | None:
+        snapshot = await real_read(path)
+        if path.endswith("users.json") and not raced:
+            raced.append(path)
+            argv = [sys.executable, "-c", _OTHER_WRITER, str(data), action]
+            await asyncio.to_thread(subprocess.run, argv, check=True)
+        return snapshot
+
+    monkeypatch.setattr(kvspace, "read_file", read_then_another_writer)
+    async with FileStore(data, handle_sigterm=False) as store:
+        assert await store.get("users", "carol") == {"name": "Carol"}
+        assert await store.get("users", "bob") is None
+        await store.set("users", "dave", 1)
+    assert raced
+    monkeypatch.setattr(kvspace, "read_file", real_read)
+    async with FileStore(data, read_only=True) as reader:
+        assert await reader.get("users", "carol") == {"name": "Carol"}
+        assert await reader.get("users", "bob") is None
+        assert await reader.get("users", "dave") == 1
