@@ -29,7 +29,10 @@ from airstore._retention import Retention
 from airstore.errors import InvalidArgumentError
 from airstore.types import Entry
 
-__all__ = ["LogFile", "LogOptions", "QueryWindow", "query_log"]
+__all__ = ["QUERY_ATTEMPTS", "LogFile", "LogOptions", "QueryWindow", "query_log"]
+
+QUERY_ATTEMPTS = 4
+"""Reads of one query while other writers keep rotating the files under it."""
 
 logger = logging.getLogger(__name__)
 
@@ -245,10 +248,40 @@ def query_log(
     """Entries of ``ns`` newest first across every writer slot's files.
 
     ``writer`` is this store's own active log (its pending lines are the newest of its slot).
+    The files are listed before they are read: when another writer rotates (or compresses)
+    one in between, the listing after the read differs and the query reads again, since the
+    renamed file may have been in neither place (at most :data:`QUERY_ATTEMPTS` reads; the
+    last one's answer stands).
     """
-    slots = slot_files(root, ns)
+    for _attempt in range(QUERY_ATTEMPTS - 1):
+        before = _settled_mtime(root)
+        slots = slot_files(root, ns)
+        out = _query_files(slots, window, writer, report)
+        if before is not None and _settled_mtime(root) == before:
+            return out  # no file was renamed, made or removed in the directory meanwhile
+        if slot_files(root, ns) == slots:
+            return out
+    return _query_files(slot_files(root, ns), window, writer, report)
+
+
+def _settled_mtime(root: str) -> int | None:
+    """The directory's mtime when it is over a second old, else ``None``: a later change
+    then shows as another mtime even where file times tick coarsely (jiffies)."""
+    try:
+        mtime = os.stat(root).st_mtime_ns
+    except OSError:
+        return None
+    return mtime if time.time_ns() - mtime > 1_000_000_000 else None
+
+
+def _query_files(
+    slots: list[SlotFiles],
+    window: QueryWindow,
+    writer: LogFile | None,
+    report: CorruptReporter,
+) -> list[Entry]:
     if writer is not None and all(s.slot != writer.slot for s in slots):
-        slots.append(SlotFiles(writer.slot))
+        slots = [*slots, SlotFiles(writer.slot)]  # the caller's listing stays as listed
     if len(slots) <= 1:  # one writer's files: no merge, the collector pages itself
         collector = window.collector(merged=False)
         for files in slots:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import airstore._logfile as logfile
 from airstore import FileStore
+from airstore._filenames import SlotFiles
 from airstore._journal import Journal, snapshot_path_of
 
 
@@ -72,3 +76,42 @@ async def test_reader_sees_every_written_line_across_rotations_and_retention(
         segments = [n for n in os.listdir(tmp_path) if n.startswith("log.log.0")]
         assert len(segments) == 2  # rotated and pruned while the reader read
         assert reader.recovery == []
+
+
+_ROTATING_WRITER = """
+import asyncio, sys
+from airstore import FileStore
+async def main():
+    async with FileStore(sys.argv[1], max_log_bytes=64 * 1024, compress_segments=False,
+                         handle_sigterm=False) as store:
+        for i in range(int(sys.argv[2]), int(sys.argv[3])):
+            await store.append("log", {"i": i, "pad": "x" * 200})
+asyncio.run(main())
+"""
+
+
+async def test_a_query_racing_another_writers_rotation_still_returns_every_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process rotates the log between the reader's listing of the files and its
+    reading them: the reader lists again (the renamed file was in neither place: it returned
+    nothing at all)."""
+    data = str(tmp_path)
+    argv = [sys.executable, "-c", _ROTATING_WRITER, data]
+    await asyncio.to_thread(subprocess.run, [*argv, "0", "200"], check=True)
+    real_listing = logfile.slot_files
+    raced: list[int] = []
+
+    def listing_then_rotation(root: str, ns: str) -> list[SlotFiles]:
+        files = real_listing(root, ns)
+        if not raced:
+            raced.append(1)
+            subprocess.run([*argv, "200", "300"], check=True)
+        return files
+
+    async with FileStore(data, read_only=True) as reader:
+        assert len(await reader.query("log", limit=10**6)) == 200
+        monkeypatch.setattr(logfile, "slot_files", listing_then_rotation)
+        got = await reader.query("log", limit=10**6)
+    assert raced
+    assert [e["i"] for e in got] == list(range(299, -1, -1))
