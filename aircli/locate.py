@@ -2,16 +2,20 @@
 
 The rule itself lives in :func:`airstore.resolve_store_location`; this module tells the user on
 stderr which location a command chose when it was not given, and, for commands that only read,
-where else data was found when the chosen place is empty.
+where else data was found when the chosen place is empty. A location that cannot be used (an
+``AIR_DATA_DIR`` holding a URL) is one line on stderr and exit status 2, like a usage error.
 """
 
 from __future__ import annotations
 
 import sys
 
-from airstore import StoreLocation, default_locations, resolve_store_location
+from airstore import InvalidArgumentError, StoreLocation, default_locations, resolve_store_location
 
-__all__ = ["STORE_HELP", "elsewhere_hint", "store_location"]
+__all__ = ["BAD_LOCATION_EXIT", "STORE_HELP", "elsewhere_hint", "store_location"]
+
+BAD_LOCATION_EXIT = 2
+"""The exit status of a command whose store location cannot be used (a usage error)."""
 
 STORE_HELP = (
     "store URL (memory://, file://DIR, sqlite:///PATH, redis://HOST:PORT/DB); default: "
@@ -30,8 +34,16 @@ def store_location(prog: str, given: str | None, *, reading: bool) -> StoreLocat
 
     Returns:
         The location.
+
+    Raises:
+        SystemExit: with :data:`BAD_LOCATION_EXIT` after saying ``prog: problem`` on stderr,
+            when the location cannot be used (``AIR_DATA_DIR`` holds a URL).
     """
-    location = resolve_store_location(given)
+    try:
+        location = resolve_store_location(given)
+    except InvalidArgumentError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(BAD_LOCATION_EXIT) from None
     if location.source != "explicit":
         verb = "reading" if reading else "metering to"
         print(f"{prog}: {verb} {location.describe()}", file=sys.stderr, flush=True)

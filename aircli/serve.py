@@ -31,7 +31,7 @@ from airhttp import (
     DEFAULT_MAX_INFLIGHT,
     AirhttpError,
 )
-from airstore.errors import AirstoreError
+from airstore.errors import AirstoreError, InvalidArgumentError
 
 __all__ = ["import_target", "load_server", "pick_server", "register", "split_target"]
 
@@ -223,6 +223,9 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     try:
         return _serve(server, args)
+    except InvalidArgumentError as exc:  # a store that cannot be used as given: bad usage
+        print(f"air serve: cannot start {server.name!r}: {_one_line(exc)}", file=sys.stderr)
+        return 2
     except (AirError, AirstoreError, AirhttpError, OSError) as exc:  # refused to start
         message = _one_line(exc)
         if "cannot start" not in message:

@@ -4,12 +4,14 @@ In order: an explicit store URL; else the directory in ``AIR_DATA_DIR``; else ``
 the working directory, when that is usable (writable, and not ``/``); else the per-user data
 directory ``$XDG_DATA_HOME/air/data`` (``~/.local/share/air/data``). Desktop MCP clients often
 start servers in ``/`` or in a read-only directory, hence the last step. ``memory://`` is used
-only when asked for.
+only when asked for. ``AIR_DATA_DIR`` names a directory: a store URL there (``file://…``,
+``sqlite://…``) is refused, since it would otherwise become a directory named after the URL.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,9 @@ WORKING_DIR_DATA = Path(".air") / "data"
 
 USER_DATA = Path("air") / "data"
 """The data directory under ``$XDG_DATA_HOME``."""
+
+_URL_SHAPE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+"""A value that starts like a URL (``scheme://``): never meant as a directory name."""
 
 LocationSource = Literal["explicit", "environment", "working directory", "user data directory"]
 
@@ -82,6 +87,20 @@ def _usable(cwd: Path) -> bool:
     return False
 
 
+def _data_dir_from_env(value: str) -> Path:
+    """The directory ``AIR_DATA_DIR`` names (``~`` expanded, still relative to the caller).
+
+    Raises:
+        InvalidArgumentError: the value is a URL.
+    """
+    if _URL_SHAPE.match(value):
+        raise InvalidArgumentError(
+            f"{DATA_DIR_ENV}={value!r} is a URL, but {DATA_DIR_ENV} takes a directory "
+            "(give a store URL with --store, or storage= in code)"
+        )
+    return Path(os.path.expanduser(value))
+
+
 def _user_dir(xdg_data_home: str | None, home: str | None) -> Path:
     base = Path(xdg_data_home) if xdg_data_home else None
     if base is None or not base.is_absolute():  # the XDG spec ignores a relative value
@@ -103,12 +122,16 @@ def default_locations(
 
     Returns:
         One to three locations, without duplicates.
+
+    Raises:
+        InvalidArgumentError: ``AIR_DATA_DIR`` holds a URL (``file:///…``, ``sqlite:///…``,
+            ``memory://``) instead of a directory.
     """
     settings = store_settings(env)
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
     found: list[StoreLocation] = []
     if settings.data_dir:
-        chosen = Path(os.path.expanduser(settings.data_dir))
+        chosen = _data_dir_from_env(settings.data_dir)
         found.append(_file_location(Path(os.path.abspath(here / chosen)), "environment"))
     if _usable(here):
         found.append(_file_location(here / WORKING_DIR_DATA, "working directory"))
@@ -139,7 +162,8 @@ def resolve_store_location(
         The location; its :meth:`~StoreLocation.describe` says why it was chosen.
 
     Raises:
-        InvalidArgumentError: ``url`` is given but is not a non-empty string.
+        InvalidArgumentError: ``url`` is given but is not a non-empty string; or ``url`` is not
+            given and ``AIR_DATA_DIR`` holds a URL instead of a directory.
     """
     if url is not None:
         if not isinstance(url, str) or not url.strip():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,18 @@ def test_default_locations_list_every_candidate_once_chosen_first(tmp_path: Path
     ]
 
 
+@pytest.mark.parametrize(
+    "value", ["file:///tmp/x/u", "sqlite:///tmp/x/a.db", "memory://", "redis://localhost:6379/0"]
+)
+def test_a_url_in_air_data_dir_is_refused_naming_the_variable(value: str, tmp_path: Path) -> None:
+    env = _env(tmp_path, AIR_DATA_DIR=value)
+    for resolve in (resolve_store_location, default_locations):
+        with pytest.raises(InvalidArgumentError, match=f"AIR_DATA_DIR={value!r} is a URL"):
+            resolve(env=env, cwd=tmp_path)
+    explicit = resolve_store_location("memory://", env=env, cwd=tmp_path)  # not read then
+    assert explicit.url == "memory://"
+
+
 def test_an_empty_url_is_refused(tmp_path: Path) -> None:
     for bad in ("", "  "):
         with pytest.raises(InvalidArgumentError):
@@ -92,7 +105,12 @@ def test_an_empty_url_is_refused(tmp_path: Path) -> None:
 @given(st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))))
 def test_any_air_data_dir_resolves_to_an_absolute_file_url_that_parses_back(text: str) -> None:
     here = Path("/tmp/air-location-test")
-    location = resolve_store_location(env={"AIR_DATA_DIR": text, "HOME": "/home/u"}, cwd=here)
+    env = {"AIR_DATA_DIR": text, "HOME": "/home/u"}
+    if re.match(r"\s*[A-Za-z][A-Za-z0-9+.-]*://", text):  # a URL: refused, never a directory
+        with pytest.raises(InvalidArgumentError):
+            resolve_store_location(env=env, cwd=here)
+        return
+    location = resolve_store_location(env=env, cwd=here)
     assert location.path is not None
     assert location.path.is_absolute()
     assert parse_store_url(location.url) == ("file", str(location.path))

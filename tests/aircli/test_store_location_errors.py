@@ -1,0 +1,62 @@
+"""A store location that cannot be used is one clear line and exit status 2, before anything
+is created (real ``air`` processes, in a fresh working directory)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.air_process import air
+
+SERVER = """
+from aircore import define_server, define_tool
+
+server = define_server(
+    name="kept",
+    tools=[define_tool("ping", handler=lambda params: "pong")],
+    meter=True,
+)
+"""
+
+COMMANDS = {
+    "serve": ("serve", "server.py", "--transport", "stdio"),
+    "meter report": ("meter", "report"),
+    "store stats": ("store", "stats"),
+    "dashboard": ("dashboard", "--port", "0"),
+    "demo": ("demo", "--no-dashboard", "--calls", "1", "--history", "0"),
+}
+
+
+def _run(cwd: Path, args: tuple[str, ...], **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        air(*args),
+        cwd=cwd,
+        env={**os.environ, "HOME": str(cwd.parent / "home"), **env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("url", ["file:///tmp/air-x/u", "sqlite:///tmp/air-x/a.db", "memory://"])
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_url_in_air_data_dir_is_refused_with_one_line_naming_the_variable(
+    command: str, url: str, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "server.py").write_text(SERVER, encoding="utf-8")
+
+    done = _run(work, COMMANDS[command], AIR_DATA_DIR=url)
+
+    assert done.returncode == 2, done.stderr
+    said = done.stderr.strip().splitlines()
+    assert len(said) == 1, done.stderr
+    assert f"AIR_DATA_DIR={url!r} is a URL" in said[0]
+    assert said[0].startswith(f"air {command}: ")
+    assert sorted(p.name for p in work.iterdir()) == ["server.py"]  # no junk directory made
