@@ -14,6 +14,7 @@ import sys
 
 from aircli.locate import STORE_HELP, store_location
 from aircli.remote import refuse_remote_bind
+from airstore import StoreLocation
 
 __all__ = ["DEFAULT_GATEWAY_PORT", "register"]
 
@@ -75,10 +76,11 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"air gateway: {exc}", file=sys.stderr)
         return 2
+    location = store_location("air gateway", args.store, reading=False)
     try:
         from aircore.transports.loop import run_loop  # uvloop where installed
 
-        run_loop(_serve(config, args))
+        run_loop(_serve(config, location, args))
     except (GatewayError, AirstoreError, OSError) as exc:
         print(f"air gateway: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -87,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(config: object, args: argparse.Namespace) -> None:
+async def _serve(config: object, location: StoreLocation, args: argparse.Namespace) -> None:
     from airgateway.config import GatewayConfig
     from airgateway.gateway import Gateway
     from airgateway.metering import GatewayMeter
@@ -97,7 +99,6 @@ async def _serve(config: object, args: argparse.Namespace) -> None:
     from airstore.factory import create_storage
 
     assert isinstance(config, GatewayConfig)
-    location = store_location("air gateway", args.store, reading=False)
     store = await create_storage(location.url)
     try:
         otel = None

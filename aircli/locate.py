@@ -2,15 +2,22 @@
 
 The rule itself lives in :func:`airstore.resolve_store_location`; this module tells the user on
 stderr which location a command chose when it was not given, and, for commands that only read,
-where else data was found when the chosen place is empty. A location that cannot be used (an
-``AIR_DATA_DIR`` holding a URL) is one line on stderr and exit status 2, like a usage error.
+where else data was found when the chosen place is empty. A location that cannot be used (a
+``--store`` that is not a store URL, an ``AIR_DATA_DIR`` holding a URL) is one line on stderr and
+exit status 2, like a usage error.
 """
 
 from __future__ import annotations
 
 import sys
 
-from airstore import InvalidArgumentError, StoreLocation, default_locations, resolve_store_location
+from airstore import (
+    InvalidArgumentError,
+    StoreLocation,
+    default_locations,
+    parse_store_url,
+    resolve_store_location,
+)
 
 __all__ = ["BAD_LOCATION_EXIT", "STORE_HELP", "elsewhere_hint", "store_location"]
 
@@ -37,10 +44,12 @@ def store_location(prog: str, given: str | None, *, reading: bool) -> StoreLocat
 
     Raises:
         SystemExit: with :data:`BAD_LOCATION_EXIT` after saying ``prog: problem`` on stderr,
-            when the location cannot be used (``AIR_DATA_DIR`` holds a URL).
+            when the location cannot be used (``--store`` is not a store URL, or
+            ``AIR_DATA_DIR`` holds a URL).
     """
     try:
         location = resolve_store_location(given)
+        parse_store_url(location.url)  # a bad --store is said here, before anything starts
     except InvalidArgumentError as exc:
         print(f"{prog}: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(BAD_LOCATION_EXIT) from None

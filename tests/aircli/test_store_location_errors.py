@@ -21,6 +21,12 @@ server = define_server(
 )
 """
 
+GATEWAY = """
+servers:
+  - name: notes
+    url: http://127.0.0.1:1/mcp
+"""
+
 COMMANDS = {
     "serve": ("serve", "server.py", "--transport", "stdio"),
     "meter report": ("meter", "report"),
@@ -28,6 +34,20 @@ COMMANDS = {
     "dashboard": ("dashboard", "--port", "0"),
     "demo": ("demo", "--no-dashboard", "--calls", "1", "--history", "0"),
 }
+STORE_COMMANDS = {
+    **COMMANDS,
+    "meter slo": ("meter", "slo"),
+    "store check": ("store", "check"),
+    "gateway": ("gateway", "--config", "gateway.yml", "--port", "0"),
+}
+
+
+def _workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "server.py").write_text(SERVER, encoding="utf-8")
+    (work / "gateway.yml").write_text(GATEWAY, encoding="utf-8")
+    return work
 
 
 def _run(cwd: Path, args: tuple[str, ...], **env: str) -> subprocess.CompletedProcess[str]:
@@ -48,9 +68,7 @@ def _run(cwd: Path, args: tuple[str, ...], **env: str) -> subprocess.CompletedPr
 def test_a_url_in_air_data_dir_is_refused_with_one_line_naming_the_variable(
     command: str, url: str, tmp_path: Path
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "server.py").write_text(SERVER, encoding="utf-8")
+    work = _workdir(tmp_path)
 
     done = _run(work, COMMANDS[command], AIR_DATA_DIR=url)
 
@@ -59,4 +77,28 @@ def test_a_url_in_air_data_dir_is_refused_with_one_line_naming_the_variable(
     assert len(said) == 1, done.stderr
     assert f"AIR_DATA_DIR={url!r} is a URL" in said[0]
     assert said[0].startswith(f"air {command}: ")
-    assert sorted(p.name for p in work.iterdir()) == ["server.py"]  # no junk directory made
+    assert sorted(p.name for p in work.iterdir()) == ["gateway.yml", "server.py"]  # no junk
+
+
+@pytest.mark.parametrize(
+    ("store", "problem"),
+    [
+        ("notaurl", "store URL 'notaurl' must look like memory://"),
+        ("127.0.0.1:4000/x", "store URL '127.0.0.1:4000/x' must look like memory://"),
+        ("bogus://x", "unknown store scheme 'bogus'"),
+    ],
+)
+@pytest.mark.parametrize("command", sorted(STORE_COMMANDS))
+def test_a_store_that_is_not_a_store_url_is_one_line_and_exit_2_in_every_command(
+    command: str, store: str, problem: str, tmp_path: Path
+) -> None:
+    work = _workdir(tmp_path)
+
+    done = _run(work, (*STORE_COMMANDS[command], "--store", store))
+
+    assert done.returncode == 2, done.stderr
+    said = done.stderr.strip().splitlines()
+    assert len(said) == 1, done.stderr
+    assert said[0].startswith(f"air {command}: ")
+    assert problem in said[0]
+    assert sorted(p.name for p in work.iterdir()) == ["gateway.yml", "server.py"]
