@@ -1,6 +1,7 @@
 """``air status --url URL``: a gateway's upstreams (state, latency, in flight, tools; a
 replica adopted from another gateway's registration is marked ``(gw ID)``), the gateways live
-in the shared registry, and name conflicts, read from its ``GET /status``."""
+in the shared registry, and name conflicts, read from its ``GET /status``. A ``--url`` that is
+not an ``http://`` or ``https://`` URL with a host is one line and exit status 2."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["format_table", "register", "status_url"]
+__all__ = ["BAD_URL_EXIT", "format_table", "register", "status_url", "url_problem"]
 
 TIMEOUT_S = 10.0
+BAD_URL_EXIT = 2
+"""The exit status of ``air status`` given a ``--url`` it cannot use (a usage error)."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,6 +37,34 @@ def status_url(url: str) -> str:
     """The ``/status`` URL of a gateway given its ``/mcp`` URL or its root."""
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, "/status", "", ""))
+
+
+def url_problem(url: str) -> str | None:
+    """What makes ``url`` unusable as a gateway's URL, as one line; ``None`` when it is fine.
+
+    Args:
+        url: the ``--url`` value.
+
+    Returns:
+        ``None``, or a sentence naming the value (and the URL probably meant, when the scheme
+        is missing: ``127.0.0.1:4000/mcp`` → ``http://127.0.0.1:4000/mcp``).
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        return f"--url {url!r} is not a URL ({exc})"
+    if parts.scheme.lower() not in ("http", "https") or "://" not in url:
+        # host:port/path without a scheme: say the URL probably meant
+        meant = "://" not in url and any(sep in url for sep in ":/")
+        hint = f" (did you mean http://{url}?)" if meant else ""
+        return f"--url {url!r} is not an http:// or https:// URL{hint}"
+    try:
+        parts.port  # noqa: B018 -- read for its check: a port that is no port raises
+    except ValueError:
+        return f"--url {url!r} has a port that is not 0-65535"
+    if not parts.hostname:
+        return f"--url {url!r} names no host"
+    return None
 
 
 def format_table(status: dict[str, Any]) -> str:
@@ -72,6 +103,10 @@ def format_table(status: dict[str, Any]) -> str:
 def _run(args: argparse.Namespace) -> int:
     from airgateway.settings import gateway_token
 
+    problem = url_problem(args.url)
+    if problem is not None:
+        print(f"air status: {problem}", file=sys.stderr)
+        return BAD_URL_EXIT
     token = args.token or gateway_token()
     request = urllib.request.Request(status_url(args.url), method="GET")
     if token:
