@@ -120,9 +120,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=_run)
 
 
+_TARGET_FORMS = "TARGET is path/to/file.py[:server] or package.module[:server]"
+
+
+def _is_path(spec: str) -> bool:
+    """Whether ``spec`` names a file-system path rather than a module: a ``.py`` file, a path
+    with a separator, or a bare directory that is no package (it would import as an empty
+    namespace package)."""
+    if spec.endswith(".py") or os.sep in spec or "/" in spec or spec in (".", ".."):
+        return True
+    return Path(spec).is_dir() and not (Path(spec) / "__init__.py").is_file()
+
+
 def _import_target(spec: str) -> ModuleType:
-    if spec.endswith(".py") or os.sep in spec or "/" in spec:
+    if not spec.strip():
+        raise DefinitionError(f"no file or module given; {_TARGET_FORMS}")
+    if spec.endswith(":"):  # split_target keeps a colon it found nothing after
+        raise DefinitionError(
+            f"{spec!r} names no server after ':' (drop the ':', or name one: "
+            f"{spec.rstrip(':')}:server)"
+        )
+    if _is_path(spec):
         path = Path(spec).resolve()
+        if path.is_dir():
+            raise DefinitionError(f"{spec} is a directory, not a .py file; {_TARGET_FORMS}")
         if not path.is_file():
             raise DefinitionError(f"no such file: {spec}")
         name = f"_air_target_{path.stem}"
@@ -134,15 +155,14 @@ def _import_target(spec: str) -> ModuleType:
         sys.path.insert(0, str(path.parent))
         module_spec.loader.exec_module(module)
         return module
+    if not all(spec.split(".")):  # ".x", "a..b", "x.": import_module would raise a TypeError
+        raise DefinitionError(f"{spec!r} is not a module name (package.module); {_TARGET_FORMS}")
     try:
         return importlib.import_module(spec)
     except ModuleNotFoundError as exc:  # the target itself (not an import inside it) is missing
         if exc.name is None or not (spec == exc.name or spec.startswith(exc.name + ".")):
             raise
-        raise DefinitionError(
-            f"no module named {exc.name!r}; TARGET is path/to/file.py[:server] "
-            "or package.module[:server]"
-        ) from exc
+        raise DefinitionError(f"no module named {exc.name!r}; {_TARGET_FORMS}") from exc
 
 
 def split_target(target: str) -> tuple[str, str]:

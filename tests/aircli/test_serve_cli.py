@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from aircli import main
 from aircli.serve import load_server
 from aircore import AirServer, DefinitionError
 from aircore.transports.detect import detect_transport
+from tests.air_process import air
 from tests.aircore.conftest import DEMO, LIFECYCLE
 
 
@@ -56,3 +58,40 @@ def test_transport_auto_detection_follows_the_seed() -> None:
     assert detect_transport({"MCP_TRANSPORT": "stdio"}, _Stdin(True)) == "stdio"
     assert detect_transport({}, _Stdin(False)) == "stdio"
     assert detect_transport({}, _Stdin(True)) == "http"
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("", "no file or module given; TARGET is path/to/file.py[:server]"),
+        (":server", "no file or module given; TARGET is path/to/file.py[:server]"),
+        ("server.py:", "'server.py:' names no server after ':' (drop the ':', or name one: "),
+        ("server.py::", "'server.py::' names no server after ':'"),
+        ("somedir", "somedir is a directory, not a .py file; TARGET is"),
+        ("./somedir", "./somedir is a directory, not a .py file"),
+        (".", ". is a directory, not a .py file"),
+        (".server", "'.server' is not a module name (package.module)"),
+        ("a..b", "'a..b' is not a module name"),
+        ("missing.py", "no such file: missing.py"),
+    ],
+)
+def test_a_target_that_names_no_server_file_is_one_line_naming_the_problem_and_exit_2(
+    target: str, said: str, tmp_path: Path
+) -> None:
+    (tmp_path / "server.py").write_text(
+        "from aircore import define_server\nserver = define_server(name='x')\n", encoding="utf-8"
+    )
+    (tmp_path / "somedir").mkdir()
+    done = subprocess.run(
+        air("serve", target, "--transport", "stdio"),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"air serve: {said}")
