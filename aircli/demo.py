@@ -30,6 +30,7 @@ from aircli.remote import port_number
 from aircli.settings import DEMO_LATENCY_ENV
 from airmeter.slo_config import DEFAULT_SLO_FILE
 from airstore import StoreLocation, default_locations, parse_store_url
+from airstore.settings import DATA_DIR_ENV
 
 __all__ = ["DEMO_SERVER", "register"]
 
@@ -128,11 +129,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _log_path(location: StoreLocation) -> Path:
-    """Where the demo server's stderr goes: beside a file store's data directory, else beside
-    the per-user data directory (``~/.local/share/air``)."""
+    """Where the demo server's stderr goes: beside a file store's data directory; for a store
+    without one (``memory://``, ``sqlite://``, ``redis://``), where ``.air/data`` would be:
+    ``.air/`` under the working directory when that is writable, else the per-user
+    ``~/.local/share/air``. ``AIR_DATA_DIR`` plays no part then: the store is not there."""
     kind, where = parse_store_url(location.url)
-    data_dir = Path(where) if kind == "file" and where is not None else default_locations()[-1].path
-    assert data_dir is not None  # the per-user default is always a directory
+    if kind == "file" and where is not None:
+        data_dir: Path | None = Path(where)
+    else:
+        env = {name: value for name, value in os.environ.items() if name != DATA_DIR_ENV}
+        data_dir = default_locations(env=env)[0].path
+    assert data_dir is not None  # both defaults are directories
     return data_dir.absolute().parent / SERVER_LOG
 
 
