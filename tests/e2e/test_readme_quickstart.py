@@ -61,6 +61,11 @@ async def test_the_readme_quick_start_meters_an_existing_server(
             for text in ("milk", "eggs", "bread"):
                 result = await client.call_tool("add_note", {"text": text})
                 assert not result.is_error
+    said = (tmp_path / "server.stderr").read_text(encoding="utf-8")
+    data = work / ".air" / "data"
+    # the same line an air server prints (the README says every metered server does)
+    line = f"air: notes metering to file://{data} (.air/data under the working directory)"
+    assert line in said
     snap = await asyncio.to_thread(_report, work, env)
     assert snap["total_calls"] == 3
     assert [(t["tool"], t["calls"]) for t in snap["tools"]] == [("add_note", 3)]
