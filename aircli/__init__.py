@@ -22,6 +22,9 @@ COMMANDS: tuple[str, ...] = (
 )  # fmt: skip
 """The subcommands, in the order `air --help` lists them."""
 
+_USAGE_EXIT = 2
+"""The exit status of a usage error (argparse's own), ``air`` without a COMMAND included."""
+
 _SERVE = "serve"
 
 
@@ -105,9 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help()
-        return 0
+    if func is None:  # no COMMAND: a usage error, like any other (the help says what to type)
+        parser.print_help(sys.stderr)
+        return _USAGE_EXIT
     code: int = func(args)
     return code
 

@@ -43,3 +43,14 @@ def test_a_port_out_of_range_is_refused_with_the_subcommands_usage(
     assert "argument --port:" in said
     assert "0-65535" in said
     assert "Traceback" not in said
+
+
+@pytest.mark.parametrize("argv", [[], ["-v"]])
+def test_air_without_a_command_prints_its_help_on_stderr_and_exits_2(argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aircli", *argv], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("usage: air")
+    assert "demo" in done.stderr  # the commands are listed
