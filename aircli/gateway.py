@@ -26,7 +26,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("gateway", help="serve one MCP endpoint in front of many servers")
     parser.add_argument("--config", required=True, help="the gateway.yml file")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_GATEWAY_PORT, help="0: any free")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_GATEWAY_PORT,
+        help=f"port (default {DEFAULT_GATEWAY_PORT}; 0: any free)",
+    )
     parser.add_argument(
         "--store",
         default=None,

@@ -46,9 +46,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="auto",
         help="default: MCP_TRANSPORT, else stdio when stdin is a pipe",
     )
-    parser.add_argument("--host", default=DEFAULT_HOST, help="HTTP bind address")
     parser.add_argument(
-        "--port", type=port_number, default=DEFAULT_PORT, help="HTTP port (0: any free)"
+        "--host", default=DEFAULT_HOST, help=f"HTTP bind address (default {DEFAULT_HOST})"
+    )
+    parser.add_argument(
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"HTTP port (default {DEFAULT_PORT}; 0: any free)",
     )
     parser.add_argument("--store", default=None, help=f"{STORE_HELP} (for a metered server)")
     parser.add_argument(

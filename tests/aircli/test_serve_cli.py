@@ -53,6 +53,21 @@ def test_serve_is_a_registered_subcommand(capsys: pytest.CaptureFixture[str]) ->
     assert "--port" in out
 
 
+def _help(*command: str) -> str:
+    done = subprocess.run(air(*command, "--help"), capture_output=True, text=True, check=True)
+    return " ".join(done.stdout.split())  # argparse wraps lines
+
+
+def test_serve_and_gateway_help_state_the_default_port() -> None:
+    from aircli.gateway import DEFAULT_GATEWAY_PORT
+    from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT
+
+    said = _help("serve")
+    assert f"HTTP port (default {DEFAULT_PORT}; 0: any free)" in said
+    assert f"HTTP bind address (default {DEFAULT_HOST})" in said
+    assert f"port (default {DEFAULT_GATEWAY_PORT}; 0: any free)" in _help("gateway")
+
+
 def test_transport_auto_detection_follows_the_seed() -> None:
     assert detect_transport({"MCP_TRANSPORT": "http"}, _Stdin(False)) == "http"
     assert detect_transport({"MCP_TRANSPORT": "stdio"}, _Stdin(True)) == "stdio"
