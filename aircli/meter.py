@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import re
 import sys
+import time
 from datetime import datetime, timedelta
 
 import orjson
@@ -32,8 +33,11 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 def parse_since(text: str) -> timedelta | datetime | None:
     """``"15m"``, ``"1h"``, ``"7d"`` → how long ago; an ISO date/time; ``"all"`` → ``None``.
 
+    A time without a zone is local time (as the report reads it).
+
     Raises:
-        argparse.ArgumentTypeError: anything else.
+        argparse.ArgumentTypeError: anything else, or a time in the future (a window that
+            starts after now holds no call: most likely a mistyped year).
     """
     if text.strip().lower() in ("all", ""):
         return None
@@ -41,11 +45,17 @@ def parse_since(text: str) -> timedelta | datetime | None:
     if match:
         return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
     try:
-        return datetime.fromisoformat(text)
+        since = datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"--since {text!r}: use a duration like 15m, 1h, 7d, an ISO time, or 'all'"
         ) from None
+    if since.timestamp() > time.time():
+        raise argparse.ArgumentTypeError(
+            f"--since {text!r} is in the future, so the window holds no call; "
+            "give a past time, a duration like 1h, or 'all'"
+        )
+    return since
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -151,6 +152,21 @@ def test_since_parses_durations_times_and_all() -> None:
     assert parse_since("7d") == timedelta(days=7)
     assert parse_since("all") is None
     assert parse_since("2026-01-02T03:04:05") == datetime(2026, 1, 2, 3, 4, 5)
+
+
+@pytest.mark.parametrize("since", ["2099-01-01", "2099-01-01T00:00:00+00:00"])
+def test_a_since_in_the_future_is_refused_as_a_usage_error(since: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aircli", "meter", "report", "--store", "memory://",
+         "--since", since],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert f"argument --since: --since {since!r} is in the future" in done.stderr
+    assert "Traceback" not in done.stderr
+    with pytest.raises(argparse.ArgumentTypeError, match="is in the future"):
+        parse_since(since)
 
 
 def test_air_meter_report_runs_as_a_console_command(tmp_path: Path) -> None:
