@@ -21,11 +21,20 @@ from airmeter.outcome import BUDGET_ERROR_TYPE
 from airmeter.usage import CallUsage
 from airstore.types import Clock, Store
 
-__all__ = ["BUDGET_ERROR_TYPE", "TOKENS_LIMIT", "Budget", "BudgetStatus", "OnExceed"]
+__all__ = [
+    "BUDGET_ERROR_TYPE",
+    "REFRESH_S",
+    "TOKENS_LIMIT",
+    "Budget",
+    "BudgetStatus",
+    "OnExceed",
+]
 
 logger = logging.getLogger(__name__)
 
 OnExceed = Literal["warn", "block"]
+REFRESH_S = 2.0
+"""Seconds between two reads of every process's spending (see :meth:`Budget.load`)."""
 TOKENS_LIMIT = "tokens_per_call"
 """The ``limit`` of a :class:`BudgetExceededError` raised for a call's reported tokens."""
 
@@ -163,14 +172,27 @@ class Budget:
         logger.warning("airmeter: %s", message)
 
     async def load(self, store: Store) -> None:
-        """Seed today's and this month's spending from the store's rollups (after a restart)."""
+        """Take in what the store's rollups say was spent today and this month, by every
+        process metering into it: at start (after a restart), and again every
+        :data:`REFRESH_S` while the meter middleware runs.
+
+        The spending becomes the larger of what this budget counted itself and what the
+        rollups hold, never their sum: the rollups hold this process's calls too, up to its
+        last persist (~1 s). Another process's spending shows here once it persisted and this
+        budget refreshed: within a few seconds.
+        """
         from airmeter.snapshot import load_groups
 
         self._roll()
-        groups = await load_groups(store, since_ms=self._month)
-        self._spent_month = sum(r.cost for _, rows in groups for r in rows)
-        self._spent_day = sum(r.cost for minute, rows in groups if minute >= self._day
-                              for r in rows)  # fmt: skip
+        day, month = self._day, self._month
+        groups = await load_groups(store, since_ms=month)
+        spent_month = sum(r.cost for _, rows in groups for r in rows)
+        spent_day = sum(r.cost for minute, rows in groups if minute >= day
+                        for r in rows)  # fmt: skip
+        self._roll()
+        if (day, month) == (self._day, self._month):  # no new period began while reading
+            self._spent_month = max(self._spent_month, spent_month)
+            self._spent_day = max(self._spent_day, spent_day)
 
     def status(self) -> BudgetStatus:
         """The spending and the limits right now."""

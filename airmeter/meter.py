@@ -238,12 +238,20 @@ class Meter:
                 wake.clear()
                 self._woken = False
                 await self._deliver()
+                await self._persist_due()
                 await self._report_health()
         except asyncio.CancelledError:
             # the loop is ending without stop() (asyncio.run cancels every task): hand what is
             # pending to the sinks, so a store that is flushed at exit still gets it
             await self._deliver()
             raise
+
+    async def _persist_due(self) -> None:
+        """Persist the rollups of calls a store sink took when its interval has passed, even
+        with no call since (bounded like a sink call)."""
+        for sink in self._sinks:
+            if isinstance(sink, StoreSink) and sink.persist_due():
+                await self._calls.call(sink, sink.persist(), "persist", 0)
 
     async def _deliver(self) -> None:
         lock = self._lock

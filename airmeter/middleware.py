@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from airmeter.budget import Budget
+from airmeter.budget import REFRESH_S, Budget
 from airmeter.build import RecordBuilder
 from airmeter.classify import Classifier
 from airmeter.context_cost import definition_tokens, store_definitions
@@ -125,6 +125,7 @@ class MeterMiddleware:
         self._engine: MeterEngine | None = None if meter is None else self._engine_for(meter)
         self._definitions: dict[str, list[Mapping[str, Any]]] = {}
         self._context_task: asyncio.Task[None] | None = None
+        self._budget_task: asyncio.Future[None] | None = None  # other processes' spending
 
     def _engine_for(self, meter: Meter, server: str | None = None) -> MeterEngine:
         builder = RecordBuilder(server=server or meter.server, instance_id=meter.instance_id,
@@ -167,6 +168,10 @@ class MeterMiddleware:
         budget_store = self._meter.store
         if self.budget is not None and budget_store is not None:
             await self.budget.load(budget_store)
+            if self._budget_task is None or self._budget_task.done():
+                self._budget_task = asyncio.ensure_future(
+                    _refresh_budget(self.budget, budget_store)
+                )
 
     def add_sink(self, sink: Sink) -> None:
         """Add a sink to the meter, or to the meter :meth:`start` will create."""
@@ -232,6 +237,11 @@ class MeterMiddleware:
 
     async def stop(self) -> None:
         """Stop the meter (delivering everything pending) if this middleware created it."""
+        task, self._budget_task = self._budget_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await self._finish_definitions()
         if self._meter is not None and self._owns_meter:
             await self._meter.stop()
@@ -288,3 +298,15 @@ def create_meter_hook(**options: Any) -> MeterMiddleware:
         A middleware that creates its meter on ``start(server_name=, store=)``.
     """
     return MeterMiddleware(**options)
+
+
+async def _refresh_budget(budget: Budget, store: Store) -> None:
+    """Every :data:`~airmeter.budget.REFRESH_S`: take in what every process metering into
+    ``store`` has spent, so a limit holds for all of them together (each one alone would let
+    its own share through)."""
+    while True:
+        await asyncio.sleep(REFRESH_S)
+        try:
+            await budget.load(store)
+        except Exception as exc:  # a store hiccup: the next refresh tries again
+            logger.warning("airmeter: could not read the budget's spending: %s", exc)

@@ -117,6 +117,7 @@ class StoreSink:
         self._run = secrets.token_hex(4)  # tokens of this sink never repeat an earlier run's
         self._revision = 0
         self._last_persist = time.monotonic()
+        self._unpersisted = False  # calls taken since the last persist
         self._closed = False
         self._backlog: list[CallRecord] = []
         self._max_backlog = max_backlog
@@ -168,8 +169,16 @@ class StoreSink:
             raise
         finally:
             self.written += done
+        self._unpersisted = True
         if time.monotonic() - self._last_persist >= self._interval:
             await self.persist()
+
+    def persist_due(self) -> bool:
+        """Whether calls were taken since the last persist and ``persist_interval`` has passed:
+        the meter then persists without waiting for the next call (a burst's last second
+        stayed out of the stored rollups until the next call, or the stop: other processes,
+        their budgets and dashboards did not see it)."""
+        return self._unpersisted and time.monotonic() - self._last_persist >= self._interval
 
     async def _append_chunk(
         self, many: Callable[..., Awaitable[object]], chunk: Sequence[CallRecord]
@@ -233,6 +242,7 @@ class StoreSink:
                 again, so the next persist rewrites it.
         """
         self._last_persist = time.monotonic()
+        self._unpersisted = False
         dirty = self._book.take_dirty()
         try:
             for minute in dirty:
@@ -256,6 +266,7 @@ class StoreSink:
                 await self._mark_revised(hours)
         except BaseException:
             self._book.mark_dirty(dirty)
+            self._unpersisted = True
             raise
         if dirty:
             keep_from = dirty[-1] - _KEEP_MINUTES * MINUTE_MS

@@ -1,0 +1,21 @@
+"""An aircore server whose blocking daily budget lets three calls of its L4 tool run (cost 10
+each, limit 25: a call is refused once 25 are spent): several of them share one data dir in
+the shared-budget test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aircore import define_server, define_tool
+from airmeter import Budget, MeterMiddleware
+
+
+def search(params: dict[str, Any]) -> str:
+    return "found"
+
+
+server = define_server(
+    name="budgeted",
+    tools=[define_tool(name="search", params={}, handler=search, layer=4)],
+    meter=MeterMiddleware(budget=Budget(daily_limit=25, on_exceed="block")),
+)
