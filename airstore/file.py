@@ -94,6 +94,8 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
         if not flush_interval > 0:
             raise InvalidArgumentError("flush_interval must be a positive number of seconds")
         self.path = os.fspath(path)
+        if "\0" in self.path:
+            raise InvalidArgumentError(f"a FileStore path cannot hold a NUL byte: {self.path!r}")
         self.durability: Durability = durability
         self.read_only = read_only
         self._default_ttl = check_ttl(default_ttl)

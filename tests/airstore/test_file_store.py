@@ -112,6 +112,11 @@ def test_bad_options_are_rejected(tmp_path: Path, options: dict[str, object]) ->
         FileStore(tmp_path, **options)  # type: ignore[arg-type]
 
 
+def test_a_path_holding_a_nul_byte_is_an_invalid_argument(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="NUL"):
+        FileStore(f"{tmp_path}/a\0b")  # was a bare ValueError from os at init()
+
+
 async def test_sigterm_handler_is_installed_only_when_nobody_else_handles_it(
     tmp_path: Path,
 ) -> None:
