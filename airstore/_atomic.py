@@ -6,6 +6,7 @@ import contextlib
 import itertools
 import os
 import re
+import secrets
 
 __all__ = [
     "fsync_dir",
@@ -16,14 +17,22 @@ __all__ = [
     "write_file",
 ]
 
-_counter = itertools.count()
-_TMP_RE = re.compile(r"\.tmp(?:-(?P<pid>\d+)(?:-\d+)?)?$")
+# This process numbers its temp files from a random start, so that a file left by an earlier
+# process with the same pid (PID 1 in a container, every run) is told apart from its own.
+_FIRST = secrets.randbelow(1 << 62)
+_WINDOW = 1 << 32
+_counter = itertools.count(_FIRST)
+_TMP_RE = re.compile(r"\.tmp(?:-(?P<pid>\d+)(?:-(?P<n>\d+))?)?$")
 
 
 def temp_path(path: str) -> str:
     """A temp file name beside ``path`` that names this process (see
     :func:`remove_stale_temp_files`)."""
     return f"{path}.tmp-{os.getpid()}-{next(_counter)}"
+
+
+def _mine(n: str | None) -> bool:
+    return n is not None and _FIRST <= int(n) < _FIRST + _WINDOW
 
 
 def is_temp_file(name: str) -> bool:
@@ -42,14 +51,20 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_temp_files(root: str) -> None:
-    """Delete temp files of writers that died mid-write (a live writer's are left alone)."""
+    """Delete temp files of writers that died mid-write. A live writer's are left alone, and
+    this process's own (another store of it may be writing one); one named with this pid
+    that this process did not name is an earlier process's, and goes."""
     for name in os.listdir(root):
         match = _TMP_RE.search(name)
         if match is None:
             continue
         pid = match["pid"]
-        if pid is not None and (int(pid) == os.getpid() or _alive(int(pid))):
-            continue  # a live writer's, maybe another store of this process: left alone
+        if pid is not None:
+            if int(pid) == os.getpid():
+                if _mine(match["n"]):
+                    continue
+            elif _alive(int(pid)):
+                continue
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(root, name))
 

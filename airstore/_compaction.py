@@ -153,4 +153,6 @@ async def _write_off_loop(path: str, parts: tuple[bytes | memoryview, ...]) -> N
         await asyncio.shield(work)
     except asyncio.CancelledError:
         await asyncio.wait({work})
+        if not work.cancelled():
+            work.exception()  # retrieved: a write that failed meanwhile is not logged as lost
         raise

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from airstore._atomic import is_temp_file
 
 __all__ = [
+    "SETTLED_S",
     "NamespaceFiles",
     "SlotFiles",
     "active_logs_by_slot",
@@ -95,7 +96,8 @@ class SlotFiles:
     segments: list[tuple[int, str]] = field(default_factory=list)  # (number, path), oldest first
 
 
-_SETTLED = 2.0  # seconds a directory must have been unchanged for its listing to be reused
+SETTLED_S = 2.0
+"""Seconds a directory must have been unchanged for its listing (or mtime) to be trusted."""
 _listings: dict[str, tuple[int, float, list[str]]] = {}  # root -> (mtime_ns, listed at, names)
 
 
@@ -109,7 +111,7 @@ def listdir_settled(root: str) -> list[str]:
     """
     st = os.stat(root)
     hit = _listings.get(root)
-    if hit is not None and hit[0] == st.st_mtime_ns and st.st_mtime < hit[1] - _SETTLED:
+    if hit is not None and hit[0] == st.st_mtime_ns and st.st_mtime < hit[1] - SETTLED_S:
         return hit[2]
     listed_at = time.time()
     names = os.listdir(root)

@@ -20,7 +20,14 @@ from typing import Any
 
 from airstore._appendfile import AppendFile
 from airstore._atomic import fsync_dir
-from airstore._filenames import SlotFiles, log_path, segment_path, segments, slot_files
+from airstore._filenames import (
+    SETTLED_S,
+    SlotFiles,
+    log_path,
+    segment_path,
+    segments,
+    slot_files,
+)
 from airstore._format import HEADER_PREFIX, parse_header
 from airstore._gzseg import gz_chunks_newest_first
 from airstore._logread import Collector, iter_chunks
@@ -265,13 +272,14 @@ def query_log(
 
 
 def _settled_mtime(root: str) -> int | None:
-    """The directory's mtime when it is over a second old, else ``None``: a later change
-    then shows as another mtime even where file times tick coarsely (jiffies)."""
+    """The directory's mtime when it is over :data:`SETTLED_S` old, else ``None``: a later
+    change then shows as another mtime even where file times tick coarsely (jiffies, or the
+    2 s of some file systems)."""
     try:
         mtime = os.stat(root).st_mtime_ns
     except OSError:
         return None
-    return mtime if time.time_ns() - mtime > 1_000_000_000 else None
+    return mtime if time.time_ns() - mtime > SETTLED_S * 1e9 else None
 
 
 def _query_files(

@@ -219,9 +219,9 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
             await persist.stop()
             try:  # what was acknowledged while the awaits above ran must land too
                 persist.flush_now()
-            except StorageIOError:
+            except AirstoreError:
                 persist.closed = False
-                self._write_ok = persist
+                self._writable(persist.refusing is None)  # a refusing disk stays refused
                 persist.start()
                 raise
             try:

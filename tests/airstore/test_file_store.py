@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import signal
 from pathlib import Path
 
 import pytest
 
-from airstore import FileStore, InvalidArgumentError, InvalidValueError
+from airstore import FileStore, InvalidArgumentError, InvalidValueError, StorageIOError
+from airstore._persist import Persister
 from tests.airstore.backends import FakeClock
 
 
@@ -215,3 +217,55 @@ async def test_a_namespace_whose_name_holds_tmp_is_listed_by_check(tmp_path: Pat
         await store.flush()
         report = await store.check()
     assert [(n.namespace, n.keys) for n in report.namespaces] == [("jobs.tmp-1", 1)]
+
+
+def _plant_stale_temp_file(root: Path) -> Path:
+    """A snapshot temp file named with this process's pid that it never named."""
+    stale = root / f"kv.json.tmp-{os.getpid()}-7"
+    stale.write_bytes(b"x" * 1000)
+    return stale
+
+
+async def test_a_temp_file_an_earlier_process_with_this_pid_left_is_removed(
+    tmp_path: Path,
+) -> None:
+    """In a container every run is PID 1: a crash's leftover named with our pid is not ours."""
+    async with FileStore(tmp_path, handle_sigterm=False) as store:
+        await store.set("kv", "k", 1)
+    stale = _plant_stale_temp_file(tmp_path)
+    async with FileStore(tmp_path, handle_sigterm=False) as store:
+        assert await store.get("kv", "k") == 1
+    assert _temp_files(tmp_path) == []
+    assert stale.name not in _temp_files(tmp_path)
+
+
+async def test_a_close_whose_last_flush_the_disk_refuses_keeps_refusing_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """close() raises and the store stays open, as documented; writes stay refused while the
+    disk refuses them (close() used to turn them back on: acknowledged, then lost)."""
+    real = Persister.flush_now
+
+    def refused(self: Persister) -> None:
+        self.write_failed(OSError(28, "No space left on device"))
+        raise StorageIOError("final flush failed: [Errno 28] No space left on device")
+
+    store = FileStore(tmp_path, handle_sigterm=False)
+    await store.init()
+    await store.set("kv", "k", 1)
+    monkeypatch.setattr(Persister, "flush_now", refused)
+    with pytest.raises(StorageIOError):
+        await store.close()
+    with pytest.raises(StorageIOError, match="refuses writes"):
+        await store.set("kv", "later", 2)
+    monkeypatch.setattr(Persister, "flush_now", real)
+    assert await store.get("kv", "k") == 1  # still open
+    for _ in range(100):  # until the disk probe finds it takes writes again
+        try:
+            await store.set("kv", "later", 2)
+            break
+        except StorageIOError:
+            await asyncio.sleep(0.1)
+    await store.close()
+    async with FileStore(tmp_path, read_only=True) as reader:
+        assert await reader.get("kv", "later") == 2
