@@ -18,6 +18,7 @@ from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError as PydanticValidationError
 
 from airmeter.classify import Classifier
 from airmeter.integrations._common import CallFacts, LayerOf, make_engine
@@ -34,10 +35,13 @@ def _error_type(exc: BaseException) -> str:
     """The most telling error type: FastMCP wraps a tool's exception in a ``ToolError``
     (``raise … from exc``), so the cause's type is reported; a ``ToolError`` the tool raised
     itself is a tool error like an ``isError`` result. Arguments FastMCP rejects before the
-    tool runs (its ``ValidationError``) and an unknown tool (``NotFoundError``), both raised
-    unwrapped, are ``"-32602"``, class ``refused``, as in aircore."""
-    if isinstance(exc, ValidationError | NotFoundError):
-        return INVALID_PARAMS
+    tool runs (its ``ValidationError`` made from pydantic's) and an unknown tool
+    (``NotFoundError``), both raised unwrapped, are ``"-32602"``, class ``refused``, as in
+    aircore."""
+    if isinstance(exc, NotFoundError) or (
+        isinstance(exc, ValidationError) and isinstance(exc.__cause__, PydanticValidationError)
+    ):
+        return INVALID_PARAMS  # a ValidationError the tool's body raised: a tool's error
     root: BaseException = exc
     if type(exc) is ToolError:
         if exc.__cause__ is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 from fastmcp import FastMCP
-from fastmcp.exceptions import ToolError
+from fastmcp.exceptions import ToolError, ValidationError
 from fastmcp.tools.base import ToolResult
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -36,6 +36,10 @@ def _server(recorder: ListRecorder, **options: object) -> FastMCP:
     @mcp.tool
     def upstream() -> str:
         raise MCPError(code=-32042, message="upstream said no")
+
+    @mcp.tool
+    def check(value: str) -> str:
+        raise ValidationError(f"{value!r} is not a known code")  # the tool's own finding
 
     mcp.add_middleware(FastMCPMeterMiddleware(recorder, server_name=mcp.name, **options))  # type: ignore[arg-type]
     return mcp
@@ -110,3 +114,20 @@ async def test_options_are_honoured(recorder: ListRecorder) -> None:
         None,
         None,
     )
+
+
+async def test_a_validation_error_the_tool_raises_itself_is_not_a_refused_call(
+    recorder: ListRecorder,
+) -> None:
+    """Only FastMCP's own argument check (a ValidationError made from pydantic's) is refused:
+    a tool that ran and raised one is charged and counted as failed."""
+    mcp = _server(recorder)
+    async with Client(mcp._mcp_server) as client:
+        ran = await client.call_tool("check", {"value": "x"})
+        refused = await client.call_tool("check", {"value": 5})
+    assert ran.is_error
+    assert refused.is_error
+    ran_rec, refused_rec = recorder.records
+    assert ran_rec.error_class != "refused"
+    assert ran_rec.cost != 0.0
+    assert (refused_rec.error_type, refused_rec.error_class) == ("-32602", "refused")
