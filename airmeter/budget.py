@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from airmeter.errors import BudgetExceededError, MeterConfigError
 from airmeter.layers import Layer
 from airmeter.outcome import BUDGET_ERROR_TYPE
 from airmeter.usage import CallUsage
 from airstore.types import Clock, Store
+
+if TYPE_CHECKING:
+    from airmeter.rollups import RollupRow
 
 __all__ = [
     "BUDGET_ERROR_TYPE",
@@ -103,6 +107,9 @@ class Budget:
         self._day, self._month = _period_starts(clock())
         self._spent_day = 0.0
         self._spent_month = 0.0
+        self._before_today: tuple[int, float] | None = (
+            None  # (day, stored cost of the month before it)
+        )
         self._warned: set[tuple[str, int]] = set()
 
     @property
@@ -171,28 +178,31 @@ class Budget:
                                       allowed=limit)  # fmt: skip
         logger.warning("airmeter: %s", message)
 
-    async def load(self, store: Store) -> None:
-        """Take in what the store's rollups say was spent today and this month, by every
-        process metering into it: at start (after a restart), and again every
-        :data:`REFRESH_S` while the meter middleware runs.
+    async def load(self, store: Store, *, server: str | None = None) -> None:
+        """Take in what the store's rollups say was spent today and this month: at start
+        (after a restart), and again every :data:`REFRESH_S` while the meter middleware runs.
 
-        The spending becomes the larger of what this budget counted itself and what the
-        rollups hold, never their sum: the rollups hold this process's calls too, up to its
-        last persist (~1 s). Another process's spending shows here once it persisted and this
-        budget refreshed: within a few seconds.
+        ``server``: count only that server's calls — every process serving it (each MCP
+        client spawns its own) shares the limits; other servers metering into the same data
+        dir do not count. The spending becomes the larger of what this budget counted itself
+        and what the rollups hold, never their sum: the rollups hold this process's calls
+        too, up to its last persist (~1 s). Another process's spending shows here once it
+        persisted and this budget refreshed: within a few seconds. The month before today is
+        read once a day; a refresh reads today's rollups only.
         """
         from airmeter.snapshot import load_groups
 
         self._roll()
         day, month = self._day, self._month
-        groups = await load_groups(store, since_ms=month)
-        spent_month = sum(r.cost for _, rows in groups for r in rows)
-        spent_day = sum(r.cost for minute, rows in groups if minute >= day
-                        for r in rows)  # fmt: skip
+        if self._before_today is None or self._before_today[0] != day:
+            groups = await load_groups(store, since_ms=month, until_ms=day)
+            self._before_today = (day, _cost(groups, server))
+        today = _cost(await load_groups(store, since_ms=day), server)
+        before = self._before_today[1]
         self._roll()
         if (day, month) == (self._day, self._month):  # no new period began while reading
-            self._spent_month = max(self._spent_month, spent_month)
-            self._spent_day = max(self._spent_day, spent_day)
+            self._spent_month = max(self._spent_month, before + today)
+            self._spent_day = max(self._spent_day, today)
 
     def status(self) -> BudgetStatus:
         """The spending and the limits right now."""
@@ -202,3 +212,7 @@ class Budget:
             daily_limit=self.daily_limit, monthly_limit=self.monthly_limit,
             tokens_per_call=self.tokens_per_call, on_exceed=self.on_exceed,
         )  # fmt: skip
+
+
+def _cost(groups: Iterable[tuple[int, Iterable[RollupRow]]], server: str | None) -> float:
+    return sum(r.cost for _, rows in groups for r in rows if server is None or r.server == server)

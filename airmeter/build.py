@@ -56,8 +56,12 @@ def encode_json(value: Any) -> bytes | None:
     """``value`` as compact JSON (unknown types through ``str``, dict keys that are not strings
     as their JSON text, as a server sends them: ``{1: "a"}`` → ``{"1":"a"}``), or ``None``."""
     try:
+        return orjson.dumps(value, default=str)
+    except TypeError:  # (JSONEncodeError is one) keys that are not strings, or worse:
+        pass  # the option doubles the cost, so only now
+    try:
         return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
-    except (TypeError, orjson.JSONEncodeError):
+    except TypeError:
         return None
 
 

@@ -248,10 +248,15 @@ class Meter:
 
     async def _persist_due(self) -> None:
         """Persist the rollups of calls a store sink took when its interval has passed, even
-        with no call since (bounded like a sink call)."""
-        for sink in self._sinks:
-            if isinstance(sink, StoreSink) and sink.persist_due():
-                await self._calls.call(sink, sink.persist(), "persist", 0)
+        with no call since (bounded like a sink call; under the delivery lock, so never beside
+        the persist a delivery makes)."""
+        lock = self._lock
+        if lock is None:
+            lock = self._lock = asyncio.Lock()
+        async with lock:
+            for sink in self._sinks:
+                if isinstance(sink, StoreSink) and sink.persist_due():
+                    await self._calls.call(sink, sink.persist(), "persist", 0)
 
     async def _deliver(self) -> None:
         lock = self._lock

@@ -167,10 +167,11 @@ class MeterMiddleware:
             tokens.preload()  # in the background: the first records may carry no count
         budget_store = self._meter.store
         if self.budget is not None and budget_store is not None:
-            await self.budget.load(budget_store)
+            name = server_name or self._meter.server  # what its records carry
+            await self.budget.load(budget_store, server=name)
             if self._budget_task is None or self._budget_task.done():
                 self._budget_task = asyncio.ensure_future(
-                    _refresh_budget(self.budget, budget_store)
+                    _refresh_budget(self.budget, budget_store, name)
                 )
 
     def add_sink(self, sink: Sink) -> None:
@@ -300,13 +301,13 @@ def create_meter_hook(**options: Any) -> MeterMiddleware:
     return MeterMiddleware(**options)
 
 
-async def _refresh_budget(budget: Budget, store: Store) -> None:
-    """Every :data:`~airmeter.budget.REFRESH_S`: take in what every process metering into
-    ``store`` has spent, so a limit holds for all of them together (each one alone would let
-    its own share through)."""
+async def _refresh_budget(budget: Budget, store: Store, server: str) -> None:
+    """Every :data:`~airmeter.budget.REFRESH_S`: take in what every process serving
+    ``server`` into ``store`` has spent, so a limit holds for all of them together (each one
+    alone would let its own share through)."""
     while True:
         await asyncio.sleep(REFRESH_S)
         try:
-            await budget.load(store)
+            await budget.load(store, server=server)
         except Exception as exc:  # a store hiccup: the next refresh tries again
             logger.warning("airmeter: could not read the budget's spending: %s", exc)

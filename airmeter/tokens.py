@@ -125,8 +125,13 @@ def definition_text(definition: Mapping[str, Any]) -> str:
     return orjson.dumps(sent, default=str).decode()
 
 
-_KEYS: Final = orjson.OPT_NON_STR_KEYS
-"""Dict keys that are not strings (``{1: "a"}``) are sent as their JSON text (``{"1": "a"}``)."""
+def _dumps(value: Any, option: int = 0) -> str:
+    """``value`` as JSON text; dict keys that are not strings (``{1: "a"}``) as they are sent
+    (``{"1": "a"}``): with ``OPT_NON_STR_KEYS``, which doubles the cost, only when needed."""
+    try:
+        return orjson.dumps(value, default=str, option=option).decode()
+    except TypeError:
+        return orjson.dumps(value, default=str, option=option | orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _blocks_text(blocks: Sequence[Any]) -> str:
@@ -135,7 +140,7 @@ def _blocks_text(blocks: Sequence[Any]) -> str:
         if isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
         else:  # images, resources, links: their JSON is what a client passes on
-            parts.append(orjson.dumps(block, default=str, option=_KEYS).decode())
+            parts.append(_dumps(block))
     return "\n".join(parts)
 
 
@@ -152,7 +157,7 @@ def context_text(result: Any) -> str:
         text = result.get("text")
         if isinstance(text, str) and len(result) == 1:
             return text
-    return orjson.dumps(result, default=str, option=_KEYS | orjson.OPT_INDENT_2).decode()
+    return _dumps(result, orjson.OPT_INDENT_2)
 
 
 def count_all(counter: TokenCounter, texts: Sequence[str]) -> list[int | None]:

@@ -4,6 +4,7 @@ the shared-budget test."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aircore import define_server, define_tool
@@ -15,7 +16,7 @@ def search(params: dict[str, Any]) -> str:
 
 
 server = define_server(
-    name="budgeted",
+    name=os.environ.get("BUDGET_SERVER_NAME", "budgeted"),
     tools=[define_tool(name="search", params={}, handler=search, layer=4)],
     meter=MeterMiddleware(budget=Budget(daily_limit=25, on_exceed="block")),
 )

@@ -10,12 +10,14 @@ from pathlib import Path
 from mcp import Client, StdioServerParameters
 
 from airmeter.budget import REFRESH_S
+from airmeter.snapshot import load_groups
+from airstore import FileStore
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 
 
-def _server(data: Path) -> StdioServerParameters:
+def _server(data: Path, name: str = "budgeted") -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=[
@@ -29,7 +31,7 @@ def _server(data: Path) -> StdioServerParameters:
             f"file://{data}",
         ],
         cwd=str(ROOT),
-        env={"PYTHONPATH": str(ROOT)},
+        env={"PYTHONPATH": str(ROOT), "BUDGET_SERVER_NAME": name},
     )
 
 
@@ -42,8 +44,36 @@ async def test_a_daily_limit_holds_across_servers_sharing_a_data_dir(tmp_path: P
         first, *others = [await stack.enter_async_context(Client(_server(data))) for _ in range(3)]
         outcomes = [(await first.call_tool("search", {})).is_error for _ in range(4)]
         assert outcomes == [False, False, False, True]  # spent 0, 10, 20 < 25; then 30
-        await asyncio.sleep(1.0 + 2 * REFRESH_S)  # the first one's persist, their refresh
+        await _stored_cost_reaches(data, 30.0)  # the first one persisted (within ~1 s)
+        await asyncio.sleep(2 * REFRESH_S)  # the others refreshed since
         for client in others:
             refused = await client.call_tool("search", {})
             assert refused.is_error
             assert "daily budget exceeded" in str(refused.content[0])
+
+
+async def test_another_servers_spending_in_the_same_data_dir_does_not_count(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    async with contextlib.AsyncExitStack() as stack:
+        other = await stack.enter_async_context(Client(_server(data, name="other")))
+        budgeted = await stack.enter_async_context(Client(_server(data)))
+        for _ in range(4):
+            await other.call_tool("search", {})
+        await _stored_cost_reaches(data, 30.0)
+        await asyncio.sleep(2 * REFRESH_S)
+        assert not (await budgeted.call_tool("search", {})).is_error
+
+
+async def _stored_cost_reaches(data: Path, cost: float) -> None:
+    """Wait until the rollups in ``data`` hold ``cost`` (what every process persisted)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while True:
+        async with FileStore(data, read_only=True) as store:
+            groups = await load_groups(store)
+        if sum(r.cost for _, rows in groups for r in rows) >= cost:
+            return
+        assert loop.time() < deadline, "the rollups were never persisted"
+        await asyncio.sleep(0.2)
