@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from airstore._atomic import is_temp_file
 
 __all__ = [
-    "SETTLED_S",
     "NamespaceFiles",
     "SlotFiles",
     "active_logs_by_slot",
@@ -96,8 +95,7 @@ class SlotFiles:
     segments: list[tuple[int, str]] = field(default_factory=list)  # (number, path), oldest first
 
 
-SETTLED_S = 2.0
-"""Seconds a directory must have been unchanged for its listing (or mtime) to be trusted."""
+_SETTLED = 2.0  # seconds a directory must have been unchanged for its listing to be reused
 _listings: dict[str, tuple[int, float, list[str]]] = {}  # root -> (mtime_ns, listed at, names)
 
 
@@ -111,7 +109,7 @@ def listdir_settled(root: str) -> list[str]:
     """
     st = os.stat(root)
     hit = _listings.get(root)
-    if hit is not None and hit[0] == st.st_mtime_ns and st.st_mtime < hit[1] - SETTLED_S:
+    if hit is not None and hit[0] == st.st_mtime_ns and st.st_mtime < hit[1] - _SETTLED:
         return hit[2]
     listed_at = time.time()
     names = os.listdir(root)

@@ -20,14 +20,7 @@ from typing import Any
 
 from airstore._appendfile import AppendFile
 from airstore._atomic import fsync_dir
-from airstore._filenames import (
-    SETTLED_S,
-    SlotFiles,
-    log_path,
-    segment_path,
-    segments,
-    slot_files,
-)
+from airstore._filenames import SlotFiles, log_path, segment_path, segments, slot_files
 from airstore._format import HEADER_PREFIX, parse_header
 from airstore._gzseg import gz_chunks_newest_first
 from airstore._logread import Collector, iter_chunks
@@ -226,7 +219,11 @@ def _feed_path(path: str, collector: Collector, report: CorruptReporter, skip_in
 
 
 def _collect_slot(
-    files: SlotFiles, collector: Collector, writer: LogFile | None, report: CorruptReporter
+    files: SlotFiles,
+    collector: Collector,
+    writer: LogFile | None,
+    report: CorruptReporter,
+    missed: list[str],
 ) -> None:
     """Feed one slot newest first: pending lines, the active file, then segments. A file read
     as active is skipped when it shows up again as a segment (a rotation between two looks)."""
@@ -243,10 +240,13 @@ def _collect_slot(
         _feed_file(writer.fd, writer.size, writer.path, collector, report)
     elif files.active is not None:
         active_ino = _feed_path(files.active, collector, report, -1)
+        if active_ino == -1:
+            missed.append(files.active)
     for _number, path in reversed(files.segments):
         if collector.done:
             return
-        _feed_path(path, collector, report, active_ino)
+        if _feed_path(path, collector, report, active_ino) == -1:
+            missed.append(path)
 
 
 def query_log(
@@ -255,31 +255,30 @@ def query_log(
     """Entries of ``ns`` newest first across every writer slot's files.
 
     ``writer`` is this store's own active log (its pending lines are the newest of its slot).
-    The files are listed before they are read: when another writer rotates (or compresses)
-    one in between, the listing after the read differs and the query reads again, since the
-    renamed file may have been in neither place (at most :data:`QUERY_ATTEMPTS` reads; the
-    last one's answer stands).
+    The files are listed before they are read: when another writer rotated its active file
+    in between (its next segment exists now) or a listed file was gone when it was to be read
+    (compressed, or removed by retention), the query lists and reads again, since the lines
+    of a renamed file may have been in neither place (at most :data:`QUERY_ATTEMPTS` reads;
+    the last one's answer stands). Without a race that costs two ``stat`` calls per slot.
     """
     for _attempt in range(QUERY_ATTEMPTS - 1):
-        before = _settled_mtime(root)
         slots = slot_files(root, ns)
-        out = _query_files(slots, window, writer, report)
-        if before is not None and _settled_mtime(root) == before:
-            return out  # no file was renamed, made or removed in the directory meanwhile
-        if slot_files(root, ns) == slots:
+        missed: list[str] = []
+        out = _query_files(slots, window, writer, report, missed)
+        if not missed and not _rotated(root, ns, slots):
             return out
-    return _query_files(slot_files(root, ns), window, writer, report)
+    return _query_files(slot_files(root, ns), window, writer, report, [])
 
 
-def _settled_mtime(root: str) -> int | None:
-    """The directory's mtime when it is over :data:`SETTLED_S` old, else ``None``: a later
-    change then shows as another mtime even where file times tick coarsely (jiffies, or the
-    2 s of some file systems)."""
-    try:
-        mtime = os.stat(root).st_mtime_ns
-    except OSError:
-        return None
-    return mtime if time.time_ns() - mtime > SETTLED_S * 1e9 else None
+def _rotated(root: str, ns: str, slots: list[SlotFiles]) -> bool:
+    """Whether a slot's next segment exists now (plain or compressed): its active file was
+    renamed after the listing, so the lines it held may have been read in neither place."""
+    for files in slots:
+        number = files.segments[-1][0] + 1 if files.segments else 1
+        path = segment_path(root, ns, number, files.slot)
+        if os.path.exists(path) or os.path.exists(path + ".gz"):
+            return True
+    return False
 
 
 def _query_files(
@@ -287,20 +286,23 @@ def _query_files(
     window: QueryWindow,
     writer: LogFile | None,
     report: CorruptReporter,
+    missed: list[str],
 ) -> list[Entry]:
+    """One read of the listed files; a listed file gone when it was to be read goes into
+    ``missed``."""
     if writer is not None and all(s.slot != writer.slot for s in slots):
         slots = [*slots, SlotFiles(writer.slot)]  # the caller's listing stays as listed
     if len(slots) <= 1:  # one writer's files: no merge, the collector pages itself
         collector = window.collector(merged=False)
         for files in slots:
             own = writer if writer is not None and writer.slot == files.slot else None
-            _collect_slot(files, collector, own, report)
+            _collect_slot(files, collector, own, report, missed)
         return collector.out
     streams = []
     for files in slots:
         collector = window.collector(merged=True)
         own = writer if writer is not None and writer.slot == files.slot else None
-        _collect_slot(files, collector, own, report)
+        _collect_slot(files, collector, own, report, missed)
         streams.append(collector.out)
     merged = heapq.merge(*streams, key=lambda entry: -entry["_ts"])
     start = window.offset
