@@ -145,10 +145,7 @@ class SqliteStore(SqliteOps, StoreBase):
             else:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 self._writer = await self._connect(read_only=False)
-                await self._writer.execute("PRAGMA journal_mode=WAL")
-                await self._writer.execute("PRAGMA synchronous=NORMAL")
-                await self._writer.executescript(SCHEMA)
-                await self._writer.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                await self._prepare(self._writer)
                 self._reader = await self._connect(read_only=False)
         except sqlite3.Error as exc:
             await self._disconnect()
@@ -170,6 +167,28 @@ class SqliteStore(SqliteOps, StoreBase):
         for db in (self._writer, self._reader):
             if db is not None:
                 stop_connection(db, EXIT_JOIN_TIMEOUT)
+
+    async def _prepare(self, db: aiosqlite.Connection) -> None:
+        """WAL mode and the schema. Processes opening a new database at once can get "database
+        is locked" here without SQLite waiting for ``busy_timeout`` (switching to WAL, or a
+        schema write racing another's): retried until ``busy_timeout`` has passed."""
+        deadline = time.monotonic() + self._busy_timeout
+        delay = 0.01
+        while True:
+            try:
+                await db.execute("PRAGMA journal_mode=WAL")
+                await db.execute("PRAGMA synchronous=NORMAL")
+                await db.executescript(SCHEMA)
+                await db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                return
+            except sqlite3.OperationalError as exc:
+                locked = "locked" in str(exc) or "busy" in str(exc)
+                if not locked or time.monotonic() + delay > deadline:
+                    raise
+                if db.in_transaction:
+                    await db.execute("ROLLBACK")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.2)
 
     async def _connect(self, *, read_only: bool) -> aiosqlite.Connection:
         target = self._ro_uri if read_only else self.path

@@ -239,3 +239,23 @@ async def test_set_many_and_append_many_validate_first_then_commit(sq: SqliteSto
     assert all(isinstance(e["_ts"], int) for e in stored)
     assert [e["i"] for e in await sq.query("log", limit=2)] == [2499, 2498]
     assert await sq.append_many("log", []) == []
+
+
+async def test_opening_a_database_another_process_is_writing_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """Switching a database to WAL while another connection holds a write lock fails at once
+    with "database is locked" (SQLite does not wait for ``busy_timeout`` there): one of three
+    servers started together on a new SQLite file failed to start. It now waits."""
+    path = tmp_path / "air.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x)")
+    other.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    other.execute("INSERT INTO t VALUES (1)")
+    asyncio.get_running_loop().call_later(0.5, other.execute, "COMMIT")
+    try:
+        async with SqliteStore(path) as store:
+            await store.set("ns", "k", 1)
+            assert await store.get("ns", "k") == 1
+    finally:
+        other.close()
