@@ -18,6 +18,25 @@ def air(*args: str) -> list[str]:
     return [sys.executable, "-m", "aircli", *args]
 
 
+def run_air(
+    *args: str,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``air ARGS`` to its end (stdin closed) and return what it said and its status."""
+    return subprocess.run(
+        air(*args),
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 

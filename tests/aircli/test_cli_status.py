@@ -7,13 +7,11 @@ import subprocess
 
 import pytest
 
-from tests.air_process import air
+from tests.air_process import run_air
 
 
 def _status(url: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        air("status", "--url", url), capture_output=True, text=True, timeout=60, check=False
-    )
+    return run_air("status", "--url", url, timeout=60)
 
 
 @pytest.mark.parametrize(

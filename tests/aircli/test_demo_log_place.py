@@ -9,22 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.air_process import air
+from tests.air_process import run_air
 
 
 def _demo(store: str, cwd: Path | str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_DATA_HOME",)}
     env["HOME"] = str(home)
-    return subprocess.run(
-        air("demo", "--no-dashboard", "--calls", "1", "--history", "0", "--store", store),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    argv = ("demo", "--no-dashboard", "--calls", "1", "--history", "0", "--store", store)
+    return run_air(*argv, cwd=cwd, env=env)
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "file"])

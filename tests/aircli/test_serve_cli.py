@@ -10,7 +10,7 @@ from aircli import main
 from aircli.serve import load_server
 from aircore import AirServer, DefinitionError
 from aircore.transports.detect import detect_transport
-from tests.air_process import air
+from tests.air_process import air, run_air
 from tests.aircore.conftest import DEMO, LIFECYCLE
 
 
@@ -97,15 +97,7 @@ def test_a_target_that_names_no_server_file_is_one_line_naming_the_problem_and_e
         "from aircore import define_server\nserver = define_server(name='x')\n", encoding="utf-8"
     )
     (tmp_path / "somedir").mkdir()
-    done = subprocess.run(
-        air("serve", target, "--transport", "stdio"),
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_air("serve", target, "--transport", "stdio", cwd=tmp_path, timeout=60)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.air_process import air
+from tests.air_process import run_air
 
 SERVER = """
 from aircore import define_server, define_tool
@@ -51,16 +51,7 @@ def _workdir(tmp_path: Path) -> Path:
 
 
 def _run(cwd: Path, args: tuple[str, ...], **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        air(*args),
-        cwd=cwd,
-        env={**os.environ, "HOME": str(cwd.parent / "home"), **env},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_air(*args, cwd=cwd, env={**os.environ, "HOME": str(cwd.parent / "home"), **env})
 
 
 @pytest.mark.parametrize("url", ["file:///tmp/air-x/u", "sqlite:///tmp/air-x/a.db", "memory://"])

@@ -284,6 +284,22 @@ health:
     assert await store.get(REGISTRY_NAMESPACE, GATEWAY_PREFIX + gateway.id) is None  # withdrawn
 
 
+async def _adopted_read_twice(
+    store: Any, caplog: pytest.LogCaptureFixture
+) -> tuple[Gateway, list[str]]:
+    """A gateway declaring "notes" reads the registry at start and once more (neither may
+    raise or log again); the URLs it adopted."""
+    config = parse_config(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{free_port()}/mcp\n"
+                          "health:\n  interval_s: 600\n")  # fmt: skip
+    gateway = Gateway(config, store=store, meter=None)
+    with caplog.at_level(logging.WARNING):
+        async with gateway:
+            adopted = [u["url"] for u in gateway.status()["upstreams"] if u["registered_by"]]
+            assert gateway.registry is not None
+            await gateway.registry.refresh()
+    return gateway, adopted
+
+
 async def test_an_entry_no_client_can_be_made_for_neither_stops_a_gateway_nor_the_next_ones(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -300,15 +316,8 @@ async def test_an_entry_no_client_can_be_made_for_neither_stops_a_gateway_nor_th
         return make(self, server, index)
 
     monkeypatch.setattr(Gateway, "_client", client)
-    config = parse_config(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{free_port()}/mcp\n"
-                          "health:\n  interval_s: 600\n")  # fmt: skip
-    gateway = Gateway(config, store=store, meter=None)
-    with caplog.at_level(logging.WARNING):
-        async with gateway:
-            adopted = [u["url"] for u in gateway.status()["upstreams"] if u["registered_by"]]
-            assert adopted == [good]
-            assert gateway.registry is not None
-            await gateway.registry.refresh()  # read again: no raise, no second warning
+    _gateway, adopted = await _adopted_read_twice(store, caplog)
+    assert adopted == [good]
     told = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
     assert len(told) == 1
     assert broken in told[0]
@@ -322,15 +331,8 @@ async def test_entries_whose_urls_the_readers_refuse_are_skipped_and_told_once(
     bad = [_entry("http://[::1%\u2603]:8000/mcp"), _entry("http://[::1%25lo]:1/mcp")]
     await store.set(REGISTRY_NAMESPACE, GATEWAY_PREFIX + "evil",
                     {"servers": {"notes": [*bad, _entry(good)]}})  # fmt: skip
-    config = parse_config(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{free_port()}/mcp\n"
-                          "health:\n  interval_s: 600\n")  # fmt: skip
-    gateway = Gateway(config, store=store, meter=None)
-    with caplog.at_level(logging.WARNING):
-        async with gateway:
-            adopted = [u["url"] for u in gateway.status()["upstreams"] if u["registered_by"]]
-            assert adopted == [good]
-            assert gateway.registry is not None
-            await gateway.registry.refresh()  # a second reading neither raises nor logs again
+    gateway, adopted = await _adopted_read_twice(store, caplog)
+    assert adopted == [good]
     assert not [r for r in caplog.records if r.exc_info]
     assert sum("zone id" in r.getMessage() or "non-ASCII" in r.getMessage()
                for r in caplog.records) == 2  # fmt: skip

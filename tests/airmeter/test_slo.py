@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -198,13 +198,14 @@ async def test_a_webhook_receives_the_alert_and_its_resolve_as_json(
     assert hook.failures == 0
 
 
-async def test_several_watchers_on_one_store_alert_once(tmp_path: Path) -> None:
-    db = tmp_path / "air.db"
-    async with SqliteStore(db) as writer:
+async def _alerts_of_four_watchers(open_store: Callable[[], Store]) -> list[str]:
+    """Breaching calls stored once, then four watchers (four processes' connections) each
+    checking twice: the states of the alerts they sent."""
+    async with open_store() as writer:
         await _store(_calls(600, start_ms=NOW_MS - 300_000, span_ms=300_000, fail_every=2),
                      writer)  # fmt: skip
     sent: list[SloAlert] = []
-    stores = [SqliteStore(db) for _ in range(4)]  # four processes' connections
+    stores = [open_store() for _ in range(4)]
     for store in stores:
         await store.init()
     try:
@@ -215,7 +216,12 @@ async def test_several_watchers_on_one_store_alert_once(tmp_path: Path) -> None:
     finally:
         for store in stores:
             await store.close()
-    assert [a.status.state for a in sent] == ["breach"]
+    return [a.status.state for a in sent]
+
+
+async def test_several_watchers_on_one_store_alert_once(tmp_path: Path) -> None:
+    db = tmp_path / "air.db"
+    assert await _alerts_of_four_watchers(lambda: SqliteStore(db)) == ["breach"]
 
 
 def test_objectives_from_yaml_and_their_errors(tmp_path: Path) -> None:
@@ -250,22 +256,8 @@ async def test_several_watchers_on_one_redis_server_alert_once() -> None:
 
     server = shared_redis_server()
     prefix = unique_prefix("slo-watch")
-    async with RedisStore(server.url(), prefix=prefix) as writer:
-        await _store(_calls(600, start_ms=NOW_MS - 300_000, span_ms=300_000, fail_every=2),
-                     writer)  # fmt: skip
-    sent: list[SloAlert] = []
-    stores = [RedisStore(server.url(), prefix=prefix) for _ in range(4)]  # four processes'
-    for store in stores:
-        await store.init()
-    try:
-        watchers = [SloWatcher(s, [Objective(availability=0.99)], sinks=[sent.append],
-                               clock=_clock()) for s in stores]  # fmt: skip
-        await asyncio.gather(*(w.check() for w in watchers))
-        await asyncio.gather(*(w.check() for w in watchers))
-    finally:
-        for store in stores:
-            await store.close()
-    assert [a.status.state for a in sent] == ["breach"]
+    opened = await _alerts_of_four_watchers(lambda: RedisStore(server.url(), prefix=prefix))
+    assert opened == ["breach"]
 
 
 async def test_objectives_of_different_periods_keep_their_closed_hour_sums(
