@@ -13,6 +13,8 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from airhttp.guards import http_url_problem
+
 __all__ = ["BAD_URL_EXIT", "format_table", "register", "status_url", "url_problem"]
 
 TIMEOUT_S = 10.0
@@ -49,22 +51,12 @@ def url_problem(url: str) -> str | None:
         ``None``, or a sentence naming the value (and the URL probably meant, when the scheme
         is missing: ``127.0.0.1:4000/mcp`` → ``http://127.0.0.1:4000/mcp``).
     """
-    try:
-        parts = urlsplit(url)
-    except ValueError as exc:  # "Invalid IPv6 URL"
-        return f"--url {url!r} is not a URL ({exc})"
-    if parts.scheme.lower() not in ("http", "https") or "://" not in url:
-        # host:port/path without a scheme: say the URL probably meant
-        meant = "://" not in url and any(sep in url for sep in ":/")
-        hint = f" (did you mean http://{url}?)" if meant else ""
-        return f"--url {url!r} is not an http:// or https:// URL{hint}"
-    try:
-        parts.port  # noqa: B018 -- read for its check: a port that is no port raises
-    except ValueError:
-        return f"--url {url!r} has a port that is not 0-65535"
-    if not parts.hostname:
-        return f"--url {url!r} names no host"
-    return None
+    problem = http_url_problem(url)
+    if problem is None:
+        return None
+    meant = "://" not in url and any(sep in url for sep in ":/")  # host:port/path, no scheme
+    hint = f" (did you mean http://{url}?)" if meant else ""
+    return f"--url {url!r} {problem}{hint}"
 
 
 def format_table(status: dict[str, Any]) -> str:

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import yaml
 
 from airgateway.errors import ConfigError
+from airhttp.guards import http_url_problem
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -295,21 +295,6 @@ _SERVER_KEYS = (
 )  # fmt: skip
 
 
-def _url_problem(url: str) -> str | None:
-    """Why an upstream ``url:`` cannot be used, or ``None``: it must be http(s), parse, name
-    a host, and carry a port that is one (``urlsplit`` raises on ``[::1`` or ``:99999``)."""
-    if not url.startswith(("http://", "https://")):
-        return "must be an http:// or https:// URL"
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- read for its check: a port that is no port raises
-    except ValueError as exc:
-        return f"is not a URL ({exc})"
-    if not parts.hostname:
-        return "names no host"
-    return None
-
-
 def _server(reader: _Reader, node: yaml.Node, key: str, base: Path) -> ServerConfig:
     parts = reader.mapping(node, key, _SERVER_KEYS)
     if "name" not in parts:
@@ -322,7 +307,7 @@ def _server(reader: _Reader, node: yaml.Node, key: str, base: Path) -> ServerCon
     url = command = None
     if "url" in parts:
         url = reader.string(parts["url"][1], f"{key}.url")
-        problem = _url_problem(url)
+        problem = http_url_problem(url)
         if problem is not None:
             raise reader.fail(parts["url"][1], f"{key}.url", problem)
     else:

@@ -10,7 +10,15 @@ import re
 from collections.abc import Collection
 from urllib.parse import urlsplit
 
-__all__ = ["LOCAL_HOSTS", "bearer_token", "host_ok", "is_loopback", "origin_ok", "token_ok"]
+__all__ = [
+    "LOCAL_HOSTS",
+    "bearer_token",
+    "host_ok",
+    "http_url_problem",
+    "is_loopback",
+    "origin_ok",
+    "token_ok",
+]
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 """Host names a loopback server answers to."""
@@ -19,6 +27,25 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _BEARER = re.compile(r"bearer +([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE | re.ASCII)
 B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*", re.ASCII)
 """The syntax of a bearer token (RFC 6750 ``b64token``)."""
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot name an HTTP server to talk to, as the end of a sentence that names
+    it (``"is not an http:// or https:// URL"``, ``"is not a URL (…)"``, ``"has a port that is
+    not 0-65535"``, ``"names no host"``); ``None`` when it can."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        return f"is not a URL ({exc})"
+    if parts.scheme.lower() not in ("http", "https") or "://" not in url:
+        return "is not an http:// or https:// URL"
+    try:
+        parts.port  # noqa: B018 -- read for its check: a port that is no port raises
+    except ValueError:
+        return "has a port that is not 0-65535"
+    if not parts.hostname:
+        return "names no host"
+    return None
 
 
 def origin_ok(origin: str | None, allowed: Collection[str]) -> bool:
