@@ -296,6 +296,11 @@ class RollupBook:
             self._dirty.discard(minute)
         self._last_minute = -1
 
+    @property
+    def changed(self) -> bool:
+        """Whether a minute changed since the last :meth:`take_dirty`."""
+        return bool(self._dirty)
+
     def take_dirty(self) -> list[int]:
         """The minutes changed since the last call, oldest first; clears the set."""
         dirty = sorted(self._dirty)

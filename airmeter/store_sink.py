@@ -117,7 +117,6 @@ class StoreSink:
         self._run = secrets.token_hex(4)  # tokens of this sink never repeat an earlier run's
         self._revision = 0
         self._last_persist = time.monotonic()
-        self._unpersisted = False  # calls taken since the last persist
         self._closed = False
         self._backlog: list[CallRecord] = []
         self._max_backlog = max_backlog
@@ -169,7 +168,6 @@ class StoreSink:
             raise
         finally:
             self.written += done
-        self._unpersisted = True
         if time.monotonic() - self._last_persist >= self._interval:
             await self.persist()
 
@@ -178,7 +176,7 @@ class StoreSink:
         the meter then persists without waiting for the next call (a burst's last second
         stayed out of the stored rollups until the next call, or the stop: other processes,
         their budgets and dashboards did not see it)."""
-        return self._unpersisted and time.monotonic() - self._last_persist >= self._interval
+        return self._book.changed and time.monotonic() - self._last_persist >= self._interval
 
     async def _append_chunk(
         self, many: Callable[..., Awaitable[object]], chunk: Sequence[CallRecord]
@@ -242,7 +240,6 @@ class StoreSink:
                 again, so the next persist rewrites it.
         """
         self._last_persist = time.monotonic()
-        self._unpersisted = False
         dirty = self._book.take_dirty()
         try:
             for minute in dirty:
@@ -266,7 +263,6 @@ class StoreSink:
                 await self._mark_revised(hours)
         except BaseException:
             self._book.mark_dirty(dirty)
-            self._unpersisted = True
             raise
         if dirty:
             keep_from = dirty[-1] - _KEEP_MINUTES * MINUTE_MS
