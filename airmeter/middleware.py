@@ -28,8 +28,8 @@ from airmeter.meter import Meter
 from airmeter.otel_settings import otel_enabled
 from airmeter.outcome import CANCELLED_ERROR_TYPE, error_type_of
 from airmeter.redact import Redactor
-from airmeter.settings import TokenMode, token_mode
-from airmeter.tokens import EstimateCounter, TokenCounting, shared_counting
+from airmeter.settings import TokenMode
+from airmeter.tokens import EstimateCounter, TokenCounting, counting_for
 from airmeter.types import CallInfo, Sink
 from airstore.types import Store
 
@@ -47,13 +47,6 @@ C = TypeVar("C", bound=CallInfo)
 
 DEFINITIONS_TIMEOUT = 10.0
 """Longest wait on the store for the definitions' token counts."""
-
-
-def _counting(mode: TokenMode | None) -> TokenCounting | None:
-    mode = token_mode() if mode is None else mode
-    if mode not in ("exact", "estimate", "off"):
-        raise MeterConfigError(f"count_tokens must be 'exact', 'estimate' or 'off', got {mode!r}")
-    return None if mode == "off" else shared_counting(exact=mode == "exact")
 
 
 class MeterMiddleware:
@@ -119,7 +112,7 @@ class MeterMiddleware:
             "redactor": redactor or Redactor(),
             "measure_sizes": measure_sizes,
             "max_field_bytes": max_field_bytes,
-            "tokens": _counting(count_tokens),
+            "tokens": counting_for(count_tokens),
         }
         RecordBuilder(server="air", instance_id=None, **self._builder_options)  # checks options
         self._engine: MeterEngine | None = None if meter is None else self._engine_for(meter)

@@ -17,9 +17,12 @@ import logging
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
+
+if TYPE_CHECKING:
+    from airmeter.settings import TokenMode
 
 __all__ = [
     "ESTIMATE",
@@ -30,6 +33,7 @@ __all__ = [
     "TokenCounting",
     "context_text",
     "count_all",
+    "counting_for",
     "definition_text",
     "load_counter",
     "shared_counting",
@@ -229,3 +233,18 @@ def shared_counting(*, exact: bool = True) -> TokenCounting:
     if found is None:
         found = _SHARED[exact] = TokenCounting(exact=exact)
     return found
+
+
+def counting_for(mode: TokenMode | None = None) -> TokenCounting | None:
+    """The process's counting for ``mode`` (``None``: ``$AIR_TOKENS``): ``None`` for ``"off"``.
+
+    Raises:
+        MeterConfigError: ``mode`` is not ``"exact"``, ``"estimate"`` or ``"off"``.
+    """
+    from airmeter.errors import MeterConfigError
+    from airmeter.settings import token_mode
+
+    mode = token_mode() if mode is None else mode
+    if mode not in ("exact", "estimate", "off"):
+        raise MeterConfigError(f"count_tokens must be 'exact', 'estimate' or 'off', got {mode!r}")
+    return None if mode == "off" else shared_counting(exact=mode == "exact")

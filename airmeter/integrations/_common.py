@@ -15,8 +15,7 @@ from airmeter.engine import ErrorResult, ErrorTyper, MeterEngine, RefusedResult
 from airmeter.layers import Layer
 from airmeter.meter import Meter
 from airmeter.otel_span import annotate_current_span
-from airmeter.settings import token_mode
-from airmeter.tokens import shared_counting
+from airmeter.tokens import counting_for
 from airmeter.types import Recorder
 
 __all__ = ["CallFacts", "LayerOf", "make_engine"]
@@ -72,7 +71,6 @@ def make_engine(
         The engine, and ``layer_of`` (the adapter passes its answer as the explicit layer).
     """
     meter = recorder if isinstance(recorder, Meter) else None
-    mode = token_mode()  # $AIR_TOKENS, as aircore's meter reads it
     if classifier is None:
         classifier = meter.classifier if meter is not None else Classifier()
     if server_name is None:
@@ -82,7 +80,7 @@ def make_engine(
         instance_id=meter.instance_id if meter is not None else None,
         measure_sizes=measure_sizes,
         encode_result=encode_result,
-        tokens=None if mode == "off" else shared_counting(exact=mode == "exact"),
+        tokens=counting_for(),  # $AIR_TOKENS, as aircore's meter reads it
     )
     engine = MeterEngine(
         recorder,
