@@ -62,6 +62,7 @@ class Journal:
         self.unsynced = False
         self.dirty = False  # this process wrote records since its last compaction
         self._lock_fd: int | None = None
+        self._held = False  # the event loop's thread holds the lock (only it takes it)
         self._sync_lock = threading.Lock()  # fdatasync (worker thread) vs close (loop)
 
     @property
@@ -77,13 +78,19 @@ class Journal:
     @contextlib.contextmanager
     def locked(self) -> Iterator[Journal]:
         """Hold the journal's exclusive lock (blocking: other holders keep it for microseconds,
-        one ``write`` of a loop turn's records)."""
+        one ``write`` of a loop turn's records). Re-entrant: a caller already holding it (a
+        reload under a commit) keeps it until the outermost block ends."""
+        if self._held:
+            yield self
+            return
         if self._lock_fd is None:
             self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        self._held = True
         try:
             yield self
         finally:
+            self._held = False
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     # -- opening -----------------------------------------------------------------------------

@@ -34,7 +34,7 @@ __all__ = ["MISSING", "KVSpace"]
 logger = logging.getLogger(__name__)
 
 MISSING: Any = object()
-LOAD_ATTEMPTS = 20  # a loader racing other writers' compactions retries this often
+LOAD_ATTEMPTS = 5  # unlocked tries of a loader racing other writers' compactions, then locked
 
 _dumps = orjson.dumps
 
@@ -88,11 +88,13 @@ class KVSpace(Compaction):
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
         """Read snapshot then journal into memory (synchronously: refreshes, under the lock)."""
-        for _attempt in range(LOAD_ATTEMPTS):
+        for _attempt in range(LOAD_ATTEMPTS - 1):
             sig = _sig(self.snapshot_path)
             data = read_whole(self.snapshot_path)
-            if self._load_once(data, sig, last=_attempt == LOAD_ATTEMPTS - 1):
+            if self._load_once(data, sig, last=False):
                 break
+        else:
+            self._load_holding_lock()
         if self.journal.pending:  # our own writes not yet committed stay visible
             self._apply_records(bytes(self.journal.pending), own=None)
 
@@ -115,7 +117,8 @@ class KVSpace(Compaction):
 
     def _load_holding_lock(self) -> None:
         """The last attempt of a loader that kept losing the race against other writers'
-        compactions: under the journal's lock no compaction runs between its two reads."""
+        compactions (several writers in ``snapshot`` mode compact at every flush): under the
+        journal's lock no compaction runs between its two reads."""
         with contextlib.ExitStack() as stack:
             # a reader that may not create the lock file tries once more without it
             with contextlib.suppress(OSError):
