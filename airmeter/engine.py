@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 
 from airmeter.budget import TOKENS_LIMIT, Budget
 from airmeter.build import PendingCall, RecordBuilder, ToolInfo
-from airmeter.classify import Classifier
+from airmeter.classify import MAX_CACHED_TOOLS, Classifier
 from airmeter.errors import BudgetExceededError
 from airmeter.meter import Meter
 from airmeter.outcome import (
@@ -144,6 +144,8 @@ class MeterEngine:
                 c, v = meta.get("categoryKey", meta.get("category_key")), meta.get("version")
                 category = None if c is None else str(c)
                 version = None if v is None else str(v)
+            if len(self._tools) >= MAX_CACHED_TOOLS:
+                self._tools.clear()  # a flood of made-up names: start over, stay bounded
             info = self._tools[tool] = ToolInfo(tool, layer, category, version)
         return info
 
@@ -266,6 +268,8 @@ class MeterEngine:
         usage: CallUsage, cost: float | None,
     ) -> None:  # fmt: skip
         try:
+            if info.tool != call.tool_name:  # the adapter found the tool unknown (UNKNOWN_TOOL)
+                info = self.tool_info(call)
             pending = PendingCall(self.builder, call, info, ts, latency, ok, error_type,
                                   error_class, message, result, usage.tokens_in, usage.tokens_out,
                                   cost)  # fmt: skip

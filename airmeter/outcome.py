@@ -34,6 +34,7 @@ __all__ = [
     "ERROR_CLASSES",
     "RATE_CLASSES",
     "TOOL_ERROR",
+    "UNKNOWN_TOOL",
     "ErrorClass",
     "classes_of",
     "error_class_of",
@@ -57,6 +58,10 @@ CANCELLED_ERROR_TYPE: Final = "cancelled"
 """The ``error_type`` of a call cancelled before it finished."""
 BUDGET_ERROR_TYPE: Final = "budget_exceeded"
 """The ``error_type`` of a call a budget blocked."""
+UNKNOWN_TOOL: Final = "(unknown tool)"
+"""The ``tool`` of a refused call of a tool the server does not have (the SDK adapters): the
+name a client made up stays in ``error_message`` only, so made-up names never multiply series,
+rollup rows or cached entries. No real tool can have it (names are ``A-Za-z0-9_-.``)."""
 
 INVALID_PARAMS: Final = "-32602"
 INTERNAL_ERROR: Final = "-32603"

@@ -22,7 +22,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from airmeter.classify import Classifier
 from airmeter.integrations._common import CallFacts, LayerOf, make_engine
-from airmeter.outcome import INVALID_PARAMS, TOOL_ERROR, error_type_of
+from airmeter.outcome import INVALID_PARAMS, TOOL_ERROR, UNKNOWN_TOOL, error_type_of
 from airmeter.types import Recorder
 
 __all__ = ["FastMCPMeterMiddleware"]
@@ -110,8 +110,21 @@ class FastMCPMeterMiddleware(Middleware):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        """Time the call, record it, pass the result or the exception on unchanged."""
-        return await self._engine.run(self._facts(context), call_next, context)
+        """Time the call, record it, pass the result or the exception on unchanged.
+
+        A call of a tool FastMCP does not have is recorded under :data:`UNKNOWN_TOOL` (the
+        name asked for stays in the message), so made-up names stay one series.
+        """
+        facts = self._facts(context)
+
+        async def call(ctx: MiddlewareContext[mt.CallToolRequestParams]) -> ToolResult:
+            try:
+                return await call_next(ctx)
+            except NotFoundError:
+                facts.tool_name = UNKNOWN_TOOL
+                raise
+
+        return await self._engine.run(facts, call, context)
 
     def _facts(self, context: MiddlewareContext[mt.CallToolRequestParams]) -> CallFacts:
         message = context.message

@@ -27,7 +27,7 @@ from airmeter.build import encode_json
 from airmeter.classify import Classifier
 from airmeter.engine import RefusedResult
 from airmeter.integrations._common import CallFacts, LayerOf, make_engine
-from airmeter.outcome import error_type_of
+from airmeter.outcome import UNKNOWN_TOOL, error_type_of
 from airmeter.types import CallInfo, Recorder
 
 __all__ = ["SdkMeterMiddleware", "instrument_mcp_server"]
@@ -83,7 +83,10 @@ def _refused_by(server: MCPServer[Any]) -> RefusedResult | None:
     def refused(call: CallInfo) -> str | None:
         tool = get_tool(call.tool_name)
         if tool is None:
-            return f"Unknown tool: {call.tool_name}"
+            why = f"Unknown tool: {call.tool_name}"
+            if isinstance(call, CallFacts):  # ours: recorded as UNKNOWN_TOOL, one series
+                call.tool_name = UNKNOWN_TOOL
+            return why
         try:
             tool.fn_metadata.validate_arguments(dict(call.arguments or {}))
         except ValidationError as exc:

@@ -11,6 +11,8 @@ from mcp.shared.exceptions import MCPError
 
 from airmeter import Layer
 from airmeter.integrations import FastMCPMeterMiddleware
+from airmeter.outcome import UNKNOWN_TOOL
+from airmeter.prometheus import PrometheusSink
 from tests.airmeter.integrations.conftest import ListRecorder
 
 
@@ -84,10 +86,25 @@ async def test_errors_and_is_error_results_carry_their_type(recorder: ListRecord
         ("summarize", False, "ZeroDivisionError", Layer.L4),
         ("refuse", False, "tool_error", Layer.L4),
         ("generate_text", False, "tool_error", Layer.L6),
-        ("no_such_tool", False, "-32602", Layer.L4),  # refused, as in aircore
+        (UNKNOWN_TOOL, False, "-32602", Layer.L4),  # refused, as in aircore; one series
         ("get_user", False, "-32602", Layer.L2),
         ("get_user", True, None, Layer.L2),
     ]
+
+
+async def test_made_up_tool_names_are_one_series_not_one_each(recorder: ListRecorder) -> None:
+    mcp = _server(recorder)
+    async with Client(mcp._mcp_server) as client:
+        for i in range(40):
+            assert (await client.call_tool(f"made_up_{i}", {})).is_error
+    assert {(r.tool, r.error_class) for r in recorder.records} == {(UNKNOWN_TOOL, "refused")}
+    message = recorder.records[7].error_message
+    assert message is not None
+    assert "made_up_7" in message
+    sink = PrometheusSink()
+    await sink.write(recorder.records)
+    assert "made_up" not in sink.render()
+    assert sink.render().count("air_mcp_calls_total{") == 1
 
 
 async def test_an_mcp_error_is_recorded_with_its_code_and_still_raised(

@@ -23,6 +23,8 @@ from airmeter import Classifier, Layer
 from airmeter.integrations import SdkMeterMiddleware, instrument_mcp_server
 from airmeter.otel import OtelSink
 from airmeter.otel_settings import otel_settings
+from airmeter.outcome import UNKNOWN_TOOL
+from airmeter.prometheus import PrometheusSink
 from tests.airmeter.integrations.conftest import ListRecorder
 
 HERE = Path(__file__).parent
@@ -128,7 +130,7 @@ async def test_arguments_the_tool_model_rejects_and_unknown_tools_are_refused_fr
     assert got == [
         ("echo", "-32602", "refused", 0.0),
         ("echo", "-32602", "refused", 0.0),
-        ("no_such_tool", "-32602", "refused", 0.0),
+        (UNKNOWN_TOOL, "-32602", "refused", 0.0),
         ("parse_count", "tool_error", "tool_error", None),
         ("parse_count", "tool_error", "tool_error", None),
     ]
@@ -138,6 +140,20 @@ async def test_arguments_the_tool_model_rejects_and_unknown_tools_are_refused_fr
         "Invalid arguments for tool 'echo': text: Input should be a valid string",
         "Unknown tool: no_such_tool",
     ]
+
+
+async def test_made_up_tool_names_are_one_series_not_one_each(recorder: ListRecorder) -> None:
+    mcp = _server()
+    instrument_mcp_server(mcp, recorder)
+    async with Client(mcp) as client:
+        for i in range(40):
+            assert (await client.call_tool(f"made_up_{i}", {})).is_error
+    assert {r.tool for r in recorder.records} == {UNKNOWN_TOOL}
+    assert recorder.records[7].error_message == "Unknown tool: made_up_7"
+    sink = PrometheusSink()
+    await sink.write(recorder.records)
+    assert "made_up" not in sink.render()
+    assert sink.render().count("air_mcp_calls_total{") == 1
 
 
 async def test_without_the_server_an_is_error_answer_to_bad_arguments_stays_a_tool_error(
