@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 __all__ = [
     "BASE_MS",
     "GROWTH",
+    "MAX_BUCKET",
     "bucket_of",
     "bucket_value",
     "from_json",
@@ -28,6 +29,9 @@ BASE_MS = 0.001
 GROWTH = 1.03
 _INV_LOG_GROWTH = 1.0 / math.log(GROWTH)
 _LOG_BASE = math.log(BASE_MS)
+MAX_BUCKET = 20_000
+"""The highest bucket index a stored histogram may hold: ~1e254 ms, far past any latency or
+token count, and far below where :func:`bucket_value` overflows a float (~24 000)."""
 
 
 def bucket_of(latency_ms: float) -> int:
@@ -92,8 +96,18 @@ def to_json(hist: Mapping[int, int]) -> list[int]:
 
 
 def from_json(data: Sequence[int] | Mapping[str, int]) -> dict[int, int]:
-    """Parse the JSON form back (also the older ``{"bucket": count}`` form)."""
+    """Parse the JSON form back (also the older ``{"bucket": count}`` form).
+
+    Raises:
+        ValueError: a bucket outside ``0…MAX_BUCKET`` or a negative count (a damaged document).
+        TypeError: a bucket or a count that is not a number.
+    """
     if isinstance(data, Mapping):
-        return {int(k): int(v) for k, v in data.items()}
-    pairs = iter(data)
-    return dict(zip(pairs, pairs))  # noqa: B905 - pairs of one iterator: equal by design
+        hist = {int(k): int(v) for k, v in data.items()}
+    else:
+        pairs = iter(data)
+        hist = dict(zip(pairs, pairs))  # noqa: B905 - pairs of one iterator: equal by design
+    # min/max run at C speed; a str among the numbers raises TypeError on comparing
+    if hist and (min(hist) < 0 or max(hist) > MAX_BUCKET or min(hist.values()) < 0):
+        raise ValueError("histogram bucket or count out of range")
+    return hist

@@ -204,11 +204,20 @@ class RollupRow(Sums):
 
     @classmethod
     def from_json(cls, minute: int, data: Mapping[str, Any]) -> RollupRow:
-        """Rebuild a row from its JSON form."""
-        row = cls(minute, str(data["server"]), str(data["instance"]), str(data["tool"]),
-                  int(data["layer"]))  # fmt: skip
-        row.calls = int(data["calls"])
-        row.errors = int(data["errors"])
+        """Rebuild a row from its JSON form.
+
+        Raises:
+            ValueError: a layer outside 1…7, negative counts, more errors than calls, or a
+                damaged histogram (one bad row would otherwise break or skew every snapshot).
+            KeyError, TypeError: a missing or ill-typed field.
+        """
+        layer = int(data["layer"])
+        calls, errors = int(data["calls"]), int(data["errors"])
+        if not 1 <= layer <= len(_WEIGHTS) or not 0 <= errors <= calls:
+            raise ValueError(f"rollup row out of range: layer {layer}, {errors}/{calls} errors")
+        row = cls(minute, str(data["server"]), str(data["instance"]), str(data["tool"]), layer)
+        row.calls = calls
+        row.errors = errors
         row.errors_by_type = {str(k): int(v) for k, v in data["errors_by_type"].items()}
         row.latency_sum = float(data["latency_sum"])
         row.latency_max = float(data["latency_max"])
