@@ -38,6 +38,30 @@ _OPTIONAL_FIELDS = (
     "result_tokens",
 )
 
+_TEXT_FIELDS = (
+    "error_class", "call_id", "session_id", "protocol_version", "transport", "client_name",
+    "instance_id", "error_message", "category", "tool_version",
+)  # fmt: skip
+_NUMBER_FIELDS = (
+    "input_bytes", "output_bytes", "tokens_in", "tokens_out", "cost", "error_message_bytes",
+    "arguments_bytes", "result_bytes", "result_tokens",
+)  # fmt: skip
+
+
+def _check_types(data: dict[str, Any]) -> None:
+    """Refuse a log entry whose fields have the wrong JSON type (written by something else):
+    one such entry must be skipped, not break every page that shows recent calls."""
+    if not isinstance(data.get("ok", True), bool):
+        raise TypeError("ok is not a boolean")
+    for name in ("error_type", *_TEXT_FIELDS):
+        value = data.get(name)
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} is not a string")
+    for name in ("latency_ms", *_NUMBER_FIELDS):
+        value = data.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise TypeError(f"{name} is not a number")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallRecord:
@@ -154,7 +178,10 @@ class CallRecord:
         Raises:
             KeyError: ``_ts`` or ``tool`` is missing.
             ValueError: a field cannot be converted (a bad layer, a non-numeric time).
+            TypeError: a field of the wrong JSON type (``error_type`` that is not a string,
+                ``ok`` that is not a boolean, a size that is not a number…).
         """
+        _check_types(data)
         kwargs: dict[str, Any] = {name: data.get(name) for name in _OPTIONAL_FIELDS}
         request_id = data.get("request_id")
         return cls(
