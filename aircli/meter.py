@@ -43,14 +43,20 @@ def parse_since(text: str) -> timedelta | datetime | None:
         return None
     match = _DURATION.match(text)
     if match:
-        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
+        seconds = float(match.group(1)) * _UNITS[match.group(2).lower()]
+        if seconds > time.time():  # a window start no datetime can show (or no timedelta hold)
+            raise argparse.ArgumentTypeError(
+                f"--since {text!r} reaches back before 1970; use 'all' for every recorded call"
+            )
+        return timedelta(seconds=seconds)
     try:
         since = datetime.fromisoformat(text)
-    except ValueError:
+        start = since.timestamp()
+    except (ValueError, OverflowError, OSError):
         raise argparse.ArgumentTypeError(
             f"--since {text!r}: use a duration like 15m, 1h, 7d, an ISO time, or 'all'"
         ) from None
-    if since.timestamp() > time.time():
+    if start > time.time():
         raise argparse.ArgumentTypeError(
             f"--since {text!r} is in the future, so the window holds no call; "
             "give a past time, a duration like 1h, or 'all'"

@@ -6,6 +6,7 @@ import argparse
 import re
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -167,6 +168,28 @@ def test_a_since_in_the_future_is_refused_as_a_usage_error(since: str) -> None:
     assert "Traceback" not in done.stderr
     with pytest.raises(argparse.ArgumentTypeError, match="is in the future"):
         parse_since(since)
+
+
+@pytest.mark.parametrize("since", ["99999999d", "10000000000000000000000m", "0001-01-01"])
+def test_a_since_no_clock_can_show_is_a_usage_error_not_a_traceback(
+    tmp_path: Path, since: str
+) -> None:
+    import asyncio
+
+    async def seed() -> None:
+        async with FileStore(tmp_path / "data") as store, Meter(store=store) as meter:
+            for rec in make_records(5, start_ms=int(time.time() * 1000) - 120_000, minutes=1):
+                meter.record(rec)
+
+    asyncio.run(seed())
+    done = subprocess.run(
+        [sys.executable, "-m", "aircli", "meter", "report", "--store",
+         f"file://{tmp_path}/data", "--since", since],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 2
+    assert f"argument --since: --since {since!r}" in done.stderr
 
 
 def test_air_meter_report_runs_as_a_console_command(tmp_path: Path) -> None:
