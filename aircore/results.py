@@ -33,12 +33,14 @@ from typing import Any
 
 import orjson
 
+from aircore import wide_json
 from aircore.errors import ResultError
 
 __all__ = ["dumps_pretty", "normalize_result", "structured_result", "to_call_result", "to_jsonable"]
 
 _COMPACT = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
-_PRETTY = orjson.OPT_INDENT_2 | _COMPACT
+_INDENT = orjson.OPT_INDENT_2
+_PRETTY = _INDENT | _COMPACT
 
 
 class _NotJSONError(TypeError):
@@ -73,7 +75,12 @@ def _where(value: Any, path: str = "result", depth: int = 0) -> tuple[str, Any] 
     try:
         orjson.dumps(value, default=_default, option=_COMPACT)
     except (orjson.JSONEncodeError, RecursionError):
-        pass
+        try:
+            wide_json.dumps(value, default=_default)
+        except (ValueError, _NotJSONError):
+            pass
+        else:
+            return None
     else:
         return None
     if isinstance(value, Mapping):
@@ -106,9 +113,17 @@ def _dumps(value: Any, option: int) -> bytes:
     try:
         return orjson.dumps(value, default=_default, option=option)
     except orjson.JSONEncodeError as exc:
+        not_json = isinstance(exc.__cause__, _NotJSONError)
+        if not not_json:  # a big integer, a lone surrogate …: the slow path writes them
+            try:
+                return wide_json.dumps(value, default=_default, indent=bool(option & _INDENT))
+            except _NotJSONError:
+                not_json = True
+            except ValueError:
+                pass  # a circular reference
         where, bad = _where(value) or ("result", value)
         kind = type(bad).__qualname__
-        if isinstance(exc.__cause__, _NotJSONError):
+        if not_json:
             message = (
                 f"the tool returned a value that is not JSON: {where} is a {kind}; return JSON "
                 "values, dataclasses or pydantic models (datetime, set, Decimal, UUID and paths "
@@ -125,7 +140,8 @@ def to_jsonable(value: Any) -> Any:
     Raises:
         ResultError: a value with no JSON conversion.
     """
-    return orjson.loads(_dumps(value, _COMPACT))
+    data = _dumps(value, _COMPACT)
+    return wide_json.loads(data) if wide_json.may_round(data) else orjson.loads(data)
 
 
 def _text(text: str) -> list[dict[str, Any]]:

@@ -1,0 +1,80 @@
+"""Values orjson rounds or refuses, through the official client over real stdio and HTTP: the
+client gets every answer, integers beyond 64 bits exactly (as from the SDK's ``MCPServer``)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from tests.aircore.conftest import ROOT, HttpServer
+
+ODD = str(ROOT / "tests" / "aircore" / "fixtures" / "odd_values_server.py")
+WAIT = 20.0
+BIG = 12345678901234567890123  # beyond 64 bits, and not a float exactly
+
+
+@pytest.fixture(scope="module")
+def odd_http() -> Iterator[HttpServer]:
+    server = HttpServer(ODD)
+    try:
+        yield server
+    finally:
+        assert server.close() == 0
+
+
+@asynccontextmanager
+async def _client(transport: str, http: HttpServer) -> AsyncIterator[Client]:
+    target: Any = http.url
+    if transport == "stdio":
+        args = ["-m", "aircli", "serve", ODD, "--store", "memory://"]
+        target = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
+    async with Client(target, mode="auto") as client:
+        yield client
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_integers_beyond_64_bits_arrive_and_return_exactly(
+    transport: str, odd_http: HttpServer
+) -> None:
+    async with _client(transport, odd_http) as client:
+        with anyio.fail_after(WAIT):
+            summed = await client.call_tool("add", {"a": BIG, "b": 1})
+            doubled = await client.call_tool("wei", {"amount": BIG})
+    assert not summed.is_error
+    assert summed.structured_content == {"result": BIG + 1}
+    assert summed.content[0].text == str(BIG + 1)  # type: ignore[union-attr]
+    assert doubled.structured_content == {"amount": BIG, "doubled": 2 * BIG}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_lone_surrogate_in_a_result_is_answered_as_a_replacement_character(
+    transport: str, odd_http: HttpServer
+) -> None:
+    async with _client(transport, odd_http) as client:
+        with anyio.fail_after(WAIT):
+            result = await client.call_tool("file_names", {})
+            after = await client.call_tool("add", {"a": 1, "b": 2})
+    assert not result.is_error
+    assert result.structured_content == {"result": ["caf\ufffd.txt", "plain.txt"]}
+    assert after.structured_content == {"result": 3}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_response_that_cannot_be_json_is_answered_with_an_internal_error(
+    transport: str, odd_http: HttpServer
+) -> None:
+    async with _client(transport, odd_http) as client:
+        with anyio.fail_after(WAIT):
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("cyclic_content", {})
+            after = await client.call_tool("add", {"a": 1, "b": 2})
+    assert refused.value.error.code == -32603
+    assert "circular reference" in refused.value.error.message
+    assert after.structured_content == {"result": 3}
