@@ -1,5 +1,6 @@
-"""Values orjson rounds or refuses, through the official client over real stdio and HTTP: the
-client gets every answer, integers beyond 64 bits exactly (as from the SDK's ``MCPServer``)."""
+"""Values orjson rounds or refuses and exceptions that are hard to handle, through the official
+client over real stdio and HTTP: the client gets every answer, integers beyond 64 bits exactly
+(as from the SDK's ``MCPServer``), and the server keeps serving."""
 
 from __future__ import annotations
 
@@ -77,4 +78,41 @@ async def test_a_response_that_cannot_be_json_is_answered_with_an_internal_error
             after = await client.call_tool("add", {"a": 1, "b": 2})
     assert refused.value.error.code == -32603
     assert "circular reference" in refused.value.error.message
+    assert after.structured_content == {"result": 3}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_odd_exceptions_from_a_tool_are_error_results_and_the_server_keeps_serving(
+    transport: str, odd_http: HttpServer
+) -> None:
+    async with _client(transport, odd_http) as client:
+        with anyio.fail_after(WAIT):
+            unprintable = await client.call_tool("unprintable", {})
+            library_exit = await client.call_tool("library_exit", {})
+            stray_cancel = await client.call_tool("stray_cancel", {})
+            after = await client.call_tool("add", {"a": 1, "b": 2})
+    texts = [r.content[0].text for r in (unprintable, library_exit, stray_cancel)]  # type: ignore[union-attr]
+    assert all(r.is_error for r in (unprintable, library_exit, stray_cancel))
+    assert texts == [
+        "[-32603] UnprintableError (its message cannot be printed)",
+        "[-32603] LibraryExit: worker gone",
+        "[-32603] tool 'stray_cancel' raised CancelledError without being cancelled",
+    ]
+    assert after.structured_content == {"result": 3}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_odd_exceptions_from_a_resource_are_internal_errors(
+    transport: str, odd_http: HttpServer
+) -> None:
+    async with _client(transport, odd_http) as client:
+        with anyio.fail_after(WAIT):
+            with pytest.raises(MCPError) as unprintable:
+                await client.read_resource("odd://unprintable")
+            with pytest.raises(MCPError) as library_exit:
+                await client.read_resource("odd://exit")
+            after = await client.call_tool("add", {"a": 1, "b": 2})
+    assert unprintable.value.error.code == library_exit.value.error.code == -32603
+    assert "UnprintableError (its message cannot be printed)" in unprintable.value.error.message
+    assert "LibraryExit: worker gone" in library_exit.value.error.message
     assert after.structured_content == {"result": 3}
