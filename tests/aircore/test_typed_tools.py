@@ -347,3 +347,26 @@ async def test_any_json_arguments_get_a_result_or_a_clear_refusal_never_a_crash(
         assert result["content"][0]["text"].startswith("[-32602] Invalid arguments"), result
     else:
         assert result["structuredContent"]["name"] == arguments["shape"]["name"]
+
+
+class _Line(BaseModel):
+    sku: str
+    qty: int = Field(ge=1)
+
+
+async def test_a_refusal_inside_a_field_names_its_place_under_the_field() -> None:
+    server = define_server(name="air")
+
+    @server.tool
+    def order(lines: list[_Line], notes: dict[str, list[str]]) -> int:
+        return len(lines)
+
+    async with server:
+        bad = await server.call_tool(
+            "order",
+            {"lines": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 0}], "notes": {"x": ["ok", 3]}},
+        )
+    assert bad["content"][0]["text"] == (
+        "[-32602] Invalid arguments for tool 'order': lines[1].qty: must be bigger than or "
+        "equal to 1; notes.x[1]: must be string"
+    )
