@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import datetime
+import math
 import sys
 from collections.abc import Mapping
 from decimal import Decimal
@@ -199,6 +200,23 @@ def normalize_result(value: Any) -> list[dict[str, Any]]:
     return _text(dumps_pretty(value))
 
 
+def _non_finite(value: Any, path: str = "result") -> tuple[str, float] | None:
+    """The place and value of the first NaN or infinity in the JSON value ``value``."""
+    if value.__class__ is float:
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _non_finite(item, f"{path}[{key!r}]")
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = _non_finite(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
 def structured_result(structured: Any, *, wrapped: bool = False) -> dict[str, Any]:
     """The ``CallToolResult`` of a tool with an ``outputSchema``.
 
@@ -213,9 +231,23 @@ def structured_result(structured: Any, *, wrapped: bool = False) -> dict[str, An
     Raises:
         ResultError: the value is not JSON.
     """
-    if wrapped:
-        return {"content": normalize_result(structured["result"]), "structuredContent": structured}
-    return {"content": _text(dumps_pretty(structured)), "structuredContent": structured}
+    value = structured["result"] if wrapped else structured
+    content = normalize_result(value) if wrapped else _text(dumps_pretty(value))
+    # JSON has no NaN or infinity: written as null, they break the outputSchema on the client
+    # ("None is not of type 'number'"); a float overflow names its place here instead. The
+    # text holds "nan"/"inf" (a scalar) or null wherever one was, so most results skip the walk
+    text = content[0].get("text") if len(content) == 1 else ""
+    if isinstance(text, str) and ("null" in text or "nan" in text or "inf" in text):
+        found = _non_finite(value)
+        if found is not None:
+            place, number = found
+            raise ResultError(
+                f"the tool returned a value that is not JSON: {place} is {number}"
+                " (JSON has no NaN or Infinity; return None or a string instead)",
+                type_name="float",
+                path=place,
+            )
+    return {"content": content, "structuredContent": structured}
 
 
 def to_call_result(value: Any, *, structured: bool = False) -> dict[str, Any]:

@@ -116,3 +116,22 @@ async def test_odd_exceptions_from_a_resource_are_internal_errors(
     assert "UnprintableError (its message cannot be printed)" in unprintable.value.error.message
     assert "LibraryExit: worker gone" in library_exit.value.error.message
     assert after.structured_content == {"result": 3}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_float_overflow_in_a_typed_result_is_an_error_naming_its_place(
+    transport: str, odd_http: HttpServer
+) -> None:
+    async with _client(transport, odd_http) as client:
+        with anyio.fail_after(WAIT):
+            scalar = await client.call_tool("area", {"width": 1e200, "height": 1e200})
+            nested = await client.call_tool("areas", {"width": 1e200, "heights": [1, 1e200]})
+            finite = await client.call_tool("area", {"width": 2, "height": 3})
+    assert scalar.is_error
+    assert nested.is_error
+    assert scalar.content[0].text == (  # type: ignore[union-attr]
+        "[-32603] the tool returned a value that is not JSON: result is inf (JSON has no NaN "
+        "or Infinity; return None or a string instead)"
+    )
+    assert "result['1e+200'] is inf" in nested.content[0].text  # type: ignore[union-attr]
+    assert finite.structured_content == {"result": 6.0}
