@@ -23,12 +23,16 @@ import orjson
 
 __all__ = ["dumps", "loads", "may_round"]
 
-_LONG_DIGITS = re.compile(rb"\d{19}")  # -2**63 has 19 digits: anything shorter fits 64 bits
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")  # -2**63 has 19 digits: anything shorter fits 64 bits
+_NOT_DIGITS = bytes(b for b in range(256) if not 0x30 <= b <= 0x39)
 
 
 def may_round(data: bytes | str) -> bool:
     """Whether orjson may have read an integer of ``data`` as a float (a run of 19 digits)."""
     raw = data.encode() if isinstance(data, str) else data
+    # counting the digits (one C pass) spares most frames the regex, which costs 4x more
+    if len(raw.translate(None, _NOT_DIGITS)) < 19:
+        return False
     return _LONG_DIGITS.search(raw) is not None
 
 

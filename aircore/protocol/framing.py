@@ -61,7 +61,7 @@ def encode(message: dict[str, Any]) -> bytes:
     """Serialize one message (no trailing newline); non-JSON values become strings.
 
     What orjson cannot write (an integer beyond 64 bits, a lone surrogate, a key that is not a
-    string) goes through :mod:`~aircore.protocol.wide_json`; a response that still cannot be
+    string) goes through :mod:`~aircore.wide_json`; a response that still cannot be
     written (a circular reference) is answered with a -32603 error for its id, so the caller
     is never left waiting.
 
