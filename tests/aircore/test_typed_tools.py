@@ -370,3 +370,34 @@ async def test_a_refusal_inside_a_field_names_its_place_under_the_field() -> Non
         "[-32602] Invalid arguments for tool 'order': lines[1].qty: must be bigger than or "
         "equal to 1; notes.x[1]: must be string"
     )
+
+
+async def test_a_parameter_named_ctx_with_a_json_type_is_an_argument() -> None:
+    server = define_server(name="air")
+
+    @server.tool
+    def summarize(text: str, ctx: str = "") -> str:
+        return f"{text}|{ctx}"
+
+    @server.tool
+    def who(ctx) -> str:  # type: ignore[no-untyped-def]  # unannotated: the context
+        return str(ctx.tool_name)
+
+    schemas = {t["name"]: t["inputSchema"] for t in server.tool_listing()}
+    assert schemas["summarize"]["properties"]["ctx"] == {"default": "", "type": "string"}
+    assert schemas["who"]["properties"] == {}
+    async with server:
+        summary = await server.call_tool("summarize", {"text": "t", "ctx": "about cats"})
+        name = await server.call_tool("who", {})
+    assert summary["structuredContent"] == {"result": "t|about cats"}
+    assert name["structuredContent"] == {"result": "who"}
+
+
+def test_two_context_parameters_are_a_definition_error() -> None:
+    server = define_server(name="air")
+
+    def both(x: int, first: ToolContext, second: ToolContext) -> int:
+        return x
+
+    with pytest.raises(DefinitionError, match="more than one context parameter"):
+        server.tool(both)
