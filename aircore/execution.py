@@ -73,8 +73,8 @@ def exception_text(exc: BaseException) -> str:
 def exit_failure(who: str, exc: BaseException) -> AirError | None:
     """The -32603 failure that a ``BaseException`` escaping a handler (one that is not an
     ``Exception``) stands for, or ``None`` for one that must go on: the cancellation of the
-    call, ``KeyboardInterrupt`` (the operator ends the server) and a suspended call (an input
-    round). A ``SystemExit`` (argparse in a wrapped CLI), a ``CancelledError`` the handler
+    call, ``KeyboardInterrupt`` (the operator ends the server), ``GeneratorExit`` (the
+    coroutine is being closed) and a suspended call (an input round). A ``SystemExit`` (argparse in a wrapped CLI), a ``CancelledError`` the handler
     raised without being cancelled, or a library's own ``BaseException`` would otherwise leave
     the request without an answer.
 
@@ -82,8 +82,8 @@ def exit_failure(who: str, exc: BaseException) -> AirError | None:
         who: the handler, for the message (``"tool 'x'"``).
         exc: what it raised.
     """
-    if isinstance(exc, KeyboardInterrupt | CallSuspended):
-        return None
+    if isinstance(exc, KeyboardInterrupt | GeneratorExit | CallSuspended):
+        return None  # GeneratorExit: the coroutine is being closed (a task destroyed pending)
     if isinstance(exc, asyncio.CancelledError):
         task = asyncio.current_task()
         if task is None or task.cancelling():

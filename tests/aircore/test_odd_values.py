@@ -4,6 +4,8 @@ client over real stdio and HTTP: the client gets every answer, integers beyond 6
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -14,6 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from aircore import define_server
 from tests.aircore.conftest import ROOT, HttpServer
 
 ODD = str(ROOT / "tests" / "aircore" / "fixtures" / "odd_values_server.py")
@@ -135,3 +138,23 @@ async def test_a_float_overflow_in_a_typed_result_is_an_error_naming_its_place(
     )
     assert "result['1e+200'] is inf" in nested.content[0].text  # type: ignore[union-attr]
     assert finite.structured_content == {"result": 6.0}
+
+
+async def test_closing_a_pending_tool_coroutine_is_not_a_tool_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = define_server(name="closing")
+    started = asyncio.Event()
+
+    @server.tool
+    async def wait() -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    async with server:
+        call = server.call_tool("wait", {})
+        call.send(None)  # the call runs up to the tool's first suspension
+        assert started.is_set()
+        call.close()  # what the garbage collector does to a task destroyed while pending
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
