@@ -74,9 +74,10 @@ def exit_failure(who: str, exc: BaseException) -> AirError | None:
     """The -32603 failure that a ``BaseException`` escaping a handler (one that is not an
     ``Exception``) stands for, or ``None`` for one that must go on: the cancellation of the
     call, ``KeyboardInterrupt`` (the operator ends the server), ``GeneratorExit`` (the
-    coroutine is being closed) and a suspended call (an input round). A ``SystemExit`` (argparse in a wrapped CLI), a ``CancelledError`` the handler
-    raised without being cancelled, or a library's own ``BaseException`` would otherwise leave
-    the request without an answer.
+    coroutine is being closed) and a suspended call (an input round). A ``SystemExit``
+    (argparse in a wrapped CLI), a ``CancelledError`` the handler raised without being
+    cancelled, or a library's own ``BaseException`` would otherwise leave the request without
+    an answer.
 
     Args:
         who: the handler, for the message (``"tool 'x'"``).
