@@ -11,6 +11,7 @@ arguments to the handler's types in the same step (:func:`check_arguments`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from aircore.errors import (
 )
 from aircore.failure_log import FAILURES
 from aircore.results import structured_result, to_call_result
+from airmeter.types import CallSuspended
 
 if TYPE_CHECKING:
     from aircore.tool import Tool
@@ -34,6 +36,8 @@ __all__ = [
     "PROTOCOL_CODES",
     "check_arguments",
     "error_result",
+    "exception_text",
+    "exit_failure",
     "keep_call_result",
     "output_check",
     "render_output",
@@ -54,6 +58,41 @@ PROTOCOL_CODES = frozenset(
 def error_result(code: int, message: str) -> dict[str, Any]:
     """An ``isError`` ``CallToolResult`` with the seed's ``[code] message`` text."""
     return {"content": [{"type": "text", "text": f"[{code}] {message}"}], "isError": True}
+
+
+def exception_text(exc: BaseException) -> str:
+    """What ``exc`` says (its class name when it says nothing), even when its ``__str__``
+    raises."""
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not turn a tool failure into a protocol error
+        return f"{type(exc).__name__} (its message cannot be printed)"
+    return text or type(exc).__name__
+
+
+def exit_failure(who: str, exc: BaseException) -> AirError | None:
+    """The -32603 failure that a ``BaseException`` escaping a handler (one that is not an
+    ``Exception``) stands for, or ``None`` for one that must go on: the cancellation of the
+    call, ``KeyboardInterrupt`` (the operator ends the server), ``GeneratorExit`` (the
+    coroutine is being closed) and a suspended call (an input round). A ``SystemExit``
+    (argparse in a wrapped CLI), a ``CancelledError`` the handler raised without being
+    cancelled, or a library's own ``BaseException`` would otherwise leave the request without
+    an answer.
+
+    Args:
+        who: the handler, for the message (``"tool 'x'"``).
+        exc: what it raised.
+    """
+    if isinstance(exc, KeyboardInterrupt | GeneratorExit | CallSuspended):
+        return None  # GeneratorExit: the coroutine is being closed (a task destroyed pending)
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            return None
+        return AirError(INTERNAL_ERROR, f"{who} raised CancelledError without being cancelled")
+    if isinstance(exc, SystemExit):
+        return AirError(INTERNAL_ERROR, f"{who} tried to exit the server (SystemExit: {exc.code})")
+    return AirError(INTERNAL_ERROR, f"{type(exc).__name__}: {exception_text(exc)}")
 
 
 def _is_content_result(value: Any) -> bool:
@@ -172,7 +211,7 @@ async def run_call(chain: Chain, ctx: ToolContext) -> dict[str, Any]:
     except Exception as exc:
         # the traceback, for the author
         FAILURES.tool_failed(tool.name, ctx.request_id, exc, call_id=ctx.call_id)
-        return error_result(INTERNAL_ERROR, str(exc) or type(exc).__name__)
+        return error_result(INTERNAL_ERROR, exception_text(exc))
     result = ctx.call_result
     if result is not None and ctx.call_result_of is value:  # built inside the chain
         return result

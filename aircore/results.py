@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import datetime
+import math
 import sys
 from collections.abc import Mapping
 from decimal import Decimal
@@ -33,12 +34,14 @@ from typing import Any
 
 import orjson
 
+from aircore import wide_json
 from aircore.errors import ResultError
 
 __all__ = ["dumps_pretty", "normalize_result", "structured_result", "to_call_result", "to_jsonable"]
 
 _COMPACT = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
-_PRETTY = orjson.OPT_INDENT_2 | _COMPACT
+_INDENT = orjson.OPT_INDENT_2
+_PRETTY = _INDENT | _COMPACT
 
 
 class _NotJSONError(TypeError):
@@ -73,7 +76,12 @@ def _where(value: Any, path: str = "result", depth: int = 0) -> tuple[str, Any] 
     try:
         orjson.dumps(value, default=_default, option=_COMPACT)
     except (orjson.JSONEncodeError, RecursionError):
-        pass
+        try:
+            wide_json.dumps(value, default=_default)
+        except (ValueError, _NotJSONError):
+            pass
+        else:
+            return None
     else:
         return None
     if isinstance(value, Mapping):
@@ -106,9 +114,17 @@ def _dumps(value: Any, option: int) -> bytes:
     try:
         return orjson.dumps(value, default=_default, option=option)
     except orjson.JSONEncodeError as exc:
+        not_json = isinstance(exc.__cause__, _NotJSONError)
+        if not not_json:  # a big integer, a lone surrogate …: the slow path writes them
+            try:
+                return wide_json.dumps(value, default=_default, indent=bool(option & _INDENT))
+            except _NotJSONError:
+                not_json = True
+            except ValueError:
+                pass  # a circular reference
         where, bad = _where(value) or ("result", value)
         kind = type(bad).__qualname__
-        if isinstance(exc.__cause__, _NotJSONError):
+        if not_json:
             message = (
                 f"the tool returned a value that is not JSON: {where} is a {kind}; return JSON "
                 "values, dataclasses or pydantic models (datetime, set, Decimal, UUID and paths "
@@ -125,7 +141,8 @@ def to_jsonable(value: Any) -> Any:
     Raises:
         ResultError: a value with no JSON conversion.
     """
-    return orjson.loads(_dumps(value, _COMPACT))
+    data = _dumps(value, _COMPACT)
+    return wide_json.loads(data) if wide_json.may_round(data) else orjson.loads(data)
 
 
 def _text(text: str) -> list[dict[str, Any]]:
@@ -183,6 +200,23 @@ def normalize_result(value: Any) -> list[dict[str, Any]]:
     return _text(dumps_pretty(value))
 
 
+def _non_finite(value: Any, path: str = "result") -> tuple[str, float] | None:
+    """The place and value of the first NaN or infinity in the JSON value ``value``."""
+    if value.__class__ is float:
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _non_finite(item, f"{path}[{key!r}]")
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = _non_finite(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
 def structured_result(structured: Any, *, wrapped: bool = False) -> dict[str, Any]:
     """The ``CallToolResult`` of a tool with an ``outputSchema``.
 
@@ -197,9 +231,23 @@ def structured_result(structured: Any, *, wrapped: bool = False) -> dict[str, An
     Raises:
         ResultError: the value is not JSON.
     """
-    if wrapped:
-        return {"content": normalize_result(structured["result"]), "structuredContent": structured}
-    return {"content": _text(dumps_pretty(structured)), "structuredContent": structured}
+    value = structured["result"] if wrapped else structured
+    content = normalize_result(value) if wrapped else _text(dumps_pretty(value))
+    # JSON has no NaN or infinity: written as null, they break the outputSchema on the client
+    # ("None is not of type 'number'"); a float overflow names its place here instead. The
+    # text holds "nan"/"inf" (a scalar) or null wherever one was, so most results skip the walk
+    text = content[0].get("text") if len(content) == 1 else ""
+    if isinstance(text, str) and ("null" in text or "nan" in text or "inf" in text):
+        found = _non_finite(value)
+        if found is not None:
+            place, number = found
+            raise ResultError(
+                f"the tool returned a value that is not JSON: {place} is {number}"
+                " (JSON has no NaN or Infinity; return None or a string instead)",
+                type_name="float",
+                path=place,
+            )
+    return {"content": content, "structuredContent": structured}
 
 
 def to_call_result(value: Any, *, structured: bool = False) -> dict[str, Any]:

@@ -20,18 +20,18 @@ from typing import Any, Self
 
 from aircore.context import ToolContext
 from aircore.errors import (
-    INTERNAL_ERROR,
-    AirError,
     DefinitionError,
     InvalidParamsError,
 )
 from aircore.execution import (
+    exit_failure,
     keep_call_result,
     output_check,
     render_output,
     run_call,
     validate_arguments,
 )
+from aircore.failure_log import FAILURES
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
@@ -280,9 +280,14 @@ class AirServer(Registry):
         async def handler(ctx: ToolContext) -> Any:
             try:
                 value = await tool.invoke(ctx.arguments, ctx)
-            except SystemExit as exc:  # e.g. argparse in a wrapped CLI: a failure, not a shutdown
-                message = f"tool {tool.name!r} tried to exit the server (SystemExit: {exc.code})"
-                raise AirError(INTERNAL_ERROR, message) from exc
+            except Exception:
+                raise
+            except BaseException as exc:  # SystemExit, a stray CancelledError …: a failure
+                failure = exit_failure(f"tool {tool.name!r}", exc)
+                if failure is None:
+                    raise
+                FAILURES.tool_failed(tool.name, ctx.request_id, exc, call_id=ctx.call_id)
+                raise failure from exc
             return value if keep is None else keep(ctx, value)
 
         layers: list[Any] = []

@@ -194,8 +194,9 @@ def read_signature(
 ) -> Signature:
     """Read a tool function's signature, type hints and docstring.
 
-    A parameter annotated :class:`~aircore.ToolContext` (or named ``ctx``) receives the
-    context; parameters with defaults are optional; ``**kwargs`` accepts extra arguments.
+    A parameter annotated :class:`~aircore.ToolContext` (or named ``ctx``, unless annotated with
+    a plain JSON type such as ``str``) receives the context; parameters with defaults are
+    optional; ``**kwargs`` accepts extra arguments.
 
     Args:
         func: the tool function.
@@ -207,7 +208,8 @@ def read_signature(
         The :class:`Signature`.
 
     Raises:
-        DefinitionError: unresolvable hints, or a type with no JSON Schema.
+        DefinitionError: unresolvable hints, a type with no JSON Schema, or two context
+            parameters.
     """
     from aircore.context import ToolContext
 
@@ -225,7 +227,16 @@ def read_signature(
             extra = True
         elif p.kind is not p.VAR_POSITIONAL:
             hint = hints.get(pname, Any)
-            if hint is ToolContext or ToolContext in get_args(hint) or pname == "ctx":
+            if (
+                hint is ToolContext
+                or ToolContext in get_args(hint)
+                or _context_by_name(pname, hint)
+            ):
+                if ctx_param is not None:
+                    raise DefinitionError(
+                        f"tool {tool!r}: more than one context parameter "
+                        f"({ctx_param!r}, {pname!r}); keep one"
+                    )
                 ctx_param = pname
             else:
                 params.append((pname, hint, p.default))
@@ -257,6 +268,12 @@ def read_signature(
         output_text=out_schema is not None and structure is not None and hints.get("return") is str,
         description=doc.description,
     )
+
+
+def _context_by_name(name: str, hint: Any) -> bool:
+    """``ctx`` gets the context unless annotated with a plain JSON type (``ctx: str`` is an
+    argument); unannotated, or annotated with another framework's ``Context``, it is ours."""
+    return name == "ctx" and (hint is Any or typed_schema(hint) is None)
 
 
 def _plain_param(hint: Any, default: Any) -> dict[str, Any] | None:

@@ -42,6 +42,15 @@ def _describe(exc: fastjsonschema.JsonSchemaValueException) -> str:
     return message.removeprefix("data ").removeprefix("data.")
 
 
+def _describe_field(field: str, exc: fastjsonschema.JsonSchemaValueException) -> str:
+    """``field[0].qty: must be …``: the place inside the field, under the field's own name
+    (fastjsonschema calls the value it checks ``data``, a name the client never sent)."""
+    place, message = str(exc.name), str(exc.message)
+    if not message.startswith(place):
+        return f"{field}: {_describe(exc)}"
+    return f"{field}{place.removeprefix('data')}: {message[len(place) :].lstrip()}"
+
+
 class SchemaValidator:
     """Validate values against an object schema; compiled once.
 
@@ -99,7 +108,7 @@ class SchemaValidator:
                 try:
                     check(value[name])
                 except fastjsonschema.JsonSchemaValueException as exc:
-                    problems.append(f"{name}: {_describe(exc)}")
+                    problems.append(_describe_field(name, exc))
         return problems or [first]
 
     def validate(self, value: Any) -> Any:

@@ -16,6 +16,7 @@ from aircore.errors import (
     InvalidParamsError,
     MethodNotFoundError,
 )
+from aircore.execution import exception_text, exit_failure
 from aircore.protocol import legacy, modern
 from aircore.protocol.framing import (
     KIND_NOTIFICATION,
@@ -166,10 +167,13 @@ class Dispatcher:
             return error_response(msg_id, exc.code, exc.message, exc.data)
         except Exception as exc:
             logger.exception("internal error handling %s", method)
-            return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {exc}")
-        except SystemExit as exc:  # a resource/prompt handler must not end the server
-            logger.error("a handler of %s raised SystemExit(%s)", method, exc.code)
-            return error_response(msg_id, INTERNAL_ERROR, f"Internal error: SystemExit({exc.code})")
+            return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {exception_text(exc)}")
+        except BaseException as exc:  # SystemExit, a stray CancelledError …: not an end
+            failure = exit_failure(f"a handler of {method}", exc)
+            if failure is None:
+                raise
+            logger.error("internal error handling %s", method, exc_info=exc)
+            return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {failure.message}")
         return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
     def notification(self, message: dict[str, Any], conn: Connection) -> None:

@@ -11,7 +11,14 @@ from typing import Any
 
 import orjson
 
-from aircore.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, error_object
+from aircore import wide_json
+from aircore.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    error_object,
+)
 
 __all__ = [
     "KIND_NOTIFICATION",
@@ -42,13 +49,36 @@ def parse_error(detail: str = "") -> dict[str, Any]:
 
 
 def decode(data: bytes | str) -> Any:
-    """Parse one frame; raises ``orjson.JSONDecodeError`` (a ``ValueError``)."""
-    return orjson.loads(data)
+    """Parse one frame, integers beyond 64 bits exactly; raises ``orjson.JSONDecodeError`` (a
+    ``ValueError``)."""
+    message = orjson.loads(data)
+    if wide_json.may_round(data):  # orjson reads a long integer as a float
+        return wide_json.loads(data)
+    return message
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """Serialize one message (no trailing newline); non-JSON values become strings."""
-    return _dumps(message, default=str)
+    """Serialize one message (no trailing newline); non-JSON values become strings.
+
+    What orjson cannot write (an integer beyond 64 bits, a lone surrogate, a key that is not a
+    string) goes through :mod:`~aircore.wide_json`; a response that still cannot be
+    written (a circular reference) is answered with a -32603 error for its id, so the caller
+    is never left waiting.
+
+    Raises:
+        ValueError: a request or notification that cannot be JSON.
+    """
+    try:
+        return _dumps(message, default=str)
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return wide_json.dumps(message)
+    except ValueError as exc:
+        if "id" not in message or "method" in message:
+            raise
+        problem = f"Internal error: the response could not be encoded as JSON: {exc}"
+        return _dumps(error_response(message["id"], INTERNAL_ERROR, problem), default=str)
 
 
 def _valid_id(value: Any) -> bool:

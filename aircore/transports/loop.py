@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-__all__ = ["loop_factory", "run_loop"]
+__all__ = ["SHUTDOWN_GRACE", "loop_factory", "run_loop"]
+
+logger = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE = 2.0
+"""Seconds the tasks still running when the server has stopped get to end once cancelled."""
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -19,7 +25,50 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
-def run_loop(main: Coroutine[Any, Any, None]) -> None:
-    """Run ``main`` to its end on a new event loop (see :func:`loop_factory`)."""
-    with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(main)
+async def _cancel_leftovers(grace: float) -> None:
+    """Cancel the tasks still running and wait for them at most ``grace`` seconds: a tool that
+    swallows its ``CancelledError`` (to finish its work whatever happens) would otherwise keep
+    the process alive for ever after its client has gone (``asyncio.Runner`` waits without a
+    bound)."""
+    tasks = asyncio.all_tasks() - {asyncio.current_task()}
+    if not tasks:
+        return
+    for task in tasks:
+        task.cancel()
+    _, pending = await asyncio.wait(tasks, timeout=grace)
+    if pending:
+        names = sorted(task.get_name() for task in pending)
+        logger.warning(
+            "%d task(s) did not end %.0fs after being cancelled (%s); exiting without them",
+            len(pending),
+            grace,
+            ", ".join(names),
+        )
+
+
+def run_loop(main: Coroutine[Any, Any, None], *, grace: float = SHUTDOWN_GRACE) -> None:
+    """Run ``main`` to its end on a new event loop (see :func:`loop_factory`), then cancel the
+    tasks left and close the loop, waiting at most ``grace`` seconds for them (not
+    ``asyncio.Runner``, whose close waits for every task without a bound)."""
+    factory = loop_factory()
+    loop = factory() if factory is not None else asyncio.new_event_loop()
+    if factory is None:
+        asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(main)
+    finally:
+        try:
+            loop.run_until_complete(_cancel_leftovers(grace))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(_shutdown_executor(loop, grace))
+        finally:
+            if factory is None:
+                asyncio.set_event_loop(None)
+            loop.close()
+
+
+async def _shutdown_executor(loop: asyncio.AbstractEventLoop, grace: float) -> None:
+    try:
+        await asyncio.wait_for(loop.shutdown_default_executor(), grace)
+    except TimeoutError:
+        logger.warning("worker threads still busy %.0fs after the server stopped", grace)

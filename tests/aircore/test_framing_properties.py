@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aircore import define_server, define_tool
-from aircore.protocol.framing import check
+from aircore.protocol.framing import check, decode, encode
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
@@ -61,3 +61,11 @@ def test_any_frame_gets_a_well_formed_answer_or_none(frame: Any) -> None:
     if "error" in out:
         assert out["error"]["code"] in CODES
         assert isinstance(out["error"]["message"], str)
+
+
+@given(st.integers(min_value=-(2**200), max_value=2**200), st.text(max_size=8))
+def test_any_integer_survives_encode_and_decode_exactly(number: int, text: str) -> None:
+    message = {"jsonrpc": "2.0", "id": 1, "result": {"n": number, "text": text, "big": [number]}}
+    decoded = decode(encode(message))
+    assert decoded == message
+    assert type(decoded["result"]["n"]) is int

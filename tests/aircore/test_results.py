@@ -4,6 +4,7 @@ import dataclasses
 import datetime
 import decimal
 import enum
+import json
 import pathlib
 import uuid
 from typing import Any
@@ -115,6 +116,33 @@ class _Mood(enum.Enum):
 def test_values_that_are_not_json_convert_the_documented_way(value: Any, text: str) -> None:
     (block,) = normalize_result({"v": value})
     assert orjson.loads(block["text"]) == {"v": orjson.loads(text)}
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ({3, 1, 2}, "[1, 2, 3]"),
+        (decimal.Decimal("1.10"), '"1.10"'),
+        (datetime.date(2024, 5, 1), '"2024-05-01"'),
+        (b"hi", '"aGk="'),
+        (_Mood.OK, '"ok"'),
+        (
+            _Row(datetime.date(2024, 1, 2), frozenset({"x"})),
+            '{"when": "2024-01-02", "tags": ["x"]}',
+        ),
+        ("caf\udce9", '"caf\ufffd"'),
+        (float("nan"), "null"),
+    ],
+)
+def test_beside_an_integer_beyond_64_bits_values_convert_the_same_way(
+    value: Any, text: str
+) -> None:
+    big = 2**70 + 1
+    (block,) = normalize_result({"v": value, "big": big})
+    assert json.loads(block["text"]) == {"v": json.loads(text), "big": big}
+    with pytest.raises(ResultError) as info:
+        normalize_result({"big": big, "rows": [1, _Opaque()]})
+    assert info.value.path == "result['rows'][1]"
 
 
 def test_a_pydantic_model_in_a_result_is_its_fields() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -279,6 +280,55 @@ async def test_a_handler_calling_sys_exit_is_a_failed_call_not_a_shutdown(tmp_pa
         assert p.stdin is not None
         p.stdin.close()
         assert await asyncio.wait_for(p.wait(), WAIT) == 0
+    finally:
+        if p.returncode is None:
+            p.kill()
+        await p.wait()
+
+
+STUBBORN_SERVER = """\
+import asyncio
+import sys
+from aircore import define_server
+
+server = define_server(name="stubborn", storage="memory://")
+
+@server.tool
+async def poll() -> str:
+    sys.stderr.write("started\\n")
+    sys.stderr.flush()
+    while True:  # "finish the work whatever happens": swallows its own cancellation
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass
+
+server.run("stdio", eof_grace=0.1)
+"""
+
+
+async def test_a_tool_that_swallows_cancellation_does_not_keep_the_server_alive(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "stubborn_server.py"
+    target.write_text(STUBBORN_SERVER)
+    p = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(target),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert p.stdin is not None
+    assert p.stderr is not None
+    try:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+        p.stdin.write(_frame({**call, "params": {"name": "poll", "arguments": {}}}))
+        await p.stdin.drain()
+        assert await asyncio.wait_for(p.stderr.readline(), WAIT) == b"started\n"
+        p.stdin.close()  # the client goes away
+        assert await asyncio.wait_for(p.wait(), WAIT) == 0
+        assert b"did not end" in await p.stderr.read()  # said, not silent
     finally:
         if p.returncode is None:
             p.kill()

@@ -347,3 +347,57 @@ async def test_any_json_arguments_get_a_result_or_a_clear_refusal_never_a_crash(
         assert result["content"][0]["text"].startswith("[-32602] Invalid arguments"), result
     else:
         assert result["structuredContent"]["name"] == arguments["shape"]["name"]
+
+
+class _Line(BaseModel):
+    sku: str
+    qty: int = Field(ge=1)
+
+
+async def test_a_refusal_inside_a_field_names_its_place_under_the_field() -> None:
+    server = define_server(name="air")
+
+    @server.tool
+    def order(lines: list[_Line], notes: dict[str, list[str]]) -> int:
+        return len(lines)
+
+    async with server:
+        bad = await server.call_tool(
+            "order",
+            {"lines": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 0}], "notes": {"x": ["ok", 3]}},
+        )
+    assert bad["content"][0]["text"] == (
+        "[-32602] Invalid arguments for tool 'order': lines[1].qty: must be bigger than or "
+        "equal to 1; notes.x[1]: must be string"
+    )
+
+
+async def test_a_parameter_named_ctx_with_a_json_type_is_an_argument() -> None:
+    server = define_server(name="air")
+
+    @server.tool
+    def summarize(text: str, ctx: str = "") -> str:
+        return f"{text}|{ctx}"
+
+    @server.tool
+    def who(ctx) -> str:  # type: ignore[no-untyped-def]  # unannotated: the context
+        return str(ctx.tool_name)
+
+    schemas = {t["name"]: t["inputSchema"] for t in server.tool_listing()}
+    assert schemas["summarize"]["properties"]["ctx"] == {"default": "", "type": "string"}
+    assert schemas["who"]["properties"] == {}
+    async with server:
+        summary = await server.call_tool("summarize", {"text": "t", "ctx": "about cats"})
+        name = await server.call_tool("who", {})
+    assert summary["structuredContent"] == {"result": "t|about cats"}
+    assert name["structuredContent"] == {"result": "who"}
+
+
+def test_two_context_parameters_are_a_definition_error() -> None:
+    server = define_server(name="air")
+
+    def both(x: int, first: ToolContext, second: ToolContext) -> int:
+        return x
+
+    with pytest.raises(DefinitionError, match="more than one context parameter"):
+        server.tool(both)
