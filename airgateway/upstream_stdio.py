@@ -112,26 +112,31 @@ class StdioUpstream:
 
     async def _read(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
-        while True:
-            try:
-                line = await proc.stdout.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                logger.warning(
-                    "%s: a line over %d bytes; stopping the process", self.label, MAX_LINE
-                )
-                break
-            if not line:
-                break
-            try:
-                message = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                logger.debug("%s: not JSON on stdout: %r", self.label, line[:200])
-                continue
-            await self._mux.deliver(message)
-        self._ready.clear()
-        self._mux.fail_all(f"{self.label}: the process exited")
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+        reason = "the process exited"
+        try:
+            while True:
+                try:
+                    line = await proc.stdout.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    reason = f"it wrote a line over {MAX_LINE} bytes (stopped)"
+                    logger.warning("%s: %s", self.label, reason)
+                    break
+                if not line:
+                    break
+                try:
+                    message = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    logger.debug("%s: not JSON on stdout: %r", self.label, line[:200])
+                    continue
+                await self._mux.deliver(message)
+        except Exception:  # whatever breaks the reading, the process is restarted, not left mute
+            reason = "reading its stdout failed (stopped)"
+            logger.exception("%s: %s", self.label, reason)
+        finally:
+            self._ready.clear()
+            self._mux.fail_all(f"{self.label}: {reason}")
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
 
     async def _supervise(self) -> None:
         delay = BACKOFF_START

@@ -1,0 +1,57 @@
+"""Stdio upstreams that misbehave (garbage ids, oversized lines, dying mid-call) behind a
+real gateway process, driven by the official client: each call gets a clear answer and the
+replica serves again afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp import Client, MCPError
+
+from tests.airgateway.procs import Proc, air, started
+
+pytestmark = pytest.mark.slow
+WAIT_S = 30.0
+RAW = str(Path(__file__).resolve().parent / "raw_stdio_server.py")
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
+    folder = tmp_path_factory.mktemp("hostile")
+    config = folder / "gateway.yml"
+    config.write_text(
+        "servers:\n"
+        f"  - name: raw\n    command: [{sys.executable!r}, {RAW!r}]\n    timeout_s: 20\n"
+        "health:\n  interval_s: 60\n"
+    )
+    argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://",
+               "--no-meter")  # fmt: skip
+    with started(argv) as proc:
+        yield proc
+
+
+async def _ok(client: Client) -> str:
+    """``ok`` once the replica serves again (the health checker restarts a dead child)."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            result = await client.call_tool("ok", {})
+        except MCPError:  # restarting: "not running" / "no healthy replica" come at once
+            await asyncio.sleep(0.05)  # polling the restart: no event to wait on
+            continue
+        return str(result.content[0].text)  # type: ignore[union-attr]
+    raise AssertionError("the replica never served again")
+
+
+async def test_answers_with_unhashable_ids_are_ignored_and_the_real_answer_arrives(
+    gateway: Proc,
+) -> None:
+    async with Client(gateway.url) as client:
+        result = await client.call_tool("badid", {})
+        assert result.content[0].text == "after badid"  # type: ignore[union-attr]
+        assert (await client.call_tool("ok", {})).is_error is False
