@@ -2,7 +2,9 @@
 
 The process is spawned on :meth:`StdioUpstream.connect`, and restarted with exponential
 backoff (0.2 s doubling to 30 s) whenever it exits while the gateway runs; calls in flight
-when it dies fail at once with :class:`~airgateway.errors.UpstreamUnavailableError`.
+when it dies fail at once with :class:`~airgateway.errors.UpstreamUnavailableError`. A
+restarted process is announced to the listener as a ``tools/list_changed``, so the replica is
+checked and back in the pool at once.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ BACKOFF_MAX = 30.0
 STABLE_AFTER = 10.0
 """A process that lived this long resets the backoff."""
 STOP_GRACE = 3.0
+_RESTARTED = "notifications/tools/list_changed"
 
 
 class StdioUpstream:
@@ -163,9 +166,17 @@ class StdioUpstream:
             try:
                 await self._spawn()
                 self.restarts += 1
+                self._restarted()
             except UpstreamUnavailableError as exc:
                 logger.warning("%s", exc)
                 self._proc = None
+
+    def _restarted(self) -> None:
+        """A new process is a new server: its listings may differ, and the health checker
+        (told as by an upstream's own ``list_changed``) brings the replica back into the pool
+        now rather than at its next interval."""
+        if self._mux.listener is not None:
+            self._mux.listener(self.label, {"jsonrpc": "2.0", "method": _RESTARTED})
 
     async def _write(self, message: JSONDict) -> None:
         proc = self._proc

@@ -55,3 +55,26 @@ async def test_answers_with_unhashable_ids_are_ignored_and_the_real_answer_arriv
         result = await client.call_tool("badid", {})
         assert result.content[0].text == "after badid"  # type: ignore[union-attr]
         assert (await client.call_tool("ok", {})).is_error is False
+
+
+async def test_a_line_over_the_limit_fails_the_call_with_its_reason_and_the_child_restarts(
+    gateway: Proc,
+) -> None:
+    async with Client(gateway.url) as client:
+        before = await _ok(client)
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("big", {"mb": 20})
+        assert "over 16777216 bytes" in raised.value.error.message
+        assert await _ok(client) != before  # a new child
+
+
+async def test_a_child_dying_mid_call_fails_that_call_and_serves_again_at_once(
+    gateway: Proc,
+) -> None:
+    async with Client(gateway.url) as client:
+        before = await _ok(client)
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("die", {})
+        assert raised.value.error.code == -32003
+        assert "the process exited" in raised.value.error.message
+        assert await _ok(client) != before
