@@ -100,9 +100,14 @@ class StdioUpstream:
             raise UpstreamUnavailableError(
                 f"{self.label}: cannot start {self.command[0]}: {exc}", replica=self.label
             ) from exc
-        self._reader = asyncio.ensure_future(self._read(self._proc))
+        proc = self._proc
+        self._reader = asyncio.ensure_future(self._read(proc))
         try:
             self.era = await eras.handshake(self._handshake_send, self.notify)
+        except asyncio.CancelledError:  # the caller gave up (a health check's deadline): a
+            with contextlib.suppress(ProcessLookupError):  # child left running would be
+                proc.kill()  # orphaned by the next spawn, one more at every check
+            raise
         except (GatewayError, TimeoutError) as exc:
             await self._stop_process()
             raise UpstreamUnavailableError(

@@ -3,7 +3,8 @@
 Tools: ``ok`` answers its pid; ``badid`` first writes answers whose ``id`` is a list and an
 object (garbage no request asked for), then its real answer; ``big`` answers one line of
 ``mb`` MiB; ``die`` exits mid-call. ``NTOOLS`` adds that many more tools (``t0`` …).
-With argv[1] ``hang`` it never answers ``initialize``.
+With argv[1] ``hang`` it never answers ``initialize``. With ``MARK_DIR`` set it leaves a file
+named by its pid there when it starts.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 HANG = sys.argv[1:] == ["hang"]
@@ -43,6 +45,8 @@ def call(msg_id: Any, params: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    if "MARK_DIR" in os.environ:
+        (Path(os.environ["MARK_DIR"]) / str(os.getpid())).touch()
     for line in sys.stdin:
         message = json.loads(line)
         method, msg_id = message.get("method"), message.get("id")

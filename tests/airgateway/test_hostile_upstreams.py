@@ -5,11 +5,13 @@ replica serves again afterwards."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from mcp import Client, MCPError
 
@@ -78,3 +80,38 @@ async def test_a_child_dying_mid_call_fails_that_call_and_serves_again_at_once(
         assert raised.value.error.code == -32003
         assert "the process exited" in raised.value.error.message
         assert await _ok(client) != before
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_child_that_never_finishes_its_handshake_is_stopped_at_every_failed_check(
+    tmp_path: Path,
+) -> None:
+    marks = tmp_path / "pids"
+    marks.mkdir()
+    config = tmp_path / "gateway.yml"
+    config.write_text(
+        "servers:\n"
+        f"  - name: mute\n    command: [{sys.executable!r}, {RAW!r}, hang]\n"
+        f"    env: {{MARK_DIR: {str(marks)!r}}}\n"
+        "health:\n  interval_s: 0.2\n  timeout_s: 0.2\n"  # a check gives up before the handshake
+    )
+    argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://",
+               "--no-meter")  # fmt: skip
+    with started(argv) as gateway:
+        status = httpx.get(gateway.url.replace("/mcp", "/status"), timeout=10).json()
+        assert status["upstreams"][0]["last_error"] == "no answer within 0.6 s"
+        deadline = time.monotonic() + WAIT_S
+        while len(list(marks.iterdir())) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the children's marks: no event to wait on
+        spawned = [int(p.name) for p in marks.iterdir()]
+        assert len(spawned) >= 4  # a new child at every check
+        while sum(map(_alive, spawned)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sum(map(_alive, spawned)) <= 1  # the ones given up on were stopped
