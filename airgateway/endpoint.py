@@ -602,6 +602,9 @@ class GatewayEndpoint:
                 }
             )
             stream.started = True
+            # the head leaves with the first body part: send it now, so the client knows its
+            # stream is open before the first change (and a disconnect finds it answered)
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
             changes = self._changes()
             nxt: asyncio.Future[JSONDict] | None = None
             try:
@@ -611,7 +614,7 @@ class GatewayEndpoint:
                         {nxt, disconnected}, return_when=asyncio.FIRST_COMPLETED
                     )
                     if nxt not in done:
-                        return
+                        break
                     await stream.event(nxt.result())
             finally:
                 # The generator is still running inside the pending ``nxt``: close it there
@@ -620,6 +623,7 @@ class GatewayEndpoint:
                     nxt.cancel()
                     await asyncio.wait({nxt})
                 await changes.aclose()
+            await stream.close()
         finally:
             disconnected.cancel()
 

@@ -275,6 +275,21 @@ async def test_a_clients_cancellation_reaches_the_upstream(rig: Rig, mode: str) 
         await _until((rig.marks / f"{tag}.cancelled").exists, "the upstream call cancelled")
 
 
+async def test_a_legacy_sessions_get_stream_is_answered_before_its_first_event(
+    rig: Rig,
+) -> None:
+    """The 200 head leaves at once (it used to wait for the first list change, and a client
+    leaving before one got the stream ended as a server error)."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        sid = await _legacy_session(http, rig.url)
+        headers = {"mcp-session-id": sid, "accept": "text/event-stream"}
+        async with http.stream("GET", rig.url, headers=headers) as stream:
+            assert stream.status_code == 200
+            assert stream.headers["content-type"] == "text/event-stream"
+        ping = await legacy_request(http, rig.url, "ping", {}, sid)
+        assert ping.json()["result"] == {}
+
+
 async def test_closing_a_stateless_post_cancels_the_upstream_call(rig: Rig) -> None:
     """The fast path (a plain 2026-07-28 tools/call, no progress token): the connection
     closing is the cancellation."""
