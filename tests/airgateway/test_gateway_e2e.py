@@ -275,6 +275,26 @@ async def test_a_clients_cancellation_reaches_the_upstream(rig: Rig, mode: str) 
         await _until((rig.marks / f"{tag}.cancelled").exists, "the upstream call cancelled")
 
 
+async def test_a_legacy_request_cancelled_by_its_client_is_answered_request_cancelled(
+    rig: Rig,
+) -> None:
+    """Its POST is still open: it gets the SDK's -32800, not an HTTP 500."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        sid = await _legacy_session(http, rig.url)
+        params = {"name": "files__linger", "arguments": {"tag": "legacy-post"}}
+        body = {"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": params}
+        headers = {"mcp-session-id": sid, "accept": "application/json"}
+        call = asyncio.ensure_future(http.post(rig.url, json=body, headers=headers))
+        await _until((rig.marks / "legacy-post.started").exists, "the upstream call started")
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 77}}  # fmt: skip
+        assert (await http.post(rig.url, json=note, headers=headers)).status_code == 202
+        answer = await call
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["error"]["code"] == -32800
+    await _until((rig.marks / "legacy-post.cancelled").exists, "the upstream call cancelled")
+
+
 async def test_a_legacy_sessions_get_stream_is_answered_before_its_first_event(
     rig: Rig,
 ) -> None:
