@@ -2,7 +2,9 @@
 
 Tools: ``ok`` answers its pid; ``badid`` first writes answers whose ``id`` is a list and an
 object (garbage no request asked for), then its real answer; ``big`` answers one line of
-``mb`` MiB; ``die`` exits mid-call. ``NTOOLS`` adds that many more tools (``t0`` …).
+``mb`` MiB; ``die`` exits mid-call; ``flood`` answers, then writes ``n``
+``tools/list_changed`` notifications; ``lists`` answers how many ``tools/list`` it got.
+``NTOOLS`` adds that many more tools (``t0`` …).
 With argv[1] ``hang`` it never answers ``initialize``. With ``MARK_DIR`` set it leaves a file
 named by its pid there when it starts.
 """
@@ -17,8 +19,9 @@ from typing import Any
 
 HANG = sys.argv[1:] == ["hang"]
 EXTRA = int(os.environ.get("NTOOLS", "0"))
-NAMES = ["ok", "badid", "big", "die", *(f"t{i}" for i in range(EXTRA))]
+NAMES = ["ok", "badid", "big", "die", "flood", "lists", *(f"t{i}" for i in range(EXTRA))]
 TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in NAMES]
+LISTED = [0]
 
 
 def out(message: dict[str, Any]) -> None:
@@ -40,6 +43,13 @@ def call(msg_id: Any, params: dict[str, Any]) -> None:
         text(msg_id, "x" * (int(params.get("arguments", {}).get("mb", 1)) << 20))
     elif name == "die":
         os._exit(3)
+    elif name == "lists":
+        text(msg_id, str(LISTED[0]))
+    elif name == "flood":
+        text(msg_id, "flooding")
+        note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        for _ in range(int(params.get("arguments", {}).get("n", 1000))):
+            out(note)
     else:
         text(msg_id, str(os.getpid()))
 
@@ -61,6 +71,7 @@ def main() -> None:
         elif method == "ping":
             out({"jsonrpc": "2.0", "id": msg_id, "result": {}})
         elif method == "tools/list":
+            LISTED[0] += 1
             out({"jsonrpc": "2.0", "id": msg_id, "result": {"tools": TOOLS}})
         elif method == "tools/call":
             call(msg_id, message.get("params", {}))

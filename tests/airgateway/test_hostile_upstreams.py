@@ -10,11 +10,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from mcp import Client, MCPError
 
+from airgateway import Gateway, parse_config
+from airstore import MemoryStore
 from tests.airgateway.procs import Proc, air, started
 
 pytestmark = pytest.mark.slow
@@ -115,3 +118,31 @@ def test_a_child_that_never_finishes_its_handshake_is_stopped_at_every_failed_ch
         while sum(map(_alive, spawned)) > 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert sum(map(_alive, spawned)) <= 1  # the ones given up on were stopped
+
+
+async def test_a_flood_of_list_changed_notifications_folds_into_one_check_at_a_time(
+    tmp_path: Path,
+) -> None:
+    """In process (the gateway's own pending checks are what is counted), with a real child:
+    a burst of ``list_changed`` costs the upstream a few ``tools/list``, not one each."""
+    config = parse_config(
+        f"servers:\n  - name: raw\n    command: [{sys.executable!r}, {RAW!r}]\n"
+        "health:\n  interval_s: 600\n"
+    )
+    gateway = Gateway(config, store=MemoryStore())
+    await gateway.start()
+    try:
+        before = await _text(gateway, "lists")
+        assert await _text(gateway, "flood", {"n": 300}) == "flooding"
+        await _text(gateway, "ok")  # answered after the 300 notifications: all were read
+        while gateway._checks:  # the checks they started (a private set: nothing else tells)
+            await asyncio.gather(*list(gateway._checks))
+        after = await _text(gateway, "lists")
+    finally:
+        await gateway.stop()
+    assert int(after) - int(before) <= 2  # the one running, then one more for the rest
+
+
+async def _text(gateway: Gateway, name: str, arguments: dict[str, Any] | None = None) -> str:
+    result = await gateway.call_tool({"name": name, "arguments": arguments or {}})
+    return str(result["content"][0]["text"])
