@@ -5,6 +5,7 @@ replica serves again afterwards."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -18,6 +19,7 @@ from mcp import Client, MCPError
 
 from airgateway import Gateway, parse_config
 from airstore import MemoryStore
+from tests.air_process import run_air
 from tests.airgateway.procs import Proc, air, started
 
 pytestmark = pytest.mark.slow
@@ -146,3 +148,24 @@ async def test_a_flood_of_list_changed_notifications_folds_into_one_check_at_a_t
 async def _text(gateway: Gateway, name: str, arguments: dict[str, Any] | None = None) -> str:
     result = await gateway.call_tool({"name": name, "arguments": arguments or {}})
     return str(result["content"][0]["text"])
+
+
+async def test_calls_failed_by_a_dead_upstream_count_in_its_error_rate(tmp_path: Path) -> None:
+    """-32003 (upstream unavailable) is the server's failure: ``air meter report`` used to
+    show such a server at 100 % errors and a 0 % error rate (counted as a protocol error)."""
+    config = tmp_path / "gateway.yml"
+    config.write_text(
+        f"servers:\n  - name: raw\n    command: [{sys.executable!r}, {RAW!r}]\n"
+        "health:\n  interval_s: 600\n"
+    )
+    store = f"file://{tmp_path / 'data'}"
+    with started(air("gateway", "--config", str(config), "--port", "0", "--store", store)) as gw:
+        async with Client(gw.url) as client:
+            with pytest.raises(MCPError):
+                await client.call_tool("die", {})
+        assert gw.stop() == 0  # metering flushed
+    report = run_air("meter", "report", "--store", store, "--since", "all", "--format", "json")
+    assert report.returncode == 0, report.stderr
+    (row,) = json.loads(report.stdout)["servers"]
+    assert (row["server"], row["calls"], row["errors"]) == ("raw", 1, 1)
+    assert row["error_rate"] == 1.0
