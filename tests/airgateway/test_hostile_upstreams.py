@@ -5,9 +5,11 @@ replica serves again afterwards."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,3 +171,41 @@ async def test_calls_failed_by_a_dead_upstream_count_in_its_error_rate(tmp_path:
     (row,) = json.loads(report.stdout)["servers"]
     assert (row["server"], row["calls"], row["errors"]) == ("raw", 1, 1)
     assert row["error_rate"] == 1.0
+
+
+class _WebPage(http.server.BaseHTTPRequestHandler):
+    """A web server answering every request with an HTML page (a URL that is no MCP endpoint)."""
+
+    def do_POST(self) -> None:
+        page = b"<html>hello</html>"
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_url_answering_200_with_a_web_page_is_reported_as_no_mcp_answer(
+    tmp_path: Path,
+) -> None:
+    """``air status`` used to show such a replica down with last error "answered HTTP 200"."""
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _WebPage)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    config = tmp_path / "gateway.yml"
+    config.write_text(f"servers:\n  - name: web\n    url: http://127.0.0.1:{web.server_port}/\n")
+    argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://",
+               "--no-meter")  # fmt: skip
+    try:
+        with started(argv) as gateway:
+            status = httpx.get(gateway.url.replace("/mcp", "/status"), timeout=10).json()
+    finally:
+        web.shutdown()
+        web.server_close()
+    (upstream,) = status["upstreams"]
+    assert upstream["state"] == "down"
+    assert upstream["last_error"] == (
+        "web#0 answered HTTP 200 with no JSON body (is this an MCP endpoint?)"
+    )
