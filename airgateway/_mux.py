@@ -121,7 +121,10 @@ class Mux:
             return
         method = message.get("method")
         if method is None:
-            call = self._calls.get(message.get("id"))  # type: ignore[arg-type]
+            msg_id = message.get("id")
+            # the gateway's ids are ints; any other (a list or an object: unhashable) is
+            # garbage from the upstream and answers no call
+            call = self._calls.get(msg_id) if type(msg_id) is int else None
             if call is None or call.future.done():
                 return
             if "error" in message and isinstance(message["error"], dict):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -278,15 +279,44 @@ def load_config(
 ) -> GatewayConfig:
     """Read and check a configuration file (see :func:`parse_config`).
 
+    Unlike :func:`parse_config`, this also checks that each ``command:`` names a program
+    that exists (on ``PATH``, or relative to its ``cwd``).
+
     Raises:
-        ConfigError: the file cannot be read, or :func:`parse_config` refuses it.
+        ConfigError: the file cannot be read, :func:`parse_config` refuses it, or a
+            ``command:`` names no executable program.
     """
     name = os.fspath(path)
     try:
         text = Path(name).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the file: {exc}", path=name, line=None, key=None) from exc
-    return parse_config(text, path=name, environ=environ)
+    config = parse_config(text, path=name, environ=environ)
+    _check_commands(config, os.environ if environ is None else environ)
+    return config
+
+
+def _check_commands(config: GatewayConfig, environ: Mapping[str, str]) -> None:
+    """Each stdio server's program must exist now: a typo is the file's error, at start,
+    not a child the gateway would fail to spawn at every health check for ever."""
+    for i, server in enumerate(config.servers):
+        if not server.command:
+            continue
+        program = server.command[0]
+        if os.sep in program:  # relative to the child's cwd, as the spawn resolves it
+            found = Path(server.cwd or Path.cwd(), program)
+            ok = found.is_file() and os.access(found, os.X_OK)
+        else:
+            search = server.env.get("PATH", environ.get("PATH", os.defpath))
+            ok = shutil.which(program, path=search) is not None
+        if not ok:
+            raise ConfigError(
+                f"{program!r} is not an executable file"
+                + ("" if os.sep in program else " on PATH"),
+                path=config.path,
+                line=server.line,
+                key=f"servers[{i}].command",
+            )
 
 
 _SERVER_KEYS = (

@@ -62,6 +62,8 @@ LISTENER_BACKLOG = 64
 CLIENT_ANSWER_TIMEOUT = 300.0
 MAX_INPUT_ROUNDS = 10
 SESSION_HEADER = "mcp-session-id"
+_REQUEST_CANCELLED = -32800
+"""A legacy-era request cancelled by ``notifications/cancelled`` (the official SDK's code)."""
 _REMOVED_IN_MODERN = frozenset(
     {"ping", "initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
@@ -296,9 +298,13 @@ class GatewayEndpoint:
         send: Send,
     ) -> None:
         if response is None:
-            if call.stream is not None:
-                await call.stream.close()
-            return
+            if is_modern:  # the client closed the POST: nobody is left to answer
+                if call.stream is not None:
+                    await call.stream.close()
+                return
+            # legacy: notifications/cancelled ended the call, but its POST is still open and
+            # the 2025-era wire ends a request only with a response (so does the SDK's server)
+            response = error_response(call.msg_id, _REQUEST_CANCELLED, "Request cancelled")
         status = status_of(response, modern=is_modern)
         if call.stream is not None and (call.stream.started or status == 200):
             await call.stream.event(response)
@@ -602,6 +608,9 @@ class GatewayEndpoint:
                 }
             )
             stream.started = True
+            # the head leaves with the first body part: send it now, so the client knows its
+            # stream is open before the first change (and a disconnect finds it answered)
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
             changes = self._changes()
             nxt: asyncio.Future[JSONDict] | None = None
             try:
@@ -611,7 +620,7 @@ class GatewayEndpoint:
                         {nxt, disconnected}, return_when=asyncio.FIRST_COMPLETED
                     )
                     if nxt not in done:
-                        return
+                        break
                     await stream.event(nxt.result())
             finally:
                 # The generator is still running inside the pending ``nxt``: close it there
@@ -620,6 +629,7 @@ class GatewayEndpoint:
                     nxt.cancel()
                     await asyncio.wait({nxt})
                 await changes.aclose()
+            await stream.close()
         finally:
             disconnected.cancel()
 

@@ -117,6 +117,10 @@ class Gateway:
         self._listeners: set[Notify] = set()
         self._started = self._live = False
         self._checks: set[asyncio.Task[Any]] = set()
+        self._checking: set[Replica] = set()
+        """Replicas with a check started by :meth:`_check_soon` running."""
+        self._recheck: set[Replica] = set()
+        """Of those, the ones announced changed again meanwhile."""
 
     def _client(self, server: ServerConfig, index: int) -> UpstreamClient:
         label = f"{server.name}#{index}"
@@ -216,7 +220,25 @@ class Gateway:
             self._background(self.registry.listening([url]))
 
     def _check_soon(self, replica: Replica) -> None:
-        self._background(self.health.check(replica))
+        """Check ``replica`` now. One check per replica at a time: list changes announced
+        while it runs fold into one more check after it (an upstream writing thousands of
+        ``list_changed`` would otherwise start as many checks at once)."""
+        if replica in self._checking:
+            self._recheck.add(replica)
+            return
+        self._checking.add(replica)
+        self._background(self._check_until_settled(replica))
+
+    async def _check_until_settled(self, replica: Replica) -> None:
+        try:
+            while True:
+                self._recheck.discard(replica)
+                await self.health.check(replica)
+                if replica not in self._recheck:
+                    return
+        finally:
+            self._checking.discard(replica)
+            self._recheck.discard(replica)
 
     def _background(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(work)

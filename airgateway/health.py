@@ -107,7 +107,11 @@ class HealthChecker:
                     await replica.client.request("ping", {}, timeout=timeout)
                 listing = await read_listing(replica, timeout)
         except (GatewayError, TimeoutError, OSError) as exc:
-            message = str(exc) or type(exc).__name__
+            message = str(exc) or (
+                f"no answer within {timeout * 3:g} s"
+                if isinstance(exc, TimeoutError)
+                else type(exc).__name__
+            )
             if replica.failed(message, self.config.unhealthy_after):
                 logger.warning("%s is out of the pool: %s", replica.label, message)
                 self.on_state(replica)

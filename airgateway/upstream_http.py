@@ -217,9 +217,8 @@ class HttpUpstream:
         if message is not None and isinstance(message.get("error"), dict):
             raise UpstreamError(message["error"])
         if status != 200 or message is None or not isinstance(message.get("result"), dict):
-            raise UpstreamUnavailableError(
-                f"{self.label} answered HTTP {status}", replica=self.label
-            )
+            raise UpstreamUnavailableError(_not_an_answer(self.label, status, message),
+                                           replica=self.label)  # fmt: skip
         return message, raw
 
     def _answer(self, status: int, body: bytes) -> JSONDict:
@@ -232,9 +231,8 @@ class HttpUpstream:
         if isinstance(message, dict) and isinstance(message.get("error"), dict):
             raise UpstreamError(message["error"])
         if status >= 300 or not isinstance(message, dict):
-            raise UpstreamUnavailableError(
-                f"{self.label} answered HTTP {status}", replica=self.label
-            )
+            raise UpstreamUnavailableError(_not_an_answer(self.label, status, message),
+                                           replica=self.label)  # fmt: skip
         result = message.get("result")
         return result if isinstance(result, dict) else {}
 
@@ -307,3 +305,11 @@ def _parse(body: bytes) -> JSONDict | None:
 class _SessionExpiredError(GatewayError):
     def __init__(self, label: str) -> None:
         super().__init__(f"{label}: the session expired")
+
+
+def _not_an_answer(label: str, status: int, message: object) -> str:
+    """Why an HTTP answer is no JSON-RPC response: its status, or (a 2xx) its body."""
+    if not 200 <= status < 300:
+        return f"{label} answered HTTP {status}"
+    what = "a body that is not JSON-RPC" if isinstance(message, dict) else "no JSON body"
+    return f"{label} answered HTTP {status} with {what} (is this an MCP endpoint?)"

@@ -2,7 +2,9 @@
 
 The process is spawned on :meth:`StdioUpstream.connect`, and restarted with exponential
 backoff (0.2 s doubling to 30 s) whenever it exits while the gateway runs; calls in flight
-when it dies fail at once with :class:`~airgateway.errors.UpstreamUnavailableError`.
+when it dies fail at once with :class:`~airgateway.errors.UpstreamUnavailableError`. A
+restarted process is announced to the listener as a ``tools/list_changed``, so the replica is
+checked and back in the pool at once.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ BACKOFF_MAX = 30.0
 STABLE_AFTER = 10.0
 """A process that lived this long resets the backoff."""
 STOP_GRACE = 3.0
+_RESTARTED = "notifications/tools/list_changed"
 
 
 class StdioUpstream:
@@ -97,9 +100,14 @@ class StdioUpstream:
             raise UpstreamUnavailableError(
                 f"{self.label}: cannot start {self.command[0]}: {exc}", replica=self.label
             ) from exc
-        self._reader = asyncio.ensure_future(self._read(self._proc))
+        proc = self._proc
+        self._reader = asyncio.ensure_future(self._read(proc))
         try:
             self.era = await eras.handshake(self._handshake_send, self.notify)
+        except asyncio.CancelledError:  # the caller gave up (a health check's deadline): a
+            with contextlib.suppress(ProcessLookupError):  # child left running would be
+                proc.kill()  # orphaned by the next spawn, one more at every check
+            raise
         except (GatewayError, TimeoutError) as exc:
             await self._stop_process()
             raise UpstreamUnavailableError(
@@ -112,26 +120,31 @@ class StdioUpstream:
 
     async def _read(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
-        while True:
-            try:
-                line = await proc.stdout.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                logger.warning(
-                    "%s: a line over %d bytes; stopping the process", self.label, MAX_LINE
-                )
-                break
-            if not line:
-                break
-            try:
-                message = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                logger.debug("%s: not JSON on stdout: %r", self.label, line[:200])
-                continue
-            await self._mux.deliver(message)
-        self._ready.clear()
-        self._mux.fail_all(f"{self.label}: the process exited")
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+        reason = "the process exited"
+        try:
+            while True:
+                try:
+                    line = await proc.stdout.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    reason = f"it wrote a line over {MAX_LINE} bytes (stopped)"
+                    logger.warning("%s: %s", self.label, reason)
+                    break
+                if not line:
+                    break
+                try:
+                    message = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    logger.debug("%s: not JSON on stdout: %r", self.label, line[:200])
+                    continue
+                await self._mux.deliver(message)
+        except Exception:  # whatever breaks the reading, the process is restarted, not left mute
+            reason = "reading its stdout failed (stopped)"
+            logger.exception("%s: %s", self.label, reason)
+        finally:
+            self._ready.clear()
+            self._mux.fail_all(f"{self.label}: {reason}")
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
 
     async def _supervise(self) -> None:
         delay = BACKOFF_START
@@ -158,9 +171,17 @@ class StdioUpstream:
             try:
                 await self._spawn()
                 self.restarts += 1
+                self._restarted()
             except UpstreamUnavailableError as exc:
                 logger.warning("%s", exc)
                 self._proc = None
+
+    def _restarted(self) -> None:
+        """A new process is a new server: its listings may differ, and the health checker
+        (told as by an upstream's own ``list_changed``) brings the replica back into the pool
+        now rather than at its next interval."""
+        if self._mux.listener is not None:
+            self._mux.listener(self.label, {"jsonrpc": "2.0", "method": _RESTARTED})
 
     async def _write(self, message: JSONDict) -> None:
         proc = self._proc

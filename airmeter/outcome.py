@@ -7,7 +7,8 @@ class          when                                                         in e
 =============  ===========================================================  ===============
 tool_error     the tool returned an ``isError`` result                      yes
 exception      the handler raised (``error_type`` keeps the type name), or  yes
-               the server failed inside the call (-32603, internal error)
+               the server failed inside the call (-32603, internal error),
+               or a gateway could not reach it (-32003)
 timeout        the call ran past its time limit (-32001, ``TimeoutError``)  yes
 refused        the arguments were rejected before the handler (-32602)      no
 protocol       any other JSON-RPC error code                                no
@@ -17,7 +18,9 @@ budget         a budget blocked the call                                    no
 
 -32603 is JSON-RPC's internal error: aircore answers a handler's own faults with it (a value
 that is not JSON, a ``SystemExit``, a result off its ``outputSchema``), so it is the tool's
-failure, never the protocol's.
+failure, never the protocol's. -32003 is air gateway's "upstream unavailable" (the server's
+process died, its connection was lost, no replica was healthy): the server failed the call,
+so a dead upstream shows in its error rate and SLOs instead of as 100 % errors at 0 % rate.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ rollup rows or cached entries. No real tool can have it (names are ``A-Za-z0-9_-
 INVALID_PARAMS: Final = "-32602"
 INTERNAL_ERROR: Final = "-32603"
 REQUEST_TIMEOUT: Final = "-32001"
+UPSTREAM_UNAVAILABLE: Final = "-32003"
 _TIMEOUT_TYPES: Final = frozenset({"TimeoutError", "ToolTimeoutError", "CancelledTimeout"})
 
 
@@ -90,6 +94,7 @@ _CACHE: dict[str, ErrorClass] = {
     INVALID_PARAMS: "refused",
     INTERNAL_ERROR: "exception",
     REQUEST_TIMEOUT: "timeout",
+    UPSTREAM_UNAVAILABLE: "exception",
     CANCELLED_ERROR_TYPE: "cancelled",
     BUDGET_ERROR_TYPE: "budget",
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,12 +51,12 @@ ENV = {"LEGACY_KEY": "k-123", "AIR_CLIENT_CI_TOKEN": "t-456"}
 
 def test_the_issue_example_loads_with_every_section(tmp_path: Path) -> None:
     path = tmp_path / "gateway.yml"
-    path.write_text(FULL)
+    path.write_text(FULL.replace('"python"', repr(sys.executable)))  # a program that exists
     config = load_config(path, environ=ENV)
     assert [s.name for s in config.servers] == ["notes", "notes", "files", "legacy"]
     files, legacy = config.servers[2], config.servers[3]
     assert files.transport == "stdio"
-    assert files.command == ("python", "files_server.py")
+    assert files.command == (sys.executable, "files_server.py")
     assert files.cwd == str((tmp_path / "files").resolve())
     assert legacy.transport == "sse"
     assert legacy.prefix == "legacy"
@@ -149,6 +150,53 @@ def test_air_gateway_reports_a_bad_config_on_one_line_and_exits_2(tmp_path: Path
         "(expected one of name, url, command, transport, env, cwd, prefix, timeout_s, "
         "headers, include_drafts)"
     )
+
+
+@pytest.mark.parametrize("program", ["no-such-program-4f1c", "./bin/no-such-server"])
+def test_air_gateway_refuses_a_command_that_names_no_program_on_one_line_and_exits_2(
+    tmp_path: Path, program: str
+) -> None:
+    """Not a gateway that starts and fails to spawn the child at every check for ever."""
+    import subprocess
+
+    from tests.airgateway.procs import air
+
+    path = tmp_path / "gw.yml"
+    path.write_text(
+        "servers:\n  - name: ok\n    url: http://127.0.0.1:1/mcp\n"
+        f"  - name: files\n    command: [{program}, serve]\n"
+    )
+    out = subprocess.run(
+        air("gateway", "--config", str(path), "--port", "0", "--store", "memory://"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    where = "" if "/" in program else " on PATH"
+    assert out.stderr.strip() == (
+        f"air gateway: {path}:4: servers[1].command: {program!r} is not an executable file{where}"
+    )
+
+
+def test_a_command_is_found_on_the_path_its_env_sets_or_relative_to_its_cwd(
+    tmp_path: Path,
+) -> None:
+    tool = tmp_path / "bin" / "my-server"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    path = tmp_path / "gw.yml"
+    path.write_text(
+        "servers:\n  - name: a\n    command: [my-server]\n"
+        f"    env: {{PATH: {str(tool.parent)!r}}}\n"
+        "  - name: b\n    command: [./my-server]\n    cwd: bin\n"
+    )
+    assert [s.name for s in load_config(path).servers] == ["a", "b"]
+    tool.chmod(0o644)  # not executable: refused
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.key == "servers[0].command"
 
 
 def test_air_gateway_refuses_a_remote_bind_without_allow_remote_and_token(tmp_path: Path) -> None:

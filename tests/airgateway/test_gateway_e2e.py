@@ -275,6 +275,41 @@ async def test_a_clients_cancellation_reaches_the_upstream(rig: Rig, mode: str) 
         await _until((rig.marks / f"{tag}.cancelled").exists, "the upstream call cancelled")
 
 
+async def test_a_legacy_request_cancelled_by_its_client_is_answered_request_cancelled(
+    rig: Rig,
+) -> None:
+    """Its POST is still open: it gets the SDK's -32800, not an HTTP 500."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        sid = await _legacy_session(http, rig.url)
+        params = {"name": "files__linger", "arguments": {"tag": "legacy-post"}}
+        body = {"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": params}
+        headers = {"mcp-session-id": sid, "accept": "application/json"}
+        call = asyncio.ensure_future(http.post(rig.url, json=body, headers=headers))
+        await _until((rig.marks / "legacy-post.started").exists, "the upstream call started")
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 77}}  # fmt: skip
+        assert (await http.post(rig.url, json=note, headers=headers)).status_code == 202
+        answer = await call
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["error"]["code"] == -32800
+    await _until((rig.marks / "legacy-post.cancelled").exists, "the upstream call cancelled")
+
+
+async def test_a_legacy_sessions_get_stream_is_answered_before_its_first_event(
+    rig: Rig,
+) -> None:
+    """The 200 head leaves at once (it used to wait for the first list change, and a client
+    leaving before one got the stream ended as a server error)."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        sid = await _legacy_session(http, rig.url)
+        headers = {"mcp-session-id": sid, "accept": "text/event-stream"}
+        async with http.stream("GET", rig.url, headers=headers) as stream:
+            assert stream.status_code == 200
+            assert stream.headers["content-type"] == "text/event-stream"
+        ping = await legacy_request(http, rig.url, "ping", {}, sid)
+        assert ping.json()["result"] == {}
+
+
 async def test_closing_a_stateless_post_cancels_the_upstream_call(rig: Rig) -> None:
     """The fast path (a plain 2026-07-28 tools/call, no progress token): the connection
     closing is the cancellation."""
