@@ -40,6 +40,9 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 REQUEST_TIMEOUT = -32001
+REQUEST_CANCELLED = -32800
+"""A 2025-era request ended by the client's ``notifications/cancelled`` whose HTTP POST is still
+open: the wire ends a request only with a response (the official SDK's server answers so)."""
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022

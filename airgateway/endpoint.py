@@ -23,6 +23,7 @@ from aircore.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    REQUEST_CANCELLED,
     AirError,
 )
 from aircore.protocol import legacy, modern
@@ -62,8 +63,6 @@ LISTENER_BACKLOG = 64
 CLIENT_ANSWER_TIMEOUT = 300.0
 MAX_INPUT_ROUNDS = 10
 SESSION_HEADER = "mcp-session-id"
-_REQUEST_CANCELLED = -32800
-"""A legacy-era request cancelled by ``notifications/cancelled`` (the official SDK's code)."""
 _REMOVED_IN_MODERN = frozenset(
     {"ping", "initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
@@ -304,7 +303,7 @@ class GatewayEndpoint:
                 return
             # legacy: notifications/cancelled ended the call, but its POST is still open and
             # the 2025-era wire ends a request only with a response (so does the SDK's server)
-            response = error_response(call.msg_id, _REQUEST_CANCELLED, "Request cancelled")
+            response = error_response(call.msg_id, REQUEST_CANCELLED, "Request cancelled")
         status = status_of(response, modern=is_modern)
         if call.stream is not None and (call.stream.started or status == 200):
             await call.stream.event(response)

@@ -30,6 +30,7 @@ from aircore.errors import (
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
+    REQUEST_CANCELLED,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from aircore.protocol import modern
@@ -125,6 +126,13 @@ async def _run_until_disconnect(
         me.uncancel()
         return None
     return result
+
+
+def _cancelled(msg_id: Any) -> dict[str, Any]:
+    """The answer to a legacy request its client cancelled with ``notifications/cancelled``:
+    its POST is still open, and the 2025-era wire ends a request only with a response (an
+    ASGI app returning without one is an HTTP 500 and a logged error)."""
+    return error_response(msg_id, REQUEST_CANCELLED, "Request cancelled")
 
 
 def _cancel_unless_cancelled(task: asyncio.Task[Any], watcher: asyncio.Task[Any]) -> None:
@@ -494,7 +502,9 @@ class McpEndpoint:
                 coro, conn, message["id"], receive, cancel_on_disconnect=False
             )
         if response is None:
-            return  # cancelled: the spec says no answer
+            if headers is not None:
+                return  # 2026-07-28: the client closed its POST; nobody is left to answer
+            response = _cancelled(message["id"])  # legacy: the POST is still open
         await self._json(send, response, None, extra)
 
     async def _stream(
@@ -533,6 +543,8 @@ class McpEndpoint:
             )
         finally:
             CURRENT_SENDER.reset(token)
+        if response is None and headers is None:  # legacy: the stream waits for its answer
+            response = _cancelled(message["id"])
         if response is None:
             if started:
                 await send({"type": "http.response.body", "body": b""})
