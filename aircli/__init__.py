@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -111,8 +112,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:  # no COMMAND: a usage error, like any other (the help says what to type)
         parser.print_help(sys.stderr)
         return _USAGE_EXIT
-    code: int = func(args)
+    code: int = 0
+    try:
+        code = func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `air … | head`: the reader has what it wanted; no traceback
+        _discard_stdout()
     return code
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -96,10 +96,7 @@ def _run(args: argparse.Namespace) -> int:
         if hint:
             print(f"  hint: {hint}", file=sys.stderr)
         return 1
-    try:
-        print(text)
-    except BrokenPipeError:  # `air meter report | head`
-        sys.stderr.close()
+    print(text)
     return 0
 
 
