@@ -13,15 +13,35 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
+import orjson
+
+from aircore.errors import INVALID_PARAMS, AirError
 from airstore.errors import AirstoreError
 from airstore.types import Store
 
-__all__ = ["SESSIONS_NAMESPACE", "SESSION_TTL_S", "Session", "SessionBook"]
+__all__ = [
+    "MAX_CAPABILITIES_BYTES",
+    "MAX_CLIENT_NAME",
+    "MAX_OWN_SESSIONS",
+    "SESSIONS_NAMESPACE",
+    "SESSION_TTL_S",
+    "Session",
+    "SessionBook",
+]
 
 SESSIONS_NAMESPACE = "gateway.sessions"
 SESSION_TTL_S = 24 * 3600.0
 """A session unused this long is forgotten by the store."""
 CACHE_SIZE = 4096
+MAX_OWN_SESSIONS = 10_000
+"""Sessions one gateway process keeps open in the store; opening one more ends its oldest (its
+client gets 404 and initializes again, as the spec has clients do). Every ``initialize`` is
+stored for a day, so without a bound a client could grow the store (and a FileStore's memory)
+without limit."""
+MAX_CAPABILITIES_BYTES = 16 * 1024
+"""The client capabilities one session may store (JSON): real ones are a few hundred bytes."""
+MAX_CLIENT_NAME = 256
+"""Characters of ``clientInfo.name`` kept (for logs and metering)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,20 +65,41 @@ class SessionBook:
 
     Args:
         store: where sessions live (shared between gateways when it is ``redis://``).
+        max_sessions: sessions this process keeps open (:data:`MAX_OWN_SESSIONS`).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, max_sessions: int = MAX_OWN_SESSIONS) -> None:
         self.store = store
+        self.max_sessions = max_sessions
         self._cache: OrderedDict[str, Session] = OrderedDict()
+        self._own: OrderedDict[str, None] = OrderedDict()  # opened here, oldest first
 
     async def create(
         self, *, version: str, capabilities: dict[str, Any], client: str | None
     ) -> Session:
-        """Open a new session and store it."""
+        """Open a new session and store it; the oldest session this process opened ends when
+        it already keeps :attr:`max_sessions`.
+
+        Raises:
+            AirError: -32602 when the capabilities are over :data:`MAX_CAPABILITIES_BYTES`.
+        """
+        size = len(orjson.dumps(capabilities, option=orjson.OPT_NON_STR_KEYS, default=str))
+        if size > MAX_CAPABILITIES_BYTES:
+            raise AirError(
+                INVALID_PARAMS,
+                f"initialize: capabilities of {size} bytes (at most {MAX_CAPABILITIES_BYTES})",
+            )
         session = Session(
-            sid=uuid.uuid4().hex, version=version, capabilities=capabilities, client=client
+            sid=uuid.uuid4().hex,
+            version=version,
+            capabilities=capabilities,
+            client=None if client is None else client[:MAX_CLIENT_NAME],
         )
+        while len(self._own) >= self.max_sessions:
+            oldest, _ = self._own.popitem(last=False)
+            await self.end(oldest)
         await self.store.set(SESSIONS_NAMESPACE, session.sid, session.to_json(), SESSION_TTL_S)
+        self._own[session.sid] = None
         self._remember(session)
         return session
 
@@ -98,6 +139,7 @@ class SessionBook:
     async def end(self, sid: str) -> bool:
         """Forget a session (``DELETE``); True if it existed."""
         self._cache.pop(sid, None)
+        self._own.pop(sid, None)
         if len(sid) > 64 or not sid.isalnum():
             return False
         return await self.store.delete(SESSIONS_NAMESPACE, sid)
