@@ -365,6 +365,7 @@ class GatewayEndpoint:
         call.version = legacy.negotiate(params.get("protocolVersion"))
         caps = params.get("capabilities")
         info = params.get("clientInfo")
+        legacy.check_declaration(caps, info)
         name = info.get("name") if isinstance(info, Mapping) else None
         call.session = await self.gateway.sessions.create(
             version=call.version,

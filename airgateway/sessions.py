@@ -13,14 +13,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
-import orjson
-
-from aircore.errors import INVALID_PARAMS, AirError
 from airstore.errors import AirstoreError
 from airstore.types import Store
 
 __all__ = [
-    "MAX_CAPABILITIES_BYTES",
     "MAX_CLIENT_NAME",
     "MAX_OWN_SESSIONS",
     "SESSIONS_NAMESPACE",
@@ -38,8 +34,6 @@ MAX_OWN_SESSIONS = 10_000
 client gets 404 and initializes again, as the spec has clients do). Every ``initialize`` is
 stored for a day, so without a bound a client could grow the store (and a FileStore's memory)
 without limit."""
-MAX_CAPABILITIES_BYTES = 16 * 1024
-"""The client capabilities one session may store (JSON): real ones are a few hundred bytes."""
 MAX_CLIENT_NAME = 256
 """Characters of ``clientInfo.name`` kept (for logs and metering)."""
 
@@ -78,17 +72,8 @@ class SessionBook:
         self, *, version: str, capabilities: dict[str, Any], client: str | None
     ) -> Session:
         """Open a new session and store it; the oldest session this process opened ends when
-        it already keeps :attr:`max_sessions`.
-
-        Raises:
-            AirError: -32602 when the capabilities are over :data:`MAX_CAPABILITIES_BYTES`.
-        """
-        size = len(orjson.dumps(capabilities, option=orjson.OPT_NON_STR_KEYS, default=str))
-        if size > MAX_CAPABILITIES_BYTES:
-            raise AirError(
-                INVALID_PARAMS,
-                f"initialize: capabilities of {size} bytes (at most {MAX_CAPABILITIES_BYTES})",
-            )
+        it already keeps :attr:`max_sessions` (the endpoint has checked the declaration's size:
+        ``aircore.protocol.legacy.check_declaration``)."""
         session = Session(
             sid=uuid.uuid4().hex,
             version=version,

@@ -198,6 +198,7 @@ class Dispatcher:
         version = legacy.negotiate(params.get("protocolVersion"))
         caps = params.get("capabilities")
         info = params.get("clientInfo")
+        legacy.check_declaration(caps, info)
         conn.era = "legacy"
         conn.protocol_version = version
         conn.client_capabilities = caps if isinstance(caps, Mapping) else {}

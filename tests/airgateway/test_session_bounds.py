@@ -8,12 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from airgateway.sessions import (
-    MAX_CAPABILITIES_BYTES,
-    MAX_CLIENT_NAME,
-    SESSIONS_NAMESPACE,
-    SessionBook,
-)
+from aircore.protocol.legacy import MAX_DECLARATION_BYTES
+from airgateway.sessions import MAX_CLIENT_NAME, SESSIONS_NAMESPACE, SessionBook
 from airstore import FileStore
 from tests.airgateway.procs import air, free_port, http_replica, started
 from tests.airgateway.rpc import legacy_request
@@ -44,7 +40,7 @@ async def test_initialize_with_oversized_capabilities_is_refused_and_stores_noth
     config = tmp_path / "gw.yml"
     config.write_text(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{port}/mcp\n")
     store = f"file://{tmp_path / 'data'}"
-    huge = {"experimental": {"pad": "x" * (MAX_CAPABILITIES_BYTES + 1)}}
+    huge = {"experimental": {"pad": "x" * (MAX_DECLARATION_BYTES + 1)}}
     with (
         started(http_replica("a", port), env={"REPLICA": "a"}),
         started(air("gateway", "--config", str(config), "--port", "0", "--store", store)) as gw,
@@ -57,7 +53,7 @@ async def test_initialize_with_oversized_capabilities_is_refused_and_stores_noth
             )  # fmt: skip
             error = refused.json()["error"]
             assert error["code"] == -32602
-            assert f"at most {MAX_CAPABILITIES_BYTES}" in error["message"]
+            assert f"at most {MAX_DECLARATION_BYTES}" in error["message"]
             assert "mcp-session-id" not in refused.headers
             roots = {"protocolVersion": "2025-06-18", "capabilities": {"roots": {}},
                      "clientInfo": info}  # fmt: skip
