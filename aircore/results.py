@@ -202,7 +202,7 @@ def normalize_result(value: Any) -> list[dict[str, Any]]:
 
 def _non_finite(value: Any, path: str = "result") -> tuple[str, float] | None:
     """The place and value of the first NaN or infinity in the JSON value ``value``."""
-    if value.__class__ is float:
+    if isinstance(value, float):  # numpy.float64 too: orjson writes its NaN as null as well
         return None if math.isfinite(value) else (path, value)
     if isinstance(value, dict):
         for key, item in value.items():

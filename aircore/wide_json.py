@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "loads", "may_round"]
+__all__ = ["dumps", "dumps_any", "loads", "may_round"]
 
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")  # -2**63 has 19 digits: anything shorter fits 64 bits
 _NOT_DIGITS = bytes(b for b in range(256) if not 0x30 <= b <= 0x39)
@@ -37,8 +37,16 @@ def may_round(data: bytes | str) -> bool:
 
 
 def loads(data: bytes | str) -> Any:
-    """Read JSON that orjson has already accepted, keeping every integer exact."""
-    return json.loads(data)
+    """Read JSON that orjson has already accepted, keeping every integer exact.
+
+    Raises:
+        ValueError: nesting deeper than the standard library reads (~1000 levels, where orjson
+            reads 1024): the frame is refused like any other unreadable one.
+    """
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
 
 
 def _text(value: str) -> str:
@@ -78,13 +86,36 @@ def dumps(value: Any, *, default: Callable[[Any], Any] = str, indent: bool = Fal
     could not.
 
     Raises:
-        ValueError: ``value`` still cannot be JSON (a circular reference).
+        ValueError: ``value`` still cannot be JSON (a circular reference, nesting deeper than
+            ~1000 levels).
         Exception: whatever ``default`` raises for a value it refuses.
     """
     try:
         plain = _plain(value, default)
+        if indent:
+            text = json.dumps(plain, ensure_ascii=False, indent=2, allow_nan=False)
+        else:
+            text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except RecursionError:
-        raise ValueError("circular reference") from None
-    if indent:
-        return json.dumps(plain, ensure_ascii=False, indent=2, allow_nan=False).encode()
-    return json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        raise ValueError("circular reference or nesting too deep") from None
+    return text.encode()
+
+
+def dumps_any(value: Any, *, default: Callable[[Any], Any] = str, option: int = 0) -> bytes:
+    """orjson first (the common, fast path), then :func:`dumps` for what orjson refuses (an
+    integer beyond 64 bits, a lone surrogate, nesting over 255 levels).
+
+    Raises:
+        ValueError: ``value`` cannot be JSON at all (a circular reference, or ``default``
+            failing on a value).
+    """
+    try:
+        return orjson.dumps(value, default=default, option=option)
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return dumps(value, default=default, indent=bool(option & orjson.OPT_INDENT_2))
+    except ValueError:
+        raise
+    except Exception as exc:  # ``default`` refused a value (its own error, or a broken __str__)
+        raise ValueError(f"a value cannot be written as JSON: {type(exc).__name__}") from exc

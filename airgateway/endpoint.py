@@ -23,11 +23,17 @@ from aircore.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    REQUEST_CANCELLED,
     AirError,
 )
 from aircore.protocol import legacy, modern
-from aircore.protocol.framing import KIND_RESPONSE, check, decode, error_response, parse_error
+from aircore.protocol.framing import (
+    KIND_RESPONSE,
+    cancelled_response,
+    check,
+    decode,
+    error_response,
+    parse_error,
+)
 from airgateway import eras
 from airgateway._listing import LIST_METHODS, page
 from airgateway._wire import (
@@ -303,7 +309,7 @@ class GatewayEndpoint:
                 return
             # legacy: notifications/cancelled ended the call, but its POST is still open and
             # the 2025-era wire ends a request only with a response (so does the SDK's server)
-            response = error_response(call.msg_id, REQUEST_CANCELLED, "Request cancelled")
+            response = cancelled_response(call.msg_id)
         status = status_of(response, modern=is_modern)
         if call.stream is not None and (call.stream.started or status == 200):
             await call.stream.event(response)

@@ -17,6 +17,7 @@ from aircore.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
+    REQUEST_CANCELLED,
     error_object,
 )
 
@@ -24,6 +25,7 @@ __all__ = [
     "KIND_NOTIFICATION",
     "KIND_REQUEST",
     "KIND_RESPONSE",
+    "cancelled_response",
     "check",
     "decode",
     "encode",
@@ -41,6 +43,13 @@ _dumps = orjson.dumps
 def error_response(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
     """A JSON-RPC error response object."""
     return {"jsonrpc": "2.0", "id": msg_id, "error": error_object(code, message, data)}
+
+
+def cancelled_response(msg_id: Any) -> dict[str, Any]:
+    """The ``-32800`` answer to a 2025-era request its client cancelled with
+    ``notifications/cancelled`` while its HTTP POST is still open: that wire ends a request
+    only with a response (the official SDK's server answers so)."""
+    return error_response(msg_id, REQUEST_CANCELLED, "Request cancelled")
 
 
 def parse_error(detail: str = "") -> dict[str, Any]:
@@ -73,12 +82,12 @@ def encode(message: dict[str, Any]) -> bytes:
     except orjson.JSONEncodeError:
         pass
     try:
-        return wide_json.dumps(message)
+        return wide_json.dumps_any(message)
     except ValueError as exc:
         if "id" not in message or "method" in message:
             raise
         problem = f"Internal error: the response could not be encoded as JSON: {exc}"
-        return _dumps(error_response(message["id"], INTERNAL_ERROR, problem), default=str)
+        return wide_json.dumps_any(error_response(message["id"], INTERNAL_ERROR, problem))
 
 
 def _valid_id(value: Any) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from aircore import wide_json
 from aircore.errors import InvalidParamsError
 
 __all__ = [
@@ -32,8 +33,10 @@ def check_declaration(capabilities: Any, client_info: Any) -> None:
     Raises:
         InvalidParamsError: the capabilities and clientInfo are too large.
     """
-    size = len(orjson.dumps([capabilities, client_info], default=str,
-                            option=orjson.OPT_NON_STR_KEYS))  # fmt: skip
+    try:
+        size = len(wide_json.dumps_any([capabilities, client_info], option=orjson.OPT_NON_STR_KEYS))
+    except ValueError as exc:
+        raise InvalidParamsError(f"initialize: capabilities or clientInfo: {exc}") from None
     if size > MAX_DECLARATION_BYTES:
         raise InvalidParamsError(
             f"initialize: capabilities and clientInfo of {size} bytes "

@@ -30,12 +30,12 @@ from aircore.errors import (
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
-    REQUEST_CANCELLED,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from aircore.protocol import modern
 from aircore.protocol.framing import (
     KIND_REQUEST,
+    cancelled_response,
     check,
     decode,
     encode,
@@ -126,13 +126,6 @@ async def _run_until_disconnect(
         me.uncancel()
         return None
     return result
-
-
-def _cancelled(msg_id: Any) -> dict[str, Any]:
-    """The answer to a legacy request its client cancelled with ``notifications/cancelled``:
-    its POST is still open, and the 2025-era wire ends a request only with a response (an
-    ASGI app returning without one is an HTTP 500 and a logged error)."""
-    return error_response(msg_id, REQUEST_CANCELLED, "Request cancelled")
 
 
 def _cancel_unless_cancelled(task: asyncio.Task[Any], watcher: asyncio.Task[Any]) -> None:
@@ -504,8 +497,23 @@ class McpEndpoint:
         if response is None:
             if headers is not None:
                 return  # 2026-07-28: the client closed its POST; nobody is left to answer
-            response = _cancelled(message["id"])  # legacy: the POST is still open
+            response = cancelled_response(message["id"])  # legacy: the POST is still open
+        self._unless_refused(message, conn, response, extra)
         await self._json(send, response, None, extra)
+
+    def _unless_refused(
+        self,
+        message: dict[str, Any],
+        conn: Connection,
+        response: dict[str, Any],
+        extra: list[tuple[bytes, bytes]],
+    ) -> None:
+        """A refused ``initialize`` opens no session: drop the one opened for it and its
+        ``Mcp-Session-Id`` header (``extra``, changed in place) before the answer goes out."""
+        sid = conn.session_id
+        if message.get("method") == "initialize" and "error" in response and sid is not None:
+            self.sessions.close(sid)
+            extra[:] = [header for header in extra if header[0] != b"mcp-session-id"]
 
     async def _stream(
         self,
@@ -544,11 +552,13 @@ class McpEndpoint:
         finally:
             CURRENT_SENDER.reset(token)
         if response is None and headers is None:  # legacy: the stream waits for its answer
-            response = _cancelled(message["id"])
+            response = cancelled_response(message["id"])
         if response is None:
             if started:
                 await send({"type": "http.response.body", "body": b""})
             return
+        if not started:
+            self._unless_refused(message, conn, response, extra)
         if not started and _status_of(response) != 200:
             await self._json(send, response, None, extra)
             return

@@ -9,8 +9,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import httpx
+
 from aircore.protocol.legacy import MAX_DECLARATION_BYTES
-from tests.aircore.conftest import LIFECYCLE, serve_args
+from tests.aircore.conftest import LIFECYCLE, HttpServer, serve_args
 
 
 def _initialize(msg_id: int, capabilities: object, client_info: object) -> bytes:
@@ -21,6 +23,13 @@ def _initialize(msg_id: int, capabilities: object, client_info: object) -> bytes
     ).encode()
 
 
+def _nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def test_an_initialize_declaring_too_much_is_refused_and_a_normal_one_then_served(
     tmp_path: Path,
 ) -> None:
@@ -29,6 +38,8 @@ def test_an_initialize_declaring_too_much_is_refused_and_a_normal_one_then_serve
         _initialize(1, {"experimental": {"pad": pad}}, {"name": "c", "version": "1"}),
         _initialize(2, {}, {"name": "c", "version": "1", "title": pad}),
         _initialize(3, {"roots": {}}, {"name": "c", "version": "1"}),
+        _initialize(4, {"experimental": {"n": 12345678901234567890123}}, {"name": "c"}),
+        _initialize(5, {"experimental": {"deep": _nested(300)}}, {"name": "c"}),
     ]
     done = subprocess.run(
         serve_args(LIFECYCLE, "--transport", "stdio"),
@@ -39,6 +50,23 @@ def test_an_initialize_declaring_too_much_is_refused_and_a_normal_one_then_serve
         check=False,
     )
     answers = sorted((json.loads(line) for line in done.stdout.splitlines()), key=lambda a: a["id"])
-    assert [a.get("error", {}).get("code") for a in answers] == [-32602, -32602, None]
+    # an integer beyond 64 bits or nesting orjson cannot write is no internal error (-32603)
+    assert [a.get("error", {}).get("code") for a in answers] == [-32602, -32602, None, None, None]
     assert f"at most {MAX_DECLARATION_BYTES}" in answers[0]["error"]["message"]
     assert answers[2]["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_a_refused_initialize_over_http_opens_no_session(tmp_path: Path) -> None:
+    server = HttpServer(LIFECYCLE, env={"AIR_TEST_EVENTS": str(tmp_path / "events.txt")})
+    try:
+        pad = {"experimental": {"pad": "x" * MAX_DECLARATION_BYTES}}
+        headers = {"accept": "application/json, text/event-stream"}
+        for accept in ("application/json, text/event-stream", "text/event-stream"):
+            params = {"protocolVersion": "2025-06-18", "capabilities": pad,
+                      "clientInfo": {"name": "c", "version": "1"}}  # fmt: skip
+            body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+            answer = httpx.post(server.url, json=body, headers={**headers, "accept": accept})
+            assert "mcp-session-id" not in answer.headers
+            assert "-32602" in answer.text
+    finally:
+        assert server.close() == 0

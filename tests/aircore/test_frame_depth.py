@@ -1,0 +1,62 @@
+"""A frame nested as deep as orjson reads (1024 levels) that also holds an integer beyond 64
+bits is read again by the standard library, which stops at ~1000: it is refused like any
+unreadable frame, and the server keeps serving (a real ``air serve`` over stdio and HTTP)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+
+from tests.aircore.conftest import LIFECYCLE, HttpServer, serve_args
+
+
+def _deep_frame() -> bytes:
+    meta = "[" * 1000 + "1234567890123456789012" + "]" * 1000
+    return (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x":'
+        + meta.encode()
+        + b"}}}"
+    )
+
+
+def test_over_stdio_the_deep_frame_is_a_parse_error_and_the_next_request_is_served(
+    tmp_path: Path,
+) -> None:
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "c", "version": "1"}}}  # fmt: skip
+    tools = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    frames = [json.dumps(init).encode(), _deep_frame(), json.dumps(tools).encode()]
+    done = subprocess.run(
+        serve_args(LIFECYCLE, "--transport", "stdio"),
+        input=b"\n".join(frames) + b"\n",
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "AIR_TEST_EVENTS": str(tmp_path / "events.txt")},
+        check=False,
+    )
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert set(answers) == {0, 2, None}
+    assert answers[None]["error"]["code"] == -32700  # a parse error has no id
+    assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
+    assert answers[2]["result"]["tools"]
+    assert b"RecursionError" not in done.stderr
+
+
+def test_over_http_the_deep_frame_is_a_parse_error_not_a_server_error(tmp_path: Path) -> None:
+    server = HttpServer(LIFECYCLE, env={"AIR_TEST_EVENTS": str(tmp_path / "events.txt")})
+    try:
+        answer = httpx.post(
+            server.url,
+            content=_deep_frame(),
+            headers={"content-type": "application/json",
+                     "accept": "application/json, text/event-stream"},
+        )  # fmt: skip
+        assert answer.status_code == 400
+        assert answer.json()["error"]["code"] == -32700
+    finally:
+        assert server.close() == 0
