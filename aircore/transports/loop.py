@@ -68,7 +68,15 @@ def run_loop(main: Coroutine[Any, Any, None], *, grace: float = SHUTDOWN_GRACE) 
 
 
 async def _shutdown_executor(loop: asyncio.AbstractEventLoop, grace: float) -> None:
-    try:
-        await asyncio.wait_for(loop.shutdown_default_executor(), grace)
-    except TimeoutError:
-        logger.warning("worker threads still busy %.0fs after the server stopped", grace)
+    """Wait for the default executor's threads (a thread cannot be stopped, and the interpreter
+    joins them at exit anyway), saying why after ``grace`` seconds. Not ``wait_for``: a
+    cancelled shutdown leaves uvloop's joining thread calling into a closed loop."""
+    shutdown = asyncio.ensure_future(loop.shutdown_default_executor())
+    done, _ = await asyncio.wait({shutdown}, timeout=grace)
+    if not done:
+        logger.warning(
+            "worker threads still busy %.0fs after the server stopped; the process ends when "
+            "they finish",
+            grace,
+        )
+        await shutdown
