@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 from collections.abc import Mapping, Sequence
 
 import orjson
@@ -34,6 +35,17 @@ STABLE_AFTER = 10.0
 """A process that lived this long resets the backoff."""
 STOP_GRACE = 3.0
 _RESTARTED = "notifications/tools/list_changed"
+
+
+def _kill_group(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL) -> None:
+    """Signal the child's whole process group (it leads one: ``start_new_session``), so a
+    wrapper's own children (``npx``, ``uv run``, ``sh -c``) go too: one left behind keeps the
+    stdout pipe open, and with it the reader, the transport and the process itself."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):  # the group is gone (or was never ours)
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
 
 
 class StdioUpstream:
@@ -105,9 +117,8 @@ class StdioUpstream:
         try:
             self.era = await eras.handshake(self._handshake_send, self.notify)
         except asyncio.CancelledError:  # the caller gave up (a health check's deadline): a
-            with contextlib.suppress(ProcessLookupError):  # child left running would be
-                proc.kill()  # orphaned by the next spawn, one more at every check
-            raise
+            _kill_group(proc)  # child left running would be orphaned by the next spawn, one
+            raise  # more at every check; its reader ends at the pipe's EOF
         except (GatewayError, TimeoutError) as exc:
             await self._stop_process()
             raise UpstreamUnavailableError(
@@ -141,10 +152,10 @@ class StdioUpstream:
             reason = "reading its stdout failed (stopped)"
             logger.exception("%s: %s", self.label, reason)
         finally:
-            self._ready.clear()
-            self._mux.fail_all(f"{self.label}: {reason}")
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            if proc is self._proc:  # a former process's reader must not touch its successor
+                self._ready.clear()
+                self._mux.fail_all(f"{self.label}: {reason}")
+            _kill_group(proc)
 
     async def _supervise(self) -> None:
         delay = BACKOFF_START
@@ -154,6 +165,7 @@ class StdioUpstream:
             proc = self._proc
             if proc is not None:
                 await proc.wait()
+                _kill_group(proc)  # what it started dies with it: the pipe's EOF ends the reader
                 if self._reader is not None:
                     await asyncio.gather(self._reader, return_exceptions=True)
             if self._closed:
@@ -218,7 +230,10 @@ class StdioUpstream:
 
     async def _stop_process(self) -> None:
         proc = self._proc
-        if proc is None or proc.returncode is not None:
+        if proc is None:
+            return
+        if proc.returncode is not None:
+            _kill_group(proc)  # the wrapper is gone; what it started may not be
             return
         if proc.stdin is not None:
             with contextlib.suppress(Exception):
@@ -226,14 +241,13 @@ class StdioUpstream:
         try:
             await asyncio.wait_for(proc.wait(), STOP_GRACE)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
+            _kill_group(proc, signal.SIGTERM)
             try:
                 await asyncio.wait_for(proc.wait(), STOP_GRACE)
             except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+                _kill_group(proc)
                 await proc.wait()
+        _kill_group(proc)  # whatever it started and left behind
 
     async def close(self) -> None:
         """Stop supervising and stop the process (stdin closed, then SIGTERM, then SIGKILL)."""
@@ -247,5 +261,8 @@ class StdioUpstream:
                 await self._supervisor
         await self._stop_process()
         if self._reader is not None:
+            _, pending = await asyncio.wait({self._reader}, timeout=STOP_GRACE)
+            for task in pending:  # a pipe some other process still holds open
+                task.cancel()
             await asyncio.gather(self._reader, return_exceptions=True)
         self._mux.fail_all(f"{self.label}: closed")

@@ -8,6 +8,7 @@ import asyncio
 import http.server
 import json
 import os
+import shlex
 import sys
 import threading
 import time
@@ -97,15 +98,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.parametrize("wrapped", [False, True], ids=["direct", "behind-a-shell"])
 def test_a_child_that_never_finishes_its_handshake_is_stopped_at_every_failed_check(
-    tmp_path: Path,
+    tmp_path: Path, wrapped: bool
 ) -> None:
+    """Behind a wrapper (``sh -c``, ``npx``, ``uv run``) the server is a grandchild: killing
+    only the wrapper left it running, holding the pipe (and the gateway's reader) open."""
     marks = tmp_path / "pids"
     marks.mkdir()
     config = tmp_path / "gateway.yml"
+    command = f"[{sys.executable!r}, {RAW!r}, hang]"
+    if wrapped:  # "; true": the shell waits for the server instead of becoming it
+        line = f"{shlex.quote(sys.executable)} {shlex.quote(RAW)} hang; true"
+        command = f"[sh, -c, {line!r}]"
     config.write_text(
         "servers:\n"
-        f"  - name: mute\n    command: [{sys.executable!r}, {RAW!r}, hang]\n"
+        f"  - name: mute\n    command: {command}\n"
         f"    env: {{MARK_DIR: {str(marks)!r}}}\n"
         "health:\n  interval_s: 0.2\n  timeout_s: 0.2\n"  # a check gives up before the handshake
     )
