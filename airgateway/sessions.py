@@ -30,10 +30,12 @@ SESSION_TTL_S = 24 * 3600.0
 """A session unused this long is forgotten by the store."""
 CACHE_SIZE = 4096
 MAX_OWN_SESSIONS = 10_000
-"""Sessions one gateway process keeps open in the store; opening one more ends its oldest (its
-client gets 404 and initializes again, as the spec has clients do). Every ``initialize`` is
-stored for a day, so without a bound a client could grow the store (and a FileStore's memory)
-without limit."""
+"""Sessions one gateway process keeps open in the store; opening one more ends one of them
+(its client gets 404 and initializes again, as the spec has clients do): the oldest never used
+after its ``initialize`` first, else the least recently used, so a flood of ``initialize``
+calls cannot end the sessions clients are using (as aircore's own session table). Every
+``initialize`` is stored for a day, so without a bound a client could grow the store (and a
+FileStore's memory) without limit."""
 MAX_CLIENT_NAME = 256
 """Characters of ``clientInfo.name`` kept (for logs and metering)."""
 
@@ -63,10 +65,14 @@ class SessionBook:
     """
 
     def __init__(self, store: Store, *, max_sessions: int = MAX_OWN_SESSIONS) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
         self.store = store
         self.max_sessions = max_sessions
         self._cache: OrderedDict[str, Session] = OrderedDict()
-        self._own: OrderedDict[str, None] = OrderedDict()  # opened here, oldest first
+        # opened here: not yet used after initialize (oldest first), and used (least recent first)
+        self._probation: OrderedDict[str, None] = OrderedDict()
+        self._used: OrderedDict[str, None] = OrderedDict()
 
     async def create(
         self, *, version: str, capabilities: dict[str, Any], client: str | None
@@ -80,16 +86,21 @@ class SessionBook:
             capabilities=capabilities,
             client=None if client is None else client[:MAX_CLIENT_NAME],
         )
-        while len(self._own) >= self.max_sessions:
-            oldest, _ = self._own.popitem(last=False)
-            await self.end(oldest)
+        while len(self._probation) + len(self._used) >= self.max_sessions:
+            victim, _ = (self._probation or self._used).popitem(last=False)
+            await self.end(victim)
         await self.store.set(SESSIONS_NAMESPACE, session.sid, session.to_json(), SESSION_TTL_S)
-        self._own[session.sid] = None
+        self._probation[session.sid] = None
         self._remember(session)
         return session
 
     async def get(self, sid: str) -> Session | None:
         """The session with that id (``None`` when unknown or expired)."""
+        if sid in self._probation:  # one of ours, used for the first time: off probation
+            del self._probation[sid]
+            self._used[sid] = None
+        elif sid in self._used:
+            self._used.move_to_end(sid)
         session = self._cache.get(sid)
         if session is not None:
             self._cache.move_to_end(sid)
@@ -124,7 +135,8 @@ class SessionBook:
     async def end(self, sid: str) -> bool:
         """Forget a session (``DELETE``); True if it existed."""
         self._cache.pop(sid, None)
-        self._own.pop(sid, None)
+        self._probation.pop(sid, None)
+        self._used.pop(sid, None)
         if len(sid) > 64 or not sid.isalnum():
             return False
         return await self.store.delete(SESSIONS_NAMESPACE, sid)

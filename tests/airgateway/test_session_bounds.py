@@ -29,6 +29,28 @@ async def test_a_gateway_keeps_at_most_max_sessions_of_its_own_and_ends_the_olde
         assert await book.end(sids[4])  # an ended session no longer counts
         sids.append((await book.create(version="2025-06-18", capabilities={}, client="c")).sid)
         assert sorted(await store.list(SESSIONS_NAMESPACE)) == sorted([sids[2], sids[3], sids[5]])
+
+
+async def test_a_flood_of_initialize_calls_never_ends_the_sessions_clients_use(
+    tmp_path: Path,
+) -> None:
+    """Sessions used after their ``initialize`` go last: the ones never used go first, then the
+    least recently used."""
+    async with FileStore(tmp_path / "data") as store:
+        book = SessionBook(store, max_sessions=3)
+        used = [(await book.create(version="2025-06-18", capabilities={}, client="c")).sid
+                for _ in range(2)]  # fmt: skip
+        for sid in used:
+            assert await book.get(sid) is not None  # a request of its client
+        for _ in range(50):  # the flood: initialize only, never a request
+            await book.create(version="2025-06-18", capabilities={}, client="flood")
+        assert all([await book.get(sid) is not None for sid in used])
+        assert len(await store.list(SESSIONS_NAMESPACE)) == 3
+        newest = (await book.create(version="2025-06-18", capabilities={}, client="c")).sid
+        assert await book.get(newest) is not None  # now three in use: the least recent goes
+        await book.create(version="2025-06-18", capabilities={}, client="c")
+        assert await book.get(used[0]) is None
+        assert await book.get(used[1]) is not None
         long_name = await book.create(version="2025-06-18", capabilities={}, client="n" * 10_000)
         assert long_name.client == "n" * MAX_CLIENT_NAME
 
