@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import select
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -112,13 +113,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:  # no COMMAND: a usage error, like any other (the help says what to type)
         parser.print_help(sys.stderr)
         return _USAGE_EXIT
-    code: int = 0
+    code: int | None = None
     try:
         code = func(args)
         sys.stdout.flush()
-    except BrokenPipeError:  # `air … | head`: the reader has what it wanted; no traceback
-        _discard_stdout()
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # another pipe or socket broke: a failure like any other
+        _discard_stdout()  # `air … | head`: the reader has what it wanted; no traceback
+        return _PIPE_CLOSED_EXIT if code is None else code
     return code
+
+
+_PIPE_CLOSED_EXIT = 128 + 13
+"""The status of a command cut short because its reader went away (a shell's SIGPIPE: 141)."""
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reading end is closed."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)  # POLLERR is reported whatever is asked for
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (replaced, closed)
+        return False
 
 
 def _discard_stdout() -> None:

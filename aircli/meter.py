@@ -44,10 +44,8 @@ def parse_since(text: str) -> timedelta | datetime | None:
     match = _DURATION.match(text)
     if match:
         seconds = float(match.group(1)) * _UNITS[match.group(2).lower()]
-        if seconds > time.time():  # a window start no datetime can show (or no timedelta hold)
-            raise argparse.ArgumentTypeError(
-                f"--since {text!r} reaches back before 1970; use 'all' for every recorded call"
-            )
+        if seconds > time.time():  # back before 1970 (no datetime shows it): every call
+            return None
         return timedelta(seconds=seconds)
     try:
         since = datetime.fromisoformat(text)
