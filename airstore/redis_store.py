@@ -38,6 +38,7 @@ from airstore._validate import (
     check_namespace,
     check_prefix,
     check_ttl,
+    clamp_window,
     encode_value,
     matches,
     needle,
@@ -369,9 +370,12 @@ class RedisStore(RedisOps, StoreBase):
         self._ensure_open()
         check_namespace(ns)
         limit, offset = check_limits(limit, offset)
-        lo, hi = to_epoch_ms(since), to_epoch_ms(until)
+        window = clamp_window(to_epoch_ms(since), to_epoch_ms(until))
         filter = check_filter(filter)
-        if limit == 0 or (hi is not None and (hi <= 0 or (lo is not None and lo >= hi))):
+        if limit == 0 or window is None:
+            return []
+        lo, hi = window  # stream ids take no number beyond 64 bits
+        if hi is not None and (hi <= 0 or (lo is not None and lo >= hi)):
             return []
         upper = "+" if hi is None else f"({hi}-0"
         lower = "-" if lo is None or lo <= 0 else f"{lo}-0"
