@@ -41,7 +41,7 @@ return #KEYS
 # so the script tracks that id and uses "*", the next free id, for those.
 XADD_SCRIPT = """#!lua
 local key = KEYS[1]
-local top = -1
+local top = 0  -- no id below 0-1 exists: a negative _ts takes '*' even on an empty stream
 local info = redis.pcall('XINFO', 'STREAM', key)
 if type(info) == 'table' and not info.err then
   for i = 1, #info, 2 do

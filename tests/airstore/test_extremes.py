@@ -56,3 +56,12 @@ async def test_a_ts_beyond_64_bits_is_refused_and_appends_nothing(store: Store, 
     assert await store.query("ns") == []
     stored = await store.append("ns", {"_ts": 2**63 - 1})
     assert await store.query("ns") == [stored]
+
+
+@pytest.mark.parametrize("ts", [-1, 0, -(2**63)])
+async def test_the_first_entry_of_a_log_may_carry_a_negative_or_zero_ts(
+    store: Store, ts: int
+) -> None:
+    stored = await store.append("fresh", {"_ts": ts})
+    assert stored == {"_ts": ts}
+    assert await store.query("fresh") == [stored]
