@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from airstore import InvalidValueError, Store
+from airstore import InvalidArgumentError, InvalidValueError, Store
 
 
 @pytest.mark.parametrize("bounds", [{"since": 10**30}, {"since": 2**63}, {"until": -(10**30)}])
@@ -65,3 +65,31 @@ async def test_the_first_entry_of_a_log_may_carry_a_negative_or_zero_ts(
     stored = await store.append("fresh", {"_ts": ts})
     assert stored == {"_ts": ts}
     assert await store.query("fresh") == [stored]
+
+
+@pytest.mark.parametrize(
+    "caps",
+    [
+        {"max_bytes": 10**30},
+        {"max_bytes": 2**63},
+        {"max_age": 1e300},
+        {"max_age": 10**400},
+        {"max_age": 4e9},
+    ],
+)
+async def test_a_log_cap_beyond_what_backends_hold_is_refused_and_writes_go_on(
+    store: Store, caps: dict[str, float]
+) -> None:
+    stored = await store.append("ns", {"a": 1})
+    with pytest.raises(InvalidArgumentError):
+        await store.set_log_retention("ns", **caps)  # type: ignore[arg-type]
+    after = await store.append("ns", {"a": 2})
+    await store.flush()
+    assert await store.query("ns") == [after, stored]
+
+
+async def test_the_largest_log_caps_are_accepted_everywhere(store: Store) -> None:
+    await store.set_log_retention("ns", max_age=100 * 365 * 86400.0, max_bytes=2**53 - 1)
+    stored = await store.append("ns", {"a": 1})
+    await store.flush()
+    assert await store.query("ns") == [stored]
