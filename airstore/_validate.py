@@ -222,16 +222,24 @@ def check_counter(ns: str, key: str, current: object, by: int) -> int:
 
 
 def check_prefix(prefix: object) -> str:
-    """Return ``prefix`` if it is a str (``list``/``entries``)."""
-    if type(prefix) is not str:
-        raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
+    """Return ``prefix`` if it is a str of valid Unicode (``list``/``entries``): no key holds a
+    lone surrogate, and SQLite and Redis cannot even be asked about one."""
+    if type(prefix) is not str or not (prefix.isascii() or _utf8_ok(prefix)):
+        raise InvalidArgumentError(f"prefix must be a str of valid Unicode, got {prefix!r}")
     return prefix
 
 
 def check_filter(flt: object) -> dict[str, Any] | None:
-    """Return ``flt`` if it is ``None`` or a dict (``query``'s field-equality filter)."""
+    """Return ``flt`` if it is ``None`` or a dict (``query``'s field-equality filter) whose
+    str fields and values are valid Unicode (a lone surrogate has no JSON form to compare)."""
     if flt is not None and not isinstance(flt, dict):
         raise InvalidArgumentError(f"filter must be a dict or None, got {flt!r}")
+    for pair in (flt or {}).items():
+        for text in pair:
+            if type(text) is str and not (text.isascii() or _utf8_ok(text)):
+                raise InvalidArgumentError(
+                    f"filter holds {text!r}, not valid Unicode (a lone surrogate)"
+                )
     return flt
 
 

@@ -93,3 +93,26 @@ async def test_the_largest_log_caps_are_accepted_everywhere(store: Store) -> Non
     stored = await store.append("ns", {"a": 1})
     await store.flush()
     assert await store.query("ns") == [stored]
+
+
+@pytest.mark.parametrize(
+    "flt", [{"x": "\ud800"}, {"\udfff": "a"}, {"x": "ok\udc00"}, {"\ud83d": None}]
+)
+async def test_a_filter_with_a_lone_surrogate_is_refused_typed(
+    store: Store, flt: dict[str, str]
+) -> None:
+    await store.append("ns", {"x": "a"})
+    with pytest.raises(InvalidArgumentError):
+        await store.query("ns", filter=flt)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("prefix", ["\ud800", "user:\udfff"])
+async def test_a_list_prefix_with_a_lone_surrogate_is_refused_typed(
+    store: Store, prefix: str
+) -> None:
+    await store.set("ns", "user:1", 1)
+    with pytest.raises(InvalidArgumentError):
+        await store.list("ns", prefix)
+    with pytest.raises(InvalidArgumentError):
+        await store.entries("ns", prefix)
+    assert await store.list("ns", "user:") == ["user:1"]
