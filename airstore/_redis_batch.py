@@ -83,6 +83,9 @@ if cur then
     return redis.error_reply('AIRSTORE_NOT_COUNTER value at the key is not a RedisStore value')
   end
   local h = string.sub(cur, 1, sep - 1)
+  if h ~= '' and not tonumber(h) then
+    return redis.error_reply('AIRSTORE_NOT_COUNTER value at the key is not a RedisStore value')
+  end
   if h == '' or tonumber(h) > now then
     head = h
     local body = string.sub(cur, sep + 1)

@@ -57,7 +57,15 @@ def decode_value(payload: bytes, now: float, where: str) -> tuple[bool, Any]:
 
 
 def translate(exc: rex.RedisError, where: str, action: str) -> AirstoreError:
-    """Map a redis-py error to a :class:`StorageIOError` with a message that says what failed."""
+    """Map a redis-py error to a :class:`StorageIOError` with a message that says what failed
+    (:class:`CorruptDataError` when a key under the prefix holds another type of value: a key
+    RedisStore did not write, e.g. another application's)."""
+    if str(exc).startswith("WRONGTYPE"):
+        return CorruptDataError(
+            f"redis {action} at {where} failed: a key under the prefix holds a value of another "
+            f"type, not written by RedisStore (another application's key?): {exc}",
+            path=where,
+        )
     if isinstance(exc, rex.ReadOnlyError):
         why = "the server is a read-only replica"
     elif isinstance(exc, rex.OutOfMemoryError) or str(exc).startswith("OOM"):
