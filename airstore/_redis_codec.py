@@ -15,9 +15,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import orjson
 from redis import exceptions as rex
 
-from airstore.errors import AirstoreError, CorruptDataError, StorageIOError
+from airstore.errors import (
+    AirstoreError,
+    CorruptDataError,
+    InvalidArgumentError,
+    StorageIOError,
+)
 
 __all__ = [
+    "check_db_path",
     "decode_value",
     "encode_value_payload",
     "escape_glob",
@@ -77,6 +83,21 @@ def translate(exc: rex.RedisError, where: str, action: str) -> AirstoreError:
     else:
         why = "the server refused the command"
     return StorageIOError(f"redis {action} at {where} failed: {why}: {exc}", path=where)
+
+
+def check_db_path(url: str) -> None:
+    """Refuse a ``redis://host/<db>`` whose db is not a number: redis-py ignores such a path
+    and connects to db 0, so a typo would read and write another database.
+
+    Raises:
+        InvalidArgumentError: naming the URL's path.
+    """
+    parts = urlsplit(url)
+    db = parts.path.strip("/")
+    if parts.scheme in ("redis", "rediss") and db and not (db.isascii() and db.isdigit()):
+        raise InvalidArgumentError(
+            f"bad redis URL: the path {parts.path!r} must be a database number (redis://host:port/0)"
+        )
 
 
 def split_prefix(url: str) -> tuple[str, str | None]:

@@ -22,6 +22,7 @@ from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
 from airstore._redis_batch import command, outcomes, plan
 from airstore._redis_codec import (
+    check_db_path,
     decode_value,
     encode_value_payload,
     escape_glob,
@@ -124,6 +125,7 @@ class RedisStore(RedisOps, StoreBase):
         if max_log_entries is not None and max_log_entries <= 0:
             raise InvalidArgumentError("max_log_entries must be positive or None")
         url, url_prefix = split_prefix(url)
+        check_db_path(url)
         self._default_ttl = check_ttl(default_ttl)
         self._clock = clock
         self._prefix = url_prefix if url_prefix is not None and prefix == DEFAULT_PREFIX else prefix

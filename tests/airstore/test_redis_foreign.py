@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from airstore import CorruptDataError, InvalidValueError, RedisStore
+from airstore import (
+    CorruptDataError,
+    InvalidArgumentError,
+    InvalidValueError,
+    RedisStore,
+    create_storage,
+)
 from tests.redis_server import RedisServer, unique_prefix
 
 pytestmark = pytest.mark.redis
@@ -52,3 +58,26 @@ async def test_incr_of_a_foreign_string_is_refused_like_any_non_counter(
     with pytest.raises(InvalidValueError):
         await rs.incr("ns", "c")
     assert await raw.get(rs._kv_key("ns", "c")) == payload
+
+
+@pytest.mark.parametrize("path", ["/x", "/O", "/1x", "/db1", "/²"])
+async def test_a_redis_url_whose_db_is_not_a_number_is_refused(
+    redis_server: RedisServer, path: str
+) -> None:
+    url = f"redis://127.0.0.1:{redis_server.port}{path}"
+    with pytest.raises(InvalidArgumentError):
+        await create_storage(url)
+    with pytest.raises(InvalidArgumentError):
+        RedisStore(url + "?prefix=p:")
+
+
+@pytest.mark.parametrize("path", ["", "/", "/0", "/3"])
+async def test_a_redis_url_with_a_db_number_or_none_opens(
+    redis_server: RedisServer, path: str
+) -> None:
+    store = await create_storage(
+        f"redis://127.0.0.1:{redis_server.port}{path}?prefix={unique_prefix()}"
+    )
+    async with store:
+        await store.set("ns", "k", 1)
+        assert await store.get("ns", "k") == 1
