@@ -41,7 +41,7 @@ return #KEYS
 # so the script tracks that id and uses "*", the next free id, for those.
 XADD_SCRIPT = """#!lua
 local key = KEYS[1]
-local top = -1
+local top = 0  -- no id below 0-1 exists: a negative _ts takes '*' even on an empty stream
 local info = redis.pcall('XINFO', 'STREAM', key)
 if type(info) == 'table' and not info.err then
   for i = 1, #info, 2 do
@@ -83,6 +83,9 @@ if cur then
     return redis.error_reply('AIRSTORE_NOT_COUNTER value at the key is not a RedisStore value')
   end
   local h = string.sub(cur, 1, sep - 1)
+  if h ~= '' and not tonumber(h) then
+    return redis.error_reply('AIRSTORE_NOT_COUNTER value at the key is not a RedisStore value')
+  end
   if h == '' or tonumber(h) > now then
     head = h
     local body = string.sub(cur, sep + 1)

@@ -15,9 +15,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import orjson
 from redis import exceptions as rex
 
-from airstore.errors import AirstoreError, CorruptDataError, StorageIOError
+from airstore.errors import (
+    AirstoreError,
+    CorruptDataError,
+    InvalidArgumentError,
+    StorageIOError,
+)
 
 __all__ = [
+    "check_db_path",
     "decode_value",
     "encode_value_payload",
     "escape_glob",
@@ -57,7 +63,15 @@ def decode_value(payload: bytes, now: float, where: str) -> tuple[bool, Any]:
 
 
 def translate(exc: rex.RedisError, where: str, action: str) -> AirstoreError:
-    """Map a redis-py error to a :class:`StorageIOError` with a message that says what failed."""
+    """Map a redis-py error to a :class:`StorageIOError` with a message that says what failed
+    (:class:`CorruptDataError` when a key under the prefix holds another type of value: a key
+    RedisStore did not write, e.g. another application's)."""
+    if str(exc).startswith("WRONGTYPE"):
+        return CorruptDataError(
+            f"redis {action} at {where} failed: a key under the prefix holds a value of another "
+            f"type, not written by RedisStore (another application's key?): {exc}",
+            path=where,
+        )
     if isinstance(exc, rex.ReadOnlyError):
         why = "the server is a read-only replica"
     elif isinstance(exc, rex.OutOfMemoryError) or str(exc).startswith("OOM"):
@@ -69,6 +83,21 @@ def translate(exc: rex.RedisError, where: str, action: str) -> AirstoreError:
     else:
         why = "the server refused the command"
     return StorageIOError(f"redis {action} at {where} failed: {why}: {exc}", path=where)
+
+
+def check_db_path(url: str) -> None:
+    """Refuse a ``redis://host/<db>`` whose db is not a number: redis-py ignores such a path
+    and connects to db 0, so a typo would read and write another database.
+
+    Raises:
+        InvalidArgumentError: naming the URL's path.
+    """
+    parts = urlsplit(url)
+    db = parts.path.strip("/")
+    if parts.scheme in ("redis", "rediss") and db and not (db.isascii() and db.isdigit()):
+        raise InvalidArgumentError(
+            f"bad redis URL: the path {parts.path!r} must be a database number (redis://host:port/0)"
+        )
 
 
 def split_prefix(url: str) -> tuple[str, str | None]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import zlib
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from airstore._atomic import write_atomic
 from airstore._filenames import slot_files
 from airstore._format import FORMAT, check_version
 from airstore._gzseg import gz_chunks_newest_first
+from airstore._validate import MAX_COUNTER, MAX_TTL
 from airstore.errors import InvalidArgumentError
 
 __all__ = ["Retention", "apply_retention", "read_retention", "retention_path", "write_retention"]
@@ -30,6 +30,8 @@ __all__ = ["Retention", "apply_retention", "read_retention", "retention_path", "
 logger = logging.getLogger(__name__)
 
 MIN_ROTATE_BYTES = 64 * 1024
+MAX_LOG_BYTES = MAX_COUNTER
+"""The largest ``max_bytes`` cap (8 PiB): SQLite and Redis take no larger number in a trim."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,20 +46,25 @@ class Retention:
         """Validate the caps the way every backend does.
 
         Raises:
-            InvalidArgumentError: a cap that is not a positive finite number (or None).
+            InvalidArgumentError: a cap that is not a positive finite number (or None), or
+                beyond the largest one (100 years, :data:`MAX_LOG_BYTES`).
         """
         if max_age is not None and (
             isinstance(max_age, bool)
             or not isinstance(max_age, int | float)
-            or not math.isfinite(max_age)
-            or max_age <= 0
-        ):
-            raise InvalidArgumentError(f"max_age must be positive seconds or None, got {max_age!r}")
-        if max_bytes is not None and (
-            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0
+            or not 0 < max_age <= MAX_TTL  # also NaN, ±inf (math.isfinite(10**400) raises)
         ):
             raise InvalidArgumentError(
-                f"max_bytes must be a positive int or None, got {max_bytes!r}"
+                f"max_age must be positive seconds up to {MAX_TTL:.0f} (100 years) or None, "
+                f"got {max_age!r}"
+            )
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool)
+            or not isinstance(max_bytes, int)
+            or not 0 < max_bytes <= MAX_LOG_BYTES
+        ):
+            raise InvalidArgumentError(
+                f"max_bytes must be a positive int up to 2**53 - 1 or None, got {max_bytes!r}"
             )
         return cls(None if max_age is None else float(max_age), max_bytes)
 

@@ -11,7 +11,7 @@ from typing import Any
 import aiosqlite
 import orjson
 
-from airstore._validate import matches
+from airstore._validate import MAX_TS, MIN_TS, matches
 from airstore.errors import AirstoreError, CorruptDataError, ReadOnlyStoreError, StorageIOError
 
 __all__ = [
@@ -116,7 +116,9 @@ def filter_sql(flt: dict[str, Any] | None) -> tuple[list[str], list[Any], bool]:
         elif isinstance(value, str):
             conds.append("json_type(body, ?) = 'text' AND json_extract(body, ?) = ?")
             params.extend((path, path, value))
-        elif isinstance(value, bool | int | float):
+        elif isinstance(value, bool | float) or (
+            isinstance(value, int) and MIN_TS <= value <= MAX_TS  # SQLite binds 64 bits only
+        ):
             conds.append("json_extract(body, ?) = ?")
             params.extend((path, int(value) if isinstance(value, bool) else value))
         else:

@@ -23,7 +23,9 @@ __all__ = [
     "JSON_OPTS",
     "MAX_COUNTER",
     "MAX_KEY_LENGTH",
+    "MAX_TS",
     "MAX_TTL",
+    "MIN_TS",
     "RESERVED_SUFFIX",
     "check_by",
     "check_counter",
@@ -34,6 +36,7 @@ __all__ = [
     "check_namespace",
     "check_prefix",
     "check_ttl",
+    "clamp_window",
     "encode_entry",
     "encode_value",
     "matches",
@@ -50,6 +53,9 @@ MAX_TTL = 100 * 365 * 86400.0
 """The longest TTL in seconds (100 years): beyond it expiry times stop being exact everywhere."""
 MAX_COUNTER = 2**53 - 1
 """Counters (``incr``) stay within ±MAX_COUNTER on every backend (exact in a double, Redis Lua)."""
+MIN_TS, MAX_TS = -(2**63), 2**63 - 1
+"""A log entry's ``_ts`` (epoch ms) fits a signed 64-bit integer on every backend (SQLite's
+INTEGER column); ``limit``/``offset`` beyond ``MAX_TS`` mean "all"."""
 
 # Refuse what is not plain JSON instead of letting orjson quietly serialize it.
 JSON_OPTS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -216,16 +222,24 @@ def check_counter(ns: str, key: str, current: object, by: int) -> int:
 
 
 def check_prefix(prefix: object) -> str:
-    """Return ``prefix`` if it is a str (``list``/``entries``)."""
-    if type(prefix) is not str:
-        raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
+    """Return ``prefix`` if it is a str of valid Unicode (``list``/``entries``): no key holds a
+    lone surrogate, and SQLite and Redis cannot even be asked about one."""
+    if type(prefix) is not str or not (prefix.isascii() or _utf8_ok(prefix)):
+        raise InvalidArgumentError(f"prefix must be a str of valid Unicode, got {prefix!r}")
     return prefix
 
 
 def check_filter(flt: object) -> dict[str, Any] | None:
-    """Return ``flt`` if it is ``None`` or a dict (``query``'s field-equality filter)."""
+    """Return ``flt`` if it is ``None`` or a dict (``query``'s field-equality filter) whose
+    str fields and values are valid Unicode (a lone surrogate has no JSON form to compare)."""
     if flt is not None and not isinstance(flt, dict):
         raise InvalidArgumentError(f"filter must be a dict or None, got {flt!r}")
+    for pair in (flt or {}).items():
+        for text in pair:
+            if type(text) is str and not (text.isascii() or _utf8_ok(text)):
+                raise InvalidArgumentError(
+                    f"filter holds {text!r}, not valid Unicode (a lone surrogate)"
+                )
     return flt
 
 
@@ -268,6 +282,15 @@ def to_epoch_ms(bound: TimeBound) -> int | None:
             f"time bound must be a datetime or epoch milliseconds, got {bound!r}"
         )
     return int(bound)
+
+
+def clamp_window(lo: int | None, hi: int | None) -> tuple[int | None, int | None] | None:
+    """Bring epoch-ms query bounds into the ``_ts`` range (SQLite and Redis take no larger
+    number), keeping their meaning: ``None`` when no entry can lie in ``[lo, hi)``, a bound
+    every ``_ts`` passes becomes ``None``."""
+    if (lo is not None and lo > MAX_TS) or (hi is not None and hi <= MIN_TS):
+        return None
+    return (None if lo is None or lo <= MIN_TS else lo), (None if hi is None or hi > MAX_TS else hi)
 
 
 def matches(entry: Entry, flt: dict[str, Any] | None) -> bool:

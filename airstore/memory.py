@@ -38,6 +38,7 @@ __all__ = ["MemoryStore"]
 _dumps = orjson.dumps
 
 _MISSING: Any = object()
+_MIN_COMPACT = 1024  # heap entries never compacted below
 _N = ord("n")  # every ``null`` holds this byte
 # One namespace: (values by key, expiry in clock seconds by key for the keys that have one).
 # Values sit in the dict directly, not in a (value, expiry) tuple: a long-lived tuple per key
@@ -78,6 +79,7 @@ class MemoryStore(StoreBase):
         self._retention: dict[str, Retention] = {}
         self._sizes: dict[str, deque[int]] = {}  # encoded bytes per entry, for byte caps
         self._expiry: list[tuple[float, str, str]] = []
+        self._compact_at = _MIN_COMPACT  # heap size that triggers _compact_expiry
         self._closed = False
         _exit.track(self)
 
@@ -162,6 +164,18 @@ class MemoryStore(StoreBase):
         (which sweeps and clears other expiries)."""
         heapq.heappush(self._expiry, (expire_at, ns, key))
         self._plain.clear()
+        if len(self._expiry) > self._compact_at:
+            self._compact_expiry()
+
+    def _compact_expiry(self) -> None:
+        """Rebuild the heap from the live expiries: a key set again with a TTL (or deleted)
+        leaves its old entry behind until that time comes, so one session key refreshed on
+        every call would otherwise grow the heap by an entry per call for as long as its TTL.
+        Rebuilt when it doubles, so each push costs O(1) amortized."""
+        heap = [(at, ns, key) for ns, (_, exp) in self._kv.items() for key, at in exp.items()]
+        heapq.heapify(heap)
+        self._expiry = heap
+        self._compact_at = max(_MIN_COMPACT, 2 * len(heap))
 
     def _space(self, ns: str) -> _Space:
         """The namespace's dicts, created on first use (the slow path of every write)."""

@@ -22,6 +22,7 @@ from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
 from airstore._redis_batch import command, outcomes, plan
 from airstore._redis_codec import (
+    check_db_path,
     decode_value,
     encode_value_payload,
     escape_glob,
@@ -38,6 +39,7 @@ from airstore._validate import (
     check_namespace,
     check_prefix,
     check_ttl,
+    clamp_window,
     encode_value,
     matches,
     needle,
@@ -123,6 +125,7 @@ class RedisStore(RedisOps, StoreBase):
         if max_log_entries is not None and max_log_entries <= 0:
             raise InvalidArgumentError("max_log_entries must be positive or None")
         url, url_prefix = split_prefix(url)
+        check_db_path(url)
         self._default_ttl = check_ttl(default_ttl)
         self._clock = clock
         self._prefix = url_prefix if url_prefix is not None and prefix == DEFAULT_PREFIX else prefix
@@ -369,9 +372,12 @@ class RedisStore(RedisOps, StoreBase):
         self._ensure_open()
         check_namespace(ns)
         limit, offset = check_limits(limit, offset)
-        lo, hi = to_epoch_ms(since), to_epoch_ms(until)
+        window = clamp_window(to_epoch_ms(since), to_epoch_ms(until))
         filter = check_filter(filter)
-        if limit == 0 or (hi is not None and (hi <= 0 or (lo is not None and lo >= hi))):
+        if limit == 0 or window is None:
+            return []
+        lo, hi = window  # stream ids take no number beyond 64 bits
+        if hi is not None and (hi <= 0 or (lo is not None and lo >= hi)):
             return []
         upper = "+" if hi is None else f"({hi}-0"
         lower = "-" if lo is None or lo <= 0 else f"{lo}-0"

@@ -39,12 +39,14 @@ from airstore._sqlite_sql import (
     translate,
 )
 from airstore._validate import (
+    MAX_TS,
     check_filter,
     check_key,
     check_limits,
     check_namespace,
     check_prefix,
     check_ttl,
+    clamp_window,
     encode_value,
     to_epoch_ms,
 )
@@ -413,13 +415,14 @@ class SqliteStore(SqliteOps, StoreBase):
         """
         check_namespace(ns)
         limit, offset = check_limits(limit, offset)
-        lo, hi = to_epoch_ms(since), to_epoch_ms(until)
+        window = clamp_window(to_epoch_ms(since), to_epoch_ms(until))
         filter = check_filter(filter)
-        if limit == 0:
+        if limit == 0 or window is None or offset > MAX_TS:
             return []
-        sql, args, exact = log_query(ns, lo, hi, filter)
+        sql, args, exact = log_query(ns, *window, filter)
         if exact:
-            rows = await self._read(sql + " LIMIT ? OFFSET ?", (*args, limit, offset))
+            page = (*args, min(limit, MAX_TS), offset)  # SQLite binds 64-bit integers only
+            rows = await self._read(sql + " LIMIT ? OFFSET ?", page)
             return [self._decode(row[0], ns) for row in rows]
         try:
             return await filtered_rows(
