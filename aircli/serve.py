@@ -120,7 +120,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--otel",
         action="store_true",
-        help="export calls over OTLP (also on when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
+        help="export calls over OTLP (also on when OTEL_EXPORTER_OTLP_*ENDPOINT is set)",
     )
     parser.set_defaults(func=_run)
 

@@ -16,9 +16,10 @@ TRANSPORT_ENV = "MCP_TRANSPORT"
 
 
 def request_state_key(environ: Mapping[str, str] | None = None) -> bytes | None:
-    """The ``requestState`` signing secret from the environment, or ``None`` when unset."""
+    """The ``requestState`` signing secret from the environment, or ``None`` when unset (or
+    only spaces: an empty value counts as unset, as for every variable)."""
     value = (os.environ if environ is None else environ).get(REQUEST_STATE_KEY_ENV, "")
-    return value.encode("utf-8") if value else None
+    return value.encode("utf-8") if value.strip() else None
 
 
 def forced_transport(environ: Mapping[str, str] | None = None) -> str | None:

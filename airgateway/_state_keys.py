@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 from collections.abc import Sequence
 
-from aircore.settings import REQUEST_STATE_KEY_ENV
+from aircore.settings import REQUEST_STATE_KEY_ENV, request_state_key
 from airgateway.config import ServerConfig
 
 __all__ = ["request_state_keys"]
@@ -28,7 +27,7 @@ def request_state_keys(servers: Sequence[ServerConfig], warnings: list[str]) -> 
         The key to give each stdio server's processes, by server name.
     """
     keys: dict[str, str] = {}
-    inherited = bool(os.environ.get(REQUEST_STATE_KEY_ENV, "").strip())
+    inherited = request_state_key() is not None
     by_name: dict[str, list[ServerConfig]] = {}
     for server in servers:
         if server.transport == "stdio":

@@ -102,3 +102,10 @@ def test_a_target_that_names_no_server_file_is_one_line_naming_the_problem_and_e
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"air serve: {said}")
+
+
+def test_serve_and_gateway_help_name_every_endpoint_variable_that_turns_otel_on() -> None:
+    # docs/export.md: the base endpoint or a per-signal one (…_TRACES_…, …_METRICS_…) turns
+    # export on; `air serve --help` named only the base one
+    for command in ("serve", "gateway"):
+        assert "also on when OTEL_EXPORTER_OTLP_*ENDPOINT is set" in _help(command)

@@ -114,4 +114,5 @@ def test_input_responses_must_be_an_object_of_objects(params: dict[str, Any], ok
 def test_the_signing_key_comes_from_the_environment() -> None:
     assert request_state_key({}) is None
     assert request_state_key({REQUEST_STATE_KEY_ENV: ""}) is None
+    assert request_state_key({REQUEST_STATE_KEY_ENV: "  "}) is None  # empty counts as unset
     assert request_state_key({REQUEST_STATE_KEY_ENV: "s3cret"}) == b"s3cret"
