@@ -15,6 +15,7 @@ import logging
 import os
 import zlib
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import orjson
 
@@ -31,7 +32,8 @@ logger = logging.getLogger(__name__)
 
 MIN_ROTATE_BYTES = 64 * 1024
 MAX_LOG_BYTES = MAX_COUNTER
-"""The largest ``max_bytes`` cap (8 PiB): SQLite and Redis take no larger number in a trim."""
+"""The largest ``max_bytes`` cap (2**53 - 1 bytes, 8 PiB); larger ones are refused on every
+backend."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +109,22 @@ def read_retention(root: str, ns: str) -> Retention | None:
     if not isinstance(doc, dict):
         return None
     check_version(doc.get("format"), path)
+    # A cap beyond today's largest was accepted by earlier releases: it reads as the largest
+    # (as good as none), never as "no caps at all", which would drop the other cap with it.
+    max_age, max_bytes = doc.get("max_age"), doc.get("max_bytes")
+    if _is_number(max_age) and max_age > MAX_TTL:
+        max_age = MAX_TTL
+    if _is_number(max_bytes) and max_bytes > MAX_LOG_BYTES:
+        max_bytes = MAX_LOG_BYTES
     try:
-        return Retention.checked(doc.get("max_age"), doc.get("max_bytes"))
-    except InvalidArgumentError:
+        return Retention.checked(max_age, max_bytes)
+    except InvalidArgumentError as exc:
+        logger.warning("airstore: ignoring the unusable log caps in %s: %s", path, exc)
         return None
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _newest_ts(path: str) -> int | None:

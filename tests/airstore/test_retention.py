@@ -13,6 +13,8 @@ import pytest
 
 from airstore import FileStore, InvalidArgumentError, Store
 from airstore._recovery import check_directory
+from airstore._retention import MAX_LOG_BYTES, Retention, read_retention
+from airstore._validate import MAX_TTL
 from tests.airstore.backends import BACKENDS, FakeClock
 
 BAD_CAPS = [
@@ -155,3 +157,23 @@ async def test_a_compression_cut_short_leaves_no_duplicate_and_is_finished_later
         await store.flush()  # the writer of that slot finishes what was left
         assert all(n.endswith(".gz") for n in _logs(tmp_path)[:-1])
         assert await _entries(store) == list(range(3_000, -1, -1))
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        (b'"max_age":35.0,"max_bytes":1152921504606846976', Retention(35.0, MAX_LOG_BYTES)),
+        (b'"max_age":1e300,"max_bytes":1000000', Retention(MAX_TTL, 1_000_000)),
+        (b'"max_age":-1,"max_bytes":1000000', None),  # unusable: logged, no caps
+    ],
+)
+def test_caps_an_earlier_release_stored_beyond_todays_largest_still_hold(
+    tmp_path: Path, stored: bytes, expected: Retention | None
+) -> None:
+    """The previous release accepted caps over today's largest: read as the largest, they must
+    not make the file read as "no caps" and drop the other cap stored beside them (every
+    reader of stored caps, the retention pass, recovery and each log, goes through here)."""
+    (tmp_path / "log.retention.json").write_bytes(
+        b'{"airstore":"retention","format":1,' + stored + b"}"
+    )
+    assert read_retention(str(tmp_path), "log") == expected
