@@ -40,12 +40,26 @@ _RESTARTED = "notifications/tools/list_changed"
 def _kill_group(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL) -> None:
     """Signal the child's whole process group (it leads one: ``start_new_session``), so a
     wrapper's own children (``npx``, ``uv run``, ``sh -c``) go too: one left behind keeps the
-    stdout pipe open, and with it the reader, the transport and the process itself."""
+    stdout pipe open, and with it the reader, the transport and the process itself.
+
+    Once the child is reaped its pid is free, but the kernel hands it out again only when no
+    process group of that number is left: a live process with that pid means our group is
+    gone, and the group of that number (if any) belongs to someone else — never signalled."""
+    if proc.returncode is not None:
+        try:
+            os.kill(proc.pid, 0)
+        except ProcessLookupError:
+            pass  # nobody has the pid: a group of that number can only be ours
+        except PermissionError:
+            return  # another user's process has the pid now
+        else:
+            return  # another process of ours has the pid now
     try:
         os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):  # the group is gone (or was never ours)
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(sig)
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
 
 
 class StdioUpstream:
