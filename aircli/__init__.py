@@ -130,11 +130,13 @@ _PIPE_CLOSED_EXIT = 128 + 13
 
 
 def _stdout_reader_gone() -> bool:
-    """Whether stdout is a pipe whose reading end is closed."""
+    """Whether stdout is a pipe or socket whose reading end is closed (Linux reports POLLERR
+    for it, BSD and macOS POLLHUP)."""
     try:
         poller = select.poll()
-        poller.register(sys.stdout.fileno(), 0)  # POLLERR is reported whatever is asked for
-        return any(event & select.POLLERR for _, event in poller.poll(0))
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        gone = select.POLLERR | select.POLLHUP
+        return any(event & gone for _, event in poller.poll(0))
     except (OSError, ValueError, AttributeError):  # no real stdout (replaced, closed)
         return False
 
