@@ -388,10 +388,9 @@ class McpEndpoint:
         if is_modern:
             conn = Connection(transport="tcp")
             route_headers: dict[str, str] | None = headers
-        elif method == "initialize":
+        elif method == "initialize":  # the session opens once the answer is a success
             new_sid = uuid.uuid4().hex
             conn = Connection(transport="tcp", session_id=new_sid)
-            self.sessions.open(new_sid, conn)
             extra.append((b"mcp-session-id", new_sid.encode()))
             route_headers = None
         else:
@@ -498,22 +497,26 @@ class McpEndpoint:
             if headers is not None:
                 return  # 2026-07-28: the client closed its POST; nobody is left to answer
             response = cancelled_response(message["id"])  # legacy: the POST is still open
-        self._unless_refused(message, conn, response, extra)
+        self._settle_initialize(message, conn, response, extra)
         await self._json(send, response, None, extra)
 
-    def _unless_refused(
+    def _settle_initialize(
         self,
         message: dict[str, Any],
         conn: Connection,
         response: dict[str, Any],
         extra: list[tuple[bytes, bytes]],
     ) -> None:
-        """A refused ``initialize`` opens no session: drop the one opened for it and its
-        ``Mcp-Session-Id`` header (``extra``, changed in place) before the answer goes out."""
+        """Before an ``initialize`` answer goes out: a success opens its session (only then may
+        the table make room for it, ending another); a refusal opens none and loses its
+        ``Mcp-Session-Id`` header (``extra``, changed in place)."""
         sid = conn.session_id
-        if message.get("method") == "initialize" and "error" in response and sid is not None:
-            self.sessions.close(sid)
+        if message.get("method") != "initialize" or sid is None or sid in self.sessions:
+            return
+        if "error" in response:
             extra[:] = [header for header in extra if header[0] != b"mcp-session-id"]
+        else:
+            self.sessions.open(sid, conn)
 
     async def _stream(
         self,
@@ -557,8 +560,7 @@ class McpEndpoint:
             if started:
                 await send({"type": "http.response.body", "body": b""})
             return
-        if not started:
-            self._unless_refused(message, conn, response, extra)
+        self._settle_initialize(message, conn, response, extra)
         if not started and _status_of(response) != 200:
             await self._json(send, response, None, extra)
             return

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import httpx
 
+from aircore import define_server
 from aircore.protocol.legacy import MAX_DECLARATION_BYTES
+from aircore.transports.http import McpEndpoint
 from tests.aircore.conftest import LIFECYCLE, HttpServer, serve_args
 
 
@@ -70,3 +72,34 @@ def test_a_refused_initialize_over_http_opens_no_session(tmp_path: Path) -> None
             assert "-32602" in answer.text
     finally:
         assert server.close() == 0
+
+
+async def test_a_refused_initialize_never_makes_room_by_ending_another_session() -> None:
+    """The session table is full (one session in use, one just opened): a refused
+    ``initialize`` must not end the newest client's session to make room for a session it
+    never gets."""
+    server = define_server(name="bounds", storage="memory://")
+    endpoint = McpEndpoint(server, max_sessions=2)
+    transport = httpx.ASGITransport(app=endpoint)
+    headers = {"content-type": "application/json", "accept": "application/json"}
+    info = {"name": "c", "version": "1"}
+
+    async def initialize(capabilities: object) -> httpx.Response:
+        params = {"protocolVersion": "2025-06-18", "capabilities": capabilities, "clientInfo": info}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+        return await http.post("/mcp", json=body, headers=headers)
+
+    async def ping(sid: str) -> int:
+        body = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        return (
+            await http.post("/mcp", json=body, headers={**headers, "mcp-session-id": sid})
+        ).status_code
+
+    async with server, httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        in_use = (await initialize({})).headers["mcp-session-id"]
+        assert await ping(in_use) == 200
+        newest = (await initialize({})).headers["mcp-session-id"]
+        refused = await initialize({"experimental": {"pad": "x" * MAX_DECLARATION_BYTES}})
+        assert refused.json()["error"]["code"] == -32602
+        assert await ping(newest) == 200
+        assert await ping(in_use) == 200
