@@ -33,7 +33,9 @@ MAX_OWN_SESSIONS = 10_000
 """Sessions one gateway process keeps open in the store; opening one more ends one of them
 (its client gets 404 and initializes again, as the spec has clients do): the oldest never used
 after its ``initialize`` first, else the least recently used, so a flood of ``initialize``
-calls cannot end the sessions clients are using (as aircore's own session table). Every
+calls cannot end the sessions clients are using (as aircore's own session table). "Used" is
+what this process saw: behind a load balancer, a session that opened here and is used only
+through another gateway process counts as unused here. Every
 ``initialize`` is stored for a day, so without a bound a client could grow the store (and a
 FileStore's memory) without limit."""
 MAX_CLIENT_NAME = 256

@@ -200,6 +200,6 @@ def _decoded(key: str, payload: bytes | None, now: float, where: str, *, want_li
         return False if want_live else None
     try:
         live, value = decode_value(payload, now, f"{where} {key!r}")
-    except CorruptDataError as exc:
-        return exc
+    except CorruptDataError as exc:  # a string RedisStore did not write: a delete removed it
+        return True if want_live else exc
     return live if want_live else value

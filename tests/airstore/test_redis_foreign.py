@@ -50,6 +50,15 @@ async def test_a_foreign_key_of_another_type_is_corrupt_data_and_is_left_alone(
     assert await raw.lrange(rs._log_key("jobs"), 0, -1) == [b"theirs"]
 
 
+async def test_a_delete_of_a_foreign_string_removes_it_and_says_so(
+    rs: RedisStore, raw: Any
+) -> None:
+    """GETDEL has removed it by the time its value turns out foreign: no error after the fact."""
+    await raw.set(rs._kv_key("ns", "s"), b"theirs-string")
+    assert await rs.delete("ns", "s") is True
+    assert await raw.exists(rs._kv_key("ns", "s")) == 0
+
+
 @pytest.mark.parametrize("payload", [b"\xff\xfe|7", b"soon|7", b"hello"])
 async def test_incr_of_a_foreign_string_is_refused_like_any_non_counter(
     rs: RedisStore, raw: Any, payload: bytes
