@@ -138,7 +138,7 @@ def parse_field(spec: str) -> Field:
     if len(parts) != 3 or not parts[2].strip():
         raise ValueError(f"{spec!r}: expected NAME:TYPE:DESCRIPTION")
     name, kind, description = (p.strip() for p in parts)
-    if not _FIELD_NAME.match(name):
+    if not _FIELD_NAME.fullmatch(name):
         raise ValueError(f"{spec!r}: field name {name!r} is not an identifier")
     found = _TYPE.match(kind)
     if found is None or found["base"] not in FIELD_TYPES:

@@ -148,9 +148,9 @@ def scaffold_tool(inputs: ScaffoldInputs, *, project: str | Path = ".",
             server module without the markers. Nothing is written in that case.
     """
     name, category = inputs.name, inputs.category
-    if not NAME_PATTERN.match(name):
+    if not NAME_PATTERN.fullmatch(name):
         raise ScaffoldError(f"tool name {name!r} must match {NAME_PATTERN.pattern}")
-    if not CATEGORY_PATTERN.match(category):
+    if not CATEGORY_PATTERN.fullmatch(category):
         raise ScaffoldError(f"category {category!r} must match {CATEGORY_PATTERN.pattern}")
     if inputs.read_only and inputs.destructive:
         raise ScaffoldError("a tool cannot be both read-only and destructive")

@@ -81,7 +81,7 @@ def plugin_name(plugin: Any) -> str:
     """
     meta = plugin_hook(plugin, "meta")
     name = meta.get("name") if isinstance(meta, Mapping) else getattr(meta, "name", None)
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise DefinitionError(
             f"plugin {plugin!r} needs meta.name: 1-128 characters of A-Za-z0-9_.@/- "
             f"starting with a letter or digit (got {name!r})"

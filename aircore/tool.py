@@ -185,7 +185,7 @@ def define_tool(
     Raises:
         DefinitionError: a bad name, params spec, schema, annotation or layer.
     """
-    if not isinstance(name, str) or not TOOL_NAME.match(name):
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
         raise DefinitionError(f"tool name {name!r} must be 1-128 characters of A-Za-z0-9_-.")
     if not callable(handler):
         raise DefinitionError(f"tool {name!r}: handler must be callable")
@@ -300,7 +300,7 @@ def tool_from_function(
         DefinitionError: a bad name, unresolvable hints, or a type with no JSON Schema.
     """
     tool_name = name or func.__name__
-    if not TOOL_NAME.match(tool_name):
+    if not TOOL_NAME.fullmatch(tool_name):
         raise DefinitionError(f"tool name {tool_name!r} must be 1-128 characters of A-Za-z0-9_-.")
     sig = read_signature(
         func, tool=tool_name, structured_output=False if output_schema else structured_output

@@ -159,7 +159,9 @@ def rule_near_duplicates(file: str, data: Data, config: GateConfig) -> Iterable[
 def rule_name_structure(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
     """The name has the project's structure (``category_service_action`` by default)."""
     name, category = data.get("name"), data.get("category_key")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name) or not isinstance(category, str):
+    if not isinstance(name, str) or not isinstance(category, str):
+        return
+    if not NAME_PATTERN.fullmatch(name):
         return
     if name in config.name_exceptions:
         return
@@ -176,7 +178,7 @@ def rule_name_structure(file: str, data: Data, config: GateConfig) -> Iterable[P
 def rule_interface_id(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
     """The name is not a legacy interface ID (that belongs in ``legacy_interface_id``)."""
     name = data.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         return
     legacy = data.get("legacy_interface_id")
     reason = interface_id_reason(name, legacy if isinstance(legacy, str) else None)

@@ -58,7 +58,7 @@ def rule_unknown_fields(file: str, data: Data, config: GateConfig) -> Iterable[P
 def rule_name(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
     """``name`` matches ``^[a-z][a-z0-9_]{2,63}$``."""
     name = data.get("name")
-    if "name" in data and (not isinstance(name, str) or not NAME_PATTERN.match(name)):
+    if "name" in data and (not isinstance(name, str) or not NAME_PATTERN.fullmatch(name)):
         yield _p(file, "name", f"{name!r} must match {NAME_PATTERN.pattern}", "name")
 
 

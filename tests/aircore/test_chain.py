@@ -268,7 +268,13 @@ async def test_plugin_lifecycle_runs_in_the_seed_order() -> None:
 
 @pytest.mark.parametrize(
     "plugin",
-    [{"meta": {}}, {"meta": {"name": ""}}, {"meta": {"name": "bad name!"}}, object()],
+    [
+        {"meta": {}},
+        {"meta": {"name": ""}},
+        {"meta": {"name": "bad name!"}},
+        {"meta": {"name": "cache\n"}},
+        object(),
+    ],
 )
 def test_plugin_without_a_valid_meta_name_is_rejected_at_registration(plugin: Any) -> None:
     with pytest.raises(DefinitionError):

@@ -14,6 +14,7 @@ from aircore import (
     define_server,
     define_tool,
 )
+from aircore.tool import tool_from_function
 
 
 def test_tool_listing_carries_annotations_title_meta_and_output_schema() -> None:
@@ -50,10 +51,13 @@ def test_tool_listing_carries_annotations_title_meta_and_output_schema() -> None
     }
 
 
-@pytest.mark.parametrize("name", ["", "has space", "x" * 129, "semi;colon"])
+@pytest.mark.parametrize("name", ["", "has space", "x" * 129, "semi;colon", "add\n"])
 def test_bad_tool_names_are_rejected(name: str) -> None:
+    """``add\n`` passed a ``re.match`` ending in ``$`` (it matches before a final newline)."""
     with pytest.raises(DefinitionError):
         define_tool(name, handler=lambda p: None)
+    with pytest.raises(DefinitionError):
+        tool_from_function(lambda: None, name=name)
 
 
 def test_unknown_annotation_and_bad_layer_are_rejected() -> None:
