@@ -23,6 +23,19 @@ def serve_args(target: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "aircli", "serve", target, *extra]
 
 
+def lifecycle_over_stdio(frames: list[bytes], events: Path) -> subprocess.CompletedProcess[bytes]:
+    """Feed ``frames`` (one per line) to the lifecycle server over stdio, then close its stdin;
+    what it answered is in ``stdout``."""
+    return subprocess.run(
+        serve_args(LIFECYCLE, "--transport", "stdio"),
+        input=b"\n".join(frames) + b"\n",
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "AIR_TEST_EVENTS": str(events)},
+        check=False,
+    )
+
+
 class HttpServer:
     """An ``air serve --transport http --port 0`` subprocess and its URL."""
 

@@ -5,13 +5,11 @@ unreadable frame, and the server keeps serving (a real ``air serve`` over stdio 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import httpx
 
-from tests.aircore.conftest import LIFECYCLE, HttpServer, serve_args
+from tests.aircore.conftest import LIFECYCLE, HttpServer, lifecycle_over_stdio
 
 
 def _deep_frame() -> bytes:
@@ -31,14 +29,7 @@ def test_over_stdio_the_deep_frame_is_a_parse_error_and_the_next_request_is_serv
                        "clientInfo": {"name": "c", "version": "1"}}}  # fmt: skip
     tools = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     frames = [json.dumps(init).encode(), _deep_frame(), json.dumps(tools).encode()]
-    done = subprocess.run(
-        serve_args(LIFECYCLE, "--transport", "stdio"),
-        input=b"\n".join(frames) + b"\n",
-        capture_output=True,
-        timeout=60,
-        env={**os.environ, "AIR_TEST_EVENTS": str(tmp_path / "events.txt")},
-        check=False,
-    )
+    done = lifecycle_over_stdio(frames, tmp_path / "events.txt")
     answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
     assert set(answers) == {0, 2, None}
     assert answers[None]["error"]["code"] == -32700  # a parse error has no id

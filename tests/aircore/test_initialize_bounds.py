@@ -5,8 +5,6 @@ each hold a whole request body."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import httpx
@@ -14,7 +12,7 @@ import httpx
 from aircore import define_server
 from aircore.protocol.legacy import MAX_DECLARATION_BYTES
 from aircore.transports.http import McpEndpoint
-from tests.aircore.conftest import LIFECYCLE, HttpServer, serve_args
+from tests.aircore.conftest import LIFECYCLE, HttpServer, lifecycle_over_stdio
 
 
 def _initialize(msg_id: int, capabilities: object, client_info: object) -> bytes:
@@ -43,14 +41,7 @@ def test_an_initialize_declaring_too_much_is_refused_and_a_normal_one_then_serve
         _initialize(4, {"experimental": {"n": 12345678901234567890123}}, {"name": "c"}),
         _initialize(5, {"experimental": {"deep": _nested(300)}}, {"name": "c"}),
     ]
-    done = subprocess.run(
-        serve_args(LIFECYCLE, "--transport", "stdio"),
-        input=b"\n".join(frames) + b"\n",
-        capture_output=True,
-        timeout=60,
-        env={**os.environ, "AIR_TEST_EVENTS": str(tmp_path / "events.txt")},
-        check=False,
-    )
+    done = lifecycle_over_stdio(frames, tmp_path / "events.txt")
     answers = sorted((json.loads(line) for line in done.stdout.splitlines()), key=lambda a: a["id"])
     # an integer beyond 64 bits or nesting orjson cannot write is no internal error (-32603)
     assert [a.get("error", {}).get("code") for a in answers] == [-32602, -32602, None, None, None]

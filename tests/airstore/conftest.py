@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 
 from airstore import Store
 from tests.airstore.backends import BACKENDS, Backend, FakeClock
@@ -47,3 +49,11 @@ def _stop_shared_redis() -> Iterator[None]:
 def redis_server() -> RedisServer:
     """The session's shared redis-server; give each test its own key prefix."""
     return shared_redis_server()
+
+
+@pytest.fixture
+async def raw(redis_server: RedisServer) -> AsyncIterator[Any]:
+    """A plain redis-py client on the shared server (another application's view of it)."""
+    client = aioredis.Redis.from_url(redis_server.url())
+    yield client
+    await client.aclose()

@@ -29,13 +29,6 @@ BOUND = 10.0  # seconds a failing call may take before the test calls it hung
 
 
 @pytest.fixture
-async def raw(redis_server: RedisServer) -> AsyncIterator[Any]:
-    client = aioredis.Redis.from_url(redis_server.url())
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
 async def rs(redis_server: RedisServer, clock: FakeClock) -> AsyncIterator[RedisStore]:
     async with RedisStore(redis_server.url(), prefix=unique_prefix(), clock=clock) as store:
         yield store

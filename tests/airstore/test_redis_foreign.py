@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 
 from airstore import (
     CorruptDataError,
@@ -18,13 +17,6 @@ from airstore import (
 from tests.redis_server import RedisServer, unique_prefix
 
 pytestmark = pytest.mark.redis
-
-
-@pytest.fixture
-async def raw(redis_server: RedisServer) -> AsyncIterator[Any]:
-    client = aioredis.Redis.from_url(redis_server.url())
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture
