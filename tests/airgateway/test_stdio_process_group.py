@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -40,12 +39,11 @@ def test_what_an_exited_wrapper_left_in_its_group_is_killed() -> None:
         await proc.wait()  # the wrapper exited and is reaped; its sleep lives on in the group
         assert _alive(orphan)
         _kill_group(proc)
+        async with asyncio.timeout(30):  # fails only on a hang: the sleep would hold it 60 s
+            assert await proc.stdout.read() == b""  # the pipe's last holder is gone
         return orphan
 
     orphan = uvloop.run(body())
-    deadline = time.monotonic() + 10
-    while _alive(orphan) and time.monotonic() < deadline:
-        time.sleep(0.02)  # not our child: polling its pid is the only signal we get
     assert not _alive(orphan)
 
 
