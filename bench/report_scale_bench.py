@@ -7,6 +7,7 @@ times, each in a fresh process (cold, as the command runs):
 
 - ``report``: ``air meter report --since all`` (and ``--since 7d``), peak RSS;
 - ``first view``: the dashboard's data module, first 7 d view (a fresh reader);
+- ``air store stats`` (baseline: keys counted through ``list``, every namespace kept);
 
 with the rollup read as it is now (cyclic GC paused while reading; the report command keeps it
 off for its one report) against the baseline, the same code with the pause defeated and the
@@ -43,6 +44,10 @@ import contextlib, gc, sys
 import airmeter.snapshot as s
 s._gc_paused = contextlib.nullcontext  # the read as before: the collector runs throughout
 gc.disable = lambda: None  # and the report command cannot turn it off
+from airstore._inspect import Inspection
+async def _count_keys(self, ns):  # stats as before: count through list(), keeping the namespace
+    return len(await self.list(ns))
+Inspection._count_keys = _count_keys
 """
 
 
@@ -120,6 +125,10 @@ def main() -> None:
             ("air meter report --since all", report.format(url, "all")),
             ("air meter report --since 7d", report.format(url, "7d")),
             ("dashboard first 7 d view", view.format(url)),
+            (
+                "air store stats",
+                f"from aircli import main; main(['store', 'stats', '--store', {url!r}])",
+            ),
         ]
         print(f"\n| cold, fresh process ({args.calls:,} calls) | baseline s | now s | now / baseline "
               "| peak RSS now (MB) |")  # fmt: skip
