@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import re
 import sys
 import time
@@ -86,6 +87,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _run(args: argparse.Namespace) -> int:
     chosen = store_location("air meter report", args.store, reading=True)
     args.store = chosen.url
+    # One report, then the process ends: the cyclic GC would only walk the millions of rollup
+    # objects it holds again and again (1.5 M rows over 30 days: ~11 s of a 21 s report).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         text = asyncio.run(_report(args))
     except (AirstoreError, AirmeterError, OSError, _NotFoundError) as exc:
@@ -94,6 +99,9 @@ def _run(args: argparse.Namespace) -> int:
         if hint:
             print(f"  hint: {hint}", file=sys.stderr)
         return 1
+    finally:
+        if collecting:
+            gc.enable()
     print(text)
     return 0
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+from collections.abc import Callable
 from typing import Any
 
+from airstore._kvspace import KVSpace
 from airstore._recovery import (
     CheckReport,
     Finding,
@@ -22,7 +24,11 @@ class Inspection:
     """Mixed into FileStore; relies on its ``path``, ``flush``, ``list`` and findings."""
 
     path: str
+    read_only: bool
     _findings: builtins.list[Finding]
+    _spaces: dict[str, KVSpace]
+    _loading: dict[str, asyncio.Future[KVSpace]]
+    _clock: Callable[[], float]
 
     def _ensure_open(self) -> None:
         raise NotImplementedError
@@ -64,9 +70,33 @@ class Inspection:
         """
         found: builtins.list[NamespaceStats] = await self._inspect(stats_directory)
         for item in found:
-            if item.has_kv:
-                item.keys = len(await self.list(item.namespace))
+            if not item.has_kv:
+                continue
+            ns = item.namespace
+            if self.read_only and ns not in self._spaces and ns not in self._loading:
+                item.keys = await self._count_keys(ns)
+            else:
+                item.keys = len(await self.list(ns))
         return found
+
+    async def _count_keys(self, ns: str) -> int:
+        """Live keys of a namespace this reader has not opened, read and let go: a reader
+        keeps every namespace it opens, so counting all of them through ``list`` held the whole
+        directory in memory (723 rollup namespaces of a 30-day history: 1.7 GB)."""
+        self._ensure_open()
+        space = KVSpace(self.path, ns, read_only=True, clock=self._clock, findings=[])
+        try:
+            await space.load_async()
+            space.refresh()  # what other writers appended since (as a reader's every look)
+            now = self._clock()
+            expires = space.expires
+            return sum(1 for k in space.items if (exp := expires.get(k)) is None or exp > now)
+        except OSError as exc:
+            raise StorageIOError(
+                f"I/O error in namespace {ns!r}: {exc}", namespace=ns, path=self.path
+            ) from exc
+        finally:
+            space.close()
 
     async def _inspect(self, fn: Any) -> Any:
         self._ensure_open()
