@@ -110,6 +110,13 @@ def _holdable(headers: list[tuple[bytes, bytes]]) -> bool:
     return length.isascii() and length.isdigit() and int(length) <= HIGH_WATER
 
 
+def _authority(host: bytes, port: int | None) -> bytes:
+    """``host[:port]`` of an absolute-form target, an IPv6 literal in brackets again."""
+    if b":" in host:
+        host = b"[" + host + b"]"
+    return host if port is None else host + b":%d" % port
+
+
 def _addr(info: Any) -> tuple[str, int] | None:
     if isinstance(info, tuple) and len(info) >= 2:
         return (str(info[0]), int(info[1]))
@@ -278,6 +285,10 @@ class Connection(asyncio.Protocol):
             except httptools.HttpParserInvalidURLError as exc:
                 raise _BadTargetError(url[:80]) from exc
             raw_path, query = parsed.path or b"/", parsed.query or b""
+            # RFC 9112 §3.2.2: the target's authority replaces the Host header, so the Host
+            # check sees the host the request is really for
+            self.headers = [(n, v) for n, v in self.headers if n != b"host"]
+            self.headers.append((b"host", _authority(parsed.host or b"", parsed.port)))
         path = raw_path.decode("utf-8", "replace")
         if "%" in path:
             path = unquote(path)
