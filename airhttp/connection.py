@@ -4,7 +4,8 @@ Requests are answered in order: a request that arrives while another is answered
 short pipeline (reading pauses meanwhile; past :data:`MAX_PIPELINE` the connection closes once
 the queued ones are answered). A request head must arrive within the header timeout and stay
 under the size cap (408 / 431); a started body must keep arriving (408 after the same time
-without a byte). Keep-alive connections idle past the idle timeout are closed. Timeouts are
+without a byte, or after the same time plus one second per :data:`MIN_BODY_RATE` bytes
+received). Keep-alive connections idle past the idle timeout are closed. Timeouts are
 enforced by the server's periodic sweep (:meth:`Connection.check`), not a timer per request.
 """
 
@@ -25,7 +26,7 @@ from airhttp.exchange import HIGH_WATER, Exchange
 from airhttp.types import Answer, ASGIApp, FastHandler
 from airhttp.wire import BAD_REQUEST, BUSY, HUGE, SERVER_ERROR, SLOW
 
-__all__ = ["LINGER", "MAX_PIPELINE", "Connection", "Site"]
+__all__ = ["LINGER", "MAX_PIPELINE", "MIN_BODY_RATE", "Connection", "Site"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,12 @@ LINGER = 2.0
 MAX_PIPELINE = 16
 """Requests queued behind the one being answered; past it the connection closes once those
 are answered (a client that pipelines must be ready to retry the rest, RFC 9112 §9.3.2)."""
+
+MIN_BODY_RATE = 500
+"""Bytes a second a request body must average once the header timeout has passed: a body
+has the header timeout plus one second per this many bytes received (Apache's
+``mod_reqtimeout`` rule), so a body trickled a byte at a time cannot hold a connection
+forever, while a large body on a slow link still arrives."""
 
 _ASGI = {"version": "3.0", "spec_version": "2.4"}
 _METHODS = {m.encode(): m for m in ("GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH")}
@@ -110,6 +117,13 @@ def _holdable(headers: list[tuple[bytes, bytes]]) -> bool:
     return length.isascii() and length.isdigit() and int(length) <= HIGH_WATER
 
 
+def _authority(host: bytes, port: int | None) -> bytes:
+    """``host[:port]`` of an absolute-form target, an IPv6 literal in brackets again."""
+    if b":" in host:
+        host = b"[" + host + b"]"
+    return host if port is None else host + b":%d" % port
+
+
 def _addr(info: Any) -> tuple[str, int] | None:
     if isinstance(info, tuple) and len(info) >= 2:
         return (str(info[0]), int(info[1]))
@@ -137,6 +151,10 @@ class Connection(asyncio.Protocol):
         self.idle_since = 0.0
         """Loop time the connection became idle after an answer (0: not idle)."""
         self.last_data = 0.0
+        self.body_of: Exchange | None = None
+        """The request whose body the sweep is timing (``None``: none yet, or reading paused)."""
+        self.body_since = 0.0
+        self.body_base = 0
         self.head_known = 0
         self.head_stream = 0
         self.completed_in_feed = False
@@ -278,6 +296,10 @@ class Connection(asyncio.Protocol):
             except httptools.HttpParserInvalidURLError as exc:
                 raise _BadTargetError(url[:80]) from exc
             raw_path, query = parsed.path or b"/", parsed.query or b""
+            # RFC 9112 §3.2.2: the target's authority replaces the Host header, so the Host
+            # check sees the host the request is really for
+            self.headers = [(n, v) for n, v in self.headers if n != b"host"]
+            self.headers.append((b"host", _authority(parsed.host or b"", parsed.port)))
         path = raw_path.decode("utf-8", "replace")
         if "%" in path:
             path = unquote(path)
@@ -581,12 +603,14 @@ class Connection(asyncio.Protocol):
                 self.transport.close()
         else:
             parsing = self.parsing
-            if (
-                parsing is not None
-                and parsing.more
-                and not self.reading_paused
-                and now - self.last_data > header_timeout
-            ):
+            if parsing is None or not parsing.more or self.reading_paused:
+                self.body_of = None  # a body's clock runs only while it is being read
+                return
+            if self.body_of is not parsing:  # first seen by the sweep: its clock starts
+                self.body_of, self.body_since, self.body_base = parsing, now, parsing.received
+            allowed = header_timeout + (parsing.received - self.body_base) / MIN_BODY_RATE
+            if now - self.last_data > header_timeout or now - self.body_since > allowed:
+                self.body_of = None
                 self.site.stats.body_timeouts += 1
                 current = self.current
                 self.cut(None if current is not None and current.sent_head else SLOW)

@@ -17,10 +17,12 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
+from dash import Dash
 from flask import Flask, Response, request
 
 from airhttp import Limits, bearer_token, is_loopback, token_ok
 from dashboard.app import DEFAULT_REFRESH_MS, create_app
+from dashboard.callback_body import callback_body_problem
 from dashboard.errors import DashboardError
 from dashboard.guard import HostOriginGuard, dashboard_policy
 from dashboard.ranges import DEFAULT_RANGE
@@ -61,6 +63,26 @@ def _install_token_check(server: Flask, token: str) -> None:
         if request.environ.get("air.set_cookie"):
             response.set_cookie(_COOKIE, token, httponly=True, samesite="Strict")
         return response
+
+
+def _install_callback_check(app: Dash) -> None:
+    """Answer 400 to a callback request Dash cannot dispatch (it would raise: 500 and a
+    traceback in the log for a client's mistake)."""
+    route = f"{app.config.routes_pathname_prefix}_dash-update-component"
+    server: Flask = app.server
+
+    @server.before_request
+    def _check() -> Response | None:
+        if request.method != "POST" or request.path != route:
+            return None
+        problem = callback_body_problem(request.get_json(silent=True), app.callback_map)
+        if problem is None:
+            return None
+        return Response(
+            f"400 Bad Request: not a callback request ({problem})\n",
+            status=400,
+            mimetype="text/plain",
+        )
 
 
 class DashboardServer:
@@ -114,6 +136,7 @@ class DashboardServer:
         )
         if token:
             _install_token_check(self.app.server, token)
+        _install_callback_check(self.app)
         flask_app = self.app.server
         flask_app.config["MAX_CONTENT_LENGTH"] = limits.max_body  # chunked bodies too (413)
         policy = dashboard_policy(

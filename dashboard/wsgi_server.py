@@ -6,12 +6,14 @@
   idle is the new one answered ``503`` with ``Retry-After`` and closed at once.
 - **Idle time**: a connection whose first request does not start within ``header_timeout``
   seconds, or whose next one (kept alive) does not within ``idle_timeout``, is closed.
-- **Request time**: a request's line, headers and declared (``Content-Length``) body must all
+- **Request time**: a request's line, headers and body (declared or chunked) must all
   arrive within ``header_timeout`` seconds of its first byte (of the connection's opening, for
   its first request). One watchdog thread shuts down a connection whose head is late, so a
   client sending one header byte a second ("slowloris") is cut off however slowly it trickles;
-  a late body is answered ``408`` and the connection closed. A ``Content-Length`` that is not
-  a decimal number is answered ``400``.
+  a late body is answered ``408`` and the connection closed. A chunked body is decoded and
+  read in whole under the same deadline (up to one byte past the body cap: the app answers
+  ``413``). A ``Content-Length`` that is not a decimal number, or a chunked body that is not
+  chunked coding, is answered ``400``.
 - **Reads and writes**: every socket operation times out after ``header_timeout`` seconds.
 """
 
@@ -49,6 +51,10 @@ _BAD_LENGTH = (
     b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
     b"Content-Length: 19\r\nConnection: close\r\n\r\nbad Content-Length\n"
 )
+_BAD_CHUNK = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+    b"Content-Length: 17\r\nConnection: close\r\n\r\nbad chunked body\n"
+)
 _WATCH_EVERY = 0.2
 _CHUNK = 64 * 1024
 
@@ -61,20 +67,25 @@ class _BadLengthError(Exception):
     """A ``Content-Length`` that is not a decimal number."""
 
 
+class _BadChunkError(_BadLengthError):
+    """A chunked body that is not chunked coding (a bad chunk size or terminator)."""
+
+
 class _Deadlines:
     """One watchdog thread that shuts down sockets whose deadline passed."""
 
     def __init__(self) -> None:
-        self._due: dict[socket.socket, float] = {}
+        self._due: dict[socket.socket, tuple[float, int]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="air-dashboard-deadlines")
         self._thread.daemon = True
         self._thread.start()
 
-    def arm(self, sock: socket.socket, seconds: float) -> None:
+    def arm(self, sock: socket.socket, seconds: float, how: int = socket.SHUT_RDWR) -> None:
+        """Shut ``sock`` down (``how``: both ways, or only reading) in ``seconds``."""
         with self._lock:
-            self._due[sock] = time.monotonic() + seconds
+            self._due[sock] = (time.monotonic() + seconds, how)
 
     def disarm(self, sock: socket.socket) -> None:
         with self._lock:
@@ -84,12 +95,12 @@ class _Deadlines:
         while not self._stop.wait(_WATCH_EVERY):
             now = time.monotonic()
             with self._lock:
-                late = [s for s, due in self._due.items() if due <= now]
-                for sock in late:
+                late = [(s, how) for s, (due, how) in self._due.items() if due <= now]
+                for sock, _how in late:
                     del self._due[sock]
-            for sock in late:
+            for sock, how in late:
                 with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)  # the handler's blocked read returns
+                    sock.shutdown(how)  # the handler's blocked read returns
 
     def close(self) -> None:
         self._stop.set()
@@ -125,7 +136,8 @@ class _Handler(WSGIRequestHandler):
             self.server.slow_bodies += slow
             with contextlib.suppress(OSError):
                 self.connection.settimeout(0.0)
-                self.connection.send(_SLOW if slow else _BAD_LENGTH)
+                bad = _BAD_CHUNK if isinstance(exc, _BadChunkError) else _BAD_LENGTH
+                self.connection.send(_SLOW if slow else bad)
         finally:
             self.server.deadlines.disarm(self.connection)
             self._requests += 1
@@ -152,8 +164,13 @@ class _Handler(WSGIRequestHandler):
         environ = super().make_environ()
         length = self.headers.get("Content-Length", "").strip(" \t")
         chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
-        if chunked or not length:
-            return environ  # werkzeug and the app bound a chunked body (413)
+        if chunked:
+            body = self._read_chunked(environ["wsgi.input"])
+            environ["wsgi.input"] = io.BytesIO(body)  # past the cap: the app answers 413
+            environ["CONTENT_LENGTH"] = str(len(body))
+            return environ
+        if not length:
+            return environ
         if not (length.isascii() and length.isdigit()):  # HTTP's 1*DIGIT, no "²", no sign
             raise _BadLengthError
         if int(length) > self.server.limits.max_body:
@@ -182,6 +199,40 @@ class _Handler(WSGIRequestHandler):
             with contextlib.suppress(OSError):
                 sock.settimeout(self.timeout)
         return b"".join(parts)
+
+    def _read_chunked(self, dechunked: Any) -> bytes:
+        """A chunked body, decoded, read in whole before the request's deadline (up to one
+        byte past the cap; then the connection closes after the answer)."""
+        sock = self.connection
+        cap = self.server.limits.max_body
+        parts: list[bytes] = []
+        got = 0
+        # the watchdog bounds the whole body (one read may wait on several socket reads); it
+        # shuts only the reading side, so the 408 can still be sent
+        self.server.deadlines.arm(sock, self._due - time.monotonic(), socket.SHUT_RD)
+        try:
+            while got <= cap:
+                remaining = self._due - time.monotonic()
+                if remaining <= 0:
+                    raise _SlowBodyError
+                sock.settimeout(remaining)
+                part = dechunked.read(min(_CHUNK, cap + 1 - got))
+                if time.monotonic() >= self._due:
+                    raise _SlowBodyError  # the watchdog cut the read short
+                if not part:
+                    return b"".join(parts)
+                parts.append(part)
+                got += len(part)
+            self.close_connection = True  # the rest of the body is never read
+            return b"".join(parts)
+        except OSError as exc:  # a timeout, the watchdog's shutdown, or a bad chunk
+            if isinstance(exc, TimeoutError) or time.monotonic() >= self._due:
+                raise _SlowBodyError from exc
+            raise _BadChunkError from exc
+        finally:
+            self.server.deadlines.disarm(sock)
+            with contextlib.suppress(OSError):
+                sock.settimeout(self.timeout)
 
     def parse_request(self) -> bool:
         parsed = super().parse_request()  # the request line and every header are in

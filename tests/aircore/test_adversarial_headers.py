@@ -36,8 +36,9 @@ def port() -> Iterator[int]:
         assert srv.close() == 0
 
 
-def _status(port: int, path: str, headers: dict[str, str]) -> int:
-    """One request on its own connection; the status code of the answer."""
+def _status(port: int, path: str, headers: dict[str, str], *, target: str = "") -> int:
+    """One request on its own connection (to ``target``, an absolute-form request target,
+    when given); the status code of the answer."""
     body = b""
     if path == "/mcp":
         frame = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
@@ -45,7 +46,7 @@ def _status(port: int, path: str, headers: dict[str, str]) -> int:
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "Mcp-Protocol-Version": V, "Mcp-Method": "server/discover",
                    **headers}  # fmt: skip
-    head = f"{'POST' if body else 'GET'} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    head = f"{'POST' if body else 'GET'} {target or path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
     head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
     head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as sock:
@@ -92,6 +93,19 @@ def test_every_route_refuses_a_rebound_host_or_a_foreign_origin_even_with_the_to
     assert _status(port, path, {**auth, "Host": f"attacker.example:{port}"}) == 421
     assert _status(port, path, {**auth, "Origin": "https://attacker.example"}) == 403
     assert _status(port, path, {**auth, "Origin": "null"}) == 403
+
+
+@pytest.mark.parametrize("path", ROUTES)
+def test_an_absolute_form_target_is_checked_by_its_own_host_not_the_host_header(
+    port: int, path: str
+) -> None:
+    # RFC 9112 §3.2.2: the target's authority wins over Host; it was ignored, so a request
+    # for attacker.example passed the DNS-rebinding check on the strength of its Host header
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for authority in (f"attacker.example:{port}", "attacker.example", f"localhost.evil.com:{port}"):
+        assert _status(port, path, auth, target=f"http://{authority}{path}") == 421, authority
+    for authority in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "LOCALHOST"):
+        assert _status(port, path, auth, target=f"http://{authority}{path}") == 200, authority
 
 
 @pytest.mark.parametrize(

@@ -85,6 +85,26 @@ def test_a_body_that_stops_arriving_is_cut_off(srv: Served) -> None:
     assert srv.server.stats.body_timeouts == before + 1
 
 
+def test_a_body_trickled_a_byte_at_a_time_is_cut_off(srv: Served) -> None:
+    # a byte every 50 ms never stops arriving for the header timeout, so the body once held
+    # its connection as long as the client liked (a slowloris on the body)
+    before = srv.server.stats.body_timeouts
+    with srv.connect() as sock:
+        sock.sendall(
+            request("POST", "/echo", length=False)[:-2] + b"Content-Length: 100000\r\n\r\n"
+        )
+        cut_while_trickling = False
+        for _ in range(400):  # 20 s of trickling: a bound that only a server that never cuts hits
+            readable, _, _ = select.select([sock], [], [], 0.05)
+            if readable:
+                cut_while_trickling = True  # the server answered (and hangs up)
+                break
+            sock.sendall(b"x")
+        assert until_closed(sock).startswith(b"HTTP/1.1 408")
+        assert cut_while_trickling
+    assert srv.server.stats.body_timeouts == before + 1
+
+
 def test_the_server_still_answers_after_every_attack(srv: Served) -> None:
     with srv.connect() as sock:
         sock.sendall(request())

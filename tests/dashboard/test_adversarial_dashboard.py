@@ -112,3 +112,40 @@ def test_the_bearer_token_is_parsed_as_on_the_mcp_endpoint(store_url: str) -> No
         for value in refused:
             headers = {"Authorization": value} if value else {}
             assert http.get("/", headers=headers).status_code == 401, value
+
+
+def test_a_body_that_is_no_callback_request_is_answered_400_not_500(store_url: str) -> None:
+    with (
+        serving("dashboard", "--store", store_url, "--port", "0") as url,
+        httpx.Client(base_url=url, timeout=WAIT_S) as http,
+    ):
+        spec = http.get("/_dash-dependencies").json()[0]
+        output = spec["output"]
+        outputs = [
+            {"id": name.split(".")[0], "property": name.split(".")[1]}
+            for name in output[2:-2].split("...")
+        ]
+        good = {
+            "output": output,
+            "outputs": outputs,
+            "inputs": [{**item, "value": None} for item in spec["inputs"]],
+            "state": [{**item, "value": None} for item in spec["state"]],
+            "changedPropIds": [],
+        }
+        bad: list[object] = [
+            {},
+            [],
+            {"output": 1},
+            {**good, "output": "nothing.here"},
+            {**good, "inputs": []},
+            {**good, "inputs": [1] * len(spec["inputs"])},
+            {**good, "state": "x"},
+            {**good, "outputs": []},
+            {**good, "outputs": {"id": "x"}},
+            {**good, "changedPropIds": [1]},
+        ]
+        for body in bad:
+            answer = http.post("/_dash-update-component", json=body)
+            assert answer.status_code == 400, (body, answer.text)
+        assert http.post("/_dash-update-component", content=b"{").status_code == 400
+        assert http.post("/_dash-update-component", json=good).status_code == 200

@@ -81,7 +81,13 @@ def test_idle_connections_at_the_cap_make_room_for_a_new_client(store_url: str) 
                 sock.close()
 
 
-def test_a_request_body_trickled_byte_by_byte_is_cut_off_with_408(store_url: str) -> None:
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_request_body_trickled_byte_by_byte_is_cut_off_with_408(
+    store_url: str, chunked: bool
+) -> None:
+    # chunked: only each socket read had a timeout, so a chunk every 0.1 s held a thread for ever
+    framing = b"Transfer-Encoding: chunked" if chunked else b"Content-Length: 10000"
+    piece = b"1\r\n \r\n" if chunked else b" "
     limits = Limits(header_timeout=1.0, idle_timeout=1.0)
     with _dashboard(store_url, limits) as server:
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=WAIT_S)
@@ -92,12 +98,15 @@ def test_a_request_body_trickled_byte_by_byte_is_cut_off_with_408(store_url: str
             sock.sendall(
                 b"POST /_dash-update-component HTTP/1.1\r\n"
                 + f"Host: {host}\r\nOrigin: http://{host}\r\n".encode()
-                + b"Content-Type: application/json\r\nContent-Length: 10000\r\n\r\n{"
+                + b"Content-Type: application/json\r\n"
+                + framing
+                + b"\r\n\r\n"
+                + piece
             )
             give_up = time.monotonic() + WAIT_S
             while not closed and time.monotonic() < give_up:
                 try:
-                    sock.sendall(b" ")  # each byte well inside the per-read socket timeout
+                    sock.sendall(piece)  # each byte well inside the per-read socket timeout
                 except OSError:
                     break
                 readable, _, _ = select.select([sock], [], [], 0.1)
