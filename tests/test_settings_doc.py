@@ -32,13 +32,33 @@ def _code_names() -> set[str]:
     for rel in SETTINGS:
         tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"))
         own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}  # `__all__` entries
+        parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
         for node in ast.walk(tree):
+            if id(node) in parts:
+                continue  # an f-string's literal parts are not names: see _code_patterns
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 value = node.value
                 if _NAME.fullmatch(value) and ("_" in value or value == "HOME"):
                     names.add(value)
         names -= own
     return names
+
+
+def _code_patterns() -> set[str]:
+    """The names a settings module builds with an f-string (``f"OTEL_EXPORTER_OTLP_{signal}_…"``),
+    as regular expressions whose placeholders stand for one upper-case word."""
+    patterns: set[str] = set()
+    for rel in SETTINGS:
+        for node in ast.walk(ast.parse((ROOT / rel).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.JoinedStr):
+                parts = [
+                    re.escape(v.value) if isinstance(v, ast.Constant) else "[A-Z0-9]+"
+                    for v in node.values
+                ]
+                literal = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+                if re.fullmatch(r"(AIR|OTEL)_[A-Z0-9_]*", literal):
+                    patterns.add("".join(parts))
+    return patterns
 
 
 def _doc_names() -> set[str]:
@@ -53,11 +73,41 @@ def _doc_names() -> set[str]:
 
 
 def test_every_variable_the_code_reads_is_in_the_settings_table_and_back() -> None:
-    code, doc = _code_names(), _doc_names()
+    code, patterns, doc = _code_names(), _code_patterns(), _doc_names()
     assert "AIR_DATA_DIR" in code  # the extraction works
     assert "OTEL_SDK_DISABLED" in code
+    assert "OTEL_EXPORTER_OTLP_[A-Z0-9]+_PROTOCOL" in patterns
     assert sorted(code - doc) == [], "read by the code, missing from docs/settings.md"
-    assert sorted(doc - code) == [], "in docs/settings.md, read by no settings module"
+    unmatched = [p for p in sorted(patterns) if not any(re.fullmatch(p, n) for n in doc)]
+    assert unmatched == [], "built by the code, no variable of docs/settings.md matches"
+    extra = [n for n in doc - code if not any(re.fullmatch(p, n) for p in patterns)]
+    assert sorted(extra) == [], "in docs/settings.md, read by no settings module"
+
+
+def _looked_up_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """``AIR_…``/``OTEL_…`` names looked up in a mapping: ``env.get("AIR_X")``, ``env["AIR_X"]``,
+    ``"AIR_X" in env`` — an environment read by another name than ``os.environ``."""
+    found: list[tuple[int, str]] = []
+
+    def name_of(node: ast.AST) -> str | None:
+        is_text = isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if is_text and re.fullmatch(r"(AIR|OTEL)_[A-Z0-9_]+", node.value):
+            return str(node.value)
+        return None
+
+    for node in ast.walk(tree):
+        keys: list[ast.AST] = []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("get", "pop", "setdefault") and node.args:
+                keys.append(node.args[0])
+        elif isinstance(node, ast.Subscript):
+            keys.append(node.slice)
+        elif isinstance(node, ast.Compare) and any(
+            isinstance(op, (ast.In, ast.NotIn)) for op in node.ops
+        ):
+            keys.append(node.left)
+        found += [(node.lineno, n) for n in map(name_of, keys) if n is not None]
+    return found
 
 
 def _single_reads(tree: ast.AST) -> list[int]:
@@ -90,4 +140,5 @@ def test_only_the_settings_modules_read_a_variable() -> None:
             if rel not in SETTINGS:
                 tree = ast.parse(path.read_text(encoding="utf-8"))
                 found += [f"{rel}:{line}" for line in _single_reads(tree)]
+                found += [f"{rel}:{line} {name}" for line, name in _looked_up_names(tree)]
     assert found == []
