@@ -29,6 +29,7 @@ __all__ = ["FastMCPMeterMiddleware"]
 
 # FastMCP's names for its transports → the names our records use.
 _TRANSPORTS = {"stdio": "stdio", "streamable-http": "http", "http": "http", "sse": "sse"}
+_SERVER_ERROR = -32000  # the code FastMCP gives a tool past its timeout
 
 
 def _error_type(exc: BaseException) -> str:
@@ -37,7 +38,9 @@ def _error_type(exc: BaseException) -> str:
     itself is a tool error like an ``isError`` result. Arguments FastMCP rejects before the
     tool runs (its ``ValidationError`` made from pydantic's) and an unknown tool
     (``NotFoundError``), both raised unwrapped, are ``"-32602"``, class ``refused``, as in
-    aircore."""
+    aircore. A tool that outlives its FastMCP ``timeout=`` comes as ``MCPError(-32000)``
+    raised ``from None`` while handling the ``TimeoutError``: it is ``"TimeoutError"``, class
+    ``timeout``, not the generic server-error code."""
     if isinstance(exc, NotFoundError) or (
         isinstance(exc, ValidationError) and isinstance(exc.__cause__, PydanticValidationError)
     ):
@@ -48,6 +51,8 @@ def _error_type(exc: BaseException) -> str:
             return TOOL_ERROR
         root = exc.__cause__
     if isinstance(root, MCPError):
+        if root.error.code == _SERVER_ERROR and isinstance(root.__context__, TimeoutError):
+            return "TimeoutError"
         return str(root.error.code)
     return error_type_of(root)
 

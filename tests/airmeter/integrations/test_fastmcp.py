@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import orjson
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError, ValidationError
@@ -148,3 +149,30 @@ async def test_a_validation_error_the_tool_raises_itself_is_not_a_refused_call(
     assert ran_rec.error_class != "refused"
     assert ran_rec.cost != 0.0
     assert (refused_rec.error_type, refused_rec.error_class) == ("-32602", "refused")
+
+
+async def test_a_tool_past_its_fastmcp_timeout_is_recorded_as_a_timeout(
+    recorder: ListRecorder,
+) -> None:
+    """FastMCP turns a tool that outlives ``timeout=`` into ``MCPError(-32000, "… timed out …")``
+    raised ``from None`` over the ``TimeoutError``: the record says ``TimeoutError``, class
+    ``timeout`` (it read as the generic server-error code, class ``protocol``)."""
+    mcp = _server(recorder)
+
+    @mcp.tool(timeout=0.05)
+    async def slow() -> str:
+        await anyio.sleep(5)
+        return "late"
+
+    async with Client(mcp._mcp_server) as client:
+        result = await client.call_tool("slow", {})
+        quick = await client.call_tool("upstream", {})  # a -32000-range code of its own
+    assert result.is_error
+    assert "timed out" in str(result.content)
+    timed_out, upstream = recorder.records
+    assert (timed_out.ok, timed_out.error_type, timed_out.error_class) == (
+        False,
+        "TimeoutError",
+        "timeout",
+    )
+    assert (upstream.error_type, quick.is_error) == ("-32042", True)
