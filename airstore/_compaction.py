@@ -1,9 +1,10 @@
 """Compaction of one FileStore namespace: a snapshot of its keys and a new journal after it.
 
 Mixed into ``KVSpace``. The snapshot is one join of the per-key journal records built at ``set``
-(values loaded from an older snapshot are encoded at their first compaction); it is encoded
-under the journal's lock, written and fsynced outside it, then renamed into place together with
-a new journal holding the records appended meanwhile (``Journal.start_locked``).
+(values loaded from a snapshot or an older format's journal are encoded at their first
+compaction); it is encoded under the journal's lock, written and fsynced outside it, then
+renamed into place together with a new journal holding the records appended meanwhile
+(``Journal.start_locked``).
 """
 
 from __future__ import annotations
@@ -23,12 +24,20 @@ from airstore._validate import JSON_OPTS
 from airstore.errors import InvalidValueError
 from airstore.types import Clock
 
-__all__ = ["COMPACT_BYTES", "Compaction"]
+__all__ = ["COMPACT_BYTES", "Compaction", "set_record"]
 
 COMPACT_BYTES = 4 << 20
 """A journal is compacted into a snapshot once its records pass this size (and the snapshot's)."""
 
 _dumps = orjson.dumps
+
+
+def set_record(name: bytes, body: bytes, exp: float | None) -> bytes:
+    """The journal line setting the key encoded as ``name`` to the value encoded as ``body``
+    (format 3: ``[key,value]`` or ``[key,value,exp]``)."""
+    if exp is None:
+        return b"[%b,%b]\n" % (name, body)
+    return b"[%b,%b,%b]\n" % (name, body, repr(exp).encode())
 
 
 class Compaction:
@@ -48,8 +57,8 @@ class Compaction:
         raise NotImplementedError
 
     def encode_snapshot(self, position: int) -> tuple[bytes, memoryview, bytes]:
-        """The live items as a format-2 snapshot covering the journal up to ``position``, in
-        three parts to be written one after the other (joining them would copy the body)."""
+        """The live items as a snapshot covering the journal up to ``position``, in three
+        parts to be written one after the other (joining them would copy the body)."""
         now = self._clock()
         entries = self.entries
         expires = self.expires
@@ -60,16 +69,17 @@ class Compaction:
             parts = entries.values()
         else:
             parts = self._records(now)
-        # The records joined are ``{A}\n{B}\n…{Z}\n``; the snapshot wants ``A,B,…,Z``. A record
-        # holds no newline byte (JSON escapes it in strings), so ``}\n{`` only occurs between
-        # two records.
-        # Sliced by a view: a snapshot's body is copied twice (join, replace), not four times.
-        body = b"".join(parts).replace(b"}\n{", b",")
-        head = b'{"format":%d,"pos":%d,"items":{' % (FORMAT, position)
-        return head, memoryview(body)[1:-2], b"}}"
+        # The records joined are ``[A]\n[B]\n…[Z]\n``; the snapshot's items are ``[A],[B],…,[Z]``.
+        # A record holds no newline byte (JSON escapes it in strings), so every newline is a
+        # record's end; a one-byte replace is a ``memchr`` loop. Sliced by a view: the body
+        # is copied twice (join, replace), not three times.
+        body = b"".join(parts).replace(b"\n", b",")
+        head = b'{"format":%d,"pos":%d,"items":[' % (FORMAT, position)
+        return head, memoryview(body)[:-1], b"]}"
 
     def _records(self, now: float) -> list[bytes]:
-        """The record of every live key, encoding those loaded from a snapshot.
+        """The record of every live key, encoding those loaded from a snapshot or from an
+        earlier format's journal.
 
         Raises:
             InvalidValueError: a value loaded from disk was mutated into something not JSON.
@@ -82,7 +92,7 @@ class Compaction:
             if exp is not None and exp <= now:
                 continue
             entry = entries.get(key)
-            if entry is None:  # loaded from a snapshot: encoded once, at its first snapshot
+            if entry is None:  # loaded: encoded once, at its first snapshot
                 try:
                     body = _dumps(value, option=JSON_OPTS)
                 except TypeError as exc:  # a value loaded from disk was mutated through get()
@@ -92,8 +102,7 @@ class Compaction:
                         namespace=self.ns,
                         key=key,
                     ) from exc
-                tail = b"null" if exp is None else repr(exp).encode()
-                entry = entries[key] = b"{%b:[%b,%b]}\n" % (_dumps(key), body, tail)
+                entry = entries[key] = set_record(_dumps(key), body, exp)
             parts.append(entry)
         return parts
 

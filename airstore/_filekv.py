@@ -31,6 +31,18 @@ __all__ = ["FileKeys"]
 
 _dumps = orjson.dumps
 _N = ord("n")  # every ``null`` holds this byte
+RECORD_OPTS = JSON_OPTS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _record(ns: str, key: str, value: JSONValue) -> bytes:
+    """``[key,value]`` for what the one-call encoding refused: a typed error for a bad key or
+    value, else the record (a subclass of a JSON type written as that type).
+
+    Raises:
+        InvalidKeyError, InvalidValueError: the key or the value cannot be stored.
+    """
+    check_key(ns, key)
+    return b"[%b,%b]" % (_dumps(key), encode_value(ns, key, value))
 
 
 class FileKeys(FileParts):
@@ -101,26 +113,28 @@ class FileKeys(FileParts):
         if persist is None:
             persist = self._writer()
         try:
-            space = self._spaces.get(ns)
-        except TypeError:  # an unhashable namespace: _space names it
+            space = self._spaces[ns]
+        except (KeyError, TypeError):  # not loaded yet, or unhashable: _space names it
             space = None
         if space is None:
             space = await self._space(ns)
-        if type(key) is not str or not 0 < len(key) <= MAX_KEY_LENGTH:
+        if type(key) is not str or not key or len(key) > MAX_KEY_LENGTH:
             check_key(ns, key)  # raises
         try:
-            encoded = _dumps(value, None, JSON_OPTS)
-            name = _dumps(key)  # a key with a lone surrogate raises here
+            # The record [key,value] in one call, which also validates both (a lone surrogate
+            # in the key fails here; a subclass of str, int, dict or list, which orjson would
+            # write as its base type, goes the checked way).
+            record = _dumps((key, value), None, RECORD_OPTS)
         except TypeError:
-            check_key(ns, key)  # raises for the key …
-            encoded = encode_value(ns, key, value)  # … or the typed error for the value
-            name = _dumps(key)
+            record = _record(ns, key, value)
         # NaN/Infinity hide behind null: check properly. An "n" byte (one memchr) must be there
-        # first; ``bytes.find`` alone costs four times as much.
-        if _N in encoded and encoded.find(b"null") >= 0:
+        # first; ``bytes.find`` alone costs four times as much. The value starts after the key
+        # (at least len(key) + 4 bytes in).
+        if _N in record and record.find(b"null", len(key) + 3) >= 0:
             encode_value(ns, key, value)
         if ttl is None and self._default_ttl is None:  # the hot path of KVSpace.put, inlined
-            line = b"{%b:[%b,null]}\n" % (name, encoded)
+            # A copy of exact size: orjson's own bytes object keeps its whole buffer.
+            line = record + b"\n"
             space.items[key] = value
             space.entries[key] = line
             if space.expires:
@@ -130,7 +144,7 @@ class FileKeys(FileParts):
         else:
             seconds = self._default_ttl if ttl is None else check_ttl(ttl)
             now = self._clock()
-            space.put(key, value, encoded, None if seconds is None else now + seconds, now)
+            space.put(key, value, record, None if seconds is None else now + seconds, now)
             pending = space.journal.pending
         if self._sync:
             await persist.written(pending)
@@ -166,7 +180,7 @@ class FileKeys(FileParts):
                 else:
                     value = check_counter(ns, key, current, by)
                     exp = space.expires.get(key)
-                space.put(key, value, b"%d" % value, exp, now)
+                space.put(key, value, b"[%b,%d]" % (_dumps(key), value), exp, now)
                 space.journal.write_pending_locked()
         except OSError as exc:
             persist.write_failed(exc)  # nothing of it stays pending: it must not land later

@@ -2,8 +2,8 @@
 
 For a namespace ``ns``::
 
-    ns.json                      KV snapshot {"format": 2, "pos": P, "items": {key: [value, exp]}}
-    ns.journal.jsonl             KV journal: a header line, then {key: [value, exp]} / {key: null}
+    ns.json                      KV snapshot {"format": 3, "pos": P, "items": [[key, value(, exp)]]}
+    ns.journal.jsonl             KV journal: a header line, then [key, value(, exp)] / [key]
     ns.journal.lock              the journal's lock (flock): held by a writer while it appends
     ns.log.jsonl                 active append log of writer slot 0, one JSON object per line
     ns.log.00000001.jsonl        slot 0's rotated segments (higher number = newer; ``.gz`` when

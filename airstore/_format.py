@@ -1,21 +1,29 @@
 """Version markers of a FileStore data directory: one per file, checked before anything is read.
 
-Format 2 (this release) files::
+Format 3 (this release) files::
 
-    .airstore                {"airstore":"datadir","format":2}: the directory, and with it the
+    .airstore                {"airstore":"datadir","format":3}: the directory, and with it the
                              layout and line format of its logs (plain JSONL, one entry a line,
                              so ``jq`` and ``grep`` keep working on them)
-    ns.json                  {"format":2,"pos":P,"items":{key:[value,exp]}}
-    ns.journal.jsonl         {"airstore":"journal","format":2,"base":B} then one record a line
+    ns.json                  {"format":3,"pos":P,"items":[[key,value],[key,value,exp],...]}
+    ns.journal.jsonl         {"airstore":"journal","format":3,"base":B} then one record a line:
+                             [key,value] / [key,value,exp] (set), [key] (delete)
     ns.log*.jsonl.gz         gzip members carrying the extra subfield ``AS`` (``_gzseg``)
-    ns.retention.json        {"airstore":"retention","format":2,...}
-    .events.jsonl            {"airstore":"events","format":2} then one event a line
+    ns.retention.json        {"airstore":"retention","format":3,...}
+    .events.jsonl            {"airstore":"events","format":3} then one event a line
+
+Format 3 changed only the KV records: a record is the array ``[key, value(, exp)]`` that one
+orjson call encodes, where format 2 wrote ``{key: [value, exp]}`` / ``{key: null}`` (its
+snapshot held them as one object). Everything else is as in format 2.
 
 A log file may start with a ``{"airstore":"log","format":N}`` line (a later release may write
-one): readers skip it and refuse a newer N. Format 1 files (the previous release: a snapshot
-with ``"format":1``, a journal without a header, no ``.airstore``) are read as they are; a
-writer moves a namespace's keys to format 2 when it first loads them. A version above
-:data:`FORMAT` is refused with :class:`~airstore.UnsupportedFormatError`, never guessed at.
+one): readers skip it and refuse a newer N. Files of formats 1 (a snapshot with ``"format":1``,
+a journal without a header, no ``.airstore``) and 2 are read as they are; a writer moves a
+namespace's keys to format 3 when it first loads them (and before it appends to a format-2
+journal another process started since): a snapshot and a new journal, so an earlier release
+never reads a record of the new shape, it refuses the new files by their format. A version
+above :data:`FORMAT` is refused with :class:`~airstore.UnsupportedFormatError`, never guessed
+at.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ __all__ = [
     "parse_header",
 ]
 
-FORMAT = 2
+FORMAT = 3
 """The format this release writes; it reads this one and every earlier one."""
 
 DATADIR_FILE = ".airstore"
@@ -45,12 +53,12 @@ HEADER_PREFIX = b'{"airstore":'
 
 
 def journal_header(base: int) -> bytes:
-    """The first line of a format-2 journal whose first record sits at logical ``base``."""
+    """The first line of a journal whose first record sits at logical ``base``."""
     return b'{"airstore":"journal","format":%d,"base":%d}\n' % (FORMAT, base)
 
 
 def datadir_marker() -> bytes:
-    """The content of a format-2 data directory's marker file."""
+    """The content of a data directory's marker file (this release's format)."""
     return b'{"airstore":"datadir","format":%d}\n' % FORMAT
 
 

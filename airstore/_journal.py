@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from airstore._atomic import fsync_dir, temp_path, write_file
 from airstore._filenames import journal_lock_path, journal_path
-from airstore._format import journal_header, parse_header
+from airstore._format import FORMAT, journal_header, parse_header
 
 __all__ = ["Journal", "read_lines", "snapshot_path_of"]
 
@@ -45,6 +45,7 @@ class Journal:
         read_to: file offset up to which this process has applied records.
         pending: records made here and not yet written (writers only).
         legacy: the current file is a format-1 journal (no header).
+        format: the current file's format (1 for a file without a header, empty or not).
     """
 
     def __init__(self, root: str, ns: str, *, writer: bool) -> None:
@@ -58,6 +59,7 @@ class Journal:
         self.hdr = 0
         self.read_to = 0
         self.legacy = False
+        self.format = FORMAT
         self.pending = bytearray()
         self.unsynced = False
         self.dirty = False  # this process wrote records since its last compaction
@@ -118,8 +120,10 @@ class Journal:
         self.fd, self.ino = fd, st.st_ino
         if doc is not None:
             self.base, self.hdr, self.legacy = int(doc.get("base", 0)), len(line), False
+            self.format = doc["format"]
         else:
             self.base, self.hdr, self.legacy = 0, 0, st.st_size > 0
+            self.format = 1
         self.read_to = self.hdr
         return True
 
@@ -140,6 +144,7 @@ class Journal:
         self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
         self.ino = os.fstat(self.fd).st_ino
         self.base, self.hdr, self.legacy = base, len(header), False
+        self.format = FORMAT
         self.read_to = self.hdr + len(records)
         self.unsynced = False
 

@@ -1,8 +1,8 @@
-"""Reading KV snapshots (formats 1 and 2, and the seed's plain object) and format-1 journals.
+"""Reading KV snapshots (formats 1 to 3, and the seed's plain object) and format-1 journals.
 
-A format-2 journal is read by ``_kvspace`` record by record; the format-1 journal (``[seq,
-"s", key, value, exp]`` / ``[seq, "d", key]`` lines, no header) is only ever read, to load a
-directory written by the previous release before a writer moves it to format 2.
+Format-2 and format-3 journals are read by ``_kvspace`` record by record; the format-1 journal
+(``[seq, "s", key, value, exp]`` / ``[seq, "d", key]`` lines, no header) is only ever read, to
+load a directory written by an earlier release before a writer moves it to this format.
 """
 
 from __future__ import annotations
@@ -50,15 +50,12 @@ def parse_snapshot(data: bytes, path: str) -> Snapshot:
     if "format" in doc and "items" in doc:
         version = check_version(doc["format"], path)
         raw = doc["items"]
-        if not isinstance(raw, dict):
+        if version >= 3:
+            items, bad = _records(raw)
+        elif isinstance(raw, dict):
+            items, bad = _items_v2(raw)
+        else:
             raise ValueError("snapshot items are not an object")
-        items: dict[str, tuple[Any, float | None]] = {}
-        bad: list[str] = []
-        for k, v in raw.items():
-            if type(v) is list and len(v) == 2 and is_expiry(v[1]):
-                items[k] = (v[0], v[1])
-            else:  # one damaged item costs that key, not the whole snapshot
-                bad.append(k)
         key = "pos" if version >= 2 else "seq"
         position = doc.get(key, 0)
         if type(position) is not int:
@@ -66,6 +63,36 @@ def parse_snapshot(data: bytes, path: str) -> Snapshot:
         return Snapshot(version, position, items, bad)
     # the seed's plain {key: value} file
     return Snapshot(1, 0, {k: (v, None) for k, v in doc.items()})
+
+
+def _items_v2(raw: dict[str, Any]) -> tuple[dict[str, tuple[Any, float | None]], list[str]]:
+    """Formats 1 and 2: ``{key: [value, exp]}``."""
+    items: dict[str, tuple[Any, float | None]] = {}
+    bad: list[str] = []
+    for k, v in raw.items():
+        if type(v) is list and len(v) == 2 and is_expiry(v[1]):
+            items[k] = (v[0], v[1])
+        else:  # one damaged item costs that key, not the whole snapshot
+            bad.append(k)
+    return items, bad
+
+
+def _records(raw: object) -> tuple[dict[str, tuple[Any, float | None]], list[str]]:
+    """Format 3: ``[[key, value], [key, value, exp], …]``, the journal's set records."""
+    if type(raw) is not list:
+        raise ValueError("snapshot items are not an array")
+    items: dict[str, tuple[Any, float | None]] = {}
+    bad: list[str] = []
+    for rec in raw:
+        size = len(rec) if type(rec) is list else 0
+        key = rec[0] if size else None
+        if type(key) is str and size == 2:
+            items[key] = (rec[1], None)
+        elif type(key) is str and size == 3 and is_expiry(rec[2]):
+            items[key] = (rec[1], rec[2])
+        else:  # one damaged item costs that key, not the whole snapshot
+            bad.append(key if type(key) is str else repr(rec)[:80])
+    return items, bad
 
 
 def replay_v1(data: bytes, snap_seq: int) -> tuple[list[LegacyOp], list[tuple[int, str]]] | None:

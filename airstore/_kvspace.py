@@ -23,6 +23,7 @@ from airstore._aread import read_file, read_whole
 from airstore._atomic import temp_path, write_file
 from airstore._compaction import Compaction
 from airstore._filenames import snapshot_path
+from airstore._format import FORMAT
 from airstore._journal import Journal
 from airstore._kvfiles import Snapshot, is_expiry, parse_snapshot, replay_v1
 from airstore._recovery import Finding
@@ -112,8 +113,10 @@ class KVSpace(Compaction):
             return
         if self._needs_migration:
             self.migrate()
-        elif self.journal.fd is not None and self.journal.torn_bytes():
-            self.commit()  # a dead writer's unfinished record: cut under the lock
+        elif self.journal.fd is not None and (
+            self.journal.format < FORMAT or self.journal.torn_bytes()
+        ):
+            self.commit()  # an earlier format's journal, or a dead writer's unfinished record
 
     def _load_holding_lock(self) -> None:
         """The last attempt of a loader that kept losing the race against other writers'
@@ -149,7 +152,7 @@ class KVSpace(Compaction):
         ):
             # Another writer replaced the snapshot after we read it: a compaction (the journal
             # now starts after records the snapshot we read lacks), or the move of a format-1
-            # namespace to format 2 (a new journal at 0, the old records in the new snapshot).
+            # namespace to a later format (a new journal at 0, the old records in the new snapshot).
             return False
         else:
             position = self.journal.base  # no usable snapshot: everything the journal has
@@ -167,8 +170,8 @@ class KVSpace(Compaction):
         return True
 
     def _load_legacy(self, snap: Snapshot | None, *, last: bool) -> bool:
-        """A format-1 journal: replay it by seq; a writer then moves the namespace to format 2
-        (a format-2 snapshot beside it means that move was cut short: it already holds it)."""
+        """A format-1 journal: replay it by seq; a writer then moves the namespace to this format
+        (a later format's snapshot beside it means that move was cut short: it already holds it)."""
         self._needs_migration = True
         if snap is not None and snap.format >= 2:
             return True
@@ -189,13 +192,13 @@ class KVSpace(Compaction):
         return True
 
     def migrate(self) -> None:
-        """Writer: move a format-1 namespace to format 2 (see :meth:`migrate_locked`)."""
+        """Writer: move a format-1 namespace to this format (see :meth:`migrate_locked`)."""
         with self.journal.locked():
             self.migrate_locked()
 
     def migrate_locked(self) -> None:
-        """Under the lock: write the keys as a format-2 snapshot at position 0, then an empty
-        format-2 journal — unless another writer already did (then read its files)."""
+        """Under the lock: write the keys as a snapshot at position 0, then an empty journal,
+        both in this format — unless another writer already did (then read its files)."""
         self._needs_migration = False
         if self.journal.open() and not self.journal.legacy:
             self.load()
@@ -242,8 +245,8 @@ class KVSpace(Compaction):
 
     # -- applying records --------------------------------------------------------------------
     def _apply_records(self, data: bytes, own: set[str] | None) -> None:
-        """Apply format-2 records (complete lines); keys in ``own`` keep this process's newer
-        writes."""
+        """Apply journal records (complete lines: format 3, or format 2 from an earlier
+        release's journal); keys in ``own`` keep this process's newer writes."""
         now = self._clock()
         items, entries, expires = self.items, self.entries, self.expires
         for line in data.split(b"\n"):
@@ -251,37 +254,53 @@ class KVSpace(Compaction):
                 continue
             try:
                 rec = orjson.loads(line)
-                ((key, val),) = rec.items()
-                if val is not None:
-                    if type(val) is not list or len(val) != 2 or not is_expiry(val[1]):
-                        raise ValueError("a record is not [value, expiry]")
-                    value, exp = val
-            except (orjson.JSONDecodeError, AttributeError, ValueError, TypeError) as exc:
+                if type(rec) is list:  # format 3: [key, value], [key, value, exp], [key]
+                    key = rec[0]
+                    size = len(rec)
+                    if type(key) is not str or size > 3:
+                        raise ValueError("a record is not [key, value, expiry]")
+                    value = rec[1] if size > 1 else None
+                    exp = rec[2] if size == 3 else None
+                    if size == 3 and not is_expiry(exp):
+                        raise ValueError("a record's expiry is not a number")
+                    deleted = size == 1
+                    reusable = line[:1] == b"[" and line[-1:] == b"]"
+                else:  # format 2: {key: [value, exp]}, {key: null}
+                    ((key, val),) = rec.items()
+                    deleted = val is None
+                    if not deleted:
+                        if type(val) is not list or len(val) != 2 or not is_expiry(val[1]):
+                            raise ValueError("a record is not [value, expiry]")
+                        value, exp = val
+                    reusable = False  # not the shape of this format's snapshot items
+            except (
+                orjson.JSONDecodeError,
+                AttributeError,
+                ValueError,
+                TypeError,
+                IndexError,
+            ) as exc:
                 self._report("corrupt_line", self.journal.path, None, f"{exc}: {line[:80]!r}")
                 continue
             if own is not None and key in own:
                 continue
-            if val is None:
+            if deleted:
                 self._apply_delete(key)
             elif exp is None:  # _apply_set without expiry, inlined (other writers' sets)
                 items[key] = value
-                if line[:1] == b"{" and line[-1:] == b"}":
+                if reusable:
                     entries[key] = line + b"\n"
-                else:  # whitespace around it (a hand edit): re-encoded for the snapshot
+                else:  # whitespace around it (a hand edit) or format 2: encoded at a snapshot
                     entries.pop(key, None)
                 if expires:
                     expires.pop(key, None)
             else:
                 self._apply_set(key, value, exp, now)
-                if key in items and line[:1] == b"{" and line[-1:] == b"}":
+                if reusable and key in items:
                     entries[key] = line + b"\n"
 
     def _own_pending_keys(self) -> set[str]:
-        keys: set[str] = set()
-        for line in bytes(self.journal.pending).split(b"\n"):
-            if line:
-                keys.update(orjson.loads(line))
-        return keys
+        return {orjson.loads(line)[0] for line in bytes(self.journal.pending).split(b"\n") if line}
 
     def _apply_set(self, key: str, value: Any, exp: float | None, now: float) -> None:
         if exp is not None and exp <= now:
@@ -331,16 +350,17 @@ class KVSpace(Compaction):
                 return MISSING
         return value
 
-    def put(self, key: str, value: Any, encoded: bytes, exp: float | None, now: float) -> None:
+    def put(self, key: str, value: Any, record: bytes, exp: float | None, now: float) -> None:
         """Set ``key`` (with an expiry or none) in memory and in the pending records; sweep
-        what has expired. (``FileKeys.set`` inlines the case without expiry: the hot path.)"""
+        what has expired. ``record`` is ``[key,value]`` as encoded by the caller, without a
+        newline. (``FileKeys.set`` inlines the case without expiry: the hot path.)"""
         self.items[key] = value
         if exp is None:
-            line = b"{%b:[%b,null]}\n" % (_dumps(key), encoded)
+            line = record + b"\n"
             if self.expires:
                 self.expires.pop(key, None)
         else:
-            line = b"{%b:[%b,%b]}\n" % (_dumps(key), encoded, repr(exp).encode())
+            line = b"%b,%b]\n" % (record[:-1], repr(exp).encode())
             self.expires[key] = exp
             heapq.heappush(self.expiry, (exp, key))
         self.entries[key] = line
@@ -354,7 +374,7 @@ class KVSpace(Compaction):
             return None
         exp = self.expires.get(key)
         self._apply_delete(key)
-        self.journal.pending += b"{%b:null}\n" % _dumps(key)
+        self.journal.pending += b"[%b]\n" % _dumps(key)
         return exp is None or exp > now
 
     def sweep(self, now: float) -> None:
@@ -401,7 +421,23 @@ class KVSpace(Compaction):
             self._report(
                 "torn_tail", journal.path, None, f"cut {torn} bytes of an unfinished record"
             )
+        if journal.format < FORMAT:
+            self._upgrade_locked()
         return journal.write_pending_locked()
+
+    def _upgrade_locked(self) -> None:
+        """Under the lock, before this process first appends to a journal of an earlier
+        format (2, or an empty file without a header): a snapshot of everything up to its end,
+        then an empty journal after it, both in this format. An earlier release then refuses
+        the new files by their format instead of skipping records of the new shape as damaged
+        lines."""
+        position = self.journal.pos
+        parts = self.encode_snapshot(position)
+        tmp = temp_path(self.snapshot_path)
+        write_file(tmp, *parts)
+        self.journal.start_locked(position, snapshot=tmp)
+        self._snapshot_pos = position
+        self.snapshot_size = sum(len(part) for part in parts)
 
     def close(self) -> None:
         """Close the journal's fds."""

@@ -1,6 +1,6 @@
 """Per-namespace log retention of a FileStore: caps kept on disk, applied by every writer.
 
-``ns.retention.json`` (``{"airstore": "retention", "format": 2, "max_age": s, "max_bytes":
+``ns.retention.json`` (``{"airstore": "retention", "format": 3, "max_age": s, "max_bytes":
 n}``) holds a namespace's caps, so every process sharing the directory — and ``air store
 stats`` — sees the same ones. Any writer deletes rotated segments (of any writer slot: they
 never change once rotated), oldest first, until the namespace's log files fit ``max_bytes``,

@@ -238,18 +238,31 @@ async def test_a_journal_line_with_whitespace_around_it_survives_the_next_compac
     snapshot, set aside on the next open with every key in it)."""
     async with FileStore(tmp_path) as store:
         await store.set("ns", "a", 1)
-    _append(tmp_path / "ns.journal.jsonl", b'{"b":[2,null]}\r\n {"c":[3,null]}\n')
+    _append(tmp_path / "ns.journal.jsonl", b'{"b":[2,null]}\r\n ["c",3]\n["e",5] \n')
     async with FileStore(tmp_path) as store:
         await store.set("ns", "d", 4)
         await store.flush()  # snapshot + compaction
     async with FileStore(tmp_path) as store:
-        assert [await store.get("ns", k) for k in "abcd"] == [1, 2, 3, 4]
+        assert [await store.get("ns", k) for k in "abcde"] == [1, 2, 3, 4, 5]
         assert store.recovery == []
     assert (await check_directory(str(tmp_path))).ok
 
 
 @pytest.mark.parametrize(
-    "record", [b'{"b":[2,"x"]}', b'{"b":"ab"}', b'{"b":[2,[1]]}', b'{"b":[2,true]}', b'{"b":[]}']
+    "record",
+    [
+        b'{"b":[2,"x"]}',  # format 2, an earlier release's journal
+        b'{"b":"ab"}',
+        b'{"b":[2,[1]]}',
+        b'{"b":[2,true]}',
+        b'{"b":[]}',
+        b'["b",2,"x"]',  # format 3
+        b'["b",2,[1]]',
+        b'["b",2,true]',
+        b'["b",2,null,1]',
+        b"[2,2]",
+        b"[]",
+    ],
 )
 async def test_a_record_whose_expiry_is_not_a_number_is_a_corrupt_line_not_a_crash(
     tmp_path: Path, record: bytes
@@ -271,8 +284,8 @@ async def test_a_snapshot_item_that_is_not_value_and_expiry_costs_only_that_key(
     await _filled(data)
     snapshot = data / "ns.json"
     text = snapshot.read_bytes()
-    assert b'"k1":[1,null]' in text
-    snapshot.write_bytes(text.replace(b'"k1":[1,null]', b'"k1":[1,"x"]'))
+    assert b'["k1",1]' in text
+    snapshot.write_bytes(text.replace(b'["k1",1]', b'["k1",1,"x"]'))
     async with FileStore(data, read_only=True) as reader:
         assert await reader.get("ns", "k1") is None
         assert await reader.get("ns", "k2") == 2

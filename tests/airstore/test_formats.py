@@ -3,9 +3,11 @@ forever, and a newer format is refused with a typed error, never misread.
 
 ``fixtures/datadir-v1`` was written by the release before format 2 (FileStore format 1: a
 snapshot with ``"format": 1``, a seq-numbered journal, logs without a header);
-``fixtures/datadir-v2`` by this one (``fixtures/make_datadir.py``: a shared journal with a
-header, compressed segments, retention caps). Both were left the way a crash leaves them (no
-close). Keep them as they are: they are what users' directories look like.
+``fixtures/datadir-v2`` by the release before format 3 (a shared journal with a header, its
+records ``{key: [value, exp]}``, compressed segments, retention caps); ``fixtures/datadir-v3``
+by this one (``fixtures/make_datadir.py``: the records are ``[key, value(, exp)]``). All were
+left the way a crash leaves them (no close). Keep them as they are: they are what users'
+directories look like.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def _files(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(root.iterdir()) if p.is_file()}
 
 
-FIXTURE_DIRS = ["datadir-v1", "datadir-v2"]
+FIXTURE_DIRS = ["datadir-v1", "datadir-v2", "datadir-v3"]
 
 
 async def _assert_fixture_content(store: FileStore) -> None:
@@ -174,24 +176,24 @@ from airstore import FileStore
 async def main():
     async with FileStore(sys.argv[1], handle_sigterm=False) as store:
         if sys.argv[2] == "migrate":
-            await store.get("users", "ada")  # loads 'users', moving it to format 2
+            await store.get("users", "ada")  # loads 'users', moving it to this format
         else:
             await store.set("users", "carol", {"name": "Carol"})  # then close() compacts
 asyncio.run(main())
 """
 
 
-@pytest.mark.parametrize("earlier", ["format-1", "seed"])
+@pytest.mark.parametrize("earlier", ["format-1", "format-2", "seed"])
 async def test_a_writer_loading_an_earlier_namespace_while_another_rewrites_it_loses_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: str
 ) -> None:
-    """Another process moves the namespace to format 2 (or, from the seed's plain snapshot,
+    """Another process moves the namespace to this format (or, from the seed's plain snapshot,
     writes and compacts it) right after this loader read the old snapshot: the loader reads
     again instead of pairing the old snapshot with the new journal (it lost carol and brought
     the deleted bob back, for good once it compacted)."""
     data = tmp_path / "data"
-    if earlier == "format-1":
-        shutil.copytree(FIXTURES / "datadir-v1", data)
+    if earlier in ("format-1", "format-2"):
+        shutil.copytree(FIXTURES / f"datadir-v{earlier[-1]}", data)
         action = "migrate"
     else:
         data.mkdir()
@@ -219,3 +221,43 @@ async def test_a_writer_loading_an_earlier_namespace_while_another_rewrites_it_l
         assert await reader.get("users", "carol") == {"name": "Carol"}
         assert await reader.get("users", "bob") is None
         assert await reader.get("users", "dave") == 1
+
+
+def _journal(path: Path) -> tuple[int, list[bytes]]:
+    """The header's format and the records of a journal file."""
+    header, *records = path.read_bytes().splitlines()
+    return orjson.loads(header)["format"], records
+
+
+async def test_a_writer_moves_an_earlier_journal_to_this_format_before_it_appends(
+    tmp_path: Path,
+) -> None:
+    """An earlier release takes a record of this format (``[key, value]``) for a damaged line
+    and skips it, so a writer never appends one to a format-2 journal: it moves the namespace
+    to this format first (a snapshot, then a new journal) — when it loads it, and again when an
+    earlier release's writer has started a format-2 journal under it since (a compaction)."""
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURES / "datadir-v2", data)
+    journal = data / "users.journal.jsonl"
+    async with FileStore(data, flush_interval=3600, handle_sigterm=False) as store:
+        assert await store.get("users", "carol") == {"name": "Carol"}
+        assert _journal(journal) == (FORMAT, [])  # moved at load: all of it in the snapshot
+        assert orjson.loads((data / "users.json").read_bytes())["format"] == FORMAT
+        base = orjson.loads(journal.read_bytes().splitlines()[0])["base"]
+        earlier = data / "users.journal.jsonl.earlier"
+        earlier.write_bytes(
+            b'{"airstore":"journal","format":2,"base":%d}\n{"erin":[{"name":"Erin"},null]}\n'
+            % base
+        )
+        os.replace(earlier, journal)
+        await asyncio.sleep(0)
+        await store.set("users", "dave", 1)
+        for _ in range(3):  # the end of the loop turn commits it
+            await asyncio.sleep(0)
+        assert _journal(journal) == (FORMAT, [b'["dave",1]'])
+        assert await store.get("users", "erin") == {"name": "Erin"}
+    async with FileStore(data, read_only=True) as reader:
+        assert await reader.get("users", "erin") == {"name": "Erin"}
+        assert await reader.get("users", "dave") == 1
+        assert await reader.get("users", "bob") is None
+        assert reader.recovery == []
