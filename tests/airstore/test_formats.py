@@ -246,8 +246,7 @@ async def test_a_writer_moves_an_earlier_journal_to_this_format_before_it_append
         base = orjson.loads(journal.read_bytes().splitlines()[0])["base"]
         earlier = data / "users.journal.jsonl.earlier"
         earlier.write_bytes(
-            b'{"airstore":"journal","format":2,"base":%d}\n{"erin":[{"name":"Erin"},null]}\n'
-            % base
+            b'{"airstore":"journal","format":2,"base":%d}\n{"erin":[{"name":"Erin"},null]}\n' % base
         )
         os.replace(earlier, journal)
         await asyncio.sleep(0)
