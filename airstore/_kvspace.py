@@ -434,8 +434,13 @@ class KVSpace(Compaction):
         position = self.journal.pos
         parts = self.encode_snapshot(position)
         tmp = temp_path(self.snapshot_path)
-        write_file(tmp, *parts)
-        self.journal.start_locked(position, snapshot=tmp)
+        try:
+            write_file(tmp, *parts)
+            self.journal.start_locked(position, snapshot=tmp)
+        except BaseException:
+            with contextlib.suppress(OSError):  # not renamed into place: nothing changed
+                os.unlink(tmp)
+            raise
         self._snapshot_pos = position
         self.snapshot_size = sum(len(part) for part in parts)
 

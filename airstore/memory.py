@@ -114,15 +114,16 @@ class MemoryStore(StoreBase):
     async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
         """Store ``value``; see :meth:`airstore.Store.set`."""
         try:
-            items = self._plain.get(ns)
-        except TypeError:  # an unhashable namespace: the slow path names it
+            items = self._plain[ns]
+        except (KeyError, TypeError):  # not in the fast-path table, or unhashable
             items = None
         if (
             items is None
             or ttl is not None
             or type(key) is not str
             or not key.isascii()
-            or not 0 < len(key) <= MAX_KEY_LENGTH
+            or not key
+            or len(key) > MAX_KEY_LENGTH
         ):
             self._set(ns, key, value, ttl)  # new namespace, TTLs, odd keys, closed store
             return

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import os
 import shutil
 import signal
+from collections import OrderedDict, defaultdict
 from pathlib import Path
 
+import orjson
 import pytest
 
-from airstore import FileStore, InvalidArgumentError, InvalidValueError, StorageIOError
+from airstore import (
+    FileStore,
+    InvalidArgumentError,
+    InvalidKeyError,
+    InvalidValueError,
+    StorageIOError,
+)
 from airstore._persist import Persister
 from tests.airstore.backends import FakeClock
 
@@ -39,6 +48,47 @@ async def test_value_mutated_after_set_is_persisted_as_it_was_set(
         value["tags"] = {"not", "json"}  # the caller breaks the rule; the store must not
     async with FileStore(tmp_path) as store:
         assert await store.get("ns", "k") == {"tags": ["a"]}
+
+
+class _Tag(str):
+    pass
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+@pytest.mark.parametrize("ttl", [None, 3600.0])
+async def test_values_of_subclasses_of_json_types_are_stored_as_those_types(
+    tmp_path: Path, ttl: float | None
+) -> None:
+    """The record ``[key, value]`` is encoded in one call that refuses subclasses of str, int,
+    dict and list (so a str subclass as a key stays an invalid key); a value holding one takes
+    the checked way and is stored as orjson writes it, in the journal and in the snapshot."""
+    values: dict[str, object] = {
+        "ordered": OrderedDict(b=1, a=[2]),
+        "default": defaultdict(list, x=[_Tag("t")]),
+        "tag": _Tag("plain"),
+        "level": _Level.HIGH,
+        "flag": True,
+        "nested": {"n": [None, _Tag("nul"), {"k": OrderedDict(z=0)}]},
+    }
+    plain = orjson.loads(orjson.dumps(values))
+    async with FileStore(tmp_path, flush_interval=3600) as store:
+        for key, value in values.items():
+            await store.set("ns", key, value, ttl=ttl)  # type: ignore[arg-type]
+        with pytest.raises(InvalidKeyError):
+            await store.set("ns", _Tag("k"), 1)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+    async with FileStore(tmp_path, read_only=True) as reader:  # from the snapshot
+        assert dict(await reader.entries("ns")) == plain
+    async with FileStore(tmp_path, flush_interval=3600) as store:
+        await store.set("ns", "again", OrderedDict(n=None))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        async with FileStore(tmp_path, read_only=True) as reader:  # from the journal
+            assert await reader.get("ns", "again") == {"n": None}
 
 
 async def test_append_and_query_never_touch_the_snapshot(tmp_path: Path) -> None:
