@@ -44,17 +44,20 @@ pytest: $(STAMP) $(SYSDEPS_STAMP)
 
 test: lint typecheck pytest
 
-# wrk drives bench/gateway_bench.py (Debian's package; without it the bench uses its own driver).
+# wrk drives bench/gateway_bench.py (Debian's package; without it the bench uses its own driver);
+# valgrind counts instructions for bench/kv_instructions_bench.py (without it, that bench says so).
 WRK_STAMP := $(VENV)/.wrk
 $(WRK_STAMP): | $(BIN)/python
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; } \
 		|| echo "wrk is not installed: bench/gateway_bench.py uses its built-in driver"
+	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; } \
+		|| echo "valgrind is not installed: bench/kv_instructions_bench.py measures nothing"
 	@touch $(WRK_STAMP)
 
 wrk: $(WRK_STAMP)
 
 # Every benchmark program: ours beside the peers, tables with ratios (several minutes in all).
-BENCHES := store_bench backends_bench mcp_bench meter_bench meter_slo_bench otel_bench dashboard_bench definitions_bench gateway_bench
+BENCHES := store_bench kv_instructions_bench backends_bench mcp_bench meter_bench meter_slo_bench otel_bench dashboard_bench definitions_bench gateway_bench
 bench: $(STAMP) $(SYSDEPS_STAMP) $(WRK_STAMP)
 	@for b in $(BENCHES); do echo "==> bench/$$b.py"; $(BIN)/python bench/$$b.py || exit 1; done
 
