@@ -181,7 +181,7 @@ class FileKeys(FileParts):
                     value = check_counter(ns, key, current, by)
                     exp = space.expires.get(key)
                 space.put(key, value, b"[%b,%d]" % (_dumps(key), value), exp, now)
-                space.journal.write_pending_locked()
+                space.append_locked()
         except OSError as exc:
             persist.write_failed(exc)  # nothing of it stays pending: it must not land later
             raise StorageIOError(

@@ -18,12 +18,12 @@ snapshot held them as one object). Everything else is as in format 2.
 
 A log file may start with a ``{"airstore":"log","format":N}`` line (a later release may write
 one): readers skip it and refuse a newer N. Files of formats 1 (a snapshot with ``"format":1``,
-a journal without a header, no ``.airstore``) and 2 are read as they are; a writer moves a
-namespace's keys to format 3 when it first loads them (and before it appends to a format-2
-journal another process started since): a snapshot and a new journal, so an earlier release
-never reads a record of the new shape, it refuses the new files by their format. A version
-above :data:`FORMAT` is refused with :class:`~airstore.UnsupportedFormatError`, never guessed
-at.
+a journal without a header, no ``.airstore``) and 2 are read as they are. A writer moves a
+format-1 namespace to format 3 when it first loads it (a snapshot, then a new journal), and a
+format-2 journal before its first append to it (a new journal holding the old records as they
+are, then its own; the snapshot follows at the next compaction): so an earlier release never
+reads a record of the new shape, it refuses the new files by their format. A version above
+:data:`FORMAT` is refused with :class:`~airstore.UnsupportedFormatError`, never guessed at.
 """
 
 from __future__ import annotations

@@ -113,10 +113,8 @@ class KVSpace(Compaction):
             return
         if self._needs_migration:
             self.migrate()
-        elif self.journal.fd is not None and (
-            self.journal.format < FORMAT or self.journal.torn_bytes()
-        ):
-            self.commit()  # an earlier format's journal, or a dead writer's unfinished record
+        elif self.journal.fd is not None and self.journal.torn_bytes():
+            self.commit()  # a dead writer's unfinished record: cut under the lock
 
     def _load_holding_lock(self) -> None:
         """The last attempt of a loader that kept losing the race against other writers'
@@ -421,28 +419,33 @@ class KVSpace(Compaction):
             self._report(
                 "torn_tail", journal.path, None, f"cut {torn} bytes of an unfinished record"
             )
-        if journal.format < FORMAT:
-            self._upgrade_locked()
-        return journal.write_pending_locked()
+        return self.append_locked()
 
-    def _upgrade_locked(self) -> None:
-        """Under the lock, before this process first appends to a journal of an earlier
-        format (2, or an empty file without a header): a snapshot of everything up to its end,
-        then an empty journal after it, both in this format. An earlier release then refuses
-        the new files by their format instead of skipping records of the new shape as damaged
-        lines."""
-        position = self.journal.pos
-        parts = self.encode_snapshot(position)
-        tmp = temp_path(self.snapshot_path)
-        try:
-            write_file(tmp, *parts)
-            self.journal.start_locked(position, snapshot=tmp)
-        except BaseException:
-            with contextlib.suppress(OSError):  # not renamed into place: nothing changed
-                os.unlink(tmp)
-            raise
-        self._snapshot_pos = position
-        self.snapshot_size = sum(len(part) for part in parts)
+    def append_locked(self) -> int:
+        """Under the lock: append the pending records in one ``write`` (see
+        :meth:`Journal.write_pending_locked`); returns the bytes written.
+
+        Into a journal of an earlier format (2, or an empty file without a header) they go by
+        a new journal of this format instead, which holds that journal's records as they are
+        and then the pending ones, all at the same logical positions, renamed over it: an
+        earlier release then refuses the namespace by its format (it would skip records of the
+        new shape as damaged lines), and this release reads both shapes. The snapshot stays as
+        it is until the next compaction, so nothing is encoded or written but the journal.
+
+        Raises:
+            OSError: the write failed; the files are as before and the records stay pending.
+        """
+        journal = self.journal
+        if journal.format >= FORMAT or not journal.pending:
+            return journal.write_pending_locked()
+        assert journal.fd is not None
+        start = journal.hdr
+        records = os.pread(journal.fd, journal.read_to - start, start) + journal.pending
+        journal.start_locked(journal.base, records)
+        written = len(journal.pending)
+        del journal.pending[:]
+        journal.dirty = True
+        return written
 
     def close(self) -> None:
         """Close the journal's fds."""

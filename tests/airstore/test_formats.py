@@ -41,6 +41,12 @@ def _files(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(root.iterdir()) if p.is_file()}
 
 
+def _journal(path: Path) -> tuple[int, list[bytes]]:
+    """The header's format and the records of a journal file."""
+    header, *records = path.read_bytes().splitlines()
+    return orjson.loads(header)["format"], records
+
+
 FIXTURE_DIRS = ["datadir-v1", "datadir-v2", "datadir-v3"]
 
 
@@ -77,8 +83,13 @@ async def test_a_writer_continues_an_earlier_directory_in_this_format(
         await _assert_fixture_content(store)
         assert await store.incr("counters", "hits") == 42
         await store.append("meter.calls", {"tool": "new", "i": 31})
-    assert orjson.loads((data / "users.json").read_bytes())["format"] == FORMAT
-    assert (data / "users.journal.jsonl").read_bytes().startswith(b'{"airstore":"journal"')
+    # a namespace this writer changed is in this format; one it only read is moved only from
+    # format 1 (at its load), a format-2 one stays as it was until a writer changes it
+    assert orjson.loads((data / "counters.json").read_bytes())["format"] == FORMAT
+    assert _journal(data / "counters.journal.jsonl")[0] == FORMAT
+    users = FORMAT if fixture != "datadir-v2" else 2
+    assert orjson.loads((data / "users.json").read_bytes())["format"] == users
+    assert _journal(data / "users.journal.jsonl")[0] == users
     async with FileStore(data, read_only=True) as reader:
         assert dict(await reader.entries("users")) == USERS
         assert await reader.get("counters", "hits") == 42
@@ -223,40 +234,63 @@ async def test_a_writer_loading_an_earlier_namespace_while_another_rewrites_it_l
         assert await reader.get("users", "dave") == 1
 
 
-def _journal(path: Path) -> tuple[int, list[bytes]]:
-    """The header's format and the records of a journal file."""
-    header, *records = path.read_bytes().splitlines()
-    return orjson.loads(header)["format"], records
-
-
 async def test_a_writer_moves_an_earlier_journal_to_this_format_before_it_appends(
     tmp_path: Path,
 ) -> None:
     """An earlier release takes a record of this format (``[key, value]``) for a damaged line
-    and skips it, so a writer never appends one to a format-2 journal: it moves the namespace
-    to this format first (a snapshot, then a new journal) — when it loads it, and again when an
-    earlier release's writer has started a format-2 journal under it since (a compaction)."""
+    and skips it, so a writer never appends one to a format-2 journal: its first append goes
+    by a new journal of this format holding the old records as they are, then its own — and
+    so again when an earlier release's writer has started a format-2 journal under it since
+    (its compaction). Reading a namespace changes nothing (a full disk still serves reads)."""
     data = tmp_path / "data"
     shutil.copytree(FIXTURES / "datadir-v2", data)
     journal = data / "users.journal.jsonl"
+    before = journal.read_bytes()
+    old_header, *old_records = before.splitlines()
     async with FileStore(data, flush_interval=3600, handle_sigterm=False) as store:
         assert await store.get("users", "carol") == {"name": "Carol"}
-        assert _journal(journal) == (FORMAT, [])  # moved at load: all of it in the snapshot
-        assert orjson.loads((data / "users.json").read_bytes())["format"] == FORMAT
-        base = orjson.loads(journal.read_bytes().splitlines()[0])["base"]
+        await asyncio.sleep(0)
+        assert journal.read_bytes() == before  # read only: left as it was
+        await store.set("users", "dave", 1)
+        await store.delete("users", "kept")
+        assert await store.incr("users", "n") == 1
+        await asyncio.sleep(0)
+        header = orjson.loads(journal.read_bytes().splitlines()[0])
+        assert header["base"] == orjson.loads(old_header)["base"]  # the same positions
+        assert _journal(journal) == (FORMAT, [*old_records, b'["dave",1]', b'["kept"]', b'["n",1]'])
+        base = header["base"] + sum(len(r) + 1 for r in _journal(journal)[1])
         earlier = data / "users.journal.jsonl.earlier"
         earlier.write_bytes(
             b'{"airstore":"journal","format":2,"base":%d}\n{"erin":[{"name":"Erin"},null]}\n' % base
         )
-        os.replace(earlier, journal)
+        os.replace(earlier, journal)  # what an earlier release's compaction leaves
         await asyncio.sleep(0)
-        await store.set("users", "dave", 1)
+        await store.set("users", "frank", 2)
         for _ in range(3):  # the end of the loop turn commits it
             await asyncio.sleep(0)
-        assert _journal(journal) == (FORMAT, [b'["dave",1]'])
+        assert _journal(journal) == (FORMAT, [b'{"erin":[{"name":"Erin"},null]}', b'["frank",2]'])
         assert await store.get("users", "erin") == {"name": "Erin"}
+    expected = {"ada", "carol", "dave", "erin", "frank", "n", "ünï"}
     async with FileStore(data, read_only=True) as reader:
+        assert {k for k, _ in await reader.entries("users")} == expected
         assert await reader.get("users", "erin") == {"name": "Erin"}
-        assert await reader.get("users", "dave") == 1
-        assert await reader.get("users", "bob") is None
         assert reader.recovery == []
+    assert orjson.loads((data / "users.json").read_bytes())["format"] == FORMAT  # close compacted
+    assert (await check_directory(str(data))).ok
+
+
+async def test_reading_an_earlier_namespace_on_a_full_disk_still_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The move to this format happens at a writer's first append, never at a read: a writer
+    whose disk is full reads an earlier directory as the earlier release did."""
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURES / "datadir-v2", data)
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(kvspace.Journal, "start_locked", disk_full)
+    async with FileStore(data, handle_sigterm=False) as store:
+        assert dict(await store.entries("users")) == USERS
+        assert await store.get("counters", "hits") == 41
