@@ -5,8 +5,11 @@ and an exclusive one on its own writer slot (``.writer-N.lock``).
   lowest free slot; its append logs carry the slot's number, so no two writers ever append to
   the same log file. A slot left by a dead writer is taken by the next one, which repairs and
   continues its files: the number of log files follows the most writers ever open at once.
-* A writer of the previous format locked ``.lock`` exclusively: the two exclude each other (a
+* A writer of format 1 locked ``.lock`` exclusively: the two exclude each other (a
   ``StoreLockedError`` naming the holder), so an old release never writes beside a new one.
+  A writer of format 2 takes the same locks as this one but writes its bare pid into its slot
+  file (this release adds ``airstore=3``): a writer of this release refuses to open beside a
+  live one, since it moves journals to a format the other cannot read.
 * ``flock`` locks die with the process, so a SIGKILLed writer never leaves a stale lock behind;
   the pid inside a slot's file is only informative.
 """
@@ -17,9 +20,12 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
+import time
 
 from airstore._appendfile import cut_torn_tail
 from airstore._filenames import active_logs_by_slot, writer_lock_path
+from airstore._format import FORMAT
 from airstore.errors import StorageIOError, StoreLockedError
 
 __all__ = ["LOCK_NAME", "MAX_SLOTS", "DirLock", "read_holder_pid"]
@@ -29,16 +35,50 @@ MAX_SLOTS = 4096
 """Writers open at once on one data directory, at most."""
 
 _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+_SLOT_RE = re.compile(r"\.writer-(\d{1,6})\.lock")
 
 
 def read_holder_pid(path: str) -> int | None:
     """Return the pid written in a lock file, or ``None`` when absent or unreadable."""
     try:
         with open(path, "rb") as fh:
-            text = fh.read(32).strip()
+            text = fh.read(64).split(b" ", 1)[0].strip()
     except OSError:
         return None
     return int(text) if text.isdigit() else None
+
+
+def _slot_text() -> bytes:
+    """What a writer of this release writes into its slot file: its pid and the format it
+    writes (a writer of format 2 wrote its pid alone)."""
+    return f"{os.getpid()} airstore={FORMAT}\n".encode()
+
+
+def _earlier_writer(path: str) -> int | None:
+    """The pid of a live writer of an earlier release holding the slot file ``path`` (its
+    lock is held and the file holds a bare pid), else ``None``. A slot being taken right now
+    holds its former owner's pid for a moment: it is read again after a short wait."""
+    for attempt in range(2):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in _BUSY:
+                    return None
+            else:
+                return None  # nobody holds it: a dead writer's slot
+            text = os.pread(fd, 64, 0).strip()
+        finally:
+            os.close(fd)
+        if not text.isdigit():
+            return None
+        if attempt == 0:
+            time.sleep(0.05)
+    return int(text)
 
 
 def _open(path: str) -> int:
@@ -94,14 +134,39 @@ class DirLock:
                 raise StorageIOError(f"cannot lock {path}: {exc}", path=path) from exc
             with contextlib.suppress(OSError):  # the pid is informative only
                 os.ftruncate(slot_fd, 0)
-                os.pwrite(slot_fd, f"{os.getpid()}\n".encode(), 0)
+                os.pwrite(slot_fd, _slot_text(), 0)
             self._slot_fd = slot_fd
             self.slot = slot
+            self._refuse_earlier_writers()
             return slot
         self.release()
         raise StorageIOError(
             f"{MAX_SLOTS} writers already hold {self.directory!r}", path=self.directory
         )
+
+    def _refuse_earlier_writers(self) -> None:
+        """A writer of format 2 (the release before) shares the directory's locks with this
+        one, but this release moves a namespace's journal to format 3 at its first append, and
+        the earlier writer then fails on that namespace, losing what it had acknowledged: so
+        the two never write at once.
+
+        Raises:
+            StoreLockedError: a live writer of an earlier release holds a slot.
+        """
+        for name in os.listdir(self.directory):
+            match = _SLOT_RE.fullmatch(name)
+            if match is None or int(match[1]) == self.slot:
+                continue
+            pid = _earlier_writer(os.path.join(self.directory, name))
+            if pid is not None:
+                self.release()
+                raise StoreLockedError(
+                    f"data directory {self.directory!r} is open in a writer of an earlier air "
+                    f"release (pid {pid}), which cannot read what this release writes: stop "
+                    "it (or upgrade it) before starting this release on the same directory",
+                    path=os.path.join(self.directory, name),
+                    pid=pid,
+                )
 
     def repair_dead_slots(self) -> list[tuple[str, str, int]]:
         """Cut the torn last line of every active log of a slot no live writer holds (its

@@ -127,6 +127,60 @@ async def test_a_writer_of_the_previous_format_excludes_this_one(tmp_path: Path)
         await store.set("ns", "k", 1)
 
 
+_FORMAT_2_WRITER = """
+import fcntl, os, sys, time
+# What a format-2 writer holds (the release before format 3): .lock shared, the lowest free
+# slot exclusively with its bare pid inside.
+root = sys.argv[1]
+lock = os.open(os.path.join(root, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(lock, fcntl.LOCK_SH)
+slot = os.open(os.path.join(root, ".writer-0.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(slot, fcntl.LOCK_EX)
+os.ftruncate(slot, 0)
+os.pwrite(slot, b"%d\\n" % os.getpid(), 0)
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+def _start_format_2_writer(root: Path) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FORMAT_2_WRITER, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"holding\n"
+    return proc
+
+
+async def test_a_live_writer_of_format_2_keeps_this_release_from_writing_beside_it(
+    tmp_path: Path,
+) -> None:
+    """A format-2 writer takes the same locks as this release, but this release moves a
+    namespace's journal to format 3 at its first append, which the earlier writer cannot read
+    (it would fail on the namespace and lose what it had acknowledged): a writer of this
+    release refuses to open beside a live one, names its pid, and opens once it has gone. A
+    dead one's slot (its bare pid left behind) does not count; readers take no lock."""
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "k", 1)
+    earlier = await asyncio.to_thread(_start_format_2_writer, tmp_path)
+    try:
+        with pytest.raises(StoreLockedError) as info:
+            await FileStore(tmp_path).init()
+        assert info.value.pid == earlier.pid
+        assert "earlier air release" in str(info.value)
+        async with FileStore(tmp_path, read_only=True) as reader:
+            assert await reader.get("ns", "k") == 1
+    finally:
+        await asyncio.to_thread(earlier.communicate, b"", 10)
+    assert (tmp_path / ".writer-0.lock").read_bytes() == b"%d\n" % earlier.pid  # left behind
+    async with FileStore(tmp_path) as store:
+        assert await store.incr("ns", "k") == 2
+        async with FileStore(tmp_path) as second:  # two writers of this release: no refusal
+            assert await second.get("ns", "k") == 2
+
+
 async def test_a_loader_that_keeps_losing_the_race_to_compactions_still_opens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
