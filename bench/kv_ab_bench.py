@@ -6,9 +6,11 @@ program loads both versions side by side (the earlier one exported with ``git ar
 renamed ``airstore_at_<rev>``), then runs the store bench's kv set row — N awaited
 ``set(ns, f"k{i}", {"v": i})`` and ``flush()`` — on each in turn, alternating the order every
 round, and the async floor right after each (CPU time: the kv set CPU ÷ the floor's, as the
-store bench's "beside it" row). Medians over the rounds.
+store bench's "beside it" row). Each round's two runs are close in time, so the speed-up is
+taken per round (this checkout's rate ÷ the earlier one's) and its median reported with the
+quartiles and the number of rounds this checkout was faster in.
 
-Run: ``python bench/kv_ab_bench.py --before REV`` (default: ``HEAD~1``), ``--rounds 10``.
+Run: ``python bench/kv_ab_bench.py --before REV`` (default: ``HEAD~1``), ``--rounds 20``.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ async def _one(mod: ModuleType, kind: str) -> tuple[float, float]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="HEAD~1", help="the earlier revision (git)")
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="airbench-rev-") as tmp:
         name = _export(args.before, tmp)
@@ -108,19 +110,26 @@ async def main() -> None:
                 for label, mod in order:
                     results.setdefault((kind, label), []).append(await _one(mod, kind))
     print(
-        f"\nkv set (k{{i}}, {{v: i}}) + flush(), {N:,} sets, CPU time, medians of {args.rounds} rounds"
+        f"\nkv set (k{{i}}, {{v: i}}) + flush(), {N:,} sets, CPU time, {args.rounds} rounds; "
+        "speed-up = this checkout's rate ÷ the earlier one's in the same round (median, quartiles)"
     )
-    print(f"| store | {args.before} | this checkout | ratio |")
-    print("|---|---:|---:|---:|")
+    print(f"| store | {args.before} | this checkout | speed-up | faster in |")
+    print("|---|---:|---:|---:|---:|")
     for kind in ("FileStore", "MemoryStore"):
         before = results[(kind, args.before)]
         after = results[(kind, "this checkout")]
+        ups = sorted(a[0] / b[0] for a, b in zip(after, before, strict=True))
+        q1, q3 = ups[len(ups) // 4], ups[(3 * len(ups)) // 4]
+        wins = sum(u > 1 for u in ups)
         rb = statistics.median(v[0] for v in before)
         ra = statistics.median(v[0] for v in after)
-        print(f"| {kind} | {rb / 1e3:,.0f} k/s | {ra / 1e3:,.0f} k/s | {ra / rb:.2f}× |")
+        print(
+            f"| {kind} | {rb / 1e3:,.0f} k/s | {ra / 1e3:,.0f} k/s | "
+            f"{statistics.median(ups):.2f}× ({q1:.2f}-{q3:.2f}) | {wins}/{len(ups)} |"
+        )
         fb = statistics.median(v[1] for v in before)
         fa = statistics.median(v[1] for v in after)
-        print(f"| {kind} ÷ async floor beside it | {fb:.2f} | {fa:.2f} | {fa / fb:.2f}× |")
+        print(f"| {kind} ÷ async floor beside it | {fb:.2f} | {fa:.2f} | | |")
 
 
 if __name__ == "__main__":
