@@ -29,10 +29,12 @@ import tarfile
 import tempfile
 import time
 from types import ModuleType
-from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from store_bench import _async_floor_cpu  # the store bench's own floor, beside each store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 N = 100_000
 
@@ -58,19 +60,6 @@ def _export(rev: str, dest: str) -> str:
     return name
 
 
-async def _floor_cpu() -> float:
-    kv: dict[str, Any] = {}
-
-    async def put(ns: str, key: str, value: Any) -> None:
-        kv[key] = value
-
-    gc.collect()
-    c0 = time.process_time()
-    for i in range(N):
-        await put("kv", f"k{i}", {"v": i})
-    return N / (time.process_time() - c0)
-
-
 async def _one(mod: ModuleType, kind: str) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="airbench-ab-") as tmp:
         store = (
@@ -83,7 +72,7 @@ async def _one(mod: ModuleType, kind: str) -> tuple[float, float]:
             await store.set("kv", f"k{i}", {"v": i})
         await store.flush()
         rate = N / (time.process_time() - c0)
-        ratio = rate / await _floor_cpu()
+        ratio = rate / await _async_floor_cpu(N)
         await store.close()
         return rate, ratio
 
