@@ -113,7 +113,7 @@ class KVSpace(Compaction):
             return
         if self._needs_migration:
             self.migrate()
-        elif self.journal.fd is not None and self.journal.torn_bytes():
+        elif self.journal.fd is not None and self.journal.torn_bytes() > 0:
             self.commit()  # a dead writer's unfinished record: cut under the lock
 
     def _load_holding_lock(self) -> None:
@@ -414,7 +414,7 @@ class KVSpace(Compaction):
         else:
             self.refresh()
         torn = journal.torn_bytes()
-        if torn:
+        if torn > 0:  # (negative: a file emptied by hand under a snapshot: nothing to cut)
             journal.cut_torn()
             self._report(
                 "torn_tail", journal.path, None, f"cut {torn} bytes of an unfinished record"
@@ -439,9 +439,12 @@ class KVSpace(Compaction):
         if journal.format >= FORMAT or not journal.pending:
             return journal.write_pending_locked()
         assert journal.fd is not None
-        start = journal.hdr
-        records = os.pread(journal.fd, journal.read_to - start, start) + journal.pending
-        journal.start_locked(journal.base, records)
+        if journal.read_to > os.fstat(journal.fd).st_size:  # emptied by hand under a snapshot
+            base, records = journal.pos, b""
+        else:
+            base = journal.base
+            records = os.pread(journal.fd, journal.read_to - journal.hdr, journal.hdr)
+        journal.start_locked(base, records + journal.pending)
         written = len(journal.pending)
         del journal.pending[:]
         journal.dirty = True

@@ -147,8 +147,10 @@ class DirLock:
     def _refuse_earlier_writers(self) -> None:
         """A writer of format 2 (the release before) shares the directory's locks with this
         one, but this release moves a namespace's journal to format 3 at its first append, and
-        the earlier writer then fails on that namespace, losing what it had acknowledged: so
-        the two never write at once.
+        the earlier writer then fails on that namespace, losing what it had acknowledged. One
+        already open when this one opens is refused here; one opening later refuses the
+        directory itself, by the format-3 marker this writer puts in place
+        (``FileStore._open_writer``).
 
         Raises:
             StoreLockedError: a live writer of an earlier release holds a slot.

@@ -21,7 +21,7 @@ from airstore import _exit
 from airstore._atomic import remove_stale_temp_files, write_atomic
 from airstore._filekv import FileKeys
 from airstore._filelog import FileLogs
-from airstore._format import DATADIR_FILE, check_version, datadir_marker
+from airstore._format import DATADIR_FILE, FORMAT, check_version, datadir_marker
 from airstore._inspect import Inspection
 from airstore._kvspace import KVSpace
 from airstore._lifecycle import StoreBase
@@ -139,9 +139,9 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
             return
         marker = os.path.join(self.path, DATADIR_FILE)
         try:
-            self._check_marker(marker)
+            found = self._check_marker(marker)
             if not self.read_only:
-                self._open_writer(marker)
+                self._open_writer(marker, found)
         except OSError as exc:
             self._lock.release()
             raise StorageIOError(f"cannot open {self.path}: {exc}", path=self.path) from exc
@@ -161,13 +161,16 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
             self._counted = _exit.register(self, handle_sigterm=self._handle_sigterm)
         self._opened = True
 
-    def _open_writer(self, marker: str) -> None:
+    def _open_writer(self, marker: str, found: int | None) -> None:
         os.makedirs(self.path, exist_ok=True)
         self._lock.acquire()
         for ns, path, cut in self._lock.repair_dead_slots():  # a killed writer's last line
             detail = f"cut {cut} bytes of an unfinished line (a writer that died mid-write)"
             self._findings.append(Finding(kind="torn_tail", namespace=ns, path=path, detail=detail))
-        if not os.path.exists(marker):
+        if found is None or found < FORMAT:
+            # A writer of an earlier release opening after this one refuses the directory by
+            # its marker (this one moves journals to a format the earlier one cannot read);
+            # one already open is refused by the lock (``DirLock``).
             write_atomic(marker, datadir_marker())
         remove_stale_temp_files(self.path)
 
@@ -182,17 +185,22 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
         return self._persist.lost_writes if self._persist is not None else 0
 
     @staticmethod
-    def _check_marker(marker: str) -> None:
+    def _check_marker(marker: str) -> int | None:
+        """The directory's format by its marker (``None``: no marker, or a torn one).
+
+        Raises:
+            UnsupportedFormatError: a newer format.
+        """
         try:
             with open(marker, "rb") as fh:
                 data = fh.read(4096)
         except FileNotFoundError:
-            return  # a new directory, or one written by the previous release
+            return None  # a new directory, or one written by the format-1 release
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError:
-            return  # a torn marker (crash mid-creation): every file has its own marker
-        check_version(doc.get("format") if isinstance(doc, dict) else None, marker)
+            return None  # a torn marker (crash mid-creation): every file has its own marker
+        return check_version(doc.get("format") if isinstance(doc, dict) else None, marker)
 
     async def close(self) -> None:
         """Flush everything and release files and the writer slot. Idempotent.

@@ -10,7 +10,7 @@ store bench's "beside it" row). Each round's two runs are close in time, so the 
 taken per round (this checkout's rate ÷ the earlier one's) and its median reported with the
 quartiles and the number of rounds this checkout was faster in.
 
-Run: ``python bench/kv_ab_bench.py --before REV`` (default: ``HEAD~1``), ``--rounds 20``.
+Run: ``python bench/kv_ab_bench.py --before REV`` (a commit whose airstore differs), ``--rounds 20``.
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ async def _one(mod: ModuleType, kind: str) -> tuple[float, float]:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default="HEAD~1", help="the earlier revision (git)")
+    parser.add_argument(
+        "--before", required=True, help="the earlier revision (git), e.g. the last release's tag"
+    )
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="airbench-rev-") as tmp:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from airstore import FileStore, ReadOnlyStoreError
@@ -290,3 +292,26 @@ async def test_a_snapshot_item_that_is_not_value_and_expiry_costs_only_that_key(
         assert await reader.get("ns", "k1") is None
         assert await reader.get("ns", "k2") == 2
         assert [f.kind for f in reader.recovery] == ["corrupt_line"]
+
+
+async def test_a_journal_emptied_by_hand_under_a_snapshot_is_started_again_after_it(
+    tmp_path: Path,
+) -> None:
+    """``: > ns.journal.jsonl`` beside a snapshot covering position P: the next write starts a
+    journal at P. The file was extended to P with NUL bytes ("cut -P bytes"), and the move to
+    this format would have copied those P bytes into a real journal."""
+    async with FileStore(tmp_path) as store:
+        for i in range(200):
+            await store.set("ns", f"k{i}", {"pad": "x" * 100})
+    journal = tmp_path / "ns.journal.jsonl"
+    assert orjson.loads((tmp_path / "ns.json").read_bytes())["pos"] > 20_000
+    journal.write_bytes(b"")
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "new", 1)
+        await asyncio.sleep(0)
+        assert journal.stat().st_size < 200
+        assert [f.kind for f in store.recovery] == []
+    async with FileStore(tmp_path, read_only=True) as reader:
+        assert await reader.get("ns", "new") == 1
+        assert await reader.get("ns", "k7") == {"pad": "x" * 100}
+        assert len(await reader.list("ns")) == 201

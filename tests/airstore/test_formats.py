@@ -83,6 +83,9 @@ async def test_a_writer_continues_an_earlier_directory_in_this_format(
         await _assert_fixture_content(store)
         assert await store.incr("counters", "hits") == 42
         await store.append("meter.calls", {"tool": "new", "i": 31})
+    # the directory says this format, so a writer of an earlier release opening it now refuses
+    # it (this one has moved journals the earlier one cannot read)
+    assert orjson.loads((data / ".airstore").read_bytes())["format"] == FORMAT
     # a namespace this writer changed is in this format; one it only read is moved only from
     # format 1 (at its load), a format-2 one stays as it was until a writer changes it
     assert orjson.loads((data / "counters.json").read_bytes())["format"] == FORMAT
