@@ -24,7 +24,7 @@ from airstore._validate import JSON_OPTS
 from airstore.errors import InvalidValueError
 from airstore.types import Clock
 
-__all__ = ["COMPACT_BYTES", "Compaction", "set_record"]
+__all__ = ["COMPACT_BYTES", "Compaction", "set_line"]
 
 COMPACT_BYTES = 4 << 20
 """A journal is compacted into a snapshot once its records pass this size (and the snapshot's)."""
@@ -32,12 +32,12 @@ COMPACT_BYTES = 4 << 20
 _dumps = orjson.dumps
 
 
-def set_record(name: bytes, body: bytes, exp: float | None) -> bytes:
-    """The journal line setting the key encoded as ``name`` to the value encoded as ``body``
-    (format 3: ``[key,value]`` or ``[key,value,exp]``)."""
+def set_line(record: bytes, exp: float | None) -> bytes:
+    """The journal line of a set, from its record ``[key,value]`` (format 3; an expiry goes in
+    as a third item). A new bytes object of exact size: orjson's own keeps its whole buffer."""
     if exp is None:
-        return b"[%b,%b]\n" % (name, body)
-    return b"[%b,%b,%b]\n" % (name, body, repr(exp).encode())
+        return record + b"\n"
+    return b"%b,%b]\n" % (record[:-1], repr(exp).encode())
 
 
 class Compaction:
@@ -102,7 +102,7 @@ class Compaction:
                         namespace=self.ns,
                         key=key,
                     ) from exc
-                entry = entries[key] = set_record(_dumps(key), body, exp)
+                entry = entries[key] = set_line(b"[%b,%b]" % (_dumps(key), body), exp)
             parts.append(entry)
         return parts
 

@@ -44,6 +44,7 @@ __all__ = [
     "slot_files",
     "snapshot_path",
     "writer_lock_path",
+    "writer_slots",
 ]
 
 _LOG_RE = re.compile(
@@ -70,6 +71,18 @@ def journal_lock_path(root: str, ns: str) -> str:
 def writer_lock_path(root: str, slot: int) -> str:
     """Path of the lock file of writer slot ``slot``."""
     return os.path.join(root, f".writer-{slot}.lock")
+
+
+_WRITER_LOCK_RE = re.compile(r"\.writer-(\d{1,6})\.lock")
+
+
+def writer_slots(root: str) -> list[int]:
+    """The writer slots whose lock file exists in ``root`` (live or left by a dead writer)."""
+    return [
+        int(match[1])
+        for name in os.listdir(root)
+        if (match := _WRITER_LOCK_RE.fullmatch(name)) is not None
+    ]
 
 
 def _slot_stem(ns: str, slot: int) -> str:

@@ -192,9 +192,10 @@ class Journal:
     # -- writing (under the lock) --------------------------------------------------------------
     def torn_bytes(self) -> int:
         """Bytes after the last complete record (a writer died mid-write); cut them with
-        :meth:`cut_torn` while holding the lock."""
+        :meth:`cut_torn` while holding the lock. Never negative: a file emptied by hand under a
+        snapshot ends before the position read up to, and has nothing to cut."""
         assert self.fd is not None
-        return os.fstat(self.fd).st_size - self.read_to
+        return max(0, os.fstat(self.fd).st_size - self.read_to)
 
     def cut_torn(self) -> None:
         """Truncate the file back to the last complete record."""

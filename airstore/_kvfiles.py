@@ -51,7 +51,7 @@ def parse_snapshot(data: bytes, path: str) -> Snapshot:
         version = check_version(doc["format"], path)
         raw = doc["items"]
         if version >= 3:
-            items, bad = _records(raw)
+            items, bad = _items_v3(raw)
         elif isinstance(raw, dict):
             items, bad = _items_v2(raw)
         else:
@@ -77,7 +77,7 @@ def _items_v2(raw: dict[str, Any]) -> tuple[dict[str, tuple[Any, float | None]],
     return items, bad
 
 
-def _records(raw: object) -> tuple[dict[str, tuple[Any, float | None]], list[str]]:
+def _items_v3(raw: object) -> tuple[dict[str, tuple[Any, float | None]], list[str]]:
     """Format 3: ``[[key, value], [key, value, exp], …]``, the journal's set records."""
     if type(raw) is not list:
         raise ValueError("snapshot items are not an array")

@@ -21,7 +21,7 @@ import orjson
 
 from airstore._aread import read_file, read_whole
 from airstore._atomic import temp_path, write_file
-from airstore._compaction import Compaction
+from airstore._compaction import Compaction, set_line
 from airstore._filenames import snapshot_path
 from airstore._format import FORMAT
 from airstore._journal import Journal
@@ -113,7 +113,7 @@ class KVSpace(Compaction):
             return
         if self._needs_migration:
             self.migrate()
-        elif self.journal.fd is not None and self.journal.torn_bytes() > 0:
+        elif self.journal.fd is not None and self.journal.torn_bytes():
             self.commit()  # a dead writer's unfinished record: cut under the lock
 
     def _load_holding_lock(self) -> None:
@@ -353,12 +353,11 @@ class KVSpace(Compaction):
         what has expired. ``record`` is ``[key,value]`` as encoded by the caller, without a
         newline. (``FileKeys.set`` inlines the case without expiry: the hot path.)"""
         self.items[key] = value
+        line = set_line(record, exp)
         if exp is None:
-            line = record + b"\n"
             if self.expires:
                 self.expires.pop(key, None)
         else:
-            line = b"%b,%b]\n" % (record[:-1], repr(exp).encode())
             self.expires[key] = exp
             heapq.heappush(self.expiry, (exp, key))
         self.entries[key] = line
@@ -414,7 +413,7 @@ class KVSpace(Compaction):
         else:
             self.refresh()
         torn = journal.torn_bytes()
-        if torn > 0:  # (negative: a file emptied by hand under a snapshot: nothing to cut)
+        if torn:
             journal.cut_torn()
             self._report(
                 "torn_tail", journal.path, None, f"cut {torn} bytes of an unfinished record"

@@ -20,11 +20,10 @@ import contextlib
 import errno
 import fcntl
 import os
-import re
 import time
 
 from airstore._appendfile import cut_torn_tail
-from airstore._filenames import active_logs_by_slot, writer_lock_path
+from airstore._filenames import active_logs_by_slot, writer_lock_path, writer_slots
 from airstore._format import FORMAT
 from airstore.errors import StorageIOError, StoreLockedError
 
@@ -35,7 +34,6 @@ MAX_SLOTS = 4096
 """Writers open at once on one data directory, at most."""
 
 _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
-_SLOT_RE = re.compile(r"\.writer-(\d{1,6})\.lock")
 
 
 def read_holder_pid(path: str) -> int | None:
@@ -155,18 +153,18 @@ class DirLock:
         Raises:
             StoreLockedError: a live writer of an earlier release holds a slot.
         """
-        for name in os.listdir(self.directory):
-            match = _SLOT_RE.fullmatch(name)
-            if match is None or int(match[1]) == self.slot:
+        for slot in writer_slots(self.directory):
+            if slot == self.slot:
                 continue
-            pid = _earlier_writer(os.path.join(self.directory, name))
+            path = writer_lock_path(self.directory, slot)
+            pid = _earlier_writer(path)
             if pid is not None:
                 self.release()
                 raise StoreLockedError(
                     f"data directory {self.directory!r} is open in a writer of an earlier air "
                     f"release (pid {pid}), which cannot read what this release writes: stop "
                     "it (or upgrade it) before starting this release on the same directory",
-                    path=os.path.join(self.directory, name),
+                    path=path,
                     pid=pid,
                 )
 
