@@ -72,7 +72,7 @@ class KVSpace(Compaction):
         # appended to the journal (built from the JSON validated there, so a snapshot can
         # neither fail nor differ from the journal if a caller later mutates the object it
         # stored), taken from journal lines, or encoded at the first snapshot for keys loaded
-        # from one. A snapshot is then one join of these (see ``Compaction``).
+        # from one. A snapshot is then joins of these (see ``Compaction``).
         self.entries: dict[str, bytes] = {}
         self.expiry: list[tuple[float, str]] = []
         self.snapshot_path = snapshot_path(root, ns)

@@ -20,6 +20,7 @@ from airstore import (
     InvalidValueError,
     StorageIOError,
 )
+from airstore._compaction import JOIN_RECORDS
 from airstore._persist import Persister
 from tests.airstore.backends import FakeClock
 
@@ -119,6 +120,32 @@ async def test_journal_keeps_writes_between_snapshots_and_expiry_survives(tmp_pa
     clock.advance(6)
     async with FileStore(image, clock=clock) as crashed:
         assert await crashed.entries("ns") == [("keep", 3)]
+
+
+@pytest.mark.parametrize("count", [0, 1, JOIN_RECORDS, JOIN_RECORDS + 1, 2 * JOIN_RECORDS + 5])
+async def test_a_snapshot_joined_in_pieces_is_one_json_document_holding_every_key(
+    tmp_path: Path, count: int
+) -> None:
+    want: dict[str, object] = {f"k{i}": {"v": i, "s": "x" * (i % 7)} for i in range(count)}
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "gone", 0)
+        await store.delete("ns", "gone")
+        for key, value in want.items():
+            await store.set("ns", key, value)
+        await store.flush()  # a snapshot of the records kept at set
+    doc = orjson.loads((tmp_path / "ns.json").read_bytes())
+    assert {item[0]: item[1] for item in doc["items"]} == want
+    assert len(doc["items"]) == count
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "new", "one")  # loaded values are encoded at this snapshot
+        await store.flush()
+    want["new"] = "one"
+    doc = orjson.loads((tmp_path / "ns.json").read_bytes())
+    assert {item[0]: item[1] for item in doc["items"]} == want
+    assert len(doc["items"]) == count + 1
+    async with FileStore(tmp_path, read_only=True) as reader:
+        assert dict(await reader.entries("ns")) == want
+        assert reader.recovery == []
 
 
 async def test_periodic_flush_snapshots_only_dirty_namespaces_and_compacts(tmp_path: Path) -> None:
