@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Collection, Sequence
-from itertools import islice
+from collections.abc import Iterable, Sequence
+from itertools import chain, islice
 from typing import Any
 
 import orjson
@@ -33,6 +33,7 @@ JOIN_RECORDS = 1024
 """Records per join of a snapshot's body. ``bytes.join`` takes an 80-byte buffer view of every
 item first, so one join of 1 M records would touch 80 MB of fresh memory for a 25 MB body;
 a piece of 1024 takes 80 KB, which the allocator hands back for the next piece."""
+_COMMA_FIRST = (b"",)
 
 _dumps = orjson.dumps
 
@@ -67,7 +68,7 @@ class Compaction:
         now = self._clock()
         entries = self.entries
         expires = self.expires
-        records: Collection[bytes]
+        records: Iterable[bytes]
         if len(entries) == len(self.items) and (not expires or min(expires.values()) > now):
             # Every key has its record (entries' keys are always among the items') and none
             # has expired: the common case, joins in C.
@@ -76,12 +77,15 @@ class Compaction:
             records = self._records(now)
         # Each record keeps its journal line's newline: the items are ``[A]\n,[B]\n,…,[Z]\n``,
         # valid JSON (a newline is whitespace) with one record per line, copied once.
-        parts = [b'{"format":%d,"pos":%d,"items":[' % (FORMAT, position)]
+        # Every piece after the first starts with its comma (an empty first item); a record is
+        # never empty, so an empty piece means the records are done.
         it = iter(records)
-        for start in range(0, len(records), JOIN_RECORDS):
-            if start:
-                parts.append(b",")
-            parts.append(b",".join(islice(it, JOIN_RECORDS)))
+        parts = [
+            b'{"format":%d,"pos":%d,"items":[' % (FORMAT, position),
+            b",".join(islice(it, JOIN_RECORDS)),
+        ]
+        while piece := b",".join(chain(_COMMA_FIRST, islice(it, JOIN_RECORDS))):
+            parts.append(piece)
         parts.append(b"]}")
         return parts
 
