@@ -10,7 +10,13 @@ store bench's "beside it" row). Each round's two runs are close in time, so the 
 taken per round (this checkout's rate ÷ the earlier one's) and its median reported with the
 quartiles and the number of rounds this checkout was faster in.
 
-Run: ``python bench/kv_ab_bench.py --before REV`` (a commit whose airstore differs), ``--rounds 20``.
+``--fresh`` runs every set loop in a new process instead, as ``bench/store_bench.py``'s kv set
+row does (the first thing its process does): in one long process a version's flush reuses the
+memory the runs before it freed, so what a first run pays in page faults (~3 µs each on this
+VM) does not show. The page faults of the timed loop and flush are reported either way.
+
+Run: ``python bench/kv_ab_bench.py --before REV`` (a commit whose airstore differs), ``--rounds 20``,
+``--fresh``.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import importlib
 import io
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -60,48 +67,79 @@ def _export(rev: str, dest: str) -> str:
     return name
 
 
-async def _one(mod: ModuleType, kind: str) -> tuple[float, float]:
+def _faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+async def _one(mod: ModuleType, kind: str) -> tuple[float, float, float]:
+    """(kv set rate by CPU time, that ÷ the async floor's beside it, page faults)."""
     with tempfile.TemporaryDirectory(prefix="airbench-ab-") as tmp:
         store = (
             mod.FileStore(tmp, handle_sigterm=False) if kind == "FileStore" else mod.MemoryStore()
         )
         await store.init()
         gc.collect()
-        c0 = time.process_time()
+        f0, c0 = _faults(), time.process_time()
         for i in range(N):
             await store.set("kv", f"k{i}", {"v": i})
         await store.flush()
         rate = N / (time.process_time() - c0)
+        faults = _faults() - f0
         ratio = rate / await _async_floor_cpu(N)
         await store.close()
-        return rate, ratio
+        return rate, ratio, faults
+
+
+def _spawn(path: str, name: str, kind: str) -> tuple[float, float, float]:
+    """:func:`_one` of the package ``name`` (under ``path``) in a new process."""
+    out = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--worker", path, name, kind],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return float(out[0]), float(out[1]), float(out[2])
+
+
+async def _worker(path: str, name: str, kind: str) -> None:
+    sys.path.insert(0, path)
+    print(*await _one(importlib.import_module(name), kind))
 
 
 async def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        await _worker(*sys.argv[2:5])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--before", required=True, help="the earlier revision (git), e.g. the last release's tag"
     )
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--fresh", action="store_true", help="every run in a new process")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="airbench-rev-") as tmp:
-        name = _export(args.before, tmp)
-        sys.path.insert(0, tmp)
         versions = {
-            args.before: importlib.import_module(name),
-            "this checkout": importlib.import_module("airstore"),
+            args.before: (tmp, _export(args.before, tmp)),
+            "this checkout": (ROOT, "airstore"),
         }
-        results: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        sys.path.insert(0, tmp)
+        results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
         for r in range(args.rounds):
             print(f"round {r + 1}/{args.rounds} …", file=sys.stderr, flush=True)
             for kind in ("FileStore", "MemoryStore"):
                 order = list(versions.items())
                 if r % 2:
                     order.reverse()
-                for label, mod in order:
-                    results.setdefault((kind, label), []).append(await _one(mod, kind))
+                for label, (path, name) in order:
+                    if args.fresh:
+                        run = _spawn(path, name, kind)
+                    else:
+                        run = await _one(importlib.import_module(name), kind)
+                    results.setdefault((kind, label), []).append(run)
+    where = "each run in a new process" if args.fresh else "all in one process"
     print(
-        f"\nkv set (k{{i}}, {{v: i}}) + flush(), {N:,} sets, CPU time, {args.rounds} rounds; "
+        f"\nkv set (k{{i}}, {{v: i}}) + flush(), {N:,} sets, CPU time, {args.rounds} rounds, "
+        f"{where}; "
         "speed-up = this checkout's rate ÷ the earlier one's in the same round (median, quartiles)"
     )
     print(f"| store | {args.before} | this checkout | speed-up | faster in |")
@@ -121,6 +159,9 @@ async def main() -> None:
         fb = statistics.median(v[1] for v in before)
         fa = statistics.median(v[1] for v in after)
         print(f"| {kind} ÷ async floor beside it | {fb:.2f} | {fa:.2f} | | |")
+        pb = statistics.median(v[2] for v in before)
+        pa = statistics.median(v[2] for v in after)
+        print(f"| {kind} page faults (loop and flush) | {pb:,.0f} | {pa:,.0f} | | |")
 
 
 if __name__ == "__main__":
