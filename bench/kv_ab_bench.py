@@ -71,8 +71,9 @@ def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-async def _one(mod: ModuleType, kind: str) -> tuple[float, float, float]:
-    """(kv set rate by CPU time, that ÷ the async floor's beside it, page faults)."""
+async def _one(mod: ModuleType, kind: str) -> tuple[float, float, float, float]:
+    """(kv set rate by CPU time, that ÷ the async floor's beside it, page faults, the flush's
+    CPU time per key in ns)."""
     with tempfile.TemporaryDirectory(prefix="airbench-ab-") as tmp:
         store = (
             mod.FileStore(tmp, handle_sigterm=False) if kind == "FileStore" else mod.MemoryStore()
@@ -82,15 +83,17 @@ async def _one(mod: ModuleType, kind: str) -> tuple[float, float, float]:
         f0, c0 = _faults(), time.process_time()
         for i in range(N):
             await store.set("kv", f"k{i}", {"v": i})
+        c1 = time.process_time()
         await store.flush()
-        rate = N / (time.process_time() - c0)
+        c2 = time.process_time()
+        rate = N / (c2 - c0)
         faults = _faults() - f0
         ratio = rate / await _async_floor_cpu(N)
         await store.close()
-        return rate, ratio, faults
+        return rate, ratio, faults, (c2 - c1) / N * 1e9
 
 
-def _spawn(path: str, name: str, kind: str) -> tuple[float, float, float]:
+def _spawn(path: str, name: str, kind: str) -> tuple[float, float, float, float]:
     """:func:`_one` of the package ``name`` (under ``path``) in a new process."""
     out = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--worker", path, name, kind],
@@ -98,7 +101,7 @@ def _spawn(path: str, name: str, kind: str) -> tuple[float, float, float]:
         text=True,
         check=True,
     ).stdout.split()
-    return float(out[0]), float(out[1]), float(out[2])
+    return float(out[0]), float(out[1]), float(out[2]), float(out[3])
 
 
 async def _worker(path: str, name: str, kind: str) -> None:
@@ -123,7 +126,7 @@ async def main() -> None:
             "this checkout": (ROOT, "airstore"),
         }
         sys.path.insert(0, tmp)
-        results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+        results: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
         for r in range(args.rounds):
             print(f"round {r + 1}/{args.rounds} …", file=sys.stderr, flush=True)
             for kind in ("FileStore", "MemoryStore"):
@@ -162,6 +165,9 @@ async def main() -> None:
         pb = statistics.median(v[2] for v in before)
         pa = statistics.median(v[2] for v in after)
         print(f"| {kind} page faults (loop and flush) | {pb:,.0f} | {pa:,.0f} | | |")
+        nb = statistics.median(v[3] for v in before)
+        na = statistics.median(v[3] for v in after)
+        print(f"| {kind} flush, CPU ns per key | {nb:.0f} | {na:.0f} | | |")
 
 
 if __name__ == "__main__":
