@@ -77,8 +77,8 @@ class Compaction:
             records = self._records(now)
         # Each record keeps its journal line's newline: the items are ``[A]\n,[B]\n,…,[Z]\n``,
         # valid JSON (a newline is whitespace) with one record per line, copied once.
-        # Every piece after the first starts with its comma (an empty first item); a record is
-        # never empty, so an empty piece means the records are done.
+        # Every piece after the first starts with its comma (an empty first item), so a piece
+        # is empty only when no record is left.
         it = iter(records)
         parts = [
             b'{"format":%d,"pos":%d,"items":[' % (FORMAT, position),

@@ -1,4 +1,4 @@
-"""The kv set workload on this checkout's airstore and on an earlier revision's, in one process.
+"""The kv set workload on this checkout's airstore and on an earlier revision's, side by side.
 
 ``bench/store_bench.py`` runs one version of the code per process; on a shared VM whose speed
 changes by up to 2x between runs, a before/after comparison across processes says little. This
@@ -95,12 +95,14 @@ async def _one(mod: ModuleType, kind: str) -> tuple[float, float, float, float]:
 
 def _spawn(path: str, name: str, kind: str) -> tuple[float, float, float, float]:
     """:func:`_one` of the package ``name`` (under ``path``) in a new process."""
-    out = subprocess.run(
+    done = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--worker", path, name, kind],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.split()
+    )
+    if done.returncode:
+        sys.exit(f"the {kind} run of {name} failed:\n{done.stderr}")
+    out = done.stdout.split()
     return float(out[0]), float(out[1]), float(out[2]), float(out[3])
 
 
