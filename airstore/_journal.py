@@ -43,6 +43,8 @@ class Journal:
         base: logical position of the current file's first record.
         hdr: length of the current file's header line (0 for a format-1 file).
         read_to: file offset up to which this process has applied records.
+        read_start: file offset where the bytes of the last read began (``None``: they began
+            in the file before a compaction, which the read followed).
         pending: records made here and not yet written (writers only).
         legacy: the current file is a format-1 journal (no header).
         format: the current file's format (1 for a file without a header, empty or not).
@@ -58,6 +60,7 @@ class Journal:
         self.base = 0
         self.hdr = 0
         self.read_to = 0
+        self.read_start: int | None = 0
         self.legacy = False
         self.format = FORMAT
         self.pending = bytearray()
@@ -173,10 +176,15 @@ class Journal:
         if self.legacy or position < self.base:
             return None
         self.read_to = self.offset_of(position)
-        return data + self._read_rest()
+        if not data:
+            return self._read_rest()
+        data += self._read_rest()
+        self.read_start = None
+        return data
 
     def _read_rest(self) -> bytes:
         assert self.fd is not None
+        self.read_start = self.read_to
         data = read_lines(self.fd, self.read_to, os.fstat(self.fd).st_size)
         self.read_to += len(data)
         return data

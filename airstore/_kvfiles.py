@@ -1,12 +1,15 @@
-"""Reading KV snapshots (formats 1 to 3, and the seed's plain object) and format-1 journals.
+"""Reading KV snapshots (formats 1 to 3, and the seed's plain object) and journal records.
 
-Format-2 and format-3 journals are read by ``_kvspace`` record by record; the format-1 journal
-(``[seq, "s", key, value, exp]`` / ``[seq, "d", key]`` lines, no header) is only ever read, to
-load a directory written by an earlier release before a writer moves it to this format.
+:func:`journal_line` and :func:`record_fields` are the one definition of a good record: the
+loader (``_kvspace``), the snapshot parser and ``air store check`` all judge a record by them, so
+a check never passes what a load drops. The format-1 journal (``[seq, "s", key, value, exp]`` /
+``[seq, "d", key]`` lines, no header) is only ever read, to load a directory written by an
+earlier release before a writer moves it to this format.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,9 +17,20 @@ import orjson
 
 from airstore._format import check_version
 
-__all__ = ["LegacyOp", "Snapshot", "parse_snapshot", "replay_v1"]
+__all__ = [
+    "LegacyOp",
+    "LineFinder",
+    "Record",
+    "Snapshot",
+    "journal_line",
+    "legacy_line",
+    "parse_snapshot",
+    "record_fields",
+    "replay_v1",
+]
 
 LegacyOp = tuple[str, str, Any, Any]  # ("s", key, value, exp) | ("d", key, None, None)
+Record = tuple[str, Any, Any, bool]  # (key, value, expiry, deleted)
 
 
 @dataclass
@@ -26,12 +40,90 @@ class Snapshot:
     format: int
     position: int  # format 2: journal position covered; format 1: the last seq it holds
     items: dict[str, tuple[Any, float | None]] = field(default_factory=dict)
-    bad: list[str] = field(default_factory=list)  # keys whose item is not [value, expiry]
+    bad: list[str] = field(default_factory=list)  # what is wrong with each item it dropped
 
 
 def is_expiry(exp: object) -> bool:
     """Whether a stored expiry is one: ``None`` or an epoch-seconds number (not a bool)."""
     return exp is None or type(exp) is float or type(exp) is int
+
+
+def record_fields(rec: object) -> Record:
+    """``(key, value, expiry, deleted)`` of one decoded journal record: ``[key, value]``,
+    ``[key, value, expiry]`` or ``[key]`` (a delete), or an earlier release's ``{key: [value,
+    expiry]}`` / ``{key: null}`` (format 2, which such a writer may still append beside us).
+
+    Raises:
+        ValueError: ``rec`` is no record (the message says why).
+    """
+    if type(rec) is list:
+        size = len(rec)
+        if not 0 < size < 4 or type(rec[0]) is not str:
+            raise ValueError("a record is not [key], [key, value] or [key, value, expiry]")
+        if size < 3:
+            return rec[0], rec[1] if size == 2 else None, None, size == 1
+        if not is_expiry(rec[2]):
+            raise ValueError("a record's expiry is not a number")
+        return rec[0], rec[1], rec[2], False
+    if type(rec) is dict and len(rec) == 1:
+        ((key, val),) = rec.items()
+        if val is None:
+            return key, None, None, True
+        if type(val) is list and len(val) == 2 and is_expiry(val[1]):
+            return key, val[0], val[1], False
+    raise ValueError("a record is not [key, value, expiry] (nor an earlier {key: [value, expiry]})")
+
+
+def journal_line(line: bytes) -> Record:
+    """:func:`record_fields` of one journal line (without its newline).
+
+    Raises:
+        ValueError: the line is not JSON, or not a record; the message quotes the line.
+    """
+    try:
+        return record_fields(orjson.loads(line))
+    except ValueError as exc:  # orjson.JSONDecodeError is one
+        raise ValueError(f"{exc}: {line[:80]!r}") from None
+
+
+class LineFinder:
+    """1-based line numbers, in the journal file, of bad lines found in ``data``: the bytes read
+    from offset ``start`` of the file open as ``fd`` (``None``: this process's own records, in no
+    file yet). Only the rare path of a bad line counts newlines."""
+
+    def __init__(self, data: bytes, fd: int | None, start: int | None) -> None:
+        self._data = data
+        self._at = 0  # offset in data of the last line found …
+        self._number: int | None = None  # … and its line number in the file
+        self._search = 0
+        if fd is not None and start is not None and start >= 0:
+            self._number = _newlines_before(fd, start) + 1
+
+    def of(self, line: bytes) -> int | None:
+        """The line number of the next whole line equal to ``line`` (lines are asked for in
+        the order they appear in ``data``)."""
+        data, i = self._data, self._search
+        while (i := data.find(line, i)) >= 0:
+            end = i + len(line)
+            if (i == 0 or data[i - 1] == 10) and data[end : end + 1] in (b"\n", b""):
+                break
+            i += 1
+        else:
+            return None
+        self._search = i + len(line)
+        if self._number is None:
+            return None
+        self._number += data.count(b"\n", self._at, i)
+        self._at = i
+        return self._number
+
+
+def _newlines_before(fd: int, end: int) -> int:
+    count, at = 0, 0
+    while at < end and (block := os.pread(fd, min(1 << 20, end - at), at)):
+        count += block.count(b"\n")
+        at += len(block)
+    return count
 
 
 def parse_snapshot(data: bytes, path: str) -> Snapshot:
@@ -73,7 +165,7 @@ def _items_v2(raw: dict[str, Any]) -> tuple[dict[str, tuple[Any, float | None]],
         if type(v) is list and len(v) == 2 and is_expiry(v[1]):
             items[k] = (v[0], v[1])
         else:  # one damaged item costs that key, not the whole snapshot
-            bad.append(k)
+            bad.append(f"item {k!r} is not [value, expiry]")
     return items, bad
 
 
@@ -83,16 +175,33 @@ def _items_v3(raw: object) -> tuple[dict[str, tuple[Any, float | None]], list[st
         raise ValueError("snapshot items are not an array")
     items: dict[str, tuple[Any, float | None]] = {}
     bad: list[str] = []
-    for rec in raw:
-        size = len(rec) if type(rec) is list else 0
-        key = rec[0] if size else None
-        if type(key) is str and size == 2:
-            items[key] = (rec[1], None)
-        elif type(key) is str and size == 3 and is_expiry(rec[2]):
-            items[key] = (rec[1], rec[2])
-        else:  # one damaged item costs that key, not the whole snapshot
-            bad.append(key if type(key) is str else repr(rec)[:80])
+    for number, rec in enumerate(raw, 1):
+        try:
+            key, value, exp, deleted = record_fields(rec)
+            if deleted or type(rec) is not list:
+                raise ValueError("an item is not [key, value] or [key, value, expiry]")
+        except ValueError as exc:  # one damaged item costs that key, not the whole snapshot
+            bad.append(f"item {number}: {exc}: {orjson.dumps(rec)[:80]!r}")
+            continue
+        items[key] = (value, exp)
     return items, bad
+
+
+def legacy_line(line: bytes) -> tuple[int, str, str, Any, Any]:
+    """``(seq, op, key, value, expiry)`` of one format-1 journal line.
+
+    Raises:
+        ValueError: the line is not JSON, or not a format-1 record.
+    """
+    try:
+        rec = orjson.loads(line)
+        seq, op, key = rec[0], rec[1], rec[2]
+        if type(seq) is not int or type(key) is not str or op not in ("s", "d"):
+            raise ValueError("not a format-1 journal record")
+        value, exp = (rec[3], rec[4]) if op == "s" else (None, None)
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        raise ValueError(f"{exc}: {line[:80]!r}") from None
+    return seq, op, key, value, exp
 
 
 def replay_v1(data: bytes, snap_seq: int) -> tuple[list[LegacyOp], list[tuple[int, str]]] | None:
@@ -106,12 +215,8 @@ def replay_v1(data: bytes, snap_seq: int) -> tuple[list[LegacyOp], list[tuple[in
         if not line:
             continue
         try:
-            rec = orjson.loads(line)
-            seq, op, key = rec[0], rec[1], rec[2]
-            if type(seq) is not int or type(key) is not str or op not in ("s", "d"):
-                raise ValueError("not a journal record")
-            value, exp = (rec[3], rec[4]) if op == "s" else (None, None)
-        except (orjson.JSONDecodeError, ValueError, TypeError, IndexError, KeyError) as exc:
+            seq, op, key, value, exp = legacy_line(line)
+        except ValueError as exc:
             corrupt.append((number, str(exc)))
             continue
         if seq <= snap_seq:

@@ -25,7 +25,7 @@ from airstore._compaction import Compaction, set_line
 from airstore._filenames import snapshot_path
 from airstore._format import FORMAT
 from airstore._journal import Journal
-from airstore._kvfiles import Snapshot, is_expiry, parse_snapshot, replay_v1
+from airstore._kvfiles import LineFinder, Snapshot, journal_line, parse_snapshot, replay_v1
 from airstore._recovery import Finding
 from airstore.errors import CorruptDataError
 from airstore.types import Clock
@@ -97,7 +97,7 @@ class KVSpace(Compaction):
         else:
             self._load_holding_lock()
         if self.journal.pending:  # our own writes not yet committed stay visible
-            self._apply_records(bytes(self.journal.pending), own=None)
+            self._apply_records(bytes(self.journal.pending), own=None, start=None)
 
     async def load_async(self) -> None:
         """:meth:`load` with the snapshot read off the event loop (aiofiles): the cold path of
@@ -164,7 +164,7 @@ class KVSpace(Compaction):
                 namespace=self.ns,
                 path=self.journal.path,
             )
-        self._apply_records(data, own=None)
+        self._apply_records(data, own=None, start=self.journal.read_start)
         return True
 
     def _load_legacy(self, snap: Snapshot | None, *, last: bool) -> bool:
@@ -214,10 +214,8 @@ class KVSpace(Compaction):
         except ValueError as exc:
             self._snapshot_corrupt(str(exc))
             return None
-        for key in snap.bad:
-            self._report(
-                "corrupt_line", self.snapshot_path, None, f"item {key!r} is not [value, expiry]"
-            )
+        for detail in snap.bad:
+            self._report("corrupt_line", self.snapshot_path, None, detail)
         return snap
 
     def _snapshot_corrupt(self, reason: str) -> None:
@@ -239,47 +237,28 @@ class KVSpace(Compaction):
     def _report(self, kind: Any, path: str, line: int | None, detail: str) -> None:
         finding = Finding(kind=kind, namespace=self.ns, path=path, line=line, detail=detail)
         self._findings.append(finding)
-        logger.warning("airstore recovery: %s in %s line %s: %s", kind, path, line, detail)
+        where = path if line is None else f"{path} line {line}"
+        logger.warning("airstore recovery: %s in %s: %s", kind, where, detail)
 
     # -- applying records --------------------------------------------------------------------
-    def _apply_records(self, data: bytes, own: set[str] | None) -> None:
+    def _apply_records(self, data: bytes, own: set[str] | None, start: int | None) -> None:
         """Apply journal records (complete lines: format 3, or format 2 from an earlier
-        release's journal); keys in ``own`` keep this process's newer writes."""
+        release's journal) read from byte ``start`` of the journal file (``None``: in no file,
+        or not known); keys in ``own`` keep this process's newer writes."""
         now = self._clock()
         items, entries, expires = self.items, self.entries, self.expires
+        finder: LineFinder | None = None
         for line in data.split(b"\n"):
             if not line:
                 continue
             try:
-                rec = orjson.loads(line)
-                if type(rec) is list:  # format 3: [key, value], [key, value, exp], [key]
-                    key = rec[0]
-                    size = len(rec)
-                    if type(key) is not str or size > 3:
-                        raise ValueError("a record is not [key, value, expiry]")
-                    value = rec[1] if size > 1 else None
-                    exp = rec[2] if size == 3 else None
-                    if size == 3 and not is_expiry(exp):
-                        raise ValueError("a record's expiry is not a number")
-                    deleted = size == 1
-                    reusable = line[:1] == b"[" and line[-1:] == b"]"
-                else:  # format 2: {key: [value, exp]}, {key: null}
-                    ((key, val),) = rec.items()
-                    deleted = val is None
-                    if not deleted:
-                        if type(val) is not list or len(val) != 2 or not is_expiry(val[1]):
-                            raise ValueError("a record is not [value, expiry]")
-                        value, exp = val
-                    reusable = False  # not the shape of this format's snapshot items
-            except (
-                orjson.JSONDecodeError,
-                AttributeError,
-                ValueError,
-                TypeError,
-                IndexError,
-            ) as exc:
-                self._report("corrupt_line", self.journal.path, None, f"{exc}: {line[:80]!r}")
+                key, value, exp, deleted = journal_line(line)
+            except ValueError as exc:
+                finder = finder or LineFinder(data, self.journal.fd, start)
+                self._report("corrupt_line", self.journal.path, finder.of(line), str(exc))
                 continue
+            # a format-3 set line is a snapshot item as it stands (format 2 starts with "{")
+            reusable = line[:1] == b"[" and line[-1:] == b"]"
             if own is not None and key in own:
                 continue
             if deleted:
@@ -332,7 +311,7 @@ class KVSpace(Compaction):
             return
         if data:
             own = self._own_pending_keys() if self.journal.pending else None
-            self._apply_records(data, own)
+            self._apply_records(data, own, self.journal.read_start)
 
     def mark_stale(self) -> None:
         """End of the loop turn: the next read looks at the journal again."""

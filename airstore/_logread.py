@@ -17,7 +17,7 @@ from airstore._format import HEADER_PREFIX
 from airstore._validate import matches, needle
 from airstore.types import Entry
 
-__all__ = ["Collector", "iter_chunks", "needle_for"]
+__all__ = ["Collector", "is_entry", "iter_chunks", "needle_for"]
 
 FIRST_BLOCK = 32 * 1024
 MAX_BLOCK = 1024 * 1024
@@ -84,6 +84,12 @@ def iter_chunks(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
         yield 0, carry
 
 
+def is_entry(doc: object) -> bool:
+    """Whether a decoded log line is an entry (an object with an integer ``_ts``): the one
+    definition the readers and ``air store check`` share."""
+    return type(doc) is dict and type(doc.get("_ts")) is int
+
+
 class Collector:
     """Accumulates the answer to one query while chunks are fed newest first."""
 
@@ -124,10 +130,11 @@ class Collector:
         except orjson.JSONDecodeError:
             on_corrupt(where)
             return
-        if type(entry) is not dict or type(ts := entry.get("_ts")) is not int:
+        if not is_entry(entry):
             if not line.startswith(HEADER_PREFIX):  # a file's format line is no entry
                 on_corrupt(where)
             return
+        ts = entry["_ts"]
         if self._hi is not None and ts >= self._hi:
             return
         if self._lo is not None and ts < self._lo:

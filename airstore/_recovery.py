@@ -13,6 +13,7 @@ import logging
 import os
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,7 +24,8 @@ from airstore._events import read_events
 from airstore._filenames import discover
 from airstore._format import HEADER_PREFIX, parse_header
 from airstore._gzseg import gz_read_all
-from airstore._kvfiles import parse_snapshot
+from airstore._kvfiles import journal_line, legacy_line, parse_snapshot
+from airstore._logread import is_entry
 from airstore._retention import read_retention
 from airstore.errors import UnsupportedFormatError
 
@@ -113,11 +115,24 @@ def _format_ok(ns: str, path: str, head: bytes, kind: str, report: NamespaceChec
     return True
 
 
+def _log_line(line: bytes) -> None:
+    if not is_entry(orjson.loads(line)):
+        raise ValueError(f"not a log entry (an object with an integer _ts): {line[:80]!r}")
+
+
 def _scan_lines(
-    ns: str, path: str, data: bytes, report: NamespaceCheck, *, kind: str, tail_ok: bool
+    ns: str,
+    path: str,
+    data: bytes,
+    report: NamespaceCheck,
+    *,
+    kind: str,
+    judge: Callable[[bytes], object],
+    legacy: Callable[[bytes], object] | None = None,
 ) -> int:
-    """Count the parseable lines of a JSONL file (its header line aside), recording torn
-    tails and corrupt lines."""
+    """Count the good lines of a JSONL file (its header line aside), recording a torn tail and
+    each line ``judge`` refuses (it raises ``ValueError``, as the loaders' own test does);
+    ``legacy`` judges instead in a file with no header line (format 1)."""
     lines = data.split(b"\n")
     last = lines.pop()
     count = 0
@@ -125,18 +140,20 @@ def _scan_lines(
         if not _format_ok(ns, path, lines[0], kind, report):
             return 0
         lines[0] = b""
+    elif legacy is not None:
+        judge = legacy
     for number, line in enumerate(lines, 1):
         if not line:
             continue
         try:
-            orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
+            judge(line)
+        except ValueError as exc:
             report.findings.append(
                 Finding(kind="corrupt_line", namespace=ns, path=path, line=number, detail=str(exc))
             )
             continue
         count += 1
-    if last and not tail_ok:
+    if last:
         report.findings.append(
             Finding(
                 kind="torn_tail",
@@ -181,7 +198,17 @@ async def check_directory(root: str) -> CheckReport:
         item.bytes = await asyncio.to_thread(_total_size, item.files)
         if files.snapshot and (data := await read_file(files.snapshot)) is not None:
             try:
-                item.keys = len(parse_snapshot(data, files.snapshot).items)
+                snap = parse_snapshot(data, files.snapshot)
+                item.keys = len(snap.items)
+                for detail in snap.bad:  # items the loader drops, with the loader's words
+                    item.findings.append(
+                        Finding(
+                            kind="corrupt_line",
+                            namespace=ns,
+                            path=files.snapshot,
+                            detail=detail,
+                        )
+                    )
             except UnsupportedFormatError as exc:
                 item.findings.append(
                     Finding(
@@ -211,7 +238,13 @@ async def check_directory(root: str) -> CheckReport:
             )
         if files.journal and (data := await read_file(files.journal)) is not None:
             item.journal_records = _scan_lines(
-                ns, files.journal, data, item, kind="journal", tail_ok=False
+                ns,
+                files.journal,
+                data,
+                item,
+                kind="journal",
+                judge=journal_line,
+                legacy=legacy_line,
             )
         for path in [*files.segments, *files.logs]:
             if path.endswith(".gz"):
@@ -224,9 +257,9 @@ async def check_directory(root: str) -> CheckReport:
                         Finding(kind="corrupt_line", namespace=ns, path=path, detail=str(exc))
                     )
                     continue
-                item.log_entries += _scan_lines(ns, path, data, item, kind="log", tail_ok=False)
+                item.log_entries += _scan_lines(ns, path, data, item, kind="log", judge=_log_line)
             elif (data := await read_file(path)) is not None:
-                item.log_entries += _scan_lines(ns, path, data, item, kind="log", tail_ok=False)
+                item.log_entries += _scan_lines(ns, path, data, item, kind="log", judge=_log_line)
     return report
 
 

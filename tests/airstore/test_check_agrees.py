@@ -1,0 +1,127 @@
+"""``air store check`` and a load judge every line and snapshot item by the same rule: a check
+never passes what a load drops, and both name the same line."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from airstore import FileStore
+from airstore._recovery import Finding, check_directory
+
+JOURNAL_DAMAGE = [
+    b"[1,2]",  # the key is not a string
+    b'["b",5,"notanumber"]',  # the expiry is not a number
+    b'["b",5,true]',
+    b"[]",
+    b'["b",1,null,4]',  # one field too many
+    b'{"b":[1]}',  # an earlier release's shape, damaged
+    b'{"b":[1,null],"c":[2,null]}',
+    b'"b"',
+    b"42",
+    b"null",
+    b"\x00\xffnot json{",
+]
+
+SNAPSHOT_DAMAGE = [
+    b'[7,{"x":1}]',  # the key is not a string
+    b'["k1"]',  # a journal's delete is no snapshot item
+    b'["k1",1,"x"]',
+    b'["k1",1,null,3]',
+    b'{"k1":[1,null]}',  # the format-2 shape inside a format-3 snapshot
+    b'"k1"',
+]
+
+LOG_DAMAGE = [
+    b"[1,2]",
+    b'{"i":9}',  # no _ts
+    b'{"i":9,"_ts":"yesterday"}',
+    b"\x00\xffgarbage{{",
+]
+
+
+def _seen(findings: list[Finding]) -> list[tuple[str, str, int | None, str]]:
+    return [(f.kind, Path(f.path).name, f.line, f.detail) for f in findings]
+
+
+async def _written(data: Path) -> None:
+    async with FileStore(data) as store:
+        for i in range(3):
+            await store.set("ns", f"k{i}", i)
+            await store.append("log", {"i": i})
+        await store.flush()  # the keys in ns.json, an empty journal after it
+        await store.set("ns", "a", 1)  # …and one record in the journal
+
+
+@pytest.mark.parametrize("line", JOURNAL_DAMAGE)
+async def test_a_journal_line_check_passes_is_one_a_load_keeps(tmp_path: Path, line: bytes) -> None:
+    await _written(tmp_path)
+    journal = tmp_path / "ns.journal.jsonl"
+    with open(journal, "ab") as fh:
+        fh.write(line + b"\n" + b'["c",3]\n')
+    number = journal.read_bytes().count(b"\n") - 1  # the damaged line, before the last one
+    checked = _seen((await check_directory(str(tmp_path))).findings)
+    assert [(kind, name, at) for kind, name, at, _ in checked] == [
+        ("corrupt_line", "ns.journal.jsonl", number)
+    ]
+    for read_only in (True, False):
+        async with FileStore(tmp_path, read_only=read_only) as store:
+            assert await store.get("ns", "a") == 1
+            assert await store.get("ns", "c") == 3
+            assert await store.get("ns", "b") is None
+            assert _seen(store.recovery) == checked
+
+
+@pytest.mark.parametrize("item", SNAPSHOT_DAMAGE)
+async def test_a_snapshot_item_check_passes_is_one_a_load_keeps(
+    tmp_path: Path, item: bytes
+) -> None:
+    await _written(tmp_path)
+    snapshot = tmp_path / "ns.json"
+    text = snapshot.read_bytes()
+    assert text.count(b'["k1",1]') == 1
+    snapshot.write_bytes(text.replace(b'["k1",1]', item))
+    checked = _seen((await check_directory(str(tmp_path))).findings)
+    assert len(checked) == 1
+    assert checked[0][:3] == ("corrupt_line", "ns.json", None)
+    assert checked[0][3].startswith("item 2: ")  # the second item of the snapshot
+    async with FileStore(tmp_path, read_only=True) as store:
+        assert await store.get("ns", "k1") is None
+        assert await store.get("ns", "k2") == 2
+        assert _seen(store.recovery) == checked
+
+
+@pytest.mark.parametrize("line", LOG_DAMAGE)
+async def test_a_log_line_check_passes_is_one_a_query_keeps(tmp_path: Path, line: bytes) -> None:
+    await _written(tmp_path)
+    log = tmp_path / "log.log.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    lines.insert(2, line)
+    log.write_bytes(b"\n".join(lines))
+    checked = [f for f in (await check_directory(str(tmp_path))).findings]
+    assert [(f.kind, Path(f.path).name, f.line) for f in checked] == [
+        ("corrupt_line", "log.log.jsonl", 3)
+    ]
+    async with FileStore(tmp_path, read_only=True) as store:
+        assert [e["i"] for e in await store.query("log")] == [2, 1, 0]
+        assert [(f.kind, f.path, f.line) for f in store.recovery] == [
+            (f.kind, f.path, f.line) for f in checked
+        ]
+
+
+async def test_a_bad_line_another_writer_appends_is_reported_with_its_line_number(
+    tmp_path: Path,
+) -> None:
+    await _written(tmp_path)
+    journal = tmp_path / "ns.journal.jsonl"
+    async with FileStore(tmp_path) as store:
+        assert await store.get("ns", "a") == 1
+        with open(journal, "ab") as fh:  # what a broken writer beside us might append
+            fh.write(b'["b",1]\n["b",5,"soon"]\n["b",2]\n')
+        await asyncio.sleep(0)  # the next loop turn looks at the journal again
+        assert await store.get("ns", "b") == 2
+        number = journal.read_bytes().count(b"\n") - 1
+        assert [(f.kind, f.line) for f in store.recovery] == [("corrupt_line", number)]
+        assert _seen(store.recovery) == _seen((await check_directory(str(tmp_path))).findings)
