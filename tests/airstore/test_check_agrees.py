@@ -42,6 +42,11 @@ LOG_DAMAGE = [
 ]
 
 
+def _append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as fh:
+        fh.write(data)
+
+
 def _seen(findings: list[Finding]) -> list[tuple[str, str, int | None, str]]:
     return [(f.kind, Path(f.path).name, f.line, f.detail) for f in findings]
 
@@ -59,8 +64,7 @@ async def _written(data: Path) -> None:
 async def test_a_journal_line_check_passes_is_one_a_load_keeps(tmp_path: Path, line: bytes) -> None:
     await _written(tmp_path)
     journal = tmp_path / "ns.journal.jsonl"
-    with open(journal, "ab") as fh:
-        fh.write(line + b"\n" + b'["c",3]\n')
+    _append(journal, line + b"\n" + b'["c",3]\n')
     number = journal.read_bytes().count(b"\n") - 1  # the damaged line, before the last one
     checked = _seen((await check_directory(str(tmp_path))).findings)
     assert [(kind, name, at) for kind, name, at, _ in checked] == [
@@ -100,7 +104,7 @@ async def test_a_log_line_check_passes_is_one_a_query_keeps(tmp_path: Path, line
     lines = log.read_bytes().split(b"\n")
     lines.insert(2, line)
     log.write_bytes(b"\n".join(lines))
-    checked = [f for f in (await check_directory(str(tmp_path))).findings]
+    checked = (await check_directory(str(tmp_path))).findings
     assert [(f.kind, Path(f.path).name, f.line) for f in checked] == [
         ("corrupt_line", "log.log.jsonl", 3)
     ]
@@ -118,8 +122,8 @@ async def test_a_bad_line_another_writer_appends_is_reported_with_its_line_numbe
     journal = tmp_path / "ns.journal.jsonl"
     async with FileStore(tmp_path) as store:
         assert await store.get("ns", "a") == 1
-        with open(journal, "ab") as fh:  # what a broken writer beside us might append
-            fh.write(b'["b",1]\n["b",5,"soon"]\n["b",2]\n')
+        # what a broken writer beside us might append
+        _append(journal, b'["b",1]\n["b",5,"soon"]\n["b",2]\n')
         await asyncio.sleep(0)  # the next loop turn looks at the journal again
         assert await store.get("ns", "b") == 2
         number = journal.read_bytes().count(b"\n") - 1
