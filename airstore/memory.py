@@ -116,16 +116,16 @@ class MemoryStore(StoreBase):
         try:
             items = self._plain[ns]
         except (KeyError, TypeError):  # not in the fast-path table, or unhashable
-            items = None
+            self._set(ns, key, value, ttl)  # new namespace, TTLs, closed store
+            return
         if (
-            items is None
-            or ttl is not None
+            ttl is not None
             or type(key) is not str
             or not key.isascii()
             or not key
             or len(key) > MAX_KEY_LENGTH
         ):
-            self._set(ns, key, value, ttl)  # new namespace, TTLs, odd keys, closed store
+            self._set(ns, key, value, ttl)  # TTLs, odd keys
             return
         try:
             data = _dumps(value, None, JSON_OPTS)
