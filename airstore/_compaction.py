@@ -24,10 +24,26 @@ from airstore._validate import JSON_OPTS
 from airstore.errors import InvalidValueError
 from airstore.types import Clock
 
-__all__ = ["COMPACT_BYTES", "JOIN_RECORDS", "Compaction", "set_line"]
+__all__ = [
+    "COMPACT_BYTES",
+    "JOIN_RECORDS",
+    "REWRITE_RATIO",
+    "SMALL_SNAPSHOT",
+    "Compaction",
+    "set_line",
+]
 
 COMPACT_BYTES = 4 << 20
 """A journal is compacted into a snapshot once its records pass this size (and the snapshot's)."""
+
+SMALL_SNAPSHOT = 64 << 10
+"""A snapshot up to this size is rewritten at every flush after this process changed its
+namespace (the seed's snapshot-per-flush, cheap at this size)."""
+
+REWRITE_RATIO = 8
+"""A larger snapshot is rewritten only once the journal since it reaches 1/8 of its size: a
+flush then writes at most 8 snapshot bytes per journal byte (it rewrote the whole snapshot
+for one changed key: 47 MB at every flush for a namespace of 1 M keys)."""
 
 JOIN_RECORDS = 1024
 """Records per join of a snapshot's body. ``bytes.join`` takes an 80-byte buffer view of every
@@ -119,14 +135,18 @@ class Compaction:
         return parts
 
     def compaction_due(self) -> bool:
-        """True when this process wrote records since its last compaction, or the journal has
-        grown past :data:`COMPACT_BYTES` and the snapshot."""
+        """True when this process wrote records since its last compaction and the snapshot is
+        small (:data:`SMALL_SNAPSHOT`) or the journal since it reached 1/:data:`REWRITE_RATIO`
+        of its size; or when the journal (anyone's records) outgrew :data:`COMPACT_BYTES` and
+        the snapshot. Records not yet in a snapshot are safe in the journal either way."""
         journal = self.journal
-        if journal.dirty:
-            return True
         if journal.fd is None:
-            return False
+            return journal.dirty
         grown = journal.read_to - journal.offset_of(self._snapshot_pos)
+        if journal.dirty and (
+            self.snapshot_size <= SMALL_SNAPSHOT or grown * REWRITE_RATIO >= self.snapshot_size
+        ):
+            return True
         return grown > max(COMPACT_BYTES, self.snapshot_size)
 
     async def compact(self) -> None:
