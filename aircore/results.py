@@ -126,13 +126,17 @@ def _dumps(value: Any, option: int) -> bytes:
         kind = type(bad).__qualname__
         if not_json:
             message = (
-                f"the tool returned a value that is not JSON: {where} is a {kind}; return JSON "
+                f"the tool returned a value that is not JSON: {where} is {_a(kind)}; return JSON "
                 "values, dataclasses or pydantic models (datetime, set, Decimal, UUID and paths "
                 "are converted)"
             )
         else:  # an integer beyond 64 bits, a circular reference …
             message = f"the tool returned a value that cannot be JSON-encoded at {where}: {exc}"
         raise ResultError(message, type_name=kind, path=where) from None
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[:1].lower() in "aeiou" else f"a {word}"
 
 
 def to_jsonable(value: Any) -> Any:
@@ -183,7 +187,9 @@ def normalize_result(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, bool):
         return _text("true" if value else "false")
     if isinstance(value, (int, float)):
-        return _text(str(value))
+        number = str(value)
+        _refuse_non_finite(value, number)
+        return _text(number)
     if isinstance(value, dict) or isinstance(value, Mapping):  # noqa: SIM101 - dict first: fast
         content = value.get("content")
         if isinstance(content, list):
@@ -197,7 +203,9 @@ def normalize_result(value: Any) -> list[dict[str, Any]]:
         resource = value.get("resource")
         if isinstance(resource, Mapping) and isinstance(resource.get("uri"), str):
             return [{"type": "resource_link", **resource}]
-    return _text(dumps_pretty(value))
+    body = dumps_pretty(value)
+    _refuse_non_finite(value, body)
+    return _text(body)
 
 
 def _non_finite(value: Any, path: str = "result") -> tuple[str, float] | None:
@@ -214,7 +222,28 @@ def _non_finite(value: Any, path: str = "result") -> tuple[str, float] | None:
             found = _non_finite(item, f"{path}[{i}]")
             if found is not None:
                 return found
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            found = _non_finite(getattr(value, f.name), f"{path}.{f.name}")
+            if found is not None:
+                return found
     return None
+
+
+def _refuse_non_finite(value: Any, text: str) -> None:
+    """Raise when ``value`` holds a NaN or an infinity, which its ``text`` shows as ``null``
+    (orjson) or ``nan``/``inf`` (``str``): JSON has neither, and a client would get a changed
+    value or text that is not JSON. Only a text holding one of those words is walked."""
+    if "null" in text or "nan" in text or "inf" in text:
+        found = _non_finite(value)
+        if found is not None:
+            place, number = found
+            raise ResultError(
+                f"the tool returned a value that is not JSON: {place} is {number}"
+                " (JSON has no NaN or Infinity; return None or a string instead)",
+                type_name="float",
+                path=place,
+            )
 
 
 def structured_result(structured: Any, *, wrapped: bool = False) -> dict[str, Any]:
@@ -234,19 +263,10 @@ def structured_result(structured: Any, *, wrapped: bool = False) -> dict[str, An
     value = structured["result"] if wrapped else structured
     content = normalize_result(value) if wrapped else _text(dumps_pretty(value))
     # JSON has no NaN or infinity: written as null, they break the outputSchema on the client
-    # ("None is not of type 'number'"); a float overflow names its place here instead. The
-    # text holds "nan"/"inf" (a scalar) or null wherever one was, so most results skip the walk
+    # ("None is not of type 'number'"); a float overflow names its place here instead
     text = content[0].get("text") if len(content) == 1 else ""
-    if isinstance(text, str) and ("null" in text or "nan" in text or "inf" in text):
-        found = _non_finite(value)
-        if found is not None:
-            place, number = found
-            raise ResultError(
-                f"the tool returned a value that is not JSON: {place} is {number}"
-                " (JSON has no NaN or Infinity; return None or a string instead)",
-                type_name="float",
-                path=place,
-            )
+    if isinstance(text, str):
+        _refuse_non_finite(value, text)
     return {"content": content, "structuredContent": structured}
 
 

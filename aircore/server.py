@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -133,6 +133,8 @@ class AirServer(Registry):
         self._started = False
         self._stopped = False
         self._lock = asyncio.Lock()
+        self._lazy: object | None = None  # the token of a start made by call_tool()
+        self._lazy_guard: AsyncIterator[None] | None = None
         for t in tools:
             self.add_tool(t)
         for r in resources:
@@ -313,6 +315,7 @@ class AirServer(Registry):
         async with self._lock:
             if not self._started or self._stopped:
                 return
+            self._lazy = self._lazy_guard = None  # a started loop's end no longer stops us
             self._stopped = True
             self._started = False
             for plugin in reversed(self.plugins):
@@ -370,7 +373,7 @@ class AirServer(Registry):
         if tool is None:
             raise InvalidParamsError(f"Unknown tool: {name}")
         if not self._started:  # used before `async with server`: start now, so ctx.store is set
-            await self.start()
+            await self._start_lazily()
             tool = self.tools[name]  # plugins may have replaced it
         ctx = ToolContext(
             tool=tool,
@@ -381,6 +384,25 @@ class AirServer(Registry):
             **context,
         )
         return await self.call_tool_ctx(ctx)
+
+    async def _start_lazily(self) -> None:
+        """Start for an in-process call made without ``async with server``, and stop again
+        when the event loop ends (``asyncio.run`` closes the async generators it started
+        last, after cancelling its tasks): the meter's rollups and the store get written,
+        and a call in a later loop starts afresh (a server started in a loop that has ended
+        kept a meter that nothing delivered any more)."""
+        await self.start()
+        token = self._lazy = object()
+        guard = self._stop_with_loop(token)
+        await anext(guard)
+        self._lazy_guard = guard  # kept: a collected guard would stop the server at once
+
+    async def _stop_with_loop(self, token: object) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if self._lazy is token:  # not stopped (and started again) since
+                await self.stop()
 
     async def handle_message(self, message: Any, conn: Any = None) -> dict[str, Any] | None:
         """Handle one decoded JSON-RPC message in-process; return the response or ``None``."""

@@ -203,9 +203,9 @@ class Meter:
             return
         self._stopping = True
         task = self._task
-        if task is not None and self._wake is not None:
+        if task is not None and not task.done() and self._wake is not None:
             self._wake.set()
-            await task
+            await task  # (a task the loop's end cancelled delivered what it held then)
         await self._deliver()
         self._closed = True
         await self._report_health(final=True)
@@ -242,20 +242,22 @@ class Meter:
                 await self._report_health()
         except asyncio.CancelledError:
             # the loop is ending without stop() (asyncio.run cancels every task): hand what is
-            # pending to the sinks, so a store that is flushed at exit still gets it
+            # pending to the sinks and write their rollups, so a store that is flushed at exit
+            # gets both (without the rollups, `air meter report` never counted these calls)
             await self._deliver()
+            await self._persist_due(every=True)
             raise
 
-    async def _persist_due(self) -> None:
-        """Persist the rollups of calls a store sink took when its interval has passed, even
-        with no call since (bounded like a sink call; under the delivery lock, so never beside
-        the persist a delivery makes)."""
+    async def _persist_due(self, *, every: bool = False) -> None:
+        """Persist the rollups of calls a store sink took when its interval has passed (or,
+        with ``every``, whenever it took any), even with no call since (bounded like a sink
+        call; under the delivery lock, so never beside the persist a delivery makes)."""
         lock = self._lock
         if lock is None:
             lock = self._lock = asyncio.Lock()
         async with lock:
             for sink in self._sinks:
-                if isinstance(sink, StoreSink) and sink.persist_due():
+                if isinstance(sink, StoreSink) and (every or sink.persist_due()):
                     await self._calls.call(sink, sink.persist(), "persist", 0)
 
     async def _deliver(self) -> None:

@@ -158,3 +158,26 @@ async def test_closing_a_pending_tool_coroutine_is_not_a_tool_failure(
         assert started.is_set()
         call.close()  # what the garbage collector does to a task destroyed while pending
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_nan_or_infinity_in_an_untyped_or_plain_text_result_is_an_error_naming_its_place(
+    transport: str, odd_http: HttpServer
+) -> None:
+    """Without an output schema a NaN went out as ``null`` inside JSON text (the value changed,
+    silently) and a bare one as the text ``nan``; now every result refuses them alike."""
+    async with _client(transport, odd_http) as client:
+        with anyio.fail_after(WAIT):
+            empty = await client.call_tool("mean", {"values": []})
+            fine = await client.call_tool("mean", {"values": [1, 2]})
+            divided = await client.call_tool("ratio", {"a": 1, "b": 0})
+            read = await client.call_tool("reading", {"value": 1})
+            small = await client.call_tool("reading", {"value": 1e-300})
+    texts = [r.content[0].text for r in (empty, divided, read)]  # type: ignore[union-attr]
+    assert all(r.is_error for r in (empty, divided, read))
+    assert "result['mean'] is nan (JSON has no NaN or Infinity" in texts[0]
+    assert "result is inf (JSON has no NaN or Infinity" in texts[1]
+    assert "result.value is inf (JSON has no NaN or Infinity" in texts[2]
+    assert not fine.is_error
+    assert '"mean": 1.5' in fine.content[0].text  # type: ignore[union-attr]
+    assert not small.is_error

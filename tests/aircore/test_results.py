@@ -131,7 +131,6 @@ def test_values_that_are_not_json_convert_the_documented_way(value: Any, text: s
             '{"when": "2024-01-02", "tags": ["x"]}',
         ),
         ("caf\udce9", '"caf\ufffd"'),
-        (float("nan"), "null"),
     ],
 )
 def test_beside_an_integer_beyond_64_bits_values_convert_the_same_way(
@@ -143,6 +142,19 @@ def test_beside_an_integer_beyond_64_bits_values_convert_the_same_way(
     with pytest.raises(ResultError) as info:
         normalize_result({"big": big, "rows": [1, _Opaque()]})
     assert info.value.path == "result['rows'][1]"
+
+
+@pytest.mark.parametrize("big", [1, 2**70 + 1])  # orjson's path, and the wide-integer one
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_nan_or_infinity_in_a_plain_result_is_refused_naming_its_place(
+    big: int, number: float
+) -> None:
+    """It went out as ``null`` (the value changed, silently) or, bare, as the text ``nan``."""
+    for value, place in (({"big": big, "v": [1.0, number]}, "result['v'][1]"), (number, "result")):
+        with pytest.raises(ResultError) as info:
+            normalize_result(value)
+        assert info.value.path == place
+        assert "JSON has no NaN or Infinity" in str(info.value)
 
 
 def test_a_pydantic_model_in_a_result_is_its_fields() -> None:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from aircore import ToolContext, define_server, define_tool
 from airstore import FileStore
+from tests.air_process import run_air
 
 
 async def _save(params: dict[str, Any], ctx: ToolContext) -> str:
@@ -53,3 +58,37 @@ async def test_a_server_that_does_not_meter_and_names_no_store_stays_in_memory()
         await server.call_tool("save_note", {"text": "gone"})
         assert server.store_location is None
     assert os.listdir(os.environ["AIR_DATA_DIR"]) == []
+
+
+_SCRIPT = """
+import asyncio, sys
+from aircore import define_server
+
+server = define_server(name="lazy", meter=True, storage=sys.argv[1])
+
+
+@server.tool
+def double(x: int) -> int:
+    return x * 2
+
+
+for x in range(int(sys.argv[2])):
+    asyncio.run(server.call_tool("double", {"x": x}))  # never stopped, never `async with`
+"""
+
+
+def test_calls_of_a_server_never_stopped_count_in_the_meter_report(tmp_path: Path) -> None:
+    """``asyncio.run(server.call_tool(...))`` in a script that never stops the server: the call
+    log was flushed at exit but the per-minute rollups the report reads were not, so
+    ``air meter report`` said "No calls recorded" for calls that were in the log; and a call in
+    a second ``asyncio.run`` went to a meter whose delivery task had died with the first loop."""
+    url = f"file://{tmp_path / 'data'}"
+    for calls in (1, 3):  # a second script adds to the first one's minute
+        done = subprocess.run(
+            [sys.executable, "-c", _SCRIPT, url, str(calls)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    report = run_air("meter", "report", "--store", url, "--since", "all", "--format", "json")
+    assert report.returncode == 0, report.stderr
+    assert orjson.loads(report.stdout)["total_calls"] == 4
