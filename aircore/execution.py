@@ -211,7 +211,10 @@ async def run_call(chain: Chain, ctx: ToolContext) -> dict[str, Any]:
     except Exception as exc:
         # the traceback, for the author
         FAILURES.tool_failed(tool.name, ctx.request_id, exc, call_id=ctx.call_id)
-        return error_result(INTERNAL_ERROR, exception_text(exc))
+        from airmeter.redact import redact_text  # the failure path only
+
+        # the client gets what the log and the meter show: secret-shaped parts masked
+        return error_result(INTERNAL_ERROR, redact_text(exception_text(exc)))
     result = ctx.call_result
     if result is not None and ctx.call_result_of is value:  # built inside the chain
         return result

@@ -69,7 +69,10 @@ def test_a_failure_message_reaches_stderr_masked_and_cut(tmp_path: Path) -> None
         )  # fmt: skip
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [a["result"]["isError"] for a in answers] == [True] * CALLS
-    assert PAD in answers[0]["result"]["content"][0]["text"]  # the client hears what it sent
+    told = answers[0]["result"]["content"][0]["text"]
+    assert PAD in told  # the client hears what it sent …
+    for what, _, secret, _ in SHAPES:  # … masked as the log and the meter mask it
+        assert secret not in told, what
     log = stderr.read_text(encoding="utf-8")
     assert len(log) < 64 * 1024, f"{len(log)} bytes of stderr for {CALLS} failures"
     for what, _, secret, _ in SHAPES:
