@@ -41,7 +41,10 @@ DEFAULT_LOG_MAX_AGE = 7 * 24 * 3600.0
 """The raw call log keeps 7 days by default …"""
 DEFAULT_LOG_MAX_BYTES = 1 << 30
 """… or 1 GiB, whichever comes first (rollups stay for :data:`DEFAULT_ROLLUP_TTL`)."""
-DEFAULT_PERSIST_INTERVAL = 1.0
+DEFAULT_PERSIST_INTERVAL = 0.0
+"""Rollups are written with every delivery of records: a process killed (SIGKILL) then loses
+no more of them than of its call log (at 1 s, `air meter report` missed up to the last second
+of a killed server's logged calls, all of them for one killed in its first second)."""
 REVISIONS_TTL = 40 * 24 * 3600.0
 """How long a day's revision tokens live after its last write (an older hour has none: readers
 then read it whenever they need it, as before tokens existed)."""
@@ -59,14 +62,15 @@ class StoreSink:
     """Writes each record's log form to namespace ``meter.calls`` (one JSONL line per call
     with FileStore) and its minute's rollup to the hour's namespace ``meter.rollups.{hour}``.
 
-    Rollups are written at most every ``persist_interval`` seconds and on :meth:`persist` /
-    :meth:`close`. The store stays open: whoever opened it closes it.
+    Rollups are written with each write of records (at most every ``persist_interval``
+    seconds, when one is given) and on :meth:`persist` / :meth:`close`. The store stays open:
+    whoever opened it closes it.
 
     Args:
         store: an opened store.
         writer: this writer's id in rollup keys (one per process; default ``host-pid``).
         rollup_ttl: seconds a minute's rollup lives (``None``: forever).
-        persist_interval: seconds between rollup writes.
+        persist_interval: least seconds between rollup writes (0, the default: every write).
         max_backlog: most records kept for retry after a store failure.
         log_max_age: seconds the raw call log keeps an entry (``None``, the default here: no
             age cap; a :class:`~airmeter.Meter` passes :data:`DEFAULT_LOG_MAX_AGE`); set on

@@ -92,9 +92,15 @@ def check_version(found: object, path: str) -> int:
         UnsupportedFormatError: a version above :data:`FORMAT` (or not a version at all).
     """
     if type(found) is not int or found < 1 or found > FORMAT:
+        why = (
+            f"is in format {found!r}, written by a newer air; this release reads formats 1 to "
+            f"{FORMAT}: upgrade air to open this data directory"
+            if type(found) is int and found > FORMAT
+            else f"names format {found!r}, which is no format version: the file is damaged or "
+            "was not written by air; move it aside (or restore it) to open this data directory"
+        )
         raise UnsupportedFormatError(
-            f"{path} is in format {found!r}, written by a newer air; this release reads "
-            f"formats 1 to {FORMAT}: upgrade air to open this data directory",
+            f"{path} {why}",
             path=path,
             found=found if type(found) is int else -1,
             supported=FORMAT,

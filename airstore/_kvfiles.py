@@ -126,6 +126,9 @@ def _newlines_before(fd: int, end: int) -> int:
     return count
 
 
+_OURS = ("items", "pos", "seq", "airstore", "base")  # beside "format": a file air wrote
+
+
 def parse_snapshot(data: bytes, path: str) -> Snapshot:
     """Parse a snapshot file.
 
@@ -139,8 +142,11 @@ def parse_snapshot(data: bytes, path: str) -> Snapshot:
         raise ValueError(str(exc)) from exc
     if not isinstance(doc, dict):
         raise ValueError("snapshot is not a JSON object")
-    if "format" in doc and "items" in doc:
+    if "format" in doc and any(k in doc for k in _OURS):
+        # ours (a later format may drop "items"): never read as the seed's plain object
         version = check_version(doc["format"], path)
+        if "items" not in doc:
+            raise ValueError("snapshot has no items")
         raw = doc["items"]
         if version >= 3:
             items, bad = _items_v3(raw)

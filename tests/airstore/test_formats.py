@@ -24,7 +24,7 @@ import pytest
 
 import airstore._kvspace as kvspace
 from airstore import FileStore, UnsupportedFormatError
-from airstore._format import FORMAT
+from airstore._format import FORMAT, check_version
 from airstore._recovery import check_directory
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -119,6 +119,54 @@ async def test_a_newer_snapshot_format_is_refused(tmp_path: Path, read_only: boo
     assert info.value.supported == FORMAT
     assert info.value.path == str(tmp_path / "ns.json")
     assert _files(tmp_path) == before  # refused: nothing moved aside, nothing rewritten
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b'{"format":%d,"pos":0,"records":[["k",1]]}' % (FORMAT + 1),  # a later shape, no "items"
+        b'{"airstore":"snapshot","format":%d}' % (FORMAT + 1),
+    ],
+)
+@pytest.mark.parametrize("read_only", [True, False])
+async def test_a_newer_snapshot_of_another_shape_is_refused_not_read_as_keys(
+    tmp_path: Path, read_only: bool, doc: bytes
+) -> None:
+    """It was read as the seed's plain ``{key: value}`` object ("format", "pos" and "records"
+    became keys) and then rewritten over."""
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "k", 1)
+    (tmp_path / "ns.json").write_bytes(doc)
+    before = _files(tmp_path)
+    async with FileStore(tmp_path, read_only=read_only) as store:
+        with pytest.raises(UnsupportedFormatError) as info:
+            await store.get("ns", "k")
+        if not read_only:
+            with pytest.raises(UnsupportedFormatError):
+                await store.set("ns", "other", 2)
+    assert info.value.found == FORMAT + 1
+    assert _files(tmp_path) == before
+    report = await check_directory(str(tmp_path))
+    assert [f.kind for f in report.findings] == ["unsupported_format"]
+
+
+async def test_a_snapshot_of_this_format_without_items_is_set_aside_not_read_as_keys(
+    tmp_path: Path,
+) -> None:
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "k", 1)
+    (tmp_path / "ns.json").write_bytes(b'{"format":%d,"pos":0}' % FORMAT)
+    async with FileStore(tmp_path) as store:
+        assert await store.list("ns") == []  # never "format" and "pos"
+        assert [f.kind for f in store.recovery] == ["corrupt_snapshot"]
+    assert len(list(tmp_path.glob("ns.json.corrupt-*"))) == 1  # kept aside
+
+
+def test_a_damaged_format_marker_says_so_instead_of_asking_for_an_upgrade() -> None:
+    with pytest.raises(UnsupportedFormatError) as info:
+        check_version(None, "x/.airstore")
+    assert "damaged" in info.value.message
+    assert "newer" not in info.value.message
 
 
 async def test_a_newer_journal_format_is_refused(tmp_path: Path) -> None:
