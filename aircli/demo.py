@@ -26,8 +26,9 @@ from typing import Any
 from aircli._traffic import Progress, drive, plan_calls
 from aircli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
 from aircli.locate import STORE_HELP, store_location
-from aircli.remote import port_number
+from aircli.remote import REMOTE_BIND_EXIT, port_number
 from aircli.settings import DEMO_LATENCY_ENV
+from airhttp import is_loopback
 from airmeter.slo_config import DEFAULT_SLO_FILE
 from airstore import StoreLocation, default_locations, parse_store_url
 from airstore.settings import DATA_DIR_ENV
@@ -113,6 +114,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.history_calls is not None and args.history_calls < 1:
         _say("air demo: --history-calls must be >= 1")
         return 2
+    if not args.no_dashboard and not is_loopback(args.host):  # before any traffic is made
+        _say(
+            f"air demo: the demo's dashboard binds loopback only, not {args.host}; for one "
+            "others can reach, run `air dashboard --host HOST --allow-remote --token TOKEN` "
+            "beside it"
+        )
+        return REMOTE_BIND_EXIT
     try:
         args.history_days = parse_history(args.history)
     except HistoryError as exc:

@@ -266,12 +266,16 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
     transport = None if args.transport == "auto" else args.transport
     kind = transport or detect_transport(os.environ, sys.stdin)
     chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)  # unknown: error
-    if "host" in chosen.options:
-        refused = refuse_remote_bind(
-            "air serve", args.host, allow_remote=args.allow_remote, token=args.token
-        )
-        if refused is not None:
-            return refused
+    # one rule whatever the transport: a --host beyond loopback is refused before anything runs
+    # (stdio picked by "auto" for a piped stdin dropped it silently)
+    refused = refuse_remote_bind(
+        "air serve", args.host, allow_remote=args.allow_remote, token=args.token
+    )
+    if refused is not None:
+        return refused
+    if "host" not in chosen.options and args.host != DEFAULT_HOST:
+        print(f"air serve: --host {args.host} is for HTTP; the {kind} transport ignores it",
+              file=sys.stderr)  # fmt: skip
     if not 0 <= args.port <= 65535:
         raise DefinitionError(f"--port {args.port} is not a port (0-65535; 0: any free port)")
     if args.max_message is not None and args.max_message < 1:

@@ -14,11 +14,12 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from aircli.locate import STORE_HELP, store_location
+from aircli.locate import STORE_HELP, elsewhere_hint, store_location
 from airstore import (
     AirstoreError,
     Inspectable,
     ReadOnlyUnsupportedError,
+    StoreLocation,
     create_storage,
     store_exists,
 )
@@ -39,11 +40,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action.set_defaults(func=func)
 
 
-async def _open(url: str) -> Inspectable | None:
-    """The store at ``url`` opened read-only, or None (with a message) when there is nothing
-    to inspect: nothing stored yet, or a store that keeps no files."""
+async def _open(location: StoreLocation) -> Inspectable | None:
+    """The store at ``location`` opened read-only, or None (with a message) when there is
+    nothing to inspect: nothing stored yet (naming the other default locations that hold
+    data), or a store that keeps no files."""
+    url = location.url
     if not await store_exists(url):
         print(f"{url}: no data directory or database yet (nothing stored there)")
+        hint = elsewhere_hint(location)
+        if hint:
+            print(f"  hint: {hint}")
         return None
     try:
         store = await create_storage(url, read_only=True)
@@ -58,12 +64,14 @@ async def _open(url: str) -> Inspectable | None:
 
 
 def _run(
-    command: str, args: argparse.Namespace, work: Callable[[str], Coroutine[Any, Any, int]]
+    command: str,
+    args: argparse.Namespace,
+    work: Callable[[StoreLocation], Coroutine[Any, Any, int]],
 ) -> int:
     """Run ``work`` on the store ``args`` names; a store error is exit code 2 with its text."""
-    url = store_location(command, args.store, reading=True).url
+    location = store_location(command, args.store, reading=True)
     try:
-        return asyncio.run(work(url))
+        return asyncio.run(work(location))
     except AirstoreError as exc:
         print(f"{command}: {exc}", file=sys.stderr)
         return 2
@@ -73,8 +81,8 @@ def _check(args: argparse.Namespace) -> int:
     return _run("air store check", args, _run_check)
 
 
-async def _run_check(url: str) -> int:
-    store = await _open(url)
+async def _run_check(location: StoreLocation) -> int:
+    store = await _open(location)
     if store is None:
         return 0
     try:
@@ -128,8 +136,9 @@ def _stats(args: argparse.Namespace) -> int:
     return _run("air store stats", args, _run_stats)
 
 
-async def _run_stats(url: str) -> int:
-    store = await _open(url)
+async def _run_stats(location: StoreLocation) -> int:
+    url = location.url
+    store = await _open(location)
     if store is None:
         return 0
     try:

@@ -54,12 +54,23 @@ def test_a_bad_flag_before_any_subcommand_still_gets_the_top_level_usage(tmp_pat
 def _commands(tmp_path: Path) -> dict[str, tuple[str, ...]]:
     return {
         "air serve": ("serve", DEMO, "--transport", "http", "--port", "0"),
+        "air serve (stdio)": ("serve", DEMO, "--transport", "stdio"),
+        "air serve (auto, stdin not a terminal)": ("serve", DEMO),
         "air dashboard": ("dashboard", "--port", "0", "--store", "memory://"),
         "air gateway": ("gateway", "--config", str(tmp_path / "gateway.yml"), "--port", "0"),
     }
 
 
-@pytest.mark.parametrize("prog", ["air serve", "air dashboard", "air gateway"])
+@pytest.mark.parametrize(
+    "prog",
+    [
+        "air serve",
+        "air serve (stdio)",
+        "air serve (auto, stdin not a terminal)",
+        "air dashboard",
+        "air gateway",
+    ],
+)
 @pytest.mark.parametrize(
     ("flags", "missing"),
     [
@@ -76,7 +87,19 @@ def test_a_non_loopback_bind_needs_both_allow_remote_and_token(
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith(f"{prog}: binding 0.0.0.0 "), lines[0]
+    assert lines[0].startswith(f"{prog.split(' (')[0]}: binding 0.0.0.0 "), lines[0]
     assert "needs both --allow-remote and --token" in lines[0]
     assert lines[0].endswith(f"(missing: {missing})")
     assert "s3cret-token" not in done.stderr
+
+
+def test_the_demo_refuses_a_dashboard_beyond_loopback_before_making_any_call(
+    tmp_path: Path,
+) -> None:
+    done = _air("demo", "--host", "0.0.0.0", "--calls", "5", "--history", "0", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "binds loopback only" in lines[0]
+    assert "air dashboard --host HOST --allow-remote --token TOKEN" in lines[0]
+    assert not (tmp_path / ".air" / "data").exists()  # no history, no traffic

@@ -115,3 +115,8 @@ async def test_a_server_started_in_the_root_directory_meters_to_the_user_data_di
     missing = _air("meter", "report", cwd=elsewhere, env=env)
     assert missing.returncode == 1
     assert f"data found in file://{data}" in missing.stderr
+    for action in ("check", "stats"):  # the read-only store commands name it too
+        empty = _air("store", action, cwd=elsewhere, env=env)
+        assert empty.returncode == 0, empty.stderr
+        assert "no data directory or database yet" in empty.stdout
+        assert f"data found in file://{data}" in empty.stdout
