@@ -159,7 +159,11 @@ async def test_a_snapshot_of_this_format_without_items_is_set_aside_not_read_as_
     async with FileStore(tmp_path) as store:
         assert await store.list("ns") == []  # never "format" and "pos"
         assert [f.kind for f in store.recovery] == ["corrupt_snapshot"]
-    assert len(list(tmp_path.glob("ns.json.corrupt-*"))) == 1  # kept aside
+    assert _names(tmp_path, "ns.json.corrupt-*") == 1  # kept aside
+
+
+def _names(directory: Path, pattern: str) -> int:
+    return len(list(directory.glob(pattern)))
 
 
 def test_a_damaged_format_marker_says_so_instead_of_asking_for_an_upgrade() -> None:
