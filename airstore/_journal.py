@@ -22,10 +22,26 @@ from collections.abc import Iterator
 from airstore._atomic import fsync_dir, temp_path, write_file
 from airstore._filenames import journal_lock_path, journal_path
 from airstore._format import FORMAT, journal_header, parse_header
+from airstore._kvfiles import legacy_line
 
-__all__ = ["Journal", "read_lines", "snapshot_path_of"]
+__all__ = ["DAMAGED_HEADER", "Journal", "read_lines", "snapshot_path_of", "starts_legacy"]
 
 _HEAD = 512  # a header line is far shorter
+DAMAGED_HEADER = (
+    "the journal's header line is damaged: its records are read as following the snapshot"
+)
+
+
+def starts_legacy(head: bytes) -> bool:
+    """Whether ``head``, a journal's first bytes, starts a format-1 journal: one of its first
+    two lines is a record ``[seq, "s"|"d", …]`` (the first may be the damaged one)."""
+    for line in head.split(b"\n")[:2]:
+        try:
+            legacy_line(line)
+        except ValueError:
+            continue
+        return True
+    return False
 
 
 def read_lines(fd: int, start: int, end: int) -> bytes:
@@ -61,6 +77,7 @@ class Journal:
         self.hdr = 0
         self.read_to = 0
         self.read_start: int | None = 0
+        self.header_damaged = False  # the first line is no header, nor a format-1 record
         self.legacy = False
         self.format = FORMAT
         self.pending = bytearray()
@@ -121,12 +138,21 @@ class Journal:
             raise
         self.close()
         self.fd, self.ino = fd, st.st_ino
-        if doc is not None:
-            self.base, self.hdr, self.legacy = int(doc.get("base", 0)), len(line), False
-            self.format = doc["format"]
-        else:
+        base = doc.get("base", 0) if doc is not None else None
+        self.header_damaged = False
+        if type(base) is int and base >= 0:
+            self.base, self.hdr, self.legacy = base, len(line), False
+            self.format = doc["format"] if doc is not None else FORMAT
+        elif st.st_size == 0 or starts_legacy(head):
             self.base, self.hdr, self.legacy = 0, 0, st.st_size > 0
             self.format = 1
+        else:
+            # A header line that is damaged (or names no base): not a format-1 journal, whose
+            # first line is a record. Its records follow the line; the loader places them
+            # (after its snapshot) and reports the line, never drops them as format-1 garbage.
+            self.base, self.hdr, self.legacy = 0, len(line), False
+            self.format = FORMAT
+            self.header_damaged = True
         self.read_to = self.hdr
         return True
 

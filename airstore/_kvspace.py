@@ -24,7 +24,7 @@ from airstore._atomic import temp_path, write_file
 from airstore._compaction import Compaction, set_line
 from airstore._filenames import snapshot_path
 from airstore._format import FORMAT
-from airstore._journal import Journal
+from airstore._journal import DAMAGED_HEADER, Journal
 from airstore._kvfiles import LineFinder, Snapshot, journal_line, parse_snapshot, replay_v1
 from airstore._recovery import Finding
 from airstore.errors import CorruptDataError
@@ -143,6 +143,9 @@ class KVSpace(Compaction):
             return True
         if self.journal.legacy:
             return self._load_legacy(snap, last=last)
+        if self.journal.header_damaged:  # its records follow the snapshot's position
+            self.journal.base = snap.position if snap is not None and snap.format >= 2 else 0
+            self._report_once("corrupt_line", self.journal.path, 1, DAMAGED_HEADER)
         if snap is not None and snap.format >= 2:
             position = snap.position
         elif not last and (
@@ -233,6 +236,12 @@ class KVSpace(Compaction):
             self._report(
                 "corrupt_snapshot", aside, None, f"unparseable snapshot ({reason}); kept as {aside}"
             )
+
+    def _report_once(self, kind: Any, path: str, line: int | None, detail: str) -> None:
+        """:meth:`_report`, unless this space reported the same already (a reload)."""
+        if not any(f.path == path and f.line == line and f.detail == detail
+                   for f in self._findings):  # fmt: skip
+            self._report(kind, path, line, detail)
 
     def _report(self, kind: Any, path: str, line: int | None, detail: str) -> None:
         finding = Finding(kind=kind, namespace=self.ns, path=path, line=line, detail=detail)

@@ -24,6 +24,7 @@ from airstore._events import read_events
 from airstore._filenames import discover
 from airstore._format import HEADER_PREFIX, parse_header
 from airstore._gzseg import gz_read_all
+from airstore._journal import DAMAGED_HEADER, starts_legacy
 from airstore._kvfiles import journal_line, legacy_line, parse_snapshot
 from airstore._logread import is_entry
 from airstore._retention import read_retention
@@ -115,6 +116,16 @@ def _format_ok(ns: str, path: str, head: bytes, kind: str, report: NamespaceChec
     return True
 
 
+def _header_ok(line: bytes) -> bool:
+    """Whether a header-looking line is JSON naming a usable ``base`` (a journal's) if any."""
+    try:
+        doc = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    base = doc.get("base", 0) if isinstance(doc, dict) else None
+    return type(base) is int and base >= 0
+
+
 def _log_line(line: bytes) -> None:
     if not is_entry(orjson.loads(line)):
         raise ValueError(f"not a log entry (an object with an integer _ts): {line[:80]!r}")
@@ -136,12 +147,19 @@ def _scan_lines(
     lines = data.split(b"\n")
     last = lines.pop()
     count = 0
-    if lines and lines[0].startswith(HEADER_PREFIX):
+    header = bool(lines) and lines[0].startswith(HEADER_PREFIX)
+    if header and (legacy is None or _header_ok(lines[0])):  # a journal's needs its base
         if not _format_ok(ns, path, lines[0], kind, report):
             return 0
         lines[0] = b""
-    elif legacy is not None:
-        judge = legacy
+    elif legacy is not None and lines:  # a journal without a header line
+        if starts_legacy(data[:512]):
+            judge = legacy  # format 1
+        else:  # a damaged header, as the loader sees it
+            report.findings.append(
+                Finding(kind="corrupt_line", namespace=ns, path=path, line=1, detail=DAMAGED_HEADER)
+            )
+            lines[0] = b""
     for number, line in enumerate(lines, 1):
         if not line:
             continue

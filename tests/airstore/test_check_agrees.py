@@ -129,3 +129,42 @@ async def test_a_bad_line_another_writer_appends_is_reported_with_its_line_numbe
         number = journal.read_bytes().count(b"\n") - 1
         assert [(f.kind, f.line) for f in store.recovery] == [("corrupt_line", number)]
         assert _seen(store.recovery) == _seen((await check_directory(str(tmp_path))).findings)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"X",  # one byte of the header changed
+        b'{"airstore":"journal","format":3,"base":"x"}',  # no base to place the records by
+        b'{"airstore":"journal","format":3,"base":null}',
+        b'{"airstore":"journal","form',  # torn
+    ],
+)
+@pytest.mark.parametrize("snapshot", [True, False])
+async def test_a_damaged_journal_header_costs_that_line_not_the_records_after_it(
+    tmp_path: Path, header: bytes, snapshot: bool
+) -> None:
+    """It made the journal look like a format-1 file, whose replay dropped every format-3
+    record as garbage: the keys after it were gone for good at the next compaction."""
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "old", 0)  # at close: in the snapshot, the journal just a header
+    journal = tmp_path / "ns.journal.jsonl"
+    head, records = journal.read_bytes(), b'["k0",0]\n["k1",1]\n["k2",2]\n'  # as a writer's
+    if not snapshot:
+        (tmp_path / "ns.json").unlink()
+        head, records = head.replace(b'"base":', b'"base":0,"was":'), b'["old",0]\n' + records
+    journal.write_bytes((b"X" + head[1:] if header == b"X" else header + b"\n") + records)
+    expected = {"old": 0, "k0": 0, "k1": 1, "k2": 2}
+    checked = _seen((await check_directory(str(tmp_path))).findings)
+    assert [(kind, name, at) for kind, name, at, _ in checked] == [
+        ("corrupt_line", "ns.journal.jsonl", 1)
+    ]
+    for read_only in (True, False):
+        async with FileStore(tmp_path, read_only=read_only) as store:
+            assert dict(await store.entries("ns")) == expected
+            assert _seen(store.recovery) == checked
+            if not read_only:
+                await store.set("ns", "after", 9)  # a write, then a compaction at close
+    async with FileStore(tmp_path, read_only=True) as store:
+        assert dict(await store.entries("ns")) == {**expected, "after": 9}
+    assert (await check_directory(str(tmp_path))).ok
