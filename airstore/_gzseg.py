@@ -13,7 +13,7 @@ import gzip
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from airstore._atomic import fsync_dir, temp_path
 
@@ -96,17 +96,31 @@ def gz_read_all(fd: int) -> bytes:
     return gzip.decompress(os.pread(fd, size, 0))
 
 
-def gz_chunks_newest_first(fd: int) -> Iterator[bytes]:
-    """Chunks of whole lines from the end of the file backwards (one member each).
+def gz_chunks_newest_first(
+    fd: int, on_damage: Callable[[BaseException], None]
+) -> Iterator[bytes]:
+    """Chunks of whole lines from the end of the file backwards (one member each). A damaged
+    member is told to ``on_damage`` and skipped (the others are read); a file whose members
+    cannot be told apart is one chunk, or nothing when it is damaged.
 
     Raises:
-        OSError, EOFError, zlib.error: a damaged file.
+        OSError: the file cannot be read.
     """
     size = os.fstat(fd).st_size
     members = _members(fd, size)
     if members is None:
-        yield gz_read_all(fd)
+        try:
+            whole = gz_read_all(fd)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            on_damage(exc)
+            return
+        yield whole
         return
     for offset, length in reversed(members):
         data = os.pread(fd, length, offset)
-        yield zlib.decompress(data[_HEAD.size : -8], -15)
+        try:
+            chunk = zlib.decompress(data[_HEAD.size : -8], -15)
+        except zlib.error as exc:
+            on_damage(exc)
+            continue
+        yield chunk

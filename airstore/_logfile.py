@@ -14,7 +14,6 @@ import heapq
 import logging
 import os
 import time
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -189,16 +188,16 @@ def _feed_gz(fd: int, path: str, collector: Collector, report: CorruptReporter) 
     def hook(offset: int) -> None:
         report(path, offset)
 
-    try:
-        for chunk in gz_chunks_newest_first(fd):
-            if chunk.startswith(HEADER_PREFIX):
-                parse_header(chunk[: chunk.find(b"\n") + 1], "log", path)
-            collector.feed(chunk, -1, hook)
-            if collector.done:
-                return
-    except (EOFError, zlib.error) as exc:
+    def damaged(exc: BaseException) -> None:
         report(path, -1)
-        logger.warning("airstore: skipped the rest of a damaged segment %s: %s", path, exc)
+        logger.warning("airstore: skipped a damaged part of segment %s: %s", path, exc)
+
+    for chunk in gz_chunks_newest_first(fd, damaged):
+        if chunk.startswith(HEADER_PREFIX):
+            parse_header(chunk[: chunk.find(b"\n") + 1], "log", path)
+        collector.feed(chunk, -1, hook)
+        if collector.done:
+            return
 
 
 def _feed_path(path: str, collector: Collector, report: CorruptReporter, skip_ino: int) -> int:

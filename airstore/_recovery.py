@@ -294,15 +294,18 @@ class CorruptLineLog:
             return
         self._seen.add((path, offset))
         line = None
-        with contextlib.suppress(OSError), open(path, "rb") as fh:
-            line = fh.read(offset).count(b"\n") + 1  # rare: counting once is fine
+        detail = "skipped a damaged part of a compressed segment"
+        if offset >= 0:  # -1: in a compressed segment, which has no line numbers as stored
+            detail = f"skipped an unparseable line at byte {offset}"
+            with contextlib.suppress(OSError), open(path, "rb") as fh:
+                line = fh.read(offset).count(b"\n") + 1  # rare: counting once is fine
         self._findings.append(
             Finding(
                 kind="corrupt_line",
                 namespace=os.path.basename(path).split(".log.")[0],
                 path=path,
                 line=line,
-                detail=f"skipped an unparseable line at byte {offset}",
+                detail=detail,
             )
         )
         logger.warning("airstore: skipped corrupt line %s of %s", line, path)

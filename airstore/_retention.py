@@ -132,7 +132,10 @@ def _newest_ts(path: str) -> int | None:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         if path.endswith(".gz"):
-            tail = next(iter(gz_chunks_newest_first(fd)), b"")
+            damaged: list[BaseException] = []
+            tail = next(iter(gz_chunks_newest_first(fd, damaged.append)), b"")
+            if damaged:  # its newest part is unreadable: no age to judge it by
+                return None
         else:
             size = os.fstat(fd).st_size
             tail = os.pread(fd, min(size, 64 * 1024), max(0, size - 64 * 1024))

@@ -177,3 +177,41 @@ def test_caps_an_earlier_release_stored_beyond_todays_largest_still_hold(
         b'{"airstore":"retention","format":1,' + stored + b"}"
     )
     assert read_retention(str(tmp_path), "log") == expected
+
+
+def _damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "first byte":
+        path.write_bytes(b"\0" + data[1:])  # no gzip file any more
+    elif how == "garbage inside":
+        path.write_bytes(data[:100] + b"garbage" + data[100:])
+    else:  # one member of several: bytes flipped in the middle of its deflate stream
+        mid = len(data) // 2
+        flipped = bytes(b ^ 0xFF for b in data[mid : mid + 64])
+        path.write_bytes(data[:mid] + flipped + data[mid + 64 :])
+
+
+@pytest.mark.parametrize("how", ["first byte", "garbage inside", "a member"])
+async def test_a_damaged_compressed_segment_costs_its_entries_not_the_queries(
+    tmp_path: Path, how: str
+) -> None:
+    """A damaged segment made every query that reached it raise StorageIOError ("Not a gzipped
+    file"): the good entries of the other files were unreachable."""
+    async with FileStore(tmp_path, max_log_bytes=64 * 1024) as store:
+        await _fill(store, 8_000)
+    names = _logs(tmp_path)
+    damaged = tmp_path / names[len(names) // 2]  # a segment in the middle of the history
+    _damage(damaged, how)
+    async with FileStore(tmp_path, read_only=True) as store:
+        every = await store.query("log", limit=10_000)
+        rare = await store.query("log", filter={"tool": "rare"}, limit=10_000)
+        newest = await store.query("log", limit=5)
+        found = [(f.kind, f.path) for f in store.recovery]
+    assert 0 < len(every) < 8_000
+    kept = {e["i"] for e in every}
+    assert {7_999, 0} <= kept  # the newest file's entries and the oldest segment's
+    assert [e["i"] for e in rare] == sorted((i for i in kept if i % 100 == 0), reverse=True)
+    assert [e["i"] for e in newest] == [7_999, 7_998, 7_997, 7_996, 7_995]
+    assert ("corrupt_line", str(damaged)) in found
+    report = await check_directory(str(tmp_path))
+    assert [(f.kind, f.path) for f in report.findings] == [("corrupt_line", str(damaged))]
