@@ -96,9 +96,7 @@ def gz_read_all(fd: int) -> bytes:
     return gzip.decompress(os.pread(fd, size, 0))
 
 
-def gz_chunks_newest_first(
-    fd: int, on_damage: Callable[[BaseException], None]
-) -> Iterator[bytes]:
+def gz_chunks_newest_first(fd: int, on_damage: Callable[[BaseException], None]) -> Iterator[bytes]:
     """Chunks of whole lines from the end of the file backwards (one member each). A damaged
     member is told to ``on_damage`` and skipped (the others are read); a file whose members
     cannot be told apart is one chunk, or nothing when it is damaged.
