@@ -6,7 +6,8 @@ annotated ``int``/``float``); any other parameter
 makes the whole signature go through pydantic (:mod:`aircore.typed`), as in the official SDK's
 ``MCPServer``, and every argument then arrives as its annotated type (an ``Enum`` member, a
 model or dataclass instance, a ``datetime`` …). Parameter descriptions come from
-``Annotated[…, Field(description=…)]`` or, failing that, from the docstring.
+``Annotated[…, Field(description=…)]``, a plain string in ``Annotated[…, "…"]``, or, failing
+those, from the docstring.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from aircore.docstrings import parse_docstring
 from aircore.errors import INTERNAL_ERROR, AirError, DefinitionError
@@ -253,7 +254,15 @@ def read_signature(
 
         model = ArgumentModel(tool, params)
         schema, convert = model.schema, model.convert
-    _describe(schema, doc.parameters)
+    # a plain string in Annotated[...] describes the parameter (FastMCP's reading); a Field's
+    # own description wins, the docstring's comes last
+    said = {
+        name: texts[0]
+        for name, hint, _ in params
+        if get_origin(hint) is Annotated
+        and (texts := [m for m in hint.__metadata__ if isinstance(m, str)])
+    }
+    _describe(schema, {**doc.parameters, **said})
     out_schema, structure, checked, wrapped = _output(tool, hints, structured_output)
     return Signature(
         input_schema=schema,

@@ -117,6 +117,35 @@ class Tool:
         return value
 
 
+def _by_keyword(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func``, or for one with positional-only parameters (``def f(a, /, b)``) a callable
+    that takes them by keyword and passes them by position (every call failed with
+    "got some positional-only arguments passed as keyword arguments")."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return func
+    first = [p for p in params if p.kind is p.POSITIONAL_ONLY]
+    if not first:
+        return func
+    names = [p.name for p in first]
+    defaults = {p.name: p.default for p in first}
+
+    def call(**kwargs: Any) -> Any:
+        given = [i for i, name in enumerate(names) if name in kwargs]
+        upto = given[-1] + 1 if given else 0  # a gap before a given one takes its default
+        args = [kwargs.pop(name) if name in kwargs else defaults[name] for name in names[:upto]]
+        return func(*args, **kwargs)
+
+    if inspect.iscoroutinefunction(func):
+
+        async def acall(**kwargs: Any) -> Any:
+            return await call(**kwargs)
+
+        return acall
+    return call
+
+
 def _params_handler_shape(handler: Callable[..., Any]) -> bool:
     """Whether a ``handler(params, ctx)`` style handler takes the context argument."""
     try:
@@ -307,7 +336,7 @@ def tool_from_function(
     )
     tool = _build(
         name=tool_name,
-        handler=func,
+        handler=_by_keyword(func),
         description=description if description is not None else sig.description,
         input_schema=sig.input_schema,
         output_schema=output_schema,

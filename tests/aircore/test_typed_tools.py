@@ -7,7 +7,7 @@ import dataclasses
 import subprocess
 import sys
 import textwrap
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 import pytest
@@ -401,3 +401,61 @@ def test_two_context_parameters_are_a_definition_error() -> None:
 
     with pytest.raises(DefinitionError, match="more than one context parameter"):
         server.tool(both)
+
+
+async def test_positional_only_parameters_are_passed_by_position() -> None:
+    """``def f(a, /, b)`` was published with a normal schema and then every call failed
+    ("got some positional-only arguments passed as keyword arguments")."""
+    server = define_server(name="posonly")
+
+    @server.tool
+    def scale(value: int, /, factor: int = 2) -> int:
+        return value * factor
+
+    @server.tool
+    async def digits(a: int = 1, b: int = 2, /, c: int = 3) -> str:
+        return f"{a}{b}{c}"
+
+    @server.tool
+    def greet(ctx: ToolContext, name: str, /) -> str:
+        return f"{name} via {ctx.server_name}"
+
+    async with server:
+        scaled = await server.call_tool("scale", {"value": 4})
+        scaled_by = await server.call_tool("scale", {"value": 4, "factor": 3})
+        gap = await server.call_tool("digits", {"b": 5})  # a's default fills the gap
+        none = await server.call_tool("digits", {})
+        greeted = await server.call_tool("greet", {"name": "Ada"})
+    assert scaled["structuredContent"] == {"result": 8}
+    assert scaled_by["structuredContent"] == {"result": 12}
+    assert gap["structuredContent"] == {"result": "153"}
+    assert none["structuredContent"] == {"result": "123"}
+    assert greeted["structuredContent"] == {"result": "Ada via posonly"}
+
+
+async def test_a_plain_string_in_annotated_describes_the_parameter_as_in_fastmcp() -> None:
+    server = define_server(name="described")
+
+    @server.tool
+    def search(
+        query: Annotated[str, "what to look for"],
+        limit: Annotated[int, "ignored: the Field says it", Field(description="most hits")] = 5,
+        page: int = 1,
+    ) -> str:
+        """Search.
+
+        Args:
+            query: the docstring's words lose to Annotated's
+            page: the page
+        """
+        return query
+
+    async with server:
+        listed = await server.handle_message(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        )
+    assert listed is not None
+    props = listed["result"]["tools"][0]["inputSchema"]["properties"]
+    assert props["query"]["description"] == "what to look for"
+    assert props["limit"]["description"] == "most hits"
+    assert props["page"]["description"] == "the page"
