@@ -162,12 +162,12 @@ def check_envelope(
             data={"supported": list(MODERN_VERSIONS), "requested": version},
         )
     caps = meta[CLIENT_CAPABILITIES_KEY]
+    if not isinstance(caps, Mapping):
+        raise AirError(
+            INVALID_PARAMS, f"params._meta[{CLIENT_CAPABILITIES_KEY!r}] must be an object"
+        )
     info = meta.get(CLIENT_INFO_KEY)
-    return (
-        version,
-        caps if isinstance(caps, Mapping) else {},
-        info if isinstance(info, Mapping) else None,
-    )
+    return version, caps, info if isinstance(info, Mapping) else None
 
 
 def decorate(method: str, result: dict[str, Any], server_info: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from aircore.errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    AirError,
 )
 from aircore.protocol import modern
 from aircore.protocol.framing import (
@@ -385,6 +386,15 @@ class McpEndpoint:
         params = message.get("params") or {}
         extra: list[tuple[bytes, bytes]] = []
         is_modern = modern.is_modern(method, params)
+        if not is_modern and headers.get("mcp-protocol-version") in modern.MODERN_VERSIONS:
+            # the header names a 2026-07-28-era version but the body has no envelope: -32602
+            # saying what is missing (it was "Unsupported MCP-Protocol-Version" for a version
+            # this server speaks)
+            try:
+                modern.check_envelope(method, params, None)
+            except AirError as exc:
+                await self._json(send, error_response(message["id"], exc.code, exc.message), 400)
+                return
         if is_modern:
             conn = Connection(transport="tcp")
             route_headers: dict[str, str] | None = headers

@@ -497,3 +497,28 @@ async def test_a_malformed_listen_filter_is_refused(
 async def test_task_notifications_need_the_tasks_extension(http: httpx.AsyncClient) -> None:
     out = await rpc(http, "subscriptions/listen", {"notifications": {"taskIds": ["t"]}}, status=400)
     assert out["error"]["code"] == -32021
+
+
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        ({}, "params._meta must be an object carrying"),  # no envelope at all
+        ({"_meta": 7}, "params._meta must be an object carrying"),
+        (
+            {"_meta": {**meta(), "io.modelcontextprotocol/clientCapabilities": "x"}},
+            "clientCapabilities'] must be an object",
+        ),
+    ],
+)
+async def test_a_2026_request_with_a_bad_envelope_is_told_what_is_wrong(
+    http: httpx.AsyncClient, params: dict[str, Any], says: str
+) -> None:
+    """With the 2026-07-28 header but no envelope the answer was -32600 "Unsupported
+    MCP-Protocol-Version: 2026-07-28" (a version this server speaks); capabilities that are no
+    object were taken as none."""
+    body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/list", "params": params}
+    r = await http.post("/mcp", json=body, headers=_headers("tools/list", params, {}))
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == -32602
+    assert says in error["message"]
