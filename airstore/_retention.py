@@ -95,7 +95,8 @@ def write_retention(root: str, ns: str, caps: Retention) -> None:
 
 
 def read_retention(root: str, ns: str) -> Retention | None:
-    """The caps stored for ``ns``; ``None`` when there are none (or the file is unreadable).
+    """The caps stored for ``ns``; ``None`` when there are none, or (with a warning) when the
+    file is unreadable or damaged: the log then grows uncapped until its caps are set again.
 
     Raises:
         UnsupportedFormatError: the file names a newer format.
@@ -104,11 +105,15 @@ def read_retention(root: str, ns: str) -> Retention | None:
     try:
         with open(path, "rb") as fh:
             doc = orjson.loads(fh.read())
-    except (FileNotFoundError, orjson.JSONDecodeError):
+    except FileNotFoundError:
         return None
-    if not isinstance(doc, dict):
+    except (OSError, orjson.JSONDecodeError) as exc:  # a directory, a symlink loop, garbage
+        logger.warning("airstore: ignoring the unreadable log caps in %s: %s", path, exc)
         return None
-    check_version(doc.get("format"), path)
+    if not isinstance(doc, dict) or type(doc.get("format")) is not int:
+        logger.warning("airstore: ignoring the damaged log caps in %s (no format)", path)
+        return None
+    check_version(doc["format"], path)  # a newer format is refused, never misread
     # A cap beyond today's largest was accepted by earlier releases: it reads as the largest
     # (as good as none), never as "no caps at all", which would drop the other cap with it.
     max_age, max_bytes = doc.get("max_age"), doc.get("max_bytes")

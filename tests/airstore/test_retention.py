@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from airstore import FileStore, InvalidArgumentError, Store
+from airstore import FileStore, InvalidArgumentError, Store, UnsupportedFormatError
 from airstore._recovery import check_directory
 from airstore._retention import MAX_LOG_BYTES, Retention, read_retention
 from airstore._validate import MAX_TTL
@@ -215,3 +215,35 @@ async def test_a_damaged_compressed_segment_costs_its_entries_not_the_queries(
     assert ("corrupt_line", str(damaged)) in found
     report = await check_directory(str(tmp_path))
     assert [(f.kind, f.path) for f in report.findings] == [("corrupt_line", str(damaged))]
+
+
+@pytest.mark.parametrize("damage", ["directory", b"{}", b"[]", b"\x00garbage"])
+async def test_an_unreadable_caps_file_is_ignored_with_a_warning_not_a_failed_open(
+    tmp_path: Path, damage: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A directory in its place made a writer's open raise a bare IsADirectoryError, and ``{}``
+    refused the whole store as "written by a newer air", while garbage passed unnoticed."""
+    async with FileStore(tmp_path) as store:
+        await store.set_log_retention("log", max_bytes=1 << 20)
+        await store.append("log", {"i": 1})
+    caps = tmp_path / "log.retention.json"
+    caps.unlink()
+    if damage == "directory":
+        caps.mkdir()
+    else:
+        assert isinstance(damage, bytes)
+        caps.write_bytes(damage)
+    async with FileStore(tmp_path) as store:
+        await store.append("log", {"i": 2})
+        assert [e["i"] for e in await store.query("log")] == [2, 1]
+    assert "ignoring the" in caplog.text
+    assert str(caps) in caplog.text
+
+
+async def test_caps_of_a_newer_format_are_still_refused(tmp_path: Path) -> None:
+    async with FileStore(tmp_path) as store:
+        await store.set_log_retention("log", max_bytes=1 << 20)
+    (tmp_path / "log.retention.json").write_bytes(b'{"airstore":"retention","format":99}')
+    with pytest.raises(UnsupportedFormatError):
+        async with FileStore(tmp_path) as store:
+            await store.append("log", {"i": 1})
