@@ -190,11 +190,23 @@ async def test_bad_key_is_rejected(store: Store, key: object) -> None:
         await store.get("ns", key)  # type: ignore[arg-type]
 
 
+class _HidingDict(dict):  # type: ignore[type-arg]
+    def values(self):  # type: ignore[no-untyped-def, override]
+        return []
+
+
+class _HidingList(list):  # type: ignore[type-arg]
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(())
+
+
 @pytest.mark.parametrize(
     "value",
     [
         {1, 2},
         b"bytes",
+        _HidingDict(a=float("nan")),  # a subclass hiding it from values() / iteration: orjson
+        _HidingList([float("inf")]),  # writes the base type's items, so the walk reads those
         object(),
         {"k": {1, 2}},
         {1: "int key"},
