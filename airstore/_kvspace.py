@@ -26,7 +26,7 @@ from airstore._filenames import snapshot_path
 from airstore._format import FORMAT
 from airstore._journal import DAMAGED_HEADER, Journal
 from airstore._kvfiles import LineFinder, Snapshot, journal_line, parse_snapshot, replay_v1
-from airstore._recovery import Finding
+from airstore._recovery import Finding, next_line_number
 from airstore.errors import CorruptDataError
 from airstore.types import Clock
 
@@ -403,9 +403,8 @@ class KVSpace(Compaction):
         torn = journal.torn_bytes()
         if torn:
             journal.cut_torn()
-            self._report(
-                "torn_tail", journal.path, None, f"cut {torn} bytes of an unfinished record"
-            )
+            at = next_line_number(journal.path)
+            self._report("torn_tail", journal.path, at, f"cut {torn} bytes of an unfinished record")
         return self.append_locked()
 
     def append_locked(self) -> int:

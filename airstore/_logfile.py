@@ -23,7 +23,7 @@ from airstore._filenames import SlotFiles, log_path, segment_path, segments, slo
 from airstore._format import HEADER_PREFIX, parse_header
 from airstore._gzseg import gz_chunks_newest_first
 from airstore._logread import Collector, iter_chunks
-from airstore._recovery import Finding
+from airstore._recovery import Finding, next_line_number
 from airstore._retention import Retention
 from airstore.errors import InvalidArgumentError
 from airstore.types import Entry
@@ -82,8 +82,9 @@ class LogFile(AppendFile):
         cut = self.open()
         if cut:
             detail = f"cut {cut} bytes of an unfinished last line"
+            at = next_line_number(self.path)
             findings.append(
-                Finding(kind="torn_tail", namespace=self.ns, path=self.path, detail=detail)
+                Finding(kind="torn_tail", namespace=self.ns, path=self.path, line=at, detail=detail)
             )
             logger.warning("airstore recovery: %s in %s", detail, self.path)
 

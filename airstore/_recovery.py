@@ -38,6 +38,7 @@ __all__ = [
     "NamespaceCheck",
     "NamespaceStats",
     "check_directory",
+    "next_line_number",
     "stats_directory",
 ]
 
@@ -279,6 +280,19 @@ async def check_directory(root: str) -> CheckReport:
             elif (data := await read_file(path)) is not None:
                 item.log_entries += _scan_lines(ns, path, data, item, kind="log", judge=_log_line)
     return report
+
+
+def next_line_number(path: str) -> int | None:
+    """The number the line after the last complete one of ``path`` has (where a torn tail that
+    was cut began, as ``check`` numbers it); ``None`` when the file cannot be read."""
+    count = 0
+    try:
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                count += block.count(b"\n")
+    except OSError:
+        return None
+    return count + 1
 
 
 class CorruptLineLog:

@@ -28,7 +28,7 @@ from airstore._lifecycle import StoreBase
 from airstore._lock import DirLock
 from airstore._logfile import LogFile, LogOptions
 from airstore._persist import Persister
-from airstore._recovery import CorruptLineLog, Finding
+from airstore._recovery import CorruptLineLog, Finding, next_line_number
 from airstore._validate import (
     check_ttl,
 )
@@ -166,7 +166,10 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
         self._lock.acquire()
         for ns, path, cut in self._lock.repair_dead_slots():  # a killed writer's last line
             detail = f"cut {cut} bytes of an unfinished line (a writer that died mid-write)"
-            self._findings.append(Finding(kind="torn_tail", namespace=ns, path=path, detail=detail))
+            at = next_line_number(path)
+            self._findings.append(
+                Finding(kind="torn_tail", namespace=ns, path=path, line=at, detail=detail)
+            )
         if found is None or found < FORMAT:
             # A writer of an earlier release opening after this one refuses the directory by
             # its marker (this one moves journals to a format the earlier one cannot read);

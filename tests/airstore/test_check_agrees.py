@@ -168,3 +168,23 @@ async def test_a_damaged_journal_header_costs_that_line_not_the_records_after_it
     async with FileStore(tmp_path, read_only=True) as store:
         assert dict(await store.entries("ns")) == {**expected, "after": 9}
     assert (await check_directory(str(tmp_path))).ok
+
+
+@pytest.mark.parametrize("name", ["ns.journal.jsonl", "log.log.jsonl"])
+async def test_a_torn_tail_has_the_same_line_number_in_check_and_in_the_repair(
+    tmp_path: Path, name: str
+) -> None:
+    """The repair reported it with ``line=None`` while check named the line."""
+    await _written(tmp_path)
+    _append(tmp_path / name, b'["unfinished",')
+    checked = _seen((await check_directory(str(tmp_path))).findings)
+    assert [(kind, at) for kind, _, at, _ in checked] == [
+        ("torn_tail", (tmp_path / name).read_bytes().count(b"\n") + 1)
+    ]
+    async with FileStore(tmp_path) as store:
+        await store.set("ns", "z", 1)  # the next writer to commit cuts the journal's tail …
+        await store.append("log", {"i": 9})  # … and the log's, when it opens its file
+        await asyncio.sleep(0)
+        repaired = [(f.kind, Path(f.path).name, f.line) for f in store.recovery]
+    assert repaired == [(kind, file, at) for kind, file, at, _ in checked]
+    assert (await check_directory(str(tmp_path))).ok
