@@ -118,7 +118,11 @@ def gz_chunks_newest_first(fd: int, on_damage: Callable[[BaseException], None]) 
         data = os.pread(fd, length, offset)
         try:
             chunk = zlib.decompress(data[_HEAD.size : -8], -15)
-        except zlib.error as exc:
+            crc, size = struct.unpack("<II", data[-8:])
+            if zlib.crc32(chunk) != crc or len(chunk) & 0xFFFFFFFF != size:
+                # raw deflate has no check of its own: flipped bytes can inflate to garbage
+                raise zlib.error("the member's CRC-32 or length does not match its content")
+        except (zlib.error, struct.error) as exc:
             on_damage(exc)
             continue
         yield chunk

@@ -26,7 +26,7 @@ from airstore._filenames import snapshot_path
 from airstore._format import FORMAT
 from airstore._journal import DAMAGED_HEADER, Journal
 from airstore._kvfiles import LineFinder, Snapshot, journal_line, parse_snapshot, replay_v1
-from airstore._recovery import Finding, next_line_number
+from airstore._recovery import Finding, missing_snapshot, next_line_number
 from airstore.errors import CorruptDataError
 from airstore.types import Clock
 
@@ -157,6 +157,10 @@ class KVSpace(Compaction):
             return False
         else:
             position = self.journal.base  # no usable snapshot: everything the journal has
+            if data is None and position > 0 and not self._set_aside():
+                # deleted, or a dangling link: said, not silent
+                detail = missing_snapshot(position)
+                self._report_once("corrupt_snapshot", self.snapshot_path, None, detail)
         self._snapshot_pos = position
         data = self.journal.read_from(position)
         if data is None:
@@ -236,6 +240,11 @@ class KVSpace(Compaction):
             self._report(
                 "corrupt_snapshot", aside, None, f"unparseable snapshot ({reason}); kept as {aside}"
             )
+
+    def _set_aside(self) -> bool:
+        """Whether this namespace's snapshot was set aside as unparseable (that finding says
+        where its keys are)."""
+        return any(f.kind == "corrupt_snapshot" and f.namespace == self.ns for f in self._findings)
 
     def _report_once(self, kind: Any, path: str, line: int | None, detail: str) -> None:
         """:meth:`_report`, unless this space reported the same already (a reload)."""

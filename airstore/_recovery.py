@@ -21,7 +21,7 @@ import orjson
 
 from airstore._aread import read_file
 from airstore._events import read_events
-from airstore._filenames import discover
+from airstore._filenames import discover, snapshot_path
 from airstore._format import HEADER_PREFIX, parse_header
 from airstore._gzseg import gz_read_all
 from airstore._journal import DAMAGED_HEADER, starts_legacy
@@ -38,6 +38,7 @@ __all__ = [
     "NamespaceCheck",
     "NamespaceStats",
     "check_directory",
+    "missing_snapshot",
     "next_line_number",
     "stats_directory",
 ]
@@ -125,6 +126,15 @@ def _header_ok(line: bytes) -> bool:
         return False
     base = doc.get("base", 0) if isinstance(doc, dict) else None
     return type(base) is int and base >= 0
+
+
+def _journal_base(data: bytes) -> int:
+    """The ``base`` a journal's header names (0 without a usable header)."""
+    head = data[: data.find(b"\n") + 1]
+    if not head.startswith(HEADER_PREFIX) or not _header_ok(head):
+        return 0
+    base = orjson.loads(head).get("base", 0)
+    return base if type(base) is int else 0
 
 
 def _log_line(line: bytes) -> None:
@@ -215,9 +225,10 @@ async def check_directory(root: str) -> CheckReport:
         item = NamespaceCheck(namespace=ns, files=files.all())
         report.namespaces.append(item)
         item.bytes = await asyncio.to_thread(_total_size, item.files)
-        if files.snapshot and (data := await read_file(files.snapshot)) is not None:
+        snapshot = await read_file(files.snapshot) if files.snapshot else None
+        if files.snapshot and snapshot is not None:
             try:
-                snap = parse_snapshot(data, files.snapshot)
+                snap = parse_snapshot(snapshot, files.snapshot)
                 item.keys = len(snap.items)
                 for detail in snap.bad:  # items the loader drops, with the loader's words
                     item.findings.append(
@@ -256,6 +267,16 @@ async def check_directory(root: str) -> CheckReport:
                 )
             )
         if files.journal and (data := await read_file(files.journal)) is not None:
+            base = _journal_base(data)
+            if snapshot is None and base and not files.corrupt:  # set aside: said below
+                item.findings.append(
+                    Finding(
+                        kind="corrupt_snapshot",
+                        namespace=ns,
+                        path=files.snapshot or snapshot_path(root, ns),
+                        detail=missing_snapshot(base),
+                    )
+                )
             item.journal_records = _scan_lines(
                 ns,
                 files.journal,
@@ -280,6 +301,15 @@ async def check_directory(root: str) -> CheckReport:
             elif (data := await read_file(path)) is not None:
                 item.log_entries += _scan_lines(ns, path, data, item, kind="log", judge=_log_line)
     return report
+
+
+def missing_snapshot(base: int) -> str:
+    """The finding's detail for a namespace whose journal starts after a snapshot that is not
+    there (deleted, or a dangling link): the keys only that snapshot held are gone."""
+    return (
+        f"missing: the journal starts at position {base}, after a snapshot that is not there; "
+        "the keys only that snapshot held are gone (restore the file to get them back)"
+    )
 
 
 def next_line_number(path: str) -> int | None:

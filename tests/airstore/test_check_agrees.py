@@ -188,3 +188,32 @@ async def test_a_torn_tail_has_the_same_line_number_in_check_and_in_the_repair(
         repaired = [(f.kind, Path(f.path).name, f.line) for f in store.recovery]
     assert repaired == [(kind, file, at) for kind, file, at, _ in checked]
     assert (await check_directory(str(tmp_path))).ok
+
+
+@pytest.mark.parametrize("how", ["deleted", "dangling link"])
+async def test_a_missing_snapshot_is_reported_not_silent(tmp_path: Path, how: str) -> None:
+    """The keys only it held were gone without a word (the journal starts after it)."""
+    await _written(tmp_path)  # every key in the snapshot (compacted at close) …
+    _append(tmp_path / "ns.journal.jsonl", b'["late",5]\n')  # … and one in the journal after it
+    snapshot = tmp_path / "ns.json"
+    snapshot.unlink()
+    if how == "dangling link":
+        snapshot.symlink_to(tmp_path / "gone.json")
+    checked = _seen((await check_directory(str(tmp_path))).findings)
+    assert [(kind, name, at) for kind, name, at, _ in checked] == [
+        ("corrupt_snapshot", "ns.json", None)
+    ]
+    assert "missing: the journal starts at position" in checked[0][3]
+    async with FileStore(tmp_path, read_only=True) as store:
+        assert await store.list("ns") == ["late"]  # what the journal holds
+        assert _seen(store.recovery) == checked
+
+
+async def test_a_new_namespace_without_a_snapshot_yet_is_no_finding(tmp_path: Path) -> None:
+    async with FileStore(tmp_path, flush_interval=3600) as store:
+        await store.set("ns", "a", 1)
+        await asyncio.sleep(0)  # in the journal (base 0), no snapshot before the first flush
+        assert (await check_directory(str(tmp_path))).ok
+        async with FileStore(tmp_path, read_only=True) as reader:
+            assert await reader.get("ns", "a") == 1
+            assert reader.recovery == []
