@@ -187,9 +187,9 @@ def normalize_result(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, bool):
         return _text("true" if value else "false")
     if isinstance(value, (int, float)):
-        number = str(value)
-        _refuse_non_finite(value, number)
-        return _text(number)
+        if isinstance(value, float) and not math.isfinite(value):
+            _refuse_non_finite(value, "null")  # str() would write "nan" / "inf"
+        return _text(str(value))
     if isinstance(value, dict) or isinstance(value, Mapping):  # noqa: SIM101 - dict first: fast
         content = value.get("content")
         if isinstance(content, list):
@@ -230,20 +230,48 @@ def _non_finite(value: Any, path: str = "result") -> tuple[str, float] | None:
     return None
 
 
+def _has_non_finite(value: Any) -> bool:
+    """Whether a NaN or an infinity is anywhere in ``value``: an explicit stack with exact-type
+    tests first and no paths (the walk that names the place runs only when one is there)."""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str or t is int or v is None or t is bool:
+            continue
+        if t is dict:
+            extend(v.values())
+        elif t is list or t is tuple:
+            extend(v)
+        elif t is float:
+            if v - v != 0.0:  # NaN - NaN and inf - inf are NaN; a finite float gives 0.0
+                return True
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                return True
+        elif isinstance(v, dict):
+            extend(dict.values(v))
+        elif isinstance(v, list | tuple):
+            extend(v)
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            extend(getattr(v, f.name) for f in dataclasses.fields(v))
+    return False
+
+
 def _refuse_non_finite(value: Any, text: str) -> None:
-    """Raise when ``value`` holds a NaN or an infinity, which its ``text`` shows as ``null``
-    (orjson) or ``nan``/``inf`` (``str``): JSON has neither, and a client would get a changed
-    value or text that is not JSON. Only a text holding one of those words is walked."""
-    if "null" in text or "nan" in text or "inf" in text:
+    """Raise when ``value`` holds a NaN or an infinity, which its JSON ``text`` shows as
+    ``null`` (orjson): JSON has neither, and a client would get a changed value. Only a text
+    holding ``null`` is walked, and the place is looked for only when there is one."""
+    if "null" in text and _has_non_finite(value):
         found = _non_finite(value)
-        if found is not None:
-            place, number = found
-            raise ResultError(
-                f"the tool returned a value that is not JSON: {place} is {number}"
-                " (JSON has no NaN or Infinity; return None or a string instead)",
-                type_name="float",
-                path=place,
-            )
+        place, number = found if found is not None else ("result", math.nan)
+        raise ResultError(
+            f"the tool returned a value that is not JSON: {place} is {number}"
+            " (JSON has no NaN or Infinity; return None or a string instead)",
+            type_name="float",
+            path=place,
+        )
 
 
 def structured_result(structured: Any, *, wrapped: bool = False) -> dict[str, Any]:
@@ -265,7 +293,7 @@ def structured_result(structured: Any, *, wrapped: bool = False) -> dict[str, An
     # JSON has no NaN or infinity: written as null, they break the outputSchema on the client
     # ("None is not of type 'number'"); a float overflow names its place here instead
     text = content[0].get("text") if len(content) == 1 else ""
-    if isinstance(text, str):
+    if not wrapped and isinstance(text, str):  # a wrapped value: normalize_result checked it
         _refuse_non_finite(value, text)
     return {"content": content, "structuredContent": structured}
 

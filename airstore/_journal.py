@@ -16,13 +16,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import threading
 from collections.abc import Iterator
 
 from airstore._atomic import fsync_dir, temp_path, write_file
 from airstore._filenames import journal_lock_path, journal_path
 from airstore._format import FORMAT, journal_header, parse_header
-from airstore._kvfiles import legacy_line
 
 __all__ = ["DAMAGED_HEADER", "Journal", "read_lines", "snapshot_path_of", "starts_legacy"]
 
@@ -32,16 +32,27 @@ DAMAGED_HEADER = (
 )
 
 
+_LEGACY_START = re.compile(rb"\[\s*-?\d")  # a format-1 record opens with its seq number
+
+
 def starts_legacy(head: bytes) -> bool:
     """Whether ``head``, a journal's first bytes, starts a format-1 journal: one of its first
-    two lines is a record ``[seq, "s"|"d", …]`` (the first may be the damaged one)."""
-    for line in head.split(b"\n")[:2]:
-        try:
-            legacy_line(line)
-        except ValueError:
-            continue
-        return True
-    return False
+    two lines opens like a record ``[seq, …`` (the first may be the damaged one). Only the
+    lines' starts are looked at, so a first record of any length is recognised; a format-3
+    record opens with its key (``["``), a header with ``{``."""
+    first, _, rest = head.partition(b"\n")
+    return bool(_LEGACY_START.match(first) or (rest and _LEGACY_START.match(rest)))
+
+
+def _first_lines(fd: int, size: int) -> bytes:
+    """The file's start up to the first bytes of its second line (or its end)."""
+    head = b""
+    while len(head) < size and (block := os.pread(fd, 1 << 16, len(head))):
+        head += block
+        newline = head.find(b"\n")
+        if newline >= 0 and len(head) > newline + 8:
+            break
+    return head
 
 
 def read_lines(fd: int, start: int, end: int) -> bytes:
@@ -131,6 +142,8 @@ class Journal:
         try:
             st = os.fstat(fd)
             head = os.pread(fd, _HEAD, 0)
+            if b"\n" not in head:  # a first line longer than any header: find its end
+                head = _first_lines(fd, st.st_size)
             line = head[: head.find(b"\n") + 1]
             doc = parse_header(line, "journal", self.path) if line else None
         except BaseException:
@@ -199,8 +212,8 @@ class Journal:
         position = self.pos
         if self.legacy or not self.open():
             return None
-        if self.legacy or position < self.base:
-            return None
+        if self.legacy or self.header_damaged or position < self.base:
+            return None  # (a damaged header: the reload places its records after the snapshot)
         self.read_to = self.offset_of(position)
         if not data:
             return self._read_rest()

@@ -164,7 +164,7 @@ def _scan_lines(
             return 0
         lines[0] = b""
     elif legacy is not None and lines:  # a journal without a header line
-        if starts_legacy(data[:512]):
+        if starts_legacy(data):
             judge = legacy  # format 1
         else:  # a damaged header, as the loader sees it
             report.findings.append(

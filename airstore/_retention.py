@@ -110,7 +110,7 @@ def read_retention(root: str, ns: str) -> Retention | None:
     except (OSError, orjson.JSONDecodeError) as exc:  # a directory, a symlink loop, garbage
         logger.warning("airstore: ignoring the unreadable log caps in %s: %s", path, exc)
         return None
-    if not isinstance(doc, dict) or type(doc.get("format")) is not int:
+    if not isinstance(doc, dict) or type(doc.get("format")) is not int or doc["format"] < 1:
         logger.warning("airstore: ignoring the damaged log caps in %s (no format)", path)
         return None
     check_version(doc["format"], path)  # a newer format is refused, never misread

@@ -349,3 +349,24 @@ async def test_reading_an_earlier_namespace_on_a_full_disk_still_works(
     async with FileStore(data, handle_sigterm=False) as store:
         assert dict(await store.entries("users")) == USERS
         assert await store.get("counters", "hits") == 41
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+async def test_a_format_1_journal_whose_first_record_is_long_is_still_format_1(
+    tmp_path: Path, read_only: bool
+) -> None:
+    """A first record longer than the 512 bytes read to find a header made the journal look
+    like a format-3 one with a damaged header: every record was dropped (a writer's move to
+    this format then made it final)."""
+    root = tmp_path / "v1"
+    shutil.copytree(FIXTURES / "datadir-v1", root)
+    big = {"name": "Carol", "bio": "x" * 2000}
+    (root / "users.journal.jsonl").write_bytes(
+        orjson.dumps([6, "s", "carol", big, None]) + b'\n[7,"d","bob"]\n'
+    )
+    for _ in range(2):  # a writer moves it to this format at the first open; read again
+        async with FileStore(root, read_only=read_only) as store:
+            assert await store.get("users", "carol") == big
+            assert await store.get("users", "bob") is None
+            assert store.recovery == []
+    assert (await check_directory(str(root))).ok

@@ -217,7 +217,9 @@ async def test_a_damaged_compressed_segment_costs_its_entries_not_the_queries(
     assert [(f.kind, f.path) for f in report.findings] == [("corrupt_line", str(damaged))]
 
 
-@pytest.mark.parametrize("damage", ["directory", b"{}", b"[]", b"\x00garbage"])
+@pytest.mark.parametrize(
+    "damage", ["directory", b"{}", b"[]", b"\x00garbage", b'{"airstore":"retention","format":0}']
+)
 async def test_an_unreadable_caps_file_is_ignored_with_a_warning_not_a_failed_open(
     tmp_path: Path, damage: object, caplog: pytest.LogCaptureFixture
 ) -> None:
