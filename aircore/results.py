@@ -36,6 +36,7 @@ import orjson
 
 from aircore import wide_json
 from aircore.errors import ResultError
+from airstore import has_non_finite
 
 __all__ = ["dumps_pretty", "normalize_result", "structured_result", "to_call_result", "to_jsonable"]
 
@@ -230,40 +231,11 @@ def _non_finite(value: Any, path: str = "result") -> tuple[str, float] | None:
     return None
 
 
-def _has_non_finite(value: Any) -> bool:
-    """Whether a NaN or an infinity is anywhere in ``value``: an explicit stack with exact-type
-    tests first and no paths (the walk that names the place runs only when one is there)."""
-    stack = [value]
-    pop, extend = stack.pop, stack.extend
-    while stack:
-        v = pop()
-        t = type(v)
-        if t is str or t is int or v is None or t is bool:
-            continue
-        if t is dict:
-            extend(v.values())
-        elif t is list or t is tuple:
-            extend(v)
-        elif t is float:
-            if v - v != 0.0:  # NaN - NaN and inf - inf are NaN; a finite float gives 0.0
-                return True
-        elif isinstance(v, float):
-            if not math.isfinite(v):
-                return True
-        elif isinstance(v, dict):
-            extend(dict.values(v))
-        elif isinstance(v, list | tuple):
-            extend(v)
-        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-            extend(getattr(v, f.name) for f in dataclasses.fields(v))
-    return False
-
-
 def _refuse_non_finite(value: Any, text: str) -> None:
     """Raise when ``value`` holds a NaN or an infinity, which its JSON ``text`` shows as
     ``null`` (orjson): JSON has neither, and a client would get a changed value. Only a text
     holding ``null`` is walked, and the place is looked for only when there is one."""
-    if "null" in text and _has_non_finite(value):
+    if "null" in text and has_non_finite(value):
         found = _non_finite(value)
         place, number = found if found is not None else ("result", math.nan)
         raise ResultError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airstore._recovery import CheckReport, Finding, NamespaceCheck, NamespaceStats
-from airstore._validate import to_epoch_ms
+from airstore._validate import has_non_finite, to_epoch_ms
 from airstore.errors import (
     AirstoreError,
     CorruptDataError,
@@ -65,6 +65,7 @@ __all__ = [
     "UnsupportedFormatError",
     "create_storage",
     "default_locations",
+    "has_non_finite",
     "parse_store_url",
     "resolve_store_location",
     "store_exists",

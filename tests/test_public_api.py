@@ -171,6 +171,7 @@ EXPECTED = {
         "UnsupportedFormatError",
         "create_storage",
         "default_locations",
+        "has_non_finite",
         "parse_store_url",
         "resolve_store_location",
         "store_exists",
