@@ -15,9 +15,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
 
-$(STAMP): $(BIN)/python pyproject.toml
+# AIR_SPEEDUPS=require: the install compiles airstore's C speedups or fails (hatch_build.py);
+# `AIR_SPEEDUPS=off make install` installs without them (the pure-Python paths).
+AIR_SPEEDUPS ?= require
+$(STAMP): $(BIN)/python pyproject.toml hatch_build.py airstore/_speedups.c
+	@[ "$(AIR_SPEEDUPS)" = off ] || bash scripts/compiler.sh $(BIN)/python
 	@echo "==> installing air and its dev tools into $(VENV) (first time takes a minute or two)"
-	$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
+	AIR_SPEEDUPS=$(AIR_SPEEDUPS) $(BIN)/python -m pip install --progress-bar on -e '.[dev]'
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -71,4 +75,4 @@ conformance-gateway: $(STAMP)
 	bash scripts/conformance_gateway.sh
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis airstore/_speedups.*.so

@@ -10,6 +10,7 @@ import builtins
 
 import orjson
 
+from airstore import _accel
 from airstore._fileparts import FileParts
 from airstore._kvspace import MISSING, KVSpace
 from airstore._persist import INLINE_WRITE_BYTES
@@ -32,6 +33,7 @@ __all__ = ["FileKeys"]
 _dumps = orjson.dumps
 _N = ord("n")  # every ``null`` holds this byte
 RECORD_OPTS = JSON_OPTS | orjson.OPT_PASSTHROUGH_SUBCLASS
+_MAXK = MAX_KEY_LENGTH
 
 
 def _record(ns: str, key: str, value: JSONValue) -> bytes:
@@ -118,34 +120,47 @@ class FileKeys(FileParts):
             space = None
         if space is None:
             space = await self._space(ns)
-        if type(key) is not str or not key or len(key) > MAX_KEY_LENGTH:
-            check_key(ns, key)  # raises
-        try:
-            # The record [key,value] in one call, which also validates both (a lone surrogate
-            # in the key fails here; a subclass of str, int, dict or list, which orjson would
-            # write as its base type, goes the checked way).
-            record = _dumps((key, value), None, RECORD_OPTS)
-        except TypeError:
-            record = _record(ns, key, value)
-        # NaN/Infinity hide behind null: check properly. An "n" byte (one memchr) must be there
-        # first; ``bytes.find`` alone costs four times as much. The value starts after the key
-        # (at least len(key) + 4 bytes in).
-        if _N in record and record.find(b"null", len(key) + 3) >= 0:
-            encode_value(ns, key, value)
-        if ttl is None and self._default_ttl is None:  # the hot path of KVSpace.put, inlined
-            # A copy of exact size: orjson's own bytes object keeps its whole buffer.
-            line = record + b"\n"
-            space.items[key] = value
-            space.entries[key] = line
-            if space.expires:
-                space.expires.pop(key, None)
+        fast = _accel.file_put
+        if (
+            fast is not None
+            and ttl is None
+            and self._default_ttl is None
+            and fast(
+                key, value, space.items, space.entries, space.expires, space.journal.pending, _MAXK
+            )
+        ):
+            # The C speedups did the TTL-less path below in one call (False: nothing changed,
+            # this key or value is not theirs to take).
             pending = space.journal.pending
-            pending += line
         else:
-            seconds = self._default_ttl if ttl is None else check_ttl(ttl)
-            now = self._clock()
-            space.put(key, value, record, None if seconds is None else now + seconds, now)
-            pending = space.journal.pending
+            if type(key) is not str or not key or len(key) > MAX_KEY_LENGTH:
+                check_key(ns, key)  # raises
+            try:
+                # The record [key,value] in one call, which also validates both (a lone
+                # surrogate in the key fails here; a subclass of str, int, dict or list, which
+                # orjson would write as its base type, goes the checked way).
+                record = _dumps((key, value), None, RECORD_OPTS)
+            except TypeError:
+                record = _record(ns, key, value)
+            # NaN/Infinity hide behind null: check properly. An "n" byte (one memchr) must be
+            # there first; ``bytes.find`` alone costs four times as much. The value starts
+            # after the key (at least len(key) + 4 bytes in).
+            if _N in record and record.find(b"null", len(key) + 3) >= 0:
+                encode_value(ns, key, value)
+            if ttl is None and self._default_ttl is None:  # KVSpace.put's hot path, inlined
+                # A copy of exact size: orjson's own bytes object keeps its whole buffer.
+                line = record + b"\n"
+                space.items[key] = value
+                space.entries[key] = line
+                if space.expires:
+                    space.expires.pop(key, None)
+                pending = space.journal.pending
+                pending += line
+            else:
+                seconds = self._default_ttl if ttl is None else check_ttl(ttl)
+                now = self._clock()
+                space.put(key, value, record, None if seconds is None else now + seconds, now)
+                pending = space.journal.pending
         if self._sync:
             await persist.written(pending)
         elif persist.drain_handle is None or len(pending) >= INLINE_WRITE_BYTES:

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from airstore import _exit
+from airstore import _accel, _exit
 from airstore._entry import stamp
 from airstore._lifecycle import StoreBase
 from airstore._retention import Retention
@@ -118,6 +118,9 @@ class MemoryStore(StoreBase):
         except (KeyError, TypeError):  # not in the fast-path table, or unhashable
             self._set(ns, key, value, ttl)  # new namespace, TTLs, closed store
             return
+        fast = _accel.mem_put
+        if fast is not None and ttl is None and fast(key, value, items, MAX_KEY_LENGTH):
+            return  # the C speedups checked and stored it (False: nothing changed)
         if (
             ttl is not None
             or type(key) is not str

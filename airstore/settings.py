@@ -5,8 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["DATA_DIR_ENV", "HOME_ENV", "XDG_DATA_HOME_ENV", "StoreSettings", "store_settings"]
+__all__ = [
+    "DATA_DIR_ENV",
+    "HOME_ENV",
+    "SPEEDUPS_ENV",
+    "XDG_DATA_HOME_ENV",
+    "SpeedupsMode",
+    "StoreSettings",
+    "store_settings",
+]
 
 DATA_DIR_ENV = "AIR_DATA_DIR"
 """The data directory every air command and ``define_server(meter=True)`` uses by default."""
@@ -17,6 +26,14 @@ XDG_DATA_HOME_ENV = "XDG_DATA_HOME"
 HOME_ENV = "HOME"
 """The user's home directory (for ``~/.local/share`` and ``~`` in paths)."""
 
+SPEEDUPS_ENV = "AIR_SPEEDUPS"
+"""The C speedups of the KV set path: ``auto`` (default: used when built), ``off`` (the pure
+Python path) or ``require`` (importing airstore fails without them). The build reads the same
+variable (``hatch_build.py``): ``off`` builds a pure-Python wheel, ``require`` fails the build
+when the extension cannot be compiled."""
+
+SpeedupsMode = Literal["auto", "off", "require"]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoreSettings:
@@ -26,11 +43,13 @@ class StoreSettings:
         data_dir: ``AIR_DATA_DIR``.
         xdg_data_home: ``XDG_DATA_HOME``.
         home: ``HOME``.
+        speedups: ``AIR_SPEEDUPS`` (``auto`` when unset or not one of the three).
     """
 
     data_dir: str | None = None
     xdg_data_home: str | None = None
     home: str | None = None
+    speedups: SpeedupsMode = "auto"
 
 
 def _value(env: Mapping[str, str], name: str) -> str | None:
@@ -52,4 +71,14 @@ def store_settings(env: Mapping[str, str] | None = None) -> StoreSettings:
         data_dir=_value(env, DATA_DIR_ENV),
         xdg_data_home=_value(env, XDG_DATA_HOME_ENV),
         home=_value(env, HOME_ENV),
+        speedups=_speedups(_value(env, SPEEDUPS_ENV)),
     )
+
+
+def _speedups(value: str | None) -> SpeedupsMode:
+    value = (value or "").lower()
+    if value == "off":
+        return "off"
+    if value == "require":
+        return "require"
+    return "auto"

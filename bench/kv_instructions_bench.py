@@ -9,7 +9,8 @@ then ``flush()`` (the store bench's "kv set" row), once with N = 1 and once with
 the difference divided by COUNT is what one set costs, start-up and import excluded. The async
 floor is an awaited coroutine that stores into a dict; "÷ floor" is the floor's count divided
 by the store's (the fraction of the floor's rate the store would reach if time followed
-instructions: it does not quite, a store also touches more memory).
+instructions: it does not quite, a store also touches more memory). The "(pure Python)" rows
+run with airstore's C speedups off (``AIR_SPEEDUPS=off``), the others require them.
 
 Run: ``python bench/kv_instructions_bench.py`` (COUNT = 20 000; ``--count`` to change). Needs
 ``valgrind`` (Debian's package). ``PYTHONHASHSEED`` is fixed so that dict probing is the same
@@ -42,7 +43,7 @@ async def main():
             await put("kv", f"k{i}", {"v": i})
         return
     with tempfile.TemporaryDirectory() as tmp:
-        store = FileStore(tmp) if kind == "FileStore" else MemoryStore()
+        store = FileStore(tmp) if kind.startswith("FileStore") else MemoryStore()
         await store.init()
         for i in range(n):
             await store.set("kv", f"k{i}", {"v": i})
@@ -51,11 +52,13 @@ async def main():
 asyncio.run(main())
 """
 
-KINDS = ["FileStore", "MemoryStore", "async floor"]
+PURE = " (pure Python)"
+KINDS = ["FileStore", "MemoryStore", "FileStore" + PURE, "MemoryStore" + PURE, "async floor"]
 
 
 def _instructions(kind: str, n: int, out_dir: str) -> int:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env["AIR_SPEEDUPS"] = "off" if kind.endswith(PURE) else "require"
     argv = [
         "valgrind",
         "--tool=callgrind",

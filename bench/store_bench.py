@@ -26,6 +26,9 @@ Segment rows (FileStore, issue 12 item 8): the L-entry log rotated every 8 MiB, 
 plain segments and once gzip-compressed: bytes per record on disk, a page deep in the rotated
 segments (offset 90 % of L), and the filtered scan through them.
 
+Pure-Python rows (FileStore, MemoryStore): the key-value rows again with airstore's C speedups
+off (``airstore/_speedups.c``), what an install without a C compiler runs.
+
 Run: ``python bench/store_bench.py`` (N=100 k, L=1 M) or ``--quick`` (N=10 k, L=100 k).
 """
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import importlib
 import os
@@ -42,7 +46,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,13 +54,15 @@ import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from airstore import FileStore, MemoryStore, Store
+from airstore import FileStore, MemoryStore, Store, _accel
 
 FILTER = {"tool": "rare"}
 RARE_EVERY = 1000
 KV_SET = "kv set (k{i}, {v: i})"
 KV_SET_CPU = "kv set, CPU time"
 KV_SET_BESIDE = "kv set CPU ÷ async floor beside it"
+PURE_FILE = "FileStore (pure Python)"
+PURE_MEMORY = "MemoryStore (pure Python)"
 
 
 def make_entry(i: int) -> dict[str, Any]:
@@ -119,8 +125,10 @@ async def run_store(
     res: Results,
     *,
     batch: int = 1,
+    kv_only: bool = False,
 ) -> None:
-    """The workload through the public async API; ``batch > 1`` issues calls concurrently."""
+    """The workload through the public async API; ``batch > 1`` issues calls concurrently;
+    ``kv_only`` stops after the key-value rows (kv set, set, get)."""
     store = await open_store(tmp)
     try:
         gc.collect()
@@ -155,6 +163,8 @@ async def run_store(
         else:
             await _gathered(n, batch, lambda i: store.get("bench", f"key:{i}"))
         res.put(name, "get", n / (time.perf_counter() - t0))
+        if kv_only:
+            return
         t0 = time.perf_counter()
         if batch == 1:
             for i in range(n):
@@ -206,27 +216,53 @@ async def run_store(
         await reader.close()
 
 
-async def bench_memory(tmp: str, n: int, log_n: int, res: Results) -> None:
-    async def open_memory(_tmp: str) -> Store:
-        store = MemoryStore()
-        await store.init()
-        return store
+async def _open_memory(_tmp: str) -> Store:
+    store = MemoryStore()
+    await store.init()
+    return store
 
-    await run_store("MemoryStore", open_memory, None, tmp, n, log_n, res)
+
+async def _open_file(path: str) -> Store:
+    store = FileStore(os.path.join(path, "data"))
+    await store.init()
+    return store
+
+
+async def _open_file_reader(path: str) -> Store:
+    store = FileStore(os.path.join(path, "data"), read_only=True)
+    await store.init()
+    return store
+
+
+@contextlib.contextmanager
+def _pure_python() -> Iterator[None]:
+    """airstore's C speedups off for a while: the Python path of every set."""
+    saved = _accel.file_put, _accel.mem_put
+    _accel.file_put = _accel.mem_put = None
+    try:
+        yield
+    finally:
+        _accel.file_put, _accel.mem_put = saved
+
+
+async def bench_memory(tmp: str, n: int, log_n: int, res: Results) -> None:
+    await run_store("MemoryStore", _open_memory, None, tmp, n, log_n, res)
 
 
 async def bench_file(tmp: str, n: int, log_n: int, res: Results) -> None:
-    async def open_file(path: str) -> Store:
-        store = FileStore(os.path.join(path, "data"))
-        await store.init()
-        return store
+    await run_store("FileStore", _open_file, _open_file_reader, tmp, n, log_n, res)
 
-    async def open_reader(path: str) -> Store:
-        store = FileStore(os.path.join(path, "data"), read_only=True)
-        await store.init()
-        return store
 
-    await run_store("FileStore", open_file, open_reader, tmp, n, log_n, res)
+async def bench_memory_pure(tmp: str, n: int, log_n: int, res: Results) -> None:
+    """MemoryStore without the C speedups (an install without a C compiler): the set rows."""
+    with _pure_python():
+        await run_store(PURE_MEMORY, _open_memory, None, tmp, n, log_n, res, kv_only=True)
+
+
+async def bench_file_pure(tmp: str, n: int, log_n: int, res: Results) -> None:
+    """FileStore without the C speedups (an install without a C compiler): the set rows."""
+    with _pure_python():
+        await run_store(PURE_FILE, _open_file, None, tmp, n, log_n, res, kv_only=True)
 
 
 async def bench_sqlite_store(tmp: str, n: int, log_n: int, res: Results) -> None:
@@ -585,6 +621,8 @@ def backends() -> list[Backend]:
         Backend("FileStore plain segments", bench_plain_segments, ours=True),
         Backend("FileStore gz segments", bench_gz_segments, ours=True),
         Backend("MemoryStore", bench_memory, ours=True),
+        Backend(PURE_FILE, bench_file_pure, ours=True),
+        Backend(PURE_MEMORY, bench_memory_pure, ours=True),
     ]
     try:
         importlib.import_module("airstore.sqlite")
@@ -623,6 +661,8 @@ def print_table(res: Results, order: list[str], n: int, log_n: int) -> None:
         workloads += [w for w in row if w not in workloads]
     ref = "FileStore"
     print(f"\nN = {n:,} KV ops / appends; log = {log_n:,} entries")
+    built = "built and on" if _accel.speedups is not None else "off (AIR_SPEEDUPS=off or not built)"
+    print(f"airstore C speedups (the set path of FileStore and MemoryStore): {built}")
     print(
         "ratio = FileStore ÷ backend for rates, backend ÷ FileStore for times (>1: FileStore faster)"
     )

@@ -36,6 +36,9 @@ class Backend:
     url: Callable[[Path], str]
     """The store URL of the data ``open`` uses in that test directory (for create_storage)."""
     marks: tuple[Any, ...] = ()
+    pure: bool = False
+    """Run with airstore's C speedups off (``tests/airstore/conftest.py``): the Python path of
+    every set, what an install without a C compiler runs."""
 
 
 async def _open_memory(tmp: Path, clock: FakeClock) -> Store:
@@ -76,7 +79,9 @@ def _redis_url(tmp: Path) -> str:
 
 BACKENDS: list[Backend] = [
     Backend("memory", _open_memory, persistent=False, url=lambda tmp: "memory://"),
+    Backend("memory-py", _open_memory, persistent=False, url=lambda tmp: "memory://", pure=True),
     Backend("file-journal", _file_opener("journal"), persistent=True, url=_file_url),
+    Backend("file-journal-py", _file_opener("journal"), persistent=True, url=_file_url, pure=True),
     Backend("file-snapshot", _file_opener("snapshot"), persistent=True, url=_file_url),
     Backend("file-sync", _file_opener("sync"), persistent=True, url=_file_url),
     Backend("sqlite", _open_sqlite, persistent=True, url=lambda tmp: f"sqlite:///{tmp / 'air.db'}"),

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from airstore import Store
+from airstore import Store, _accel
 from tests.airstore.backends import BACKENDS, Backend, FakeClock
 from tests.redis_server import RedisServer, shared_redis_server, stop_shared_redis_server
 
@@ -15,6 +15,19 @@ from tests.redis_server import RedisServer, shared_redis_server, stop_shared_red
 @pytest.fixture(params=[pytest.param(b, id=b.name, marks=b.marks) for b in BACKENDS])
 def backend(request: pytest.FixtureRequest) -> Backend:
     return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(autouse=True)
+def _pure_python_rows(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend row marked ``pure`` (``memory-py``, ``file-journal-py``) runs its test with the
+    C speedups off, so every contract test also covers the Python path of set."""
+    callspec = getattr(request.node, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    for name in ("backend", "persistent_backend"):
+        row = params.get(name)
+        if isinstance(row, Backend) and row.pure:
+            monkeypatch.setattr(_accel, "file_put", None)
+            monkeypatch.setattr(_accel, "mem_put", None)
 
 
 @pytest.fixture

@@ -93,6 +93,20 @@ def test_the_installed_package_is_the_one_that_runs(installed: tuple[Path, dict[
     assert Path(where.strip()).is_relative_to(venv)
 
 
+def test_the_installed_wheel_runs_the_c_speedups_it_carries(
+    installed: tuple[Path, dict[str, str]],
+) -> None:
+    venv, env = installed
+    show = [
+        str(venv / "bin" / "python"),
+        "-c",
+        "from airstore import _accel as a; print(a.speedups.__file__)",
+    ]
+    where = _run(show, env={k: v for k, v in env.items() if k != "AIR_SPEEDUPS"}, cwd="/")
+    assert Path(where.strip()).is_relative_to(venv)
+    assert Path(where.strip()).name.startswith("_speedups.")
+
+
 def test_air_demo_runs_from_a_directory_outside_the_checkout(
     installed: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
@@ -152,8 +166,14 @@ def test_the_sdist_carries_the_demo_and_builds_a_wheel_that_does(tmp_path: Path)
     with tarfile.open(sdist) as tar:
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     assert set(SHIPPED) <= names
+    assert {"airstore/_speedups.c", "hatch_build.py"} <= names  # what compiles the speedups
+    assert not [n for n in names if n.endswith(".so")]  # a checkout's own build stays out
     build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
     _run([*build, "-w", str(tmp_path / "from-sdist"), str(sdist)])
     (wheel,) = (tmp_path / "from-sdist").glob("*.whl")
+    assert "-py3-none-any" not in wheel.name  # compiled here: tagged for this interpreter
     with zipfile.ZipFile(wheel) as whl:
         assert set(SHIPPED) <= set(whl.namelist())
+        assert [
+            n for n in whl.namelist() if n.startswith("airstore/_speedups.") and n.endswith(".so")
+        ]

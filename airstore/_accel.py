@@ -1,0 +1,52 @@
+"""The optional C speedups of the KV set path (``airstore/_speedups.c``), chosen once at import.
+
+``file_put`` and ``mem_put`` are the extension's functions, or ``None`` when it was not built
+(no C compiler at install time) or ``AIR_SPEEDUPS=off``: FileStore and MemoryStore then take
+their Python paths, which behave the same (tests run both). ``AIR_SPEEDUPS=require`` makes a
+missing extension an ImportError here, so a deployment that counts on the fast path finds out at
+start instead of by a slower server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from airstore.settings import store_settings
+
+__all__ = ["FilePut", "MemPut", "file_put", "mem_put", "speedups"]
+
+
+def _load() -> ModuleType | None:
+    mode = store_settings().speedups
+    if mode == "off":
+        return None
+    try:
+        from airstore import _speedups
+    except ImportError as exc:
+        if mode == "require":
+            raise ImportError(
+                "AIR_SPEEDUPS=require, but airstore's C speedups are not built: install a C "
+                "compiler and the Python headers (Debian: apt-get install gcc python3-dev), "
+                "then reinstall air-mcp"
+            ) from exc
+        return None
+    return _speedups
+
+
+speedups: ModuleType | None = _load()
+"""The loaded extension module, or ``None`` (the pure-Python paths)."""
+
+FilePut = Callable[
+    [object, object, dict[str, Any], dict[str, bytes], dict[str, float], bytearray, int], bool
+]
+MemPut = Callable[[object, object, dict[str, Any], int], bool]
+
+file_put: FilePut | None = None if speedups is None else speedups.file_put
+"""``file_put(key, value, items, entries, expires, pending, max_key) -> bool``: FileStore's
+TTL-less set; False changes nothing (take the Python path)."""
+
+mem_put: MemPut | None = None if speedups is None else speedups.mem_put
+"""``mem_put(key, value, items, max_key) -> bool``: MemoryStore's TTL-less set; False changes
+nothing (take the Python path)."""

@@ -1,0 +1,282 @@
+/* airstore._speedups: the KV set hot path of MemoryStore and FileStore in C.
+ *
+ * Optional. The build compiles it where a C compiler is found; without it airstore runs the
+ * same paths in Python (airstore/_accel.py picks). Each function takes only the common case:
+ * exact dict/list/str/int/float/bool/None values, ASCII strings, at most MAX_DEPTH levels and
+ * BUF_SIZE bytes of JSON. Anything else, and anything invalid (a NaN, an int beyond 64 bits, a
+ * bad key), returns False having changed nothing, and the caller takes the Python path, which
+ * raises the typed error or encodes what this leaves out. No Python code runs during the walk
+ * (exact types only: no __eq__, __hash__, __iter__ or __float__ of a subclass is called), so
+ * nothing can change the value under it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <string.h>
+
+#define BUF_SIZE 4096
+#define MAX_DEPTH 64
+
+typedef struct {
+    char *p;
+    char *end;
+} Buf;
+
+enum { OK = 0, BAIL = 1 };
+
+static const char HEX[] = "0123456789abcdef";
+
+static int put_raw(Buf *b, const char *s, Py_ssize_t n) {
+    if (b->end - b->p < n) return BAIL;
+    memcpy(b->p, s, (size_t)n);
+    b->p += n;
+    return OK;
+}
+
+static int put_char(Buf *b, char c) {
+    if (b->p >= b->end) return BAIL;
+    *b->p++ = c;
+    return OK;
+}
+
+/* An exact str of ASCII characters as a JSON string (orjson's escapes); BAIL otherwise. */
+static int put_str(Buf *b, PyObject *s) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) < 0) { /* a legacy string of the old C API */
+        PyErr_Clear();
+        return BAIL;
+    }
+#endif
+    if (!PyUnicode_IS_ASCII(s)) return BAIL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    const unsigned char *src = (const unsigned char *)PyUnicode_DATA(s);
+    /* worst case every byte becomes \u00XX */
+    if (b->end - b->p < n + 2) return BAIL;
+    char *p = b->p;
+    *p++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = src[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            if (p >= b->end) return BAIL;
+            *p++ = (char)c;
+            continue;
+        }
+        if (b->end - p < 6) return BAIL;
+        *p++ = '\\';
+        switch (c) {
+            case '"': *p++ = '"'; break;
+            case '\\': *p++ = '\\'; break;
+            case '\n': *p++ = 'n'; break;
+            case '\r': *p++ = 'r'; break;
+            case '\t': *p++ = 't'; break;
+            case '\b': *p++ = 'b'; break;
+            case '\f': *p++ = 'f'; break;
+            default:
+                *p++ = 'u';
+                *p++ = '0';
+                *p++ = '0';
+                *p++ = HEX[c >> 4];
+                *p++ = HEX[c & 15];
+        }
+    }
+    if (p >= b->end) return BAIL;
+    *p++ = '"';
+    b->p = p;
+    return OK;
+}
+
+static int put_int(Buf *b, PyObject *o) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) return BAIL; /* orjson takes up to 2**64-1: let it decide */
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return BAIL;
+    }
+    char tmp[24];
+    char *t = tmp + sizeof tmp;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--t = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--t = '-';
+    return put_raw(b, t, (Py_ssize_t)(tmp + sizeof tmp - t));
+}
+
+static int put_float(Buf *b, PyObject *o) {
+    double d = PyFloat_AS_DOUBLE(o);
+    if (!isfinite(d)) return BAIL; /* the Python path raises the typed error */
+    /* repr's shortest round-trip digits; ".0" kept so that it reads back as a float */
+    char *s = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (s == NULL) {
+        PyErr_Clear();
+        return BAIL;
+    }
+    int r = put_raw(b, s, (Py_ssize_t)strlen(s));
+    PyMem_Free(s);
+    return r;
+}
+
+static int put_value(Buf *b, PyObject *o, int depth) {
+    PyTypeObject *t = Py_TYPE(o);
+    if (t == &PyUnicode_Type) return put_str(b, o);
+    if (t == &PyLong_Type) return put_int(b, o);
+    if (o == Py_None) return put_raw(b, "null", 4);
+    if (o == Py_True) return put_raw(b, "true", 4);
+    if (o == Py_False) return put_raw(b, "false", 5);
+    if (t == &PyFloat_Type) return put_float(b, o);
+    if (depth >= MAX_DEPTH) return BAIL;
+    if (t == &PyDict_Type) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        int first = 1;
+        if (put_char(b, '{')) return BAIL;
+        while (PyDict_Next(o, &pos, &k, &v)) {
+            if (!first && put_char(b, ',')) return BAIL;
+            first = 0;
+            if (!PyUnicode_CheckExact(k) || put_str(b, k) || put_char(b, ':')) return BAIL;
+            if (put_value(b, v, depth + 1)) return BAIL;
+        }
+        return put_char(b, '}');
+    }
+    if (t == &PyList_Type) {
+        Py_ssize_t n = PyList_GET_SIZE(o);
+        if (put_char(b, '[')) return BAIL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (i && put_char(b, ',')) return BAIL;
+            if (put_value(b, PyList_GET_ITEM(o, i), depth + 1)) return BAIL;
+        }
+        return put_char(b, ']');
+    }
+    return BAIL;
+}
+
+/* A key the fast path takes: an exact ASCII str of 1..max_key characters. */
+static int key_ok(PyObject *key, Py_ssize_t max_key) {
+    if (!PyUnicode_CheckExact(key)) return 0;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(key) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+#endif
+    if (!PyUnicode_IS_ASCII(key)) return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(key);
+    return n > 0 && n <= max_key;
+}
+
+/* file_put(key, value, items, entries, expires, pending, max_key) -> bool
+ *
+ * FileStore's set without a TTL: the journal line [key,value]\n appended to ``pending``,
+ * ``items[key] = value`` and ``entries[key] = line``. False (nothing changed) when the key or
+ * value is outside the fast path or ``expires`` holds anything.
+ */
+static PyObject *file_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "file_put takes 7 arguments");
+        return NULL;
+    }
+    PyObject *key = args[0], *value = args[1], *items = args[2], *entries = args[3];
+    PyObject *expires = args[4], *pending = args[5];
+    if (!PyDict_CheckExact(items) || !PyDict_CheckExact(entries) ||
+        !PyDict_CheckExact(expires) || !PyByteArray_CheckExact(pending)) {
+        PyErr_SetString(PyExc_TypeError, "file_put: items, entries, expires must be dicts "
+                                         "and pending a bytearray");
+        return NULL;
+    }
+    Py_ssize_t max_key = PyLong_AsSsize_t(args[6]);
+    if (max_key == -1 && PyErr_Occurred()) return NULL;
+    if (PyDict_GET_SIZE(expires) || !key_ok(key, max_key)) Py_RETURN_FALSE;
+    char buf[BUF_SIZE];
+    Buf b = {buf, buf + BUF_SIZE};
+    *b.p++ = '[';
+    if (put_str(&b, key) || put_char(&b, ',') || put_value(&b, value, 0) || put_char(&b, ']') ||
+        put_char(&b, '\n'))
+        Py_RETURN_FALSE;
+    Py_ssize_t n = b.p - buf;
+    PyObject *line = PyBytes_FromStringAndSize(buf, n);
+    if (line == NULL) return NULL;
+    Py_ssize_t old = PyByteArray_GET_SIZE(pending);
+    if (PyByteArray_Resize(pending, old + n) < 0) { /* e.g. a memoryview holds it */
+        Py_DECREF(line);
+        return NULL;
+    }
+    memcpy(PyByteArray_AS_STRING(pending) + old, buf, (size_t)n);
+    if (PyDict_SetItem(items, key, value) < 0 || PyDict_SetItem(entries, key, line) < 0) {
+        Py_DECREF(line);
+        return NULL;
+    }
+    Py_DECREF(line);
+    Py_RETURN_TRUE;
+}
+
+/* mem_put(key, value, items, max_key) -> bool
+ *
+ * MemoryStore's set without a TTL: ``items[key] = value`` once the key and value are checked
+ * (encoded into a scratch buffer and dropped). False (nothing changed) outside the fast path.
+ */
+static PyObject *mem_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "mem_put takes 4 arguments");
+        return NULL;
+    }
+    PyObject *key = args[0], *value = args[1], *items = args[2];
+    if (!PyDict_CheckExact(items)) {
+        PyErr_SetString(PyExc_TypeError, "mem_put: items must be a dict");
+        return NULL;
+    }
+    Py_ssize_t max_key = PyLong_AsSsize_t(args[3]);
+    if (max_key == -1 && PyErr_Occurred()) return NULL;
+    if (!key_ok(key, max_key)) Py_RETURN_FALSE;
+    char buf[BUF_SIZE];
+    Buf b = {buf, buf + BUF_SIZE};
+    if (put_value(&b, value, 0)) Py_RETURN_FALSE;
+    if (PyDict_SetItem(items, key, value) < 0) return NULL;
+    Py_RETURN_TRUE;
+}
+
+/* record(key, value) -> bytes | None: the journal line file_put would write, for tests. */
+static PyObject *record(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "record takes 2 arguments");
+        return NULL;
+    }
+    if (!key_ok(args[0], PY_SSIZE_T_MAX)) Py_RETURN_NONE;
+    char buf[BUF_SIZE];
+    Buf b = {buf, buf + BUF_SIZE};
+    *b.p++ = '[';
+    if (put_str(&b, args[0]) || put_char(&b, ',') || put_value(&b, args[1], 0) ||
+        put_char(&b, ']') || put_char(&b, '\n'))
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize(buf, b.p - buf);
+}
+
+static PyMethodDef methods[] = {
+    {"file_put", (PyCFunction)(void (*)(void))file_put, METH_FASTCALL,
+     "FileStore's TTL-less set in one call; False: take the Python path."},
+    {"mem_put", (PyCFunction)(void (*)(void))mem_put, METH_FASTCALL,
+     "MemoryStore's TTL-less set in one call; False: take the Python path."},
+    {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
+     "The journal line file_put writes, or None outside the fast path."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "airstore._speedups",
+    .m_doc = "The KV set hot path in C (optional; see airstore/_accel.py).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "BUF_SIZE", BUF_SIZE) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The C compiler and headers that build airstore's C speedups (airstore/_speedups.c; see
+# hatch_build.py). `make install` builds them with AIR_SPEEDUPS=require, so the test suite always
+# runs against what a wheel ships. Installs gcc (and, for Debian's own Python, python3-dev) with
+# apt-get when root; otherwise says what is missing. Usage: scripts/compiler.sh PYTHON
+set -euo pipefail
+python="${1:-python3}"
+cc=$("$python" -c 'import shlex, sysconfig; print(shlex.split(sysconfig.get_config_var("LDSHARED") or "cc")[0])')
+headers=$("$python" -c 'import os, sysconfig; print(int(os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h"))))')
+need=()
+command -v "$cc" >/dev/null 2>&1 || need+=(gcc libc6-dev)
+[ "$headers" = 1 ] || need+=(python3-dev)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "==> missing for airstore's C speedups: ${need[*]}" >&2
+  echo "    install them (Debian: sudo apt-get install -y ${need[*]}), or build without them:" >&2
+  echo "    AIR_SPEEDUPS=off make install" >&2
+  exit 1
+fi
+echo "==> installing the C compiler for airstore's speedups: ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${need[@]}"
