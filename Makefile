@@ -2,7 +2,11 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# AIR_SPEEDUPS=require: the install compiles airstore's C speedups or fails (hatch_build.py);
+# `AIR_SPEEDUPS=off make install` installs without them (the pure-Python paths), `auto` with
+# them when a compiler is there. The stamp names the mode: another mode reinstalls.
+AIR_SPEEDUPS ?= require
+STAMP  := $(VENV)/.installed-speedups-$(AIR_SPEEDUPS)
 SYSDEPS_STAMP := $(VENV)/.sysdeps
 PYTEST_ARGS ?=
 
@@ -15,13 +19,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
 
-# AIR_SPEEDUPS=require: the install compiles airstore's C speedups or fails (hatch_build.py);
-# `AIR_SPEEDUPS=off make install` installs without them (the pure-Python paths).
-AIR_SPEEDUPS ?= require
 $(STAMP): $(BIN)/python pyproject.toml hatch_build.py airstore/_speedups.c
-	@[ "$(AIR_SPEEDUPS)" = off ] || bash scripts/compiler.sh $(BIN)/python
+	@[ "$(AIR_SPEEDUPS)" != require ] || bash scripts/compiler.sh $(BIN)/python
 	@echo "==> installing air and its dev tools into $(VENV) (first time takes a minute or two)"
 	AIR_SPEEDUPS=$(AIR_SPEEDUPS) $(BIN)/python -m pip install --progress-bar on -e '.[dev]'
+	@rm -f $(VENV)/.installed $(VENV)/.installed-speedups-*
 	@touch $(STAMP)
 
 install: $(STAMP)

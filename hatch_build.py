@@ -11,8 +11,11 @@ decides (read here at build time, and by ``airstore/settings.py`` at run time):
 
 A wheel with the extension is tagged for this interpreter and platform (``cp311-…-linux_x86_64``);
 a pure one stays ``py3-none-any``. An editable install compiles the module next to its source
-(``airstore/_speedups.<abi>.so``, ignored by git); ``make install`` reinstalls when the source
-changes.
+(``airstore/_speedups.<abi>.so``, ignored by git) and removes one an earlier build left there;
+``make install`` reinstalls when the source or the mode changes. The compiler is the one this
+Python was built with (``LDSHARED``, which the environment may override; ``CC`` and ``CFLAGS``
+are not read). pip shows the warning of a failed ``auto`` build only with ``pip install -v``:
+use ``AIR_SPEEDUPS=require`` to be sure the extension is there.
 """
 
 from __future__ import annotations
@@ -82,29 +85,46 @@ class SpeedupsBuildHook(BuildHookInterface[Any]):
         mode = os.environ.get("AIR_SPEEDUPS", "").strip().lower() or "auto"
         if mode not in MODES:
             raise ValueError(f"AIR_SPEEDUPS={mode!r}: use one of {', '.join(MODES)}")
-        if mode == "off":
-            return
         root = Path(self.root)
         name = "_speedups" + str(sysconfig.get_config_var("EXT_SUFFIX") or ".so")
         if version == "editable":
-            target = root / "airstore" / name
-        else:
-            self._tmp = tempfile.mkdtemp(prefix="air-speedups-")
-            target = Path(self._tmp) / name
+            # An editable install imports from the source tree: a module left there by an
+            # earlier build would be loaded whatever this build decides.
+            for stale in (root / "airstore").glob("_speedups.*"):
+                if stale.suffix in (".so", ".pyd"):
+                    stale.unlink()
+        if mode == "off":
+            return
+        # For an editable install, next to the tree (build/, ignored by git): os.replace below
+        # must not cross file systems.
+        where = None
+        if version == "editable":
+            where = root / "build"
+            where.mkdir(exist_ok=True)
+        self._tmp = tempfile.mkdtemp(prefix="air-speedups-", dir=where)
+        target = Path(self._tmp) / name
         error = compile_speedups(root / SOURCE, target)
         if error is not None:
+            self._cleanup()
             why = f"airstore's C speedups were not compiled; KV sets take the Python path.\n{error}"
             if mode == "require":
                 raise RuntimeError(f"AIR_SPEEDUPS=require: {why}")
             self.app.display_warning(why)
             return
-        if version != "editable":
+        if version == "editable":
+            os.replace(target, root / "airstore" / name)  # whole, or not at all
+            self._cleanup()
+        else:
             build_data["force_include"][str(target)] = f"airstore/{name}"
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
 
-    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
-        """Remove the build's temporary directory."""
+    def _cleanup(self) -> None:
         tmp = getattr(self, "_tmp", None)
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+            self._tmp = None
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        """Remove the build's temporary directory."""
+        self._cleanup()

@@ -9,6 +9,7 @@ start instead of by a slower server.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -19,7 +20,15 @@ __all__ = ["FilePut", "MemPut", "file_put", "mem_put", "speedups"]
 
 
 def _load() -> ModuleType | None:
-    mode = store_settings().speedups
+    settings = store_settings()
+    if settings.speedups_unknown is not None:
+        warnings.warn(
+            f"AIR_SPEEDUPS={settings.speedups_unknown!r} is not auto, off or require: "
+            "taken as auto",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    mode = settings.speedups
     if mode == "off":
         return None
     try:

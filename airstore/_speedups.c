@@ -5,9 +5,10 @@
  * exact dict/list/str/int/float/bool/None values, ASCII strings, at most MAX_DEPTH levels and
  * BUF_SIZE bytes of JSON. Anything else, and anything invalid (a NaN, an int beyond 64 bits, a
  * bad key), returns False having changed nothing, and the caller takes the Python path, which
- * raises the typed error or encodes what this leaves out. No Python code runs during the walk
- * (exact types only: no __eq__, __hash__, __iter__ or __float__ of a subclass is called), so
- * nothing can change the value under it.
+ * raises the typed error or encodes what this leaves out. No Python code runs during the
+ * validation walk (exact types only: no __eq__, __hash__, __iter__ or __float__ of a subclass
+ * is called), so nothing can change the value under it. (Replacing a key's earlier value may run
+ * that object's __del__ afterwards, as the Python path's store does.)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,7 +51,7 @@ static int put_str(Buf *b, PyObject *s) {
     if (!PyUnicode_IS_ASCII(s)) return BAIL;
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     const unsigned char *src = (const unsigned char *)PyUnicode_DATA(s);
-    /* worst case every byte becomes \u00XX */
+    /* at least the quotes and every character once; escapes are checked as they come */
     if (b->end - b->p < n + 2) return BAIL;
     char *p = b->p;
     *p++ = '"';
@@ -169,8 +170,8 @@ static int key_ok(PyObject *key, Py_ssize_t max_key) {
 /* file_put(key, value, items, entries, expires, pending, max_key) -> bool
  *
  * FileStore's set without a TTL: the journal line [key,value]\n appended to ``pending``,
- * ``items[key] = value`` and ``entries[key] = line``. False (nothing changed) when the key or
- * value is outside the fast path or ``expires`` holds anything.
+ * ``items[key] = value``, ``entries[key] = line`` and the key's expiry, if it had one, dropped
+ * from ``expires``. False (nothing changed) when the key or value is outside the fast path.
  */
 static PyObject *file_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7) {
@@ -187,7 +188,7 @@ static PyObject *file_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
     }
     Py_ssize_t max_key = PyLong_AsSsize_t(args[6]);
     if (max_key == -1 && PyErr_Occurred()) return NULL;
-    if (PyDict_GET_SIZE(expires) || !key_ok(key, max_key)) Py_RETURN_FALSE;
+    if (!key_ok(key, max_key)) Py_RETURN_FALSE;
     char buf[BUF_SIZE];
     Buf b = {buf, buf + BUF_SIZE};
     *b.p++ = '[';
@@ -203,11 +204,25 @@ static PyObject *file_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         return NULL;
     }
     memcpy(PyByteArray_AS_STRING(pending) + old, buf, (size_t)n);
-    if (PyDict_SetItem(items, key, value) < 0 || PyDict_SetItem(entries, key, line) < 0) {
+    /* An exact str key: hashing and comparing it runs no Python code. */
+    int had_expiry = PyDict_GET_SIZE(expires) ? PyDict_Contains(expires, key) : 0;
+    if (had_expiry < 0 || PyDict_SetItem(items, key, value) < 0) {
+        (void)PyByteArray_Resize(pending, old); /* shrinking what we grew: no line without its key */
+        Py_DECREF(line);
+        return NULL;
+    }
+    if (PyDict_SetItem(entries, key, line) < 0) {
+        /* Out of memory half-way: the value is in memory and its line queued. Drop the key's
+         * earlier record so that no snapshot writes it: one re-encodes a key without one. */
+        PyObject *type, *exc, *tb;
+        PyErr_Fetch(&type, &exc, &tb);
+        if (PyDict_DelItem(entries, key) < 0) PyErr_Clear();
+        PyErr_Restore(type, exc, tb);
         Py_DECREF(line);
         return NULL;
     }
     Py_DECREF(line);
+    if (had_expiry && PyDict_DelItem(expires, key) < 0) return NULL;
     Py_RETURN_TRUE;
 }
 

@@ -44,12 +44,15 @@ class StoreSettings:
         xdg_data_home: ``XDG_DATA_HOME``.
         home: ``HOME``.
         speedups: ``AIR_SPEEDUPS`` (``auto`` when unset or not one of the three).
+        speedups_unknown: the value of ``AIR_SPEEDUPS`` when it is not one of the three (it
+            then counts as ``auto``; airstore warns).
     """
 
     data_dir: str | None = None
     xdg_data_home: str | None = None
     home: str | None = None
     speedups: SpeedupsMode = "auto"
+    speedups_unknown: str | None = None
 
 
 def _value(env: Mapping[str, str], name: str) -> str | None:
@@ -67,11 +70,15 @@ def store_settings(env: Mapping[str, str] | None = None) -> StoreSettings:
         The settings.
     """
     env = os.environ if env is None else env
+    raw = _value(env, SPEEDUPS_ENV)
+    mode = _speedups(raw)
+    unknown = raw if raw is not None and mode == "auto" and raw.lower() != "auto" else None
     return StoreSettings(
         data_dir=_value(env, DATA_DIR_ENV),
         xdg_data_home=_value(env, XDG_DATA_HOME_ENV),
         home=_value(env, HOME_ENV),
-        speedups=_speedups(_value(env, SPEEDUPS_ENV)),
+        speedups=mode,
+        speedups_unknown=unknown,
     )
 
 

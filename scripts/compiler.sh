@@ -5,10 +5,19 @@
 # apt-get when root; otherwise says what is missing. Usage: scripts/compiler.sh PYTHON
 set -euo pipefail
 python="${1:-python3}"
-cc=$("$python" -c 'import shlex, sysconfig; print(shlex.split(sysconfig.get_config_var("LDSHARED") or "cc")[0])')
+cc=$("$python" -c 'import os, shlex, sysconfig; print(shlex.split(os.environ.get("LDSHARED") or sysconfig.get_config_var("LDSHARED") or "cc")[0])')
 headers=$("$python" -c 'import os, sysconfig; print(int(os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h"))))')
 need=()
-command -v "$cc" >/dev/null 2>&1 || need+=(gcc libc6-dev)
+if ! command -v "$cc" >/dev/null 2>&1; then
+  case "$(basename "$cc")" in
+    gcc* | cc) need+=(gcc libc6-dev) ;;
+    *)
+      echo "==> the C compiler this Python was built with is missing: $cc" >&2
+      echo "    install it, set LDSHARED to another one, or: AIR_SPEEDUPS=off make install" >&2
+      exit 1
+      ;;
+  esac
+fi
 [ "$headers" = 1 ] || need+=(python3-dev)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

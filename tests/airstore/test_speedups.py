@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from airstore import FileStore, InvalidKeyError, InvalidValueError, MemoryStore, _accel
 from airstore._validate import JSON_OPTS, MAX_KEY_LENGTH, encode_value
 from airstore.settings import store_settings
+from tests.airstore.backends import FakeClock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,7 +133,7 @@ def test_a_line_is_written_only_for_what_the_python_path_takes_and_reads_back_th
     assert line.count(b"\n") == 1  # one journal line, whatever the strings hold
     back = orjson.loads(line)
     assert _same(back, [key, value])
-    if not _has_float(value):  # floats: repr's digits ("1e+16"), orjson's differ ("1e16")
+    if not _has_float(value):  # floats: repr's form ("1e-05"); orjson's differs ("0.00001")
         assert line == orjson.dumps([key, value], option=JSON_OPTS) + b"\n"
 
 
@@ -221,14 +222,43 @@ def test_file_put_changes_nothing_when_it_declines_and_all_three_when_it_takes(
 
 
 @needs_native
-def test_file_put_leaves_keys_with_expiries_and_long_keys_to_python() -> None:
+def test_file_put_drops_the_keys_own_expiry_only_and_leaves_long_keys_to_python() -> None:
     items: dict[str, Any] = {}
+    entries: dict[str, bytes] = {}
+    expires = {"k": 5.0, "other": 1.0}
     pending = bytearray()
-    assert not native.file_put("k", 1, items, {}, {"other": 1.0}, pending, MAX_KEY_LENGTH)
-    assert not native.file_put("k" * 11, 1, items, {}, {}, pending, 10)
-    assert not native.file_put("", 1, items, {}, {}, pending, 10)
-    assert native.file_put("k" * 10, 1, items, {}, {}, pending, 10)
+    assert native.file_put("k", 1, items, entries, expires, pending, MAX_KEY_LENGTH)
+    assert expires == {"other": 1.0}  # as the Python path's expires.pop(key, None)
+    assert native.file_put("j", 2, items, entries, expires, pending, MAX_KEY_LENGTH)
+    assert expires == {"other": 1.0}
+    assert pending == b'["k",1]\n["j",2]\n'
+    assert not native.file_put("k" * 11, 1, items, entries, {}, pending, 10)
+    assert not native.file_put("", 1, items, entries, {}, pending, 10)
+    assert native.file_put("k" * 10, 1, items, entries, {}, pending, 10)
     assert not native.mem_put("k" * 11, 1, items, 10)
+
+
+async def test_a_ttl_key_set_again_without_ttl_loses_its_expiry_on_both_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for pure in (False, True):
+        with monkeypatch.context() as m:
+            if pure:
+                m.setattr(_accel, "file_put", None)
+            clock = FakeClock()
+            store = FileStore(tmp_path / f"p{pure:d}", clock=clock)
+            await store.init()
+            await store.set("ns", "k", 1, ttl=10)
+            await store.set("ns", "other", 1, ttl=10)
+            await store.set("ns", "k", 2)
+            clock.advance(60)
+            assert await store.get("ns", "k") == 2, pure
+            assert await store.get("ns", "other") is None
+            await store.close()
+            store = FileStore(tmp_path / f"p{pure:d}", clock=clock)
+            await store.init()
+            assert await store.list("ns") == ["k"]
+            await store.close()
 
 
 @needs_native
@@ -268,34 +298,40 @@ def test_mem_put_takes_exactly_what_record_takes(key: Any, value: Any) -> None:
 
 
 @needs_native
-async def test_a_data_dir_written_by_one_path_is_read_the_same_by_the_other(
+async def test_a_data_dir_written_by_either_path_reads_back_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Reading does not depend on the path (only ``set`` has one): what each path writes, with
+    the floats whose text differs between them (``1e-05`` against orjson's ``0.00001``), reads
+    back as the same values, also after the snapshot a close writes."""
     data = {
         "plain": {"v": 1, "f": 1e16, "s": 'q"\\\n\t', "l": [None, True, False, -0.0]},
+        "small": [1e-05, 2.5e-05, 1e-07, 1e-09, 0.0001, 123456789.125, 5e-324],
         "unicode": "café ☕",
         "subclass": Text("t"),
         "deep": [[[[{"x": [1.5]}]]]],
     }
     expected = {k: orjson.loads(orjson.dumps(v)) for k, v in data.items()}
-    for writer_pure, reader_pure in ((False, True), (True, False)):
-        path = tmp_path / f"w{writer_pure:d}"
+    lines = {}
+    for pure in (False, True):
+        path = tmp_path / f"w{pure:d}"
         with monkeypatch.context() as m:
-            if writer_pure:
+            if pure:
                 m.setattr(_accel, "file_put", None)
             store = FileStore(path)
             await store.init()
             for k, v in data.items():
                 await store.set("ns", k, v)
+            lines[pure] = dict(store._spaces["ns"].entries)  # the records each path wrote
             await store.close()
-        with monkeypatch.context() as m:
-            if reader_pure:
-                m.setattr(_accel, "file_put", None)
+        for _reopen in range(2):  # the journal, then the snapshot the close wrote
             store = FileStore(path)
             await store.init()
             got = {k: await store.get("ns", k) for k in data}
             await store.close()
-        assert all(_same(got[k], expected[k]) for k in data), (writer_pure, got)
+            assert all(_same(got[k], expected[k]) for k in data), (pure, got)
+    assert lines[False]["small"] != lines[True]["small"]  # the float forms differ: both read
+    assert lines[False]["plain"] == lines[True]["plain"]
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
@@ -349,3 +385,6 @@ def test_air_speedups_off_runs_the_python_path_and_require_fails_without_the_mod
     assert required.returncode != 0
     assert "AIR_SPEEDUPS=require" in required.stderr
     assert "apt-get install gcc python3-dev" in required.stderr
+    typo = _python("import airstore", AIR_SPEEDUPS="requir")
+    assert typo.returncode == 0, typo.stderr
+    assert "AIR_SPEEDUPS='requir' is not auto, off or require: taken as auto" in typo.stderr

@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +93,46 @@ def test_the_extension_compiles_without_a_warning(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def _hook(root: Path) -> Any:
+    """The build hook of ``hatch_build.py`` on a project tree at ``root``."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        import hatch_build
+    finally:
+        sys.path.remove(str(ROOT))
+    return hatch_build.SpeedupsBuildHook(str(root), {}, None, None, str(root / "dist"), "wheel")
+
+
+@pytest.mark.parametrize(
+    ("env", "built"),
+    [({}, True), ({"AIR_SPEEDUPS": "off"}, False), ({"LDSHARED": "false"}, False)],
+    ids=["auto", "off", "no-compiler"],
+)
+def test_an_editable_build_replaces_or_removes_the_module_an_earlier_build_left(
+    env: dict[str, str], built: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editable install imports from the tree: whatever this build decides must be what
+    runs, never an older module (which may not match the source any more)."""
+    (tmp_path / "airstore").mkdir()
+    (tmp_path / "airstore" / "_speedups.c").write_bytes(
+        (ROOT / "airstore/_speedups.c").read_bytes()
+    )
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    stale = tmp_path / "airstore" / f"_speedups{suffix}"
+    stale.write_bytes(b"an older build")
+    monkeypatch.delenv("AIR_SPEEDUPS", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    build_data: dict[str, Any] = {"force_include": {}, "pure_python": True}
+    hook = _hook(tmp_path)
+    hook.initialize("editable", build_data)
+    hook.finalize("editable", build_data, str(tmp_path / "dist" / "x.whl"))
+    assert build_data["force_include"] == {}  # an editable wheel carries no copy
+    assert build_data["pure_python"] is not built
+    if built:
+        assert stale.read_bytes()[:4] == b"\x7fELF"  # the fresh module, compiled in place
+    else:
+        assert not stale.exists()
+    assert list((tmp_path / "build").glob("*")) == []  # no temporary directory left
