@@ -9,14 +9,15 @@ start instead of by a slower server.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
 from airstore.settings import store_settings
 
-__all__ = ["FilePut", "MemPut", "file_put", "mem_put", "speedups"]
+__all__ = ["FilePut", "MemPut", "disabled", "file_put", "mem_put", "speedups"]
 
 
 def _load() -> ModuleType | None:
@@ -59,3 +60,16 @@ TTL-less set; False changes nothing (take the Python path)."""
 mem_put: MemPut | None = None if speedups is None else speedups.mem_put
 """``mem_put(key, value, items, max_key) -> bool``: MemoryStore's TTL-less set; False changes
 nothing (take the Python path)."""
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """The pure-Python paths for a while (the tests' ``-py`` rows and the benches' "pure Python"
+    columns): ``file_put`` and ``mem_put`` are ``None`` inside, what they were after."""
+    global file_put, mem_put
+    saved = file_put, mem_put
+    file_put = mem_put = None
+    try:
+        yield
+    finally:
+        file_put, mem_put = saved

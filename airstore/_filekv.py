@@ -33,7 +33,6 @@ __all__ = ["FileKeys"]
 _dumps = orjson.dumps
 _N = ord("n")  # every ``null`` holds this byte
 RECORD_OPTS = JSON_OPTS | orjson.OPT_PASSTHROUGH_SUBCLASS
-_MAXK = MAX_KEY_LENGTH
 
 
 def _record(ns: str, key: str, value: JSONValue) -> bytes:
@@ -121,18 +120,15 @@ class FileKeys(FileParts):
         if space is None:
             space = await self._space(ns)
         fast = _accel.file_put
+        pending = space.journal.pending
         if (
             fast is not None
             and ttl is None
             and self._default_ttl is None
-            and fast(
-                key, value, space.items, space.entries, space.expires, space.journal.pending, _MAXK
-            )
+            and fast(key, value, space.items, space.entries, space.expires, pending, MAX_KEY_LENGTH)
         ):
-            # The C speedups did the TTL-less path below in one call (False: nothing changed,
-            # this key or value is not theirs to take).
-            pending = space.journal.pending
-        else:
+            pass  # the C speedups did the TTL-less branch below in one call
+        else:  # every case, also one the speedups declined (False: they changed nothing)
             if type(key) is not str or not key or len(key) > MAX_KEY_LENGTH:
                 check_key(ns, key)  # raises
             try:
@@ -154,13 +150,11 @@ class FileKeys(FileParts):
                 space.entries[key] = line
                 if space.expires:
                     space.expires.pop(key, None)
-                pending = space.journal.pending
                 pending += line
             else:
                 seconds = self._default_ttl if ttl is None else check_ttl(ttl)
                 now = self._clock()
                 space.put(key, value, record, None if seconds is None else now + seconds, now)
-                pending = space.journal.pending
         if self._sync:
             await persist.written(pending)
         elif persist.drain_handle is None or len(pending) >= INLINE_WRITE_BYTES:

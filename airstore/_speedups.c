@@ -167,6 +167,13 @@ static int key_ok(PyObject *key, Py_ssize_t max_key) {
     return n > 0 && n <= max_key;
 }
 
+/* The journal line ["key",value]\n of an already checked key. */
+static int put_line(Buf *b, PyObject *key, PyObject *value) {
+    if (put_char(b, '[') || put_str(b, key) || put_char(b, ',') || put_value(b, value, 0))
+        return BAIL;
+    return put_char(b, ']') || put_char(b, '\n');
+}
+
 /* file_put(key, value, items, entries, expires, pending, max_key) -> bool
  *
  * FileStore's set without a TTL: the journal line [key,value]\n appended to ``pending``,
@@ -191,10 +198,7 @@ static PyObject *file_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
     if (!key_ok(key, max_key)) Py_RETURN_FALSE;
     char buf[BUF_SIZE];
     Buf b = {buf, buf + BUF_SIZE};
-    *b.p++ = '[';
-    if (put_str(&b, key) || put_char(&b, ',') || put_value(&b, value, 0) || put_char(&b, ']') ||
-        put_char(&b, '\n'))
-        Py_RETURN_FALSE;
+    if (put_line(&b, key, value)) Py_RETURN_FALSE;
     Py_ssize_t n = b.p - buf;
     PyObject *line = PyBytes_FromStringAndSize(buf, n);
     if (line == NULL) return NULL;
@@ -260,10 +264,7 @@ static PyObject *record(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssi
     if (!key_ok(args[0], PY_SSIZE_T_MAX)) Py_RETURN_NONE;
     char buf[BUF_SIZE];
     Buf b = {buf, buf + BUF_SIZE};
-    *b.p++ = '[';
-    if (put_str(&b, args[0]) || put_char(&b, ',') || put_value(&b, args[1], 0) ||
-        put_char(&b, ']') || put_char(&b, '\n'))
-        Py_RETURN_NONE;
+    if (put_line(&b, args[0], args[1])) Py_RETURN_NONE;
     return PyBytes_FromStringAndSize(buf, b.p - buf);
 }
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import importlib
 import os
@@ -46,7 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,17 +233,6 @@ async def _open_file_reader(path: str) -> Store:
     return store
 
 
-@contextlib.contextmanager
-def _pure_python() -> Iterator[None]:
-    """airstore's C speedups off for a while: the Python path of every set."""
-    saved = _accel.file_put, _accel.mem_put
-    _accel.file_put = _accel.mem_put = None
-    try:
-        yield
-    finally:
-        _accel.file_put, _accel.mem_put = saved
-
-
 async def bench_memory(tmp: str, n: int, log_n: int, res: Results) -> None:
     await run_store("MemoryStore", _open_memory, None, tmp, n, log_n, res)
 
@@ -255,13 +243,13 @@ async def bench_file(tmp: str, n: int, log_n: int, res: Results) -> None:
 
 async def bench_memory_pure(tmp: str, n: int, log_n: int, res: Results) -> None:
     """MemoryStore without the C speedups (an install without a C compiler): the set rows."""
-    with _pure_python():
+    with _accel.disabled():
         await run_store(PURE_MEMORY, _open_memory, None, tmp, n, log_n, res, kv_only=True)
 
 
 async def bench_file_pure(tmp: str, n: int, log_n: int, res: Results) -> None:
     """FileStore without the C speedups (an install without a C compiler): the set rows."""
-    with _pure_python():
+    with _accel.disabled():
         await run_store(PURE_FILE, _open_file, None, tmp, n, log_n, res, kv_only=True)
 
 

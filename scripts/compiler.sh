@@ -2,7 +2,7 @@
 # The C compiler and headers that build airstore's C speedups (airstore/_speedups.c; see
 # hatch_build.py). `make install` builds them with AIR_SPEEDUPS=require, so the test suite always
 # runs against what a wheel ships. Installs gcc (and, for Debian's own Python, python3-dev) with
-# apt-get when root; otherwise says what is missing. Usage: scripts/compiler.sh PYTHON
+# scripts/apt_install.sh (apt-get when root; otherwise says what is missing). Usage: scripts/compiler.sh PYTHON
 set -euo pipefail
 python="${1:-python3}"
 cc=$("$python" -c 'import os, shlex, sysconfig; print(shlex.split(os.environ.get("LDSHARED") or sysconfig.get_config_var("LDSHARED") or "cc")[0])')
@@ -22,13 +22,5 @@ fi
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
-if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "==> missing for airstore's C speedups: ${need[*]}" >&2
-  echo "    install them (Debian: sudo apt-get install -y ${need[*]}), or build without them:" >&2
-  echo "    AIR_SPEEDUPS=off make install" >&2
-  exit 1
-fi
-echo "==> installing the C compiler for airstore's speedups: ${need[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${need[@]}"
+exec bash "$(dirname "$0")/apt_install.sh" "the C compiler for airstore's speedups" \
+  "AIR_SPEEDUPS=off make install (the pure-Python path)" "${need[@]}"

@@ -8,6 +8,7 @@ contract; these tests pin the extension itself against orjson, the Python path's
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import subprocess
@@ -59,6 +60,11 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float):
         return a == b and math.copysign(1, a) == math.copysign(1, b)
     return bool(a == b)
+
+
+def _path(pure: bool) -> contextlib.AbstractContextManager[None]:
+    """The Python path of set (the C speedups off) when ``pure``, else the default one."""
+    return _accel.disabled() if pure else contextlib.nullcontext()
 
 
 def _has_float(value: Any) -> bool:
@@ -239,12 +245,10 @@ def test_file_put_drops_the_keys_own_expiry_only_and_leaves_long_keys_to_python(
 
 
 async def test_a_ttl_key_set_again_without_ttl_loses_its_expiry_on_both_paths(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     for pure in (False, True):
-        with monkeypatch.context() as m:
-            if pure:
-                m.setattr(_accel, "file_put", None)
+        with _path(pure):
             clock = FakeClock()
             store = FileStore(tmp_path / f"p{pure:d}", clock=clock)
             await store.init()
@@ -298,9 +302,7 @@ def test_mem_put_takes_exactly_what_record_takes(key: Any, value: Any) -> None:
 
 
 @needs_native
-async def test_a_data_dir_written_by_either_path_reads_back_the_same(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_data_dir_written_by_either_path_reads_back_the_same(tmp_path: Path) -> None:
     """Reading does not depend on the path (only ``set`` has one): what each path writes, with
     the floats whose text differs between them (``1e-05`` against orjson's ``0.00001``), reads
     back as the same values, also after the snapshot a close writes."""
@@ -315,9 +317,7 @@ async def test_a_data_dir_written_by_either_path_reads_back_the_same(
     lines = {}
     for pure in (False, True):
         path = tmp_path / f"w{pure:d}"
-        with monkeypatch.context() as m:
-            if pure:
-                m.setattr(_accel, "file_put", None)
+        with _path(pure):
             store = FileStore(path)
             await store.init()
             for k, v in data.items():
@@ -336,11 +336,13 @@ async def test_a_data_dir_written_by_either_path_reads_back_the_same(
 
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
 async def test_both_paths_refuse_bad_input_with_the_same_typed_errors(
-    pure: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pure: bool, tmp_path: Path
 ) -> None:
-    if pure or native is None:
-        monkeypatch.setattr(_accel, "file_put", None)
-        monkeypatch.setattr(_accel, "mem_put", None)
+    with _path(pure):
+        await _refuses_bad_input_and_keeps_what_it_had(tmp_path)
+
+
+async def _refuses_bad_input_and_keeps_what_it_had(tmp_path: Path) -> None:
     file_store = FileStore(tmp_path / "data")
     await file_store.init()
     memory = MemoryStore()

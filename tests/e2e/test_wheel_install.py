@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
@@ -52,9 +53,14 @@ def _run(
     return done.stdout + done.stderr
 
 
+def _without_speedups_mode(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without ``AIR_SPEEDUPS``: builds and runs as a user's, whatever this shell says."""
+    return {k: v for k, v in env.items() if k != "AIR_SPEEDUPS"}
+
+
 def _build(target: str, out: Path) -> Path:
     """Build the wheel (with pip) or the sdist (with hatchling) of the checkout into ``out``."""
-    env = {k: v for k, v in os.environ.items() if k != "AIR_SPEEDUPS"}  # the default build
+    env = _without_speedups_mode(os.environ)  # the default build
     if target == "wheel":
         cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
         _run([*cmd, "-w", str(out), str(ROOT)], env=env)
@@ -75,7 +81,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     _run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"
     _run([str(python), "-m", "pip", "install", "-q", f"{wheel}[demo]"], timeout=INSTALL_TIMEOUT)
-    env = {k: v for k, v in os.environ.items() if k not in ("AIR_DATA_DIR", "PYTHONPATH")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("AIR_DATA_DIR", "PYTHONPATH", "AIR_SPEEDUPS")
+    }
     env.update(HOME=str(base / "home"), VIRTUAL_ENV=str(venv))
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return venv, env
@@ -104,7 +114,7 @@ def test_the_installed_wheel_runs_the_c_speedups_it_carries(
         "-c",
         "from airstore import _accel as a; print(a.speedups.__file__)",
     ]
-    where = _run(show, env={k: v for k, v in env.items() if k != "AIR_SPEEDUPS"}, cwd="/")
+    where = _run(show, env=env, cwd="/")
     assert Path(where.strip()).is_relative_to(venv)
     assert Path(where.strip()).name.startswith("_speedups.")
 
@@ -171,7 +181,7 @@ def test_the_sdist_carries_the_demo_and_builds_a_wheel_that_does(tmp_path: Path)
     assert {"airstore/_speedups.c", "hatch_build.py"} <= names  # what compiles the speedups
     assert not [n for n in names if n.endswith(".so")]  # a checkout's own build stays out
     build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    env = {k: v for k, v in os.environ.items() if k != "AIR_SPEEDUPS"}
+    env = _without_speedups_mode(os.environ)
     _run([*build, "-w", str(tmp_path / "from-sdist"), str(sdist)], env=env)
     (wheel,) = (tmp_path / "from-sdist").glob("*.whl")
     assert "-py3-none-any" not in wheel.name  # compiled here: tagged for this interpreter

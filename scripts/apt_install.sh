@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install Debian packages for one set-up step: with apt-get when root (CI and these machines are
+# root), otherwise say what is missing and how to get it. Used by sysdeps.sh and compiler.sh.
+# Usage: scripts/apt_install.sh "WHAT THEY ARE FOR" "ANOTHER WAY (or empty)" PACKAGE...
+set -euo pipefail
+what="$1"
+other="$2"
+shift 2
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "==> missing $what: $*" >&2
+  echo "    install them with: sudo apt-get install -y $*" >&2
+  [ -z "$other" ] || echo "    or: $other" >&2
+  exit 1
+fi
+echo "==> installing $what: $*"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "$@"
