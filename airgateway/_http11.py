@@ -141,7 +141,11 @@ class Http11Pool:
         now = time.monotonic()
         while self._idle:
             conn = self._idle.pop()
-            if conn.reader.at_eof() or now - conn.idle_since > IDLE_S:
+            if (
+                conn.reader.at_eof()
+                or conn.writer.transport.is_closing()
+                or now - conn.idle_since > IDLE_S
+            ):
                 conn.close()
                 continue
             return conn
@@ -156,13 +160,31 @@ class Http11Pool:
         self._idle.append(conn)
 
     async def request(
-        self, method: str, body: bytes, headers: Mapping[str, str] | None = None
+        self,
+        method: str,
+        body: bytes,
+        headers: Mapping[str, str] | None = None,
+        *,
+        resend: bool = False,
     ) -> Response:
         """Send one request; a JSON answer is read whole, an SSE answer is left to stream.
 
+        A pooled connection the server closes without a byte of answer after the request was
+        written may have been closed while idle (the request never arrived) or by a server
+        that died running it: the two cannot be told apart, so the request is sent again on
+        a new connection only when ``resend`` says running it twice is harmless.
+
+        Args:
+            method: the HTTP method.
+            body: the request body.
+            headers: extra headers for this request.
+            resend: whether the request may be sent again after a pooled connection closed
+                with no answer (read-only or idempotent requests only).
+
         Raises:
             ConnectFailedError: no connection (nothing was sent).
-            ConnectionLostError: the connection broke after the request was written.
+            ConnectionLostError: the connection broke after the request was written (it may
+                have run).
         """
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items()).encode("latin-1")
         data = b"".join((
@@ -177,10 +199,24 @@ class Http11Pool:
             return await self._exchange(conn, data)
         except _StaleError:
             conn.close()
-            if not reused:
-                raise ConnectionLostError("the server closed the connection") from None
-            # a pooled connection the server had just closed: it never saw the request
-            return await self._exchange(await self._connect(), data)
+            if not (reused and resend):
+                raise ConnectionLostError(
+                    "the server closed the connection without answering"
+                ) from None
+        # perhaps a pooled connection the server had just closed: safe to send again
+        try:
+            fresh = await self._connect()
+        except ConnectFailedError as exc:  # the first attempt's bytes were written
+            raise ConnectionLostError(
+                f"the server closed the connection without answering, then {exc}"
+            ) from exc
+        try:
+            return await self._exchange(fresh, data)
+        except _StaleError:
+            fresh.close()
+            raise ConnectionLostError(
+                "the server closed the connection without answering"
+            ) from None
 
     async def _exchange(self, conn: _Conn, data: bytes) -> Response:
         try:

@@ -2,9 +2,11 @@
 
 A call that fails because its replica is gone (connection lost, process died, timeout) is
 tried on another replica only when that cannot run it twice: the tool is annotated
-``readOnlyHint`` or ``idempotentHint``, or the request never left (connection refused).
-Otherwise the client gets a JSON-RPC error at once. Every failure counts towards the
-replica's passive ejection; every success towards bringing it back.
+``readOnlyHint`` or ``idempotentHint``, or the request never left (connection refused before
+a byte was written). A request whose bytes were written may have run, whatever the
+connection did next; for any other tool the client gets ``-32003`` at once, saying the call
+may have run (``-32001`` for a timeout). Every failure counts towards the replica's passive
+ejection; every success towards bringing it back.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TypeVar
 
 from airgateway.balancer import Balancer
 from airgateway.config import HealthConfig
-from airgateway.errors import UpstreamUnavailableError
+from airgateway.errors import UpstreamTimeoutError, UpstreamUnavailableError
 from airgateway.replica import Replica
 from airgateway.types import JSONDict, MessageHandler
 
@@ -124,7 +126,11 @@ class Router:
             except UpstreamUnavailableError as exc:
                 self._failed(replica, exc.message)
                 last = exc
-                if not (retry_safe or not exc.sent) or len(tried) > self.retries:
+                if exc.sent and not retry_safe:
+                    if isinstance(exc, UpstreamTimeoutError):
+                        raise  # "did not answer within …" says it may still run
+                    raise _may_have_run(exc) from exc
+                if len(tried) > self.retries:
                     raise
                 continue
             finally:
@@ -149,3 +155,13 @@ class Router:
     def find(self, label: str) -> Replica | None:
         """The replica with that label."""
         return next((r for r in self.all() if r.label == label), None)
+
+
+def _may_have_run(exc: UpstreamUnavailableError) -> UpstreamUnavailableError:
+    """The error a client gets for a call that may have run and is not retried."""
+    return UpstreamUnavailableError(
+        f"{exc.message}; the call may have run, so it was not retried (the tool is neither "
+        "read-only nor idempotent)",
+        replica=exc.replica,
+        code=exc.code,
+    )

@@ -34,6 +34,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_POOL_SIZE = 128
 """Idle keep-alive connections kept per replica at most."""
+_NOT_RESENT = frozenset({"tools/call", "tasks/update"})
+"""Methods that may change something upstream: a pooled connection closed without an answer
+after they were written is not sent again (the router decides, by the tool's hints)."""
 _SESSION = "mcp-session-id"
 _ACCEPT = "application/json, text/event-stream"
 
@@ -142,7 +145,9 @@ class HttpUpstream:
         headers = self._request_headers(method, params)
         try:
             async with asyncio.timeout(timeout):
-                resp = await self._pool.request("POST", body, headers)
+                resp = await self._pool.request(
+                    "POST", body, headers, resend=method not in _NOT_RESENT
+                )
                 if method == "initialize" and _SESSION in resp.headers:
                     self._sid = resp.headers[_SESSION]
                 if resp.body is None:
@@ -208,10 +213,13 @@ class HttpUpstream:
         self, exc: ConnectFailedError | ConnectionLostError
     ) -> UpstreamUnavailableError:
         """The gateway's error for a connection that failed (``sent=False``: the request never
-        left, so any replica may take it) or was lost."""
+        left, so any replica may take it) or was lost after the request was written (it may
+        have run)."""
         if isinstance(exc, ConnectFailedError):
             return UpstreamUnavailableError(f"{self.label}: {exc}", replica=self.label, sent=False)
-        return UpstreamUnavailableError(f"{self.label}: connection lost: {exc}", replica=self.label)
+        return UpstreamUnavailableError(
+            f"{self.label}: connection lost after the request was sent: {exc}", replica=self.label
+        )
 
     def _checked(self, status: int, message: JSONDict | None, raw: bytes) -> tuple[JSONDict, bytes]:
         if message is not None and isinstance(message.get("error"), dict):
@@ -271,7 +279,7 @@ class HttpUpstream:
         headers = self._request_headers("", {})
         try:
             async with asyncio.timeout(self._timeout):
-                await self._pool.request("POST", orjson.dumps(message), headers)
+                await self._pool.request("POST", orjson.dumps(message), headers, resend=True)
         except Exception as exc:  # best effort: the call fails on its own if this mattered
             logger.debug("%s: could not send %s: %s", self.label, message.get("method"), exc)
 

@@ -102,7 +102,10 @@ async def test_failed_calls_eject_a_replica_passively_and_only_safe_calls_are_re
             outcomes.append(await router.run("s", attempt, retry_safe=False))
         except UpstreamUnavailableError as exc:  # a write is not retried: a clean error
             outcomes.append(exc.code)
+            told.append(exc.message)
     assert sorted(outcomes, key=str) == [-32003, 1]
+    assert told[-1].endswith("the call may have run, so it was not retried (the tool is "
+                             "neither read-only nor idempotent)")  # fmt: skip
     assert len(served) - before == 1  # the lost write did not run again on replica 1
 
 

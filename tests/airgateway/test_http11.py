@@ -82,8 +82,8 @@ async def test_a_pooled_connection_the_server_closed_is_replaced_and_the_request
 
     async with _server(one_shot) as (url, connections):
         pool = Http11Pool(url, size=4, headers={})
-        assert (await pool.request("POST", b"1")).body == b"1"
-        assert (await pool.request("POST", b"2")).body == b"2"
+        assert (await pool.request("POST", b"1", resend=True)).body == b"1"
+        assert (await pool.request("POST", b"2", resend=True)).body == b"2"
         await pool.close()
     assert seen == [b"1", b"2"]
     assert len(connections) == 2
@@ -141,3 +141,90 @@ async def test_a_non_http_answer_is_a_lost_connection() -> None:
         with pytest.raises(ConnectionLostError):
             await pool.request("POST", b"{}")
         await pool.close()
+
+
+async def _one_answer_then_silence(
+    seen: list[bytes], second: asyncio.Event
+) -> tuple[Handler, asyncio.Event]:
+    """A server answering the first request on a connection, then reading the second and
+    closing without a byte of answer (a server that died running it)."""
+    done = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        body = await _read_request(reader)
+        seen.append(body)
+        writer.write(_json_answer(body))
+        await writer.drain()
+        try:
+            seen.append(await _read_request(reader))
+        except asyncio.IncompleteReadError:
+            return
+        second.set()
+        done.set()
+
+    return handler, done
+
+
+async def test_a_request_written_on_a_pooled_connection_then_eof_is_lost_and_not_resent() -> None:
+    """The bytes reached the server, which closed without answering: the request may have run,
+    so it is not sent again (it was, and the gateway ran non-idempotent calls twice)."""
+    seen: list[bytes] = []
+    second = asyncio.Event()
+    handler, _done = await _one_answer_then_silence(seen, second)
+    async with _server(handler) as (url, connections):
+        pool = Http11Pool(url, size=4, headers={})
+        assert (await pool.request("POST", b"first")).body == b"first"
+        with pytest.raises(ConnectionLostError, match="without answering"):
+            await pool.request("POST", b"write")
+        await pool.close()
+    assert seen == [b"first", b"write"]  # the write reached the server once, never again
+    assert len(connections) == 1
+
+
+async def test_a_resendable_request_on_a_pooled_connection_closed_without_answer_is_resent() -> (
+    None
+):
+    seen: list[bytes] = []
+    second = asyncio.Event()
+    handler, _done = await _one_answer_then_silence(seen, second)
+    async with _server(handler) as (url, connections):
+        pool = Http11Pool(url, size=4, headers={})
+        assert (await pool.request("POST", b"first")).body == b"first"
+        assert (await pool.request("POST", b"read", resend=True)).body == b"read"
+        await pool.close()
+    assert seen == [b"first", b"read", b"read"]
+    assert len(connections) == 2
+
+
+@pytest.mark.parametrize("resend", [False, True])
+async def test_a_server_dying_mid_request_on_a_pooled_connection_is_a_lost_connection(
+    resend: bool,
+) -> None:
+    """The pooled connection's empty read and then a refused reconnect: the request was written,
+    so it is ``ConnectionLostError`` (may have run), never ``ConnectFailedError`` (not sent),
+    which let the router run it on another replica."""
+    seen: list[bytes] = []
+    second = asyncio.Event()
+    handler, _done = await _one_answer_then_silence(seen, second)
+    async with _server(handler) as (url, _connections):
+        pool = Http11Pool(url, size=4, headers={})
+        assert (await pool.request("POST", b"first")).body == b"first"
+    # the listening socket is closed: the pooled connection is all that is left
+    with pytest.raises(ConnectionLostError):  # was ConnectFailedError: "nothing was sent"
+        await pool.request("POST", b"write", resend=resend)
+    assert seen == [b"first", b"write"]
+    await pool.close()
+
+
+async def test_a_refused_connection_before_any_byte_is_connect_failed() -> None:
+    async with _server(_silent) as (url, _connections):
+        pass
+    pool = Http11Pool(url, size=4, headers={})
+    for resend in (False, True):
+        with pytest.raises(ConnectFailedError):
+            await pool.request("POST", b"{}", resend=resend)
+    await pool.close()
+
+
+async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.read()
