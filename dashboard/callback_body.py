@@ -5,6 +5,9 @@ Dash indexes the body without checking it (``body["output"]``, ``callback_map[ou
 inputs by position), so a body that is JSON but not a callback request from the page made Dash
 raise, the dashboard answer 500 and log a traceback: a client's mistake reported as the server's.
 :func:`callback_body_problem` says what is wrong with such a body, so it is answered 400.
+:func:`parse_callback_body` reads the body first without recursion (the standard library's JSON
+reader raised ``RecursionError`` on a body nested ~1000 deep: 500 and a traceback per request)
+and refuses one nested deeper than :data:`MAX_DEPTH`, so Dash's own reading of it stays safe.
 """
 
 from __future__ import annotations
@@ -12,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["callback_body_problem"]
+import orjson
+
+__all__ = ["MAX_DEPTH", "callback_body_problem", "parse_callback_body"]
+
+MAX_DEPTH = 64
+"""Deepest nesting of a callback body: the page sends a few levels (a figure's state holds
+about ten); Dash reads the body with the standard library's recursive JSON reader."""
 
 
 def _is_prop(item: object) -> bool:
@@ -70,3 +79,40 @@ def callback_body_problem(body: object, callback_map: Mapping[str, Any]) -> str 
     if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
         return "changedPropIds is not a list of strings"
     return None
+
+
+def _too_deep(value: object, limit: int) -> bool:
+    """Whether ``value`` nests containers deeper than ``limit`` (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def parse_callback_body(data: bytes) -> tuple[object, str | None]:
+    """Read a callback request's body: ``(parsed, None)``, or ``(None, problem)`` for one
+    that is not JSON or is nested deeper than :data:`MAX_DEPTH`.
+
+    Args:
+        data: the raw request body.
+
+    Returns:
+        The parsed JSON and ``None``, or ``None`` and one readable line.
+    """
+    try:
+        body = orjson.loads(data)  # iterative, and refuses nesting past 1024 levels
+    except orjson.JSONDecodeError as exc:
+        reason = "nested too deep" if "depth" in str(exc) else "not JSON"
+        return None, f"the body is {reason}"
+    if _too_deep(body, MAX_DEPTH):
+        return None, f"the body is nested deeper than {MAX_DEPTH} levels"
+    return body, None

@@ -22,7 +22,7 @@ from flask import Flask, Response, request
 
 from airhttp import Limits, bearer_token, is_loopback, token_ok
 from dashboard.app import DEFAULT_REFRESH_MS, create_app
-from dashboard.callback_body import callback_body_problem
+from dashboard.callback_body import callback_body_problem, parse_callback_body
 from dashboard.errors import DashboardError
 from dashboard.guard import HostOriginGuard, dashboard_policy
 from dashboard.ranges import DEFAULT_RANGE
@@ -75,7 +75,12 @@ def _install_callback_check(app: Dash) -> None:
     def _check() -> Response | None:
         if request.method != "POST" or request.path != route:
             return None
-        problem = callback_body_problem(request.get_json(silent=True), app.callback_map)
+        if request.is_json:
+            body, problem = parse_callback_body(request.get_data(cache=True))
+            if problem is None:
+                problem = callback_body_problem(body, app.callback_map)
+        else:
+            problem = "the body is not a JSON object"
         if problem is None:
             return None
         return Response(
