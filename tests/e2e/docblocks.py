@@ -104,3 +104,24 @@ def compile_block(block: DocBlock) -> None:
         SyntaxError: the block is not valid Python.
     """
     compile(block.source, block.name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+RELEASED_MARKER = "Once released"
+
+
+def readme_install_section() -> str:
+    """The README's "## Install" section, up to the next heading."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("\n## Install\n")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def readme_install_commands() -> list[str]:
+    """The ``pip install`` commands of the README's install section a user runs today (those
+    before the "once released" line), in order."""
+    section = readme_install_section().split(RELEASED_MARKER, 1)[0]
+    return [
+        line.split("#", 1)[0].strip()
+        for line in section.splitlines()
+        if line.strip().startswith("pip install")
+    ]

@@ -16,7 +16,13 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.air_process import air
-from tests.e2e.docblocks import ROOT, doc_blocks
+from tests.e2e.docblocks import (
+    RELEASED_MARKER,
+    ROOT,
+    doc_blocks,
+    readme_install_commands,
+    readme_install_section,
+)
 
 QUICK_STARTS = {
     "MCPServer": "instrument_mcp_server(mcp, meter)",
@@ -70,3 +76,16 @@ async def test_the_readme_quick_start_meters_an_existing_server(
     assert snap["total_calls"] == 3
     assert [(t["tool"], t["calls"]) for t in snap["tools"]] == [("add_note", 3)]
     assert (work / ".air" / "data" / "meter.calls.log.jsonl").is_file()
+
+
+def test_the_readme_installs_from_a_checkout_or_a_wheel_until_a_release_exists() -> None:
+    section = readme_install_section()
+    assert RELEASED_MARKER in section
+    commands = readme_install_commands()
+    assert commands[0] == "pip install '.[demo]'"  # the first command: from the checkout
+    assert "pip install --find-links dist 'air-mcp[demo]'" in commands  # a built wheel
+    for command in commands:  # nothing a user runs today needs air-mcp on the index
+        assert command.startswith("pip install --find-links ") or "'.[" in command, command
+    # the index form is there, after the marker only
+    released = section.split(RELEASED_MARKER, 1)[1]
+    assert "pip install 'air-mcp[demo]'" in released

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -19,6 +21,8 @@ import orjson
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+
+from tests.e2e.docblocks import readme_install_commands
 
 # Building the wheel and pip-installing it with its dependencies (from the pip cache) takes far
 # longer than the suite's default 120 s limit on a loaded 2-core machine: the fixture runs inside
@@ -76,11 +80,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     """A fresh venv with ``air-mcp[demo]`` installed from the built wheel, and a user env
     (no AIR_DATA_DIR, no PYTHONPATH, a private HOME)."""
     base = tmp_path_factory.mktemp("wheel")
-    wheel = _build("wheel", base / "dist")
+    _build("wheel", base / "dist")
     venv = base / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
-    python = venv / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "-q", f"{wheel}[demo]"], timeout=INSTALL_TIMEOUT)
+    env = _user_env(base, venv)
+    # the README's own command, in the directory that holds dist/
+    (command,) = [c for c in readme_install_commands() if "--find-links dist" in c]
+    _run([*shlex.split(command), "-q"], cwd=base, env=env, timeout=INSTALL_TIMEOUT)
+    return venv, env
+
+
+def _user_env(base: Path, venv: Path) -> dict[str, str]:
+    """A user's shell with ``venv`` activated: no AIR_DATA_DIR, no PYTHONPATH, a private HOME."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -88,7 +99,32 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     }
     env.update(HOME=str(base / "home"), VIRTUAL_ENV=str(venv))
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    return venv, env
+    return env
+
+
+def test_the_readme_checkout_install_command_installs_air(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    env = _user_env(tmp_path, venv)
+    checkout = tmp_path / "checkout"  # a copy: the build leaves nothing in this checkout
+    tracked = _run(["git", "ls-files", "-z"], cwd=ROOT).split("\0")
+    for name in filter(None, tracked):
+        if (ROOT / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, checkout / name)
+    command = readme_install_commands()[0]
+    assert command == "pip install '.[demo]'"
+    _run([*shlex.split(command), "-q"], cwd=checkout, env=env, timeout=INSTALL_TIMEOUT)
+    said = _run(["air", "demo", "--calls", "5", "--no-dashboard", "--history", "0"],
+                cwd=_outside(tmp_path), env=env)  # fmt: skip
+    assert "5/5 calls" in said
+
+
+def test_the_built_wheel_and_sdist_pass_twine_check(tmp_path: Path) -> None:
+    wheel = _build("wheel", tmp_path / "dist")
+    sdist = _build("sdist", tmp_path / "dist")
+    said = _run([sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist)])
+    assert said.count("PASSED") == 2
 
 
 def _outside(tmp_path: Path) -> Path:
