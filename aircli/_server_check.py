@@ -11,6 +11,7 @@ from typing import Any
 
 from aircli._foreign import FOREIGN_KINDS, ForeignServer, find_foreign_server
 from aircli.serve import import_target, load_server, pick_server, split_target
+from aircore.builtin_plugins import cancelling_timeout_ms
 from aircore.definitions import (
     DEFAULT_DEFINITIONS_DIR,
     Problem,
@@ -165,4 +166,6 @@ def server_manifest(target: str, *, definitions: Path | None = None) -> dict[str
     server, directory, tools = _load(target, definitions)
     bound = bind_tools([tool_spec(t) for t in tools.values()], directory, target=target)
     entries = [apply_definition(tool, bound[name]).describe() for name, tool in tools.items()]
-    return build_manifest(entries, server={"name": server.name, "version": server.version})
+    server_info = {"name": server.name, "version": server.version}
+    timeout_ms = cancelling_timeout_ms(server.plugins)
+    return build_manifest(entries, server=server_info, timeout_ms=timeout_ms)

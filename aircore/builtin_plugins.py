@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import orjson
@@ -38,20 +38,61 @@ async def run_with_timeout(seconds: float, call: Awaitable[_T], message: str) ->
         raise ToolTimeoutError(message) from None
 
 
-def timeout_plugin(seconds: float = DEFAULT_TIMEOUT) -> Plugin:
-    """Cancel a call that runs longer than ``seconds``; it fails with ``ToolTimeoutError``.
+TIMEOUT_MODES = ("fail", "warn")
+TIMEOUT_PLUGIN_NAME = "air-timeout"
+
+
+def timeout_plugin(seconds: float = DEFAULT_TIMEOUT, *, mode: str = "fail") -> Plugin:
+    """Watch a call that runs longer than ``seconds``.
+
+    Args:
+        seconds: the limit, > 0.
+        mode: ``"fail"`` (the default) cancels the call, which fails with ``ToolTimeoutError``;
+            ``"warn"`` logs a warning once the limit is passed and lets the call finish, as the
+            TypeScript original's timeout plugin did.
 
     Raises:
-        DefinitionError: ``seconds`` is not positive.
+        DefinitionError: ``seconds`` is not positive, or ``mode`` is neither.
     """
     if not isinstance(seconds, (int, float)) or seconds <= 0:
         raise DefinitionError(f"timeout_plugin: seconds must be > 0, got {seconds!r}")
+    if mode not in TIMEOUT_MODES:
+        raise DefinitionError(f"timeout_plugin: mode must be 'fail' or 'warn', got {mode!r}")
 
     async def timeout(ctx: Any, call_next: _Next) -> Any:
         message = f"tool {ctx.tool_name!r} timed out after {seconds:g}s"
         return await run_with_timeout(seconds, call_next(ctx), message)
 
-    return Plugin(meta={"name": "air-timeout"}, middleware=(timeout,), options={"seconds": seconds})
+    async def warn(ctx: Any, call_next: _Next) -> Any:
+        handle = asyncio.get_running_loop().call_later(
+            seconds,
+            logger.warning,
+            "tool %r still running after %gs (timeout_plugin mode='warn': it is not cancelled)",
+            ctx.tool_name,
+            seconds,
+        )
+        try:
+            return await call_next(ctx)
+        finally:
+            handle.cancel()
+
+    return Plugin(
+        meta={"name": TIMEOUT_PLUGIN_NAME},
+        middleware=(timeout if mode == "fail" else warn,),
+        options={"seconds": seconds, "mode": mode},
+    )
+
+
+def cancelling_timeout_ms(plugins: Iterable[Plugin]) -> int | None:
+    """The timeout, in milliseconds, after which a ``timeout_plugin`` among ``plugins``
+    cancels every call (the smallest when several do); ``None`` when none cancels (a
+    ``mode="warn"`` one only logs)."""
+    limits = [
+        round(float(p.options["seconds"]) * 1000)
+        for p in plugins
+        if p.meta.get("name") == TIMEOUT_PLUGIN_NAME and p.options.get("mode", "fail") == "fail"
+    ]
+    return min(limits) if limits else None
 
 
 def retry_plugin(

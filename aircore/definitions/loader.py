@@ -155,7 +155,7 @@ def build_definition(file: DefinitionFile) -> ToolDefinition:
         parameters_schema=_copy(data["parameters_schema"]),
         output_schema=_copy(data.get("output_schema")),
         tags=tuple(data.get("tags") or ()),
-        legacy_interface_id=data.get("legacy_interface_id"),
+        legacy_interface_id=_legacy_interface_id(data),
         required_env_keys=tuple(data.get("required_env_keys") or ()),
         owner_org=data.get("owner_org"),
         open_world=bool(data.get("open_world", False)),
@@ -165,6 +165,13 @@ def build_definition(file: DefinitionFile) -> ToolDefinition:
         register=bool(data.get("register", True)),
         source=file.path,
     )
+
+
+def _legacy_interface_id(data: Mapping[str, Any]) -> str | None:
+    """``legacy_interface_id``, else the standard's older ``mci_service_id`` (kept for
+    compatibility, exposed as ``_meta.legacyInterfaceId`` like the new name)."""
+    value = data.get("legacy_interface_id")
+    return data.get("mci_service_id") if value is None else value
 
 
 def _copy(value: Any) -> Any:

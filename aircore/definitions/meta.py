@@ -11,17 +11,18 @@ manifest and a gateway's registry:
 | ``example_queries`` | ``exampleQueries`` | always |
 | ``display_description`` | ``displayDescription`` | always |
 | ``tags`` | ``tags`` | when set |
-| ``legacy_interface_id`` | ``legacyInterfaceId`` | when set |
+| ``legacy_interface_id`` (or ``mci_service_id``) | ``legacyInterfaceId`` | when set |
 | ``required_env_keys`` | ``requiredEnvKeys`` | when set |
 | ``owner_org`` | ``ownerOrg`` | when set |
-| ``timeout_ms`` | ``timeoutMillis`` | when set |
+| ``timeout_ms`` | ``timeoutMillis`` | when set (the manifest: always, the effective one) |
 | ``enabled`` | ``enabled`` | always |
 | ``register`` | ``register`` | always |
 | ``layer`` | ``layer`` | when set |
 
 Releases before the camelCase names wrote ``category_key``, ``example_queries``,
 ``legacy_interface_id``, ``required_env_keys`` and ``owner_org``; :func:`meta_value` still reads
-those, so a consumer (a gateway in front of an older server) understands both.
+those, so a consumer (a gateway in front of an older server) understands both; it reads the
+standard's older ``mciServiceId`` as ``legacyInterfaceId`` too.
 """
 
 from __future__ import annotations
@@ -86,7 +87,10 @@ def meta_value(meta: Mapping[str, Any] | None, key: str) -> Any:
     if key in meta:
         return meta[key]
     legacy = LEGACY_META_KEYS.get(key)
-    return None if legacy is None else meta.get(legacy)
+    value = None if legacy is None else meta.get(legacy)
+    if value is None and key == META_LEGACY_INTERFACE_ID:
+        return meta.get("mciServiceId")
+    return value
 
 
 def is_registered(tool: Mapping[str, Any]) -> bool:

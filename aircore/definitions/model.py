@@ -42,6 +42,7 @@ REQUIRED_FIELDS: tuple[str, ...] = (
 OPTIONAL_FIELDS: tuple[str, ...] = (
     "tags",
     "legacy_interface_id",
+    "mci_service_id",
     "required_env_keys",
     "owner_org",
     "output_schema",

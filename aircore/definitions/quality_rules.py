@@ -180,7 +180,7 @@ def rule_interface_id(file: str, data: Data, config: GateConfig) -> Iterable[Pro
     name = data.get("name")
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         return
-    legacy = data.get("legacy_interface_id")
+    legacy = data.get("legacy_interface_id", data.get("mci_service_id"))
     reason = interface_id_reason(name, legacy if isinstance(legacy, str) else None)
     if reason is not None:
         yield _p(

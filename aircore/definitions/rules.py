@@ -68,9 +68,13 @@ def rule_text_fields(file: str, data: Data, config: GateConfig) -> Iterable[Prob
         if key in data and not _text(data[key]):
             hint = ' (quote it: version: "1.0")' if key == "version" else ""
             yield _p(file, key, f"must be non-empty text{hint}", "type")
-    for key in ("legacy_interface_id", "owner_org"):
+    for key in ("legacy_interface_id", "mci_service_id", "owner_org"):
         if data.get(key) is not None and not _text(data[key]):
             yield _p(file, key, "must be non-empty text when given", "type")
+    new, old = data.get("legacy_interface_id"), data.get("mci_service_id")
+    if new is not None and old is not None and new != old:
+        message = f"{old!r} differs from legacy_interface_id {new!r}: keep one of the two"
+        yield _p(file, "mci_service_id", message, "type")
 
 
 def rule_description(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:

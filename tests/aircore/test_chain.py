@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -306,6 +307,47 @@ async def test_timeout_plugin_cancels_a_slow_call() -> None:
     assert _text(result).startswith("[-32001]")
     assert "timed out" in _text(result)
     assert cancelled.is_set()
+
+
+async def test_timeout_plugin_in_warn_mode_logs_and_lets_the_call_finish() -> None:
+    warned = asyncio.Event()
+    release = asyncio.Event()
+    messages: list[str] = []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+            warned.set()
+
+    async def slow(params: dict[str, Any]) -> str:
+        await release.wait()
+        return "finished"
+
+    server = define_server(
+        name="s", tools=[define_tool("slow", handler=slow)], use=[timeout_plugin(0.01, mode="warn")]
+    )
+    catch = Catch(logging.WARNING)
+    plugin_logger = logging.getLogger("aircore.builtin_plugins")
+    plugin_logger.addHandler(catch)
+    try:
+        async with server:
+            call = asyncio.create_task(server.call_tool("slow", {}))
+            await asyncio.wait_for(warned.wait(), timeout=30)
+            assert not call.done()  # warned, not cancelled
+            release.set()
+            result = await asyncio.wait_for(call, timeout=30)
+    finally:
+        plugin_logger.removeHandler(catch)
+    assert "isError" not in result or result["isError"] is False
+    assert _text(result) == "finished"
+    assert messages == [
+        "tool 'slow' still running after 0.01s (timeout_plugin mode='warn': it is not cancelled)"
+    ]
+
+
+def test_timeout_plugin_refuses_an_unknown_mode() -> None:
+    with pytest.raises(DefinitionError, match="mode"):
+        timeout_plugin(1, mode="log")
 
 
 async def test_retry_plugin_retries_until_success_but_not_invalid_params() -> None:

@@ -124,6 +124,21 @@ def test_server_manifest_renders_the_definitions_with_server_info(
     assert entry == render_tool(load_definitions(tmp_path / "defs")["search_documents"])
 
 
+def test_server_manifest_carries_the_server_timeout_plugin_and_enabled(tmp_path: Path) -> None:
+    write_definition(tmp_path / "defs", clean_definition())
+    path = _project(tmp_path, ["search_documents"], module="srv_timeout")
+    text = path.read_text(encoding="utf-8").replace(
+        "    version=", "    use=[timeout_plugin(1.5)],\n    version="
+    )
+    path.write_text("from aircore import timeout_plugin\n" + text, encoding="utf-8")
+    out = tmp_path / "manifest.json"
+
+    assert main(["manifest", str(path), "--out", str(out)]) == 0
+
+    (entry,) = orjson.loads(out.read_bytes())["tools"]
+    assert (entry["_meta"]["timeoutMillis"], entry["_meta"]["enabled"]) == (1500, True)
+
+
 def test_scaffolded_project_passes_the_gate_and_its_generated_tests(tmp_path: Path) -> None:
     from tests.aircore.definitions.test_scaffold import FULL_KOREAN
 

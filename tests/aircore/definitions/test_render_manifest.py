@@ -7,14 +7,17 @@ import pytest
 
 from aircore.definitions import (
     ToolDefinition,
+    ToolDefinitionError,
     build_manifest,
     dump_manifest,
     load_definitions,
     manifest_from_definitions,
+    meta_value,
     render_description,
     render_meta,
     render_tool,
 )
+from aircore.definitions.meta import META_LEGACY_INTERFACE_ID
 from tests.aircore.definitions.fixtures import clean_definition, write_definition
 
 
@@ -127,10 +130,12 @@ def test_manifest_from_definitions_serializes_sorted_entries(tmp_path: Path) -> 
     assert [t["name"] for t in decoded["tools"]] == ["archive_documents", "search_documents"]
     archive, search = decoded["tools"]
     assert (archive["_meta"]["timeoutMillis"], archive["_meta"]["enabled"]) == (1500, False)
-    assert "timeoutMillis" not in search["_meta"]
+    # the standard lists timeoutMillis and enabled: always there, null when nothing limits
+    assert search["_meta"]["timeoutMillis"] is None
     assert search["_meta"]["enabled"] is True
-    # an entry is exactly the MCP Tool object: operational keys live inside _meta
-    assert search == render_tool(defs["search_documents"])
+    # an entry is the MCP Tool object: operational keys live inside _meta
+    listed = render_tool(defs["search_documents"])
+    assert search == {**listed, "_meta": {**listed["_meta"], "timeoutMillis": None}}
     assert archive == render_tool(defs["archive_documents"])
 
 
@@ -147,8 +152,45 @@ def test_build_manifest_records_the_server(tmp_path: Path) -> None:
     entry = {"name": "x_tool", "inputSchema": {"type": "object"}}
     manifest = build_manifest([entry], server={"name": "demo", "version": "1.0.0"})
     assert manifest["server"] == {"name": "demo", "version": "1.0.0"}
-    assert manifest["tools"] == [{"name": "x_tool", "inputSchema": {"type": "object"}}]
+    assert manifest["tools"] == [
+        {
+            "name": "x_tool",
+            "inputSchema": {"type": "object"},
+            "_meta": {"timeoutMillis": None, "enabled": True},
+        }
+    ]
     assert manifest["tools"][0] is not entry
+    assert "_meta" not in entry
+
+
+def test_a_manifest_entry_carries_the_effective_timeout() -> None:
+    own = {"name": "a_tool", "inputSchema": {}, "_meta": {"timeoutMillis": 500, "enabled": False}}
+    bare = {"name": "b_tool", "inputSchema": {}}
+    manifest = build_manifest([own, bare], timeout_ms=2000)
+    a, b = manifest["tools"]
+    assert a["_meta"] == {"timeoutMillis": 500, "enabled": False}  # the tool's own is shorter
+    assert b["_meta"] == {"timeoutMillis": 2000, "enabled": True}  # the server's limit
+
+
+def test_mci_service_id_is_exposed_as_legacy_interface_id(tmp_path: Path) -> None:
+    data = clean_definition()
+    del data["legacy_interface_id"]
+    data["mci_service_id"] = "MCI-DOC-0042"
+    write_definition(tmp_path, data)
+    d = load_definitions(tmp_path)["search_documents"]
+    assert d.legacy_interface_id == "MCI-DOC-0042"
+    assert render_meta(d)["legacyInterfaceId"] == "MCI-DOC-0042"
+    assert meta_value({"mciServiceId": "MCI-1"}, META_LEGACY_INTERFACE_ID) == "MCI-1"
+
+
+def test_mci_service_id_that_contradicts_legacy_interface_id_is_a_problem(
+    tmp_path: Path,
+) -> None:
+    data = clean_definition()
+    data["mci_service_id"] = "MCI-OTHER"
+    write_definition(tmp_path, data)
+    with pytest.raises(ToolDefinitionError, match="mci_service_id"):
+        load_definitions(tmp_path)
 
 
 def test_a_korean_description_is_labelled_in_korean(tmp_path: Path) -> None:
