@@ -29,7 +29,7 @@ $(STAMP): $(BIN)/python pyproject.toml hatch_build.py airstore/_speedups.c
 install: $(STAMP)
 
 # System packages the tests need: redis-server (RedisStore), chromium + chromedriver (dashboard).
-$(SYSDEPS_STAMP): | $(BIN)/python
+$(SYSDEPS_STAMP): scripts/sysdeps.sh | $(BIN)/python
 	@bash scripts/sysdeps.sh
 	@touch $(SYSDEPS_STAMP)
 

@@ -10,7 +10,7 @@ replica (``READONLY``) or past ``maxmemory`` (``OOM``), before anything is writt
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis import exceptions as rex
@@ -112,8 +112,14 @@ return text
 """
 
 
-def plan(ops: Sequence[tuple[Any, ...]]) -> list[Group]:
-    """Fold a batch into groups, keeping the order that matters (per key, per stream)."""
+def plan(
+    ops: Sequence[tuple[Any, ...]], slot: Callable[[tuple[Any, ...]], str] | None = None
+) -> list[Group]:
+    """Fold a batch into groups, keeping the order that matters (per key, per stream).
+
+    With ``slot`` (Redis Cluster), gets and sets fold only with neighbours of the same slot,
+    so no command spans two slots (CROSSSLOT).
+    """
     groups: list[Group] = []
     streams: dict[str, list[int]] = {}
     for i, op in enumerate(ops):
@@ -126,7 +132,12 @@ def plan(ops: Sequence[tuple[Any, ...]]) -> list[Group]:
             members.append(i)
             continue
         streams = {}  # a non-append ends the run of appends
-        if kind in ("get", "set") and groups and groups[-1][0] == kind:
+        if (
+            kind in ("get", "set")
+            and groups
+            and groups[-1][0] == kind
+            and (slot is None or slot(ops[groups[-1][1][-1]]) == slot(op))
+        ):
             groups[-1][1].append(i)
         else:
             groups.append((kind, [i]))

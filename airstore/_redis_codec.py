@@ -27,6 +27,7 @@ __all__ = [
     "decode_value",
     "encode_value_payload",
     "escape_glob",
+    "split_params",
     "split_prefix",
     "translate",
 ]
@@ -102,10 +103,16 @@ def check_db_path(url: str) -> None:
 
 def split_prefix(url: str) -> tuple[str, str | None]:
     """Take a ``prefix`` query parameter out of ``url`` (redis-py would reject it)."""
+    url, found = split_params(url, ("prefix",))
+    return url, found.get("prefix")
+
+
+def split_params(url: str, names: tuple[str, ...]) -> tuple[str, dict[str, str]]:
+    """Take the query parameters ``names`` out of ``url`` (the last of each wins)."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    prefixes = [v for k, v in query if k == "prefix"]
-    if not prefixes:
-        return url, None
-    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
-    return urlunsplit(parts._replace(query=rest)), prefixes[-1]
+    found = {k: v for k, v in query if k in names}
+    if not found:
+        return url, {}
+    rest = urlencode([(k, v) for k, v in query if k not in names])
+    return urlunsplit(parts._replace(query=rest)), found

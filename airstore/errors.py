@@ -16,6 +16,7 @@ with ``raise ... from``.
     ├── CorruptDataError        a file cannot be read back (carries the path)
     ├── UnsupportedFormatError  a file written by a newer release (carries path and versions)
     └── StorageIOError          the disk or the server failed (ENOSPC, EIO, connection refused …)
+        └── ReplicationError    durability="replicated": no replica confirmed the write in time
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "InvalidValueError",
     "ReadOnlyStoreError",
     "ReadOnlyUnsupportedError",
+    "ReplicationError",
     "StorageIOError",
     "StoreClosedError",
     "StoreLockedError",
@@ -97,6 +99,18 @@ class CorruptDataError(AirstoreError):
 
 class StorageIOError(AirstoreError):
     """The underlying disk, database or server failed."""
+
+
+class ReplicationError(StorageIOError):
+    """A RedisStore write in ``durability="replicated"`` mode that no replica confirmed within
+    the timeout (or the master had no replica connected): it is not acknowledged. The master
+    may hold it (the write was sent) unless ``sent`` is False.
+    """
+
+    def __init__(self, message: str, *, path: str, sent: bool, confirmed: int) -> None:
+        super().__init__(message, path=path)
+        self.sent = sent
+        self.confirmed = confirmed
 
 
 class UnsupportedFormatError(AirstoreError):

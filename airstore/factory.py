@@ -119,7 +119,7 @@ def parse_store_url(url: str) -> tuple[str, str | None]:
         )
     scheme, rest = url.split("://", 1)
     scheme = scheme.lower()
-    if scheme in ("redis", "rediss", "unix"):
+    if scheme in ("redis", "rediss", "unix", "redis+cluster", "redis+sentinel"):
         return "redis", url
     if scheme not in _TABLE:
         raise InvalidArgumentError(

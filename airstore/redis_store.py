@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import logging
 import math
 import time
@@ -26,11 +27,18 @@ from airstore._redis_codec import (
     decode_value,
     encode_value_payload,
     escape_glob,
-    split_prefix,
+    split_params,
     translate,
 )
 from airstore._redis_filter import scan_filtered
 from airstore._redis_ops import RedisOps
+from airstore._redis_replication import (
+    DEFAULT_REPLICATION_TIMEOUT,
+    Durability,
+    ReplicationStats,
+    ReplicationWatch,
+)
+from airstore._redis_topology import check_server, connect, hash_tag, topology_of
 from airstore._retention import Retention
 from airstore._validate import (
     check_filter,
@@ -49,7 +57,7 @@ from airstore.errors import (
     CorruptDataError,
     InvalidArgumentError,
     ReadOnlyStoreError,
-    StorageIOError,
+    ReplicationError,
     StoreClosedError,
 )
 from airstore.types import Clock, Entry, JSONValue, TimeBound
@@ -66,7 +74,7 @@ DEFAULT_SOCKET_TIMEOUT = 5.0
 DEFAULT_CONNECT_TIMEOUT = 2.0
 DEFAULT_MAX_CONNECTIONS = 32
 DEFAULT_MAX_BATCH = 10_000
-MIN_REDIS_MAJOR = 7
+_URL_OPTIONS = ("prefix", "durability", "replicas", "replication_timeout")
 
 _SCAN_COUNT = 1000
 _PAGE = 1000
@@ -76,6 +84,53 @@ _BODY = b"d"
 #                   | ("incr", key, by, now, head, px, limit) | ("app", stream, [(ts, body), …]);
 # the *_many calls queue many rows at once
 _Op = tuple[Any, ...]
+
+
+def _rows(op: _Op) -> int:
+    """How many writes one queued operation carries."""
+    if op[0] == "set":
+        return len(op[1])
+    if op[0] == "app":
+        return len(op[2])
+    return 1
+
+
+def _tag_of(op: _Op) -> str:
+    """The hash tag (slot) of a get or set operation (a set's rows share a namespace)."""
+    return hash_tag(op[1] if op[0] == "get" else op[1][0][0])
+
+
+def _first_key(cmd: tuple[Any, ...]) -> Any:
+    """The first key of a command this store builds (it routes the command)."""
+    return cmd[3] if cmd[0] == "EVAL" else cmd[1]
+
+
+def _replication_options(
+    durability: object, replicas: object, timeout: object
+) -> tuple[Durability, int, float]:
+    """Check the replication options (from arguments or URL parameters).
+
+    Raises:
+        InvalidArgumentError: naming the bad option.
+    """
+    if durability != "async" and durability != "replicated":
+        raise InvalidArgumentError(
+            f"durability must be 'async' or 'replicated', got {durability!r}"
+        )
+    try:
+        count = int(replicas)  # type: ignore[call-overload]
+        seconds = float(timeout)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"replicas must be an integer and replication_timeout seconds: {exc}"
+        ) from exc
+    if count < 1 or isinstance(replicas, bool):
+        raise InvalidArgumentError(f"replicas must be at least 1, got {replicas!r}")
+    if not 0 < seconds <= 60 or math.isnan(seconds):
+        raise InvalidArgumentError(
+            f"replication_timeout must be in (0, 60] seconds, got {timeout!r}"
+        )
+    return durability, count, seconds
 
 
 class RedisStore(RedisOps, StoreBase):
@@ -90,9 +145,17 @@ class RedisStore(RedisOps, StoreBase):
     whose ``_ts`` is older than the newest id in its stream is stored with the next free id, so
     it is ordered and time-windowed by when it arrived (its ``_ts`` is kept unchanged).
 
+    On a Redis Cluster (``redis+cluster://``) every key carries its namespace as a hash tag
+    (``P kv:{ns}:key``, ``P log:{ns}``), so each namespace lives in one slot and every
+    multi-key command stays in it; through Sentinel (``redis+sentinel://``) the store follows
+    the promoted master. See ``_redis_topology`` and docs/storage.md.
+
     Args:
-        url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``); a
-            ``?prefix=app:`` query parameter sets ``prefix`` (handy with ``create_storage``).
+        url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``),
+            ``redis+cluster://host:port[,host:port…]/`` or
+            ``redis+sentinel://host:port[,host:port…]/master/db``; the query parameters
+            ``?prefix=app:``, ``durability=``, ``replicas=`` and ``replication_timeout=`` set
+            the options of the same names (handy with ``create_storage`` and ``--store``).
         prefix: prepended to every Redis key; separates applications sharing one database.
         default_ttl: TTL in seconds applied when ``set`` gets ``ttl=None``.
         clock: seconds since the epoch; injectable for tests.
@@ -102,6 +165,12 @@ class RedisStore(RedisOps, StoreBase):
         connect_timeout: seconds before an unreachable server fails a command.
         max_connections: connection pool size.
         max_batch: the most commands per pipeline.
+        durability: ``"async"`` (acknowledged once the master has it; a failover can lose
+            writes not yet replicated: counted in :attr:`replication`) or ``"replicated"``
+            (each batch of writes waits with ``WAIT`` for ``replicas`` replicas, and is refused
+            with :class:`~airstore.ReplicationError` when they do not confirm it in time).
+        replicas: replicated mode: how many replicas must confirm a write.
+        replication_timeout: replicated mode: seconds to wait for them.
     """
 
     def __init__(
@@ -117,6 +186,9 @@ class RedisStore(RedisOps, StoreBase):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_batch: int = DEFAULT_MAX_BATCH,
+        durability: Durability = "async",
+        replicas: int = 1,
+        replication_timeout: float = DEFAULT_REPLICATION_TIMEOUT,
     ) -> None:
         if not isinstance(url, str) or "://" not in url:
             raise InvalidArgumentError(f"RedisStore needs a redis:// URL, got {url!r}")
@@ -124,13 +196,34 @@ class RedisStore(RedisOps, StoreBase):
             raise InvalidArgumentError(f"prefix must be a str, got {prefix!r}")
         if max_log_entries is not None and max_log_entries <= 0:
             raise InvalidArgumentError("max_log_entries must be positive or None")
-        url, url_prefix = split_prefix(url)
-        check_db_path(url)
+        url, params = split_params(url, _URL_OPTIONS)
+        url_prefix = params.get("prefix")
+        durability, replicas, replication_timeout = _replication_options(
+            params.get("durability", durability),
+            params.get("replicas", replicas),
+            params.get("replication_timeout", replication_timeout),
+        )
+        self._replicas = replicas
+        self._wait_ms = max(1, int(replication_timeout * 1000))
         self._default_ttl = check_ttl(default_ttl)
         self._clock = clock
         self._prefix = url_prefix if url_prefix is not None and prefix == DEFAULT_PREFIX else prefix
         self._max_log = max_log_entries
         self._read_only = read_only
+        topo = topology_of(url)
+        self._cluster = topo.kind == "cluster"
+        options = {
+            "socket_timeout": socket_timeout,
+            "connect_timeout": connect_timeout,
+            "max_connections": max_connections,
+        }
+        self._closers: builtins.list[Any] = []
+        if topo.kind != "node":
+            self._client, self._closers = connect(topo, options)
+            self.where = topo.where
+            self._init_common(max_batch, durability)
+            return
+        check_db_path(url)
         try:
             # A blocking pool makes callers beyond max_connections wait for a free
             # connection (up to socket_timeout) instead of failing at once.
@@ -142,7 +235,7 @@ class RedisStore(RedisOps, StoreBase):
                 timeout=socket_timeout,
                 retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), retries=2),
             )
-            self._client: Any = aioredis.Redis.from_pool(pool)
+            self._client = aioredis.Redis.from_pool(pool)
         except ValueError as exc:
             raise InvalidArgumentError(f"bad redis URL {url!r}: {exc}") from exc
         kwargs = self._client.connection_pool.connection_kwargs
@@ -150,6 +243,14 @@ class RedisStore(RedisOps, StoreBase):
             f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}"
             f"/{kwargs.get('db', 0)}"
         )
+        self._init_common(max_batch, durability)
+
+    def _init_common(self, max_batch: int, durability: Durability) -> None:
+        self.server_kind = ""
+        """``"redis"`` or ``"valkey"`` once :meth:`init` has checked the server."""
+        self.server_version = ""
+        self._replication = ReplicationWatch(durability, self.where)
+        self._node_clients: dict[tuple[str, int], Any] = {}
         self._max_batch = max_batch
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
         self._retention: dict[str, Retention] = {}
@@ -170,17 +271,19 @@ class RedisStore(RedisOps, StoreBase):
         if self._opened:
             return
         try:
-            info = await self._client.info("server")
+            if self._cluster:
+                await self._client.initialize()  # MOVED-aware slot map from the start-up nodes
+                infos = list(
+                    (
+                        await self._client.info("server", target_nodes=self._client.ALL_NODES)
+                    ).values()
+                )
+            else:
+                infos = [await self._client.info("server")]
         except rex.RedisError as exc:
             raise translate(exc, self.where, "connect") from exc
-        version = str(info.get("redis_version", "0"))
-        major = version.split(".", 1)[0]
-        if not major.isdigit() or int(major) < MIN_REDIS_MAJOR:
-            raise StorageIOError(
-                f"redis at {self.where} is version {version}; RedisStore needs Redis "
-                f">= {MIN_REDIS_MAJOR} (stream ids '<ms>-*', '#!lua' scripts)",
-                path=self.where,
-            )
+        for info in infos:
+            self.server_kind, self.server_version = check_server(info, self.where)
         self._opened = True
         _exit.track(self)
 
@@ -202,7 +305,11 @@ class RedisStore(RedisOps, StoreBase):
         finally:
             self._closed = True
             _exit.untrack(self)
-            await self._client.aclose()
+            try:
+                await self._client.aclose()
+            finally:
+                for other in [*self._node_clients.values(), *self._closers]:
+                    await other.aclose()
 
     async def flush(self) -> None:
         """Wait until every command submitted so far has been answered (and the log caps
@@ -226,32 +333,207 @@ class RedisStore(RedisOps, StoreBase):
         return self._batcher.submit(op)
 
     def _kv_key(self, ns: str, key: str) -> str:
+        if self._cluster:  # the namespace is the hash tag: one slot per namespace
+            return f"{self._prefix}kv:{{{ns}}}:{key}"
         return f"{self._prefix}kv:{ns}:{key}"
 
     def _log_key(self, ns: str) -> str:
+        if self._cluster:
+            return f"{self._prefix}log:{{{ns}}}"
         return f"{self._prefix}log:{ns}"
+
+    @property
+    def replication(self) -> ReplicationStats:
+        """Acknowledged, unconfirmed and refused writes, and failovers seen (see
+        :class:`~airstore._redis_replication.ReplicationStats`)."""
+        return self._replication.stats()
 
     # -- the pipeline ------------------------------------------------------------------------
     async def _run_batch(self, ops: Sequence[_Op]) -> list[Any]:
+        watch = self._replication
+        wait = watch.durability == "replicated" and any(op[0] != "get" for op in ops)
+        if wait and watch.replicas_seen is None:
+            await self._probe()
+        if wait and watch.no_replica_known():
+            return await self._refuse_writes(ops)
+        if self._cluster:
+            results = await self._run_cluster(ops, wait=wait)
+        else:
+            results = await self._run_node(ops, wait=wait)
+        watch.wrote(
+            sum(
+                _rows(op)
+                for op, result in zip(ops, results, strict=True)
+                if op[0] != "get" and not isinstance(result, BaseException)
+            )
+        )
+        if watch.probe_due():
+            await self._probe()
+        return results
+
+    async def _run_node(self, ops: Sequence[_Op], *, wait: bool) -> list[Any]:
+        """One pipeline on one connection (a single node, or Sentinel's master); with ``wait``
+        it ends with ``WAIT``, which covers every write this connection sent before it."""
         groups = plan(ops)
         commands = [
             command(kind, [ops[i] for i in members], self._max_log) for kind, members in groups
         ]
-        replies: list[Any]
+        if wait:
+            commands.append(("WAIT", self._replicas, self._wait_ms))
+        replies = await self._execute(self._client, commands, "pipeline")
+        acked = replies.pop() if wait else None
+        results = outcomes(ops, groups, replies, self._clock(), self.where)
+        if wait:
+            self._confirm(ops, results, acked)
+        return results
+
+    async def _run_cluster(self, ops: Sequence[_Op], *, wait: bool) -> list[Any]:
+        """Cluster: commands grouped per slot (each namespace is one); without ``wait`` the
+        cluster client routes them (following MOVED/ASK). With ``wait``, each master's share
+        goes down one connection to that master, ended by its own ``WAIT``."""
+        groups = plan(ops, slot=_tag_of)
+        commands = [
+            command(kind, [ops[i] for i in members], self._max_log) for kind, members in groups
+        ]
+        if not wait:
+            routed = await self._execute(self._client, commands, "pipeline")
+            return outcomes(ops, groups, routed, self._clock(), self.where)
+        by_node: dict[tuple[str, int], list[int]] = {}
+        for g, cmd in enumerate(commands):
+            node = self._client.get_node_from_key(_first_key(cmd))
+            by_node.setdefault((node.host, node.port), []).append(g)
+        replies: list[Any] = [None] * len(commands)
+        acks: dict[tuple[str, int], Any] = {}
+
+        async def one(where: tuple[str, int], members: builtins.list[int]) -> None:
+            wanted = [commands[g] for g in members]
+            wanted.append(("WAIT", self._replicas, self._wait_ms))
+            got = await self._execute(self._node_client(where), wanted, "pipeline", cluster=True)
+            acks[where] = got.pop()
+            for g, reply in zip(members, got, strict=True):
+                replies[g] = reply
+
+        await asyncio.gather(*(one(where, members) for where, members in by_node.items()))
+        results = outcomes(ops, groups, replies, self._clock(), self.where)
+        for where, members in by_node.items():
+            mine = sorted(i for g in members for i in groups[g][1])
+            sub = [results[i] for i in mine]
+            self._confirm([ops[i] for i in mine], sub, acks[where])
+            for i, result in zip(mine, sub, strict=True):
+                results[i] = result
+        return results
+
+    def _node_client(self, where: tuple[str, int]) -> Any:
+        """A plain client to one cluster master (for a pipeline ended by ``WAIT``)."""
+        client = self._node_clients.get(where)
+        if client is None:
+            kwargs = self._client.connection_kwargs
+            client = self._node_clients[where] = aioredis.Redis(
+                host=where[0],
+                port=where[1],
+                username=kwargs.get("username"),
+                password=kwargs.get("password"),
+                socket_timeout=kwargs.get("socket_timeout"),
+                socket_connect_timeout=kwargs.get("socket_connect_timeout"),
+            )
+        return client
+
+    async def _execute(
+        self,
+        client: Any,
+        commands: builtins.list[tuple[Any, ...]],
+        action: str,
+        *,
+        cluster: bool = False,
+    ) -> builtins.list[Any]:
+        replies: builtins.list[Any]
         try:
             if len(commands) == 1:  # a lone command needs no pipeline
                 try:
-                    replies = [await self._client.execute_command(*commands[0])]
+                    replies = [await client.execute_command(*commands[0])]
                 except rex.ResponseError as exc:
                     replies = [exc]
             else:
-                async with self._client.pipeline(transaction=False) as pipe:
+                async with client.pipeline(transaction=False) as pipe:
                     for cmd in commands:
                         pipe.execute_command(*cmd)
                     replies = await pipe.execute(raise_on_error=False)
         except rex.RedisError as exc:
-            raise translate(exc, self.where, "pipeline") from exc
-        return outcomes(ops, groups, replies, self._clock(), self.where)
+            if cluster:  # a plain connection to a master that moved or died
+                await self._refresh_slots()
+            raise translate(exc, self.where, action) from exc
+        if cluster and any(
+            isinstance(r, rex.ResponseError) and str(r).startswith(("MOVED", "ASK"))
+            for r in replies
+        ):
+            await self._refresh_slots()
+        return replies
+
+    async def _refresh_slots(self) -> None:
+        with contextlib.suppress(rex.RedisError):
+            await self._client.nodes_manager.initialize()
+
+    def _confirm(self, ops: Sequence[_Op], results: builtins.list[Any], acked: Any) -> None:
+        """Replicated mode: refuse the batch's writes unless ``acked`` (``WAIT``'s answer)
+        reaches the replicas wanted."""
+        if not isinstance(acked, BaseException) and int(acked) >= self._replicas:
+            return
+        confirmed = 0 if isinstance(acked, BaseException) else int(acked)
+        error = ReplicationError(
+            f"redis at {self.where}: {confirmed} of {self._replicas} replica(s) confirmed the "
+            f"write within {self._wait_ms} ms (durability='replicated'): it is not "
+            "acknowledged, and the master may still hold it",
+            path=self.where,
+            sent=True,
+            confirmed=confirmed,
+        )
+        for i, op in enumerate(ops):
+            if op[0] != "get" and not isinstance(results[i], BaseException):
+                results[i] = error
+                self._replication.refused += _rows(op)
+        self._replication.replicas_checked = float("-inf")  # ask again before the next write
+        self._replication.next_probe = 0.0
+
+    async def _refuse_writes(self, ops: Sequence[_Op]) -> list[Any]:
+        """Replicated mode with no replica connected: refuse the writes at once (nothing is
+        sent), run the reads."""
+        error = ReplicationError(
+            f"redis at {self.where} has no replica connected, so no write can be confirmed "
+            "(durability='replicated'): refused, nothing was sent",
+            path=self.where,
+            sent=False,
+            confirmed=0,
+        )
+        reads = [i for i, op in enumerate(ops) if op[0] == "get"]
+        results: list[Any] = [error] * len(ops)
+        self._replication.refused += sum(_rows(op) for op in ops if op[0] != "get")
+        if reads:
+            run = self._run_cluster if self._cluster else self._run_node
+            got = await run([ops[i] for i in reads], wait=False)
+            for i, value in zip(reads, got, strict=True):
+                results[i] = value
+        return results
+
+    async def _probe(self) -> None:
+        """Read the master's run id and replication offsets (at most once a second; a
+        failure only postpones it). Cluster: each master's replicas count, no offsets."""
+        watch = self._replication
+        watch.next_probe = time.monotonic() + 1.0
+        try:
+            if self._cluster:
+                infos = await self._client.info("replication", target_nodes=self._client.PRIMARIES)
+                counts = [int(i.get("connected_slaves", 0) or 0) for i in infos.values()]
+                watch.replicas_seen = min(counts) if counts else 0
+                watch.replicas_checked = time.monotonic()
+                return
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.info("server")
+                pipe.info("replication")
+                server, replication = await pipe.execute()
+        except rex.RedisError as exc:
+            logger.debug("redis at %s: replication probe failed: %s", self.where, exc)
+            return
+        watch.probed(server, replication)
 
     # -- key-value ---------------------------------------------------------------------------
     async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:

@@ -49,11 +49,16 @@ class RedisServer:
 
     Args:
         extra_args: more ``redis-server`` options, e.g. ``("--replicaof", "127.0.0.1", "6379")``.
+        binary: the server program (``redis-server``, or Valkey's ``valkey-server``).
+        port: a fixed port (0: a free one).
     """
 
-    def __init__(self, *, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, *, extra_args: tuple[str, ...] = (), binary: str = REDIS_BINARY, port: int = 0
+    ) -> None:
         self.extra_args = extra_args
-        self.port = 0
+        self.binary = binary
+        self.port = port
         self.dir = Path(tempfile.mkdtemp(prefix="air-redis-"))
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -69,7 +74,7 @@ class RedisServer:
             try:
                 self.proc = subprocess.Popen(
                     [
-                        REDIS_BINARY,
+                        self.binary,
                         "--port",
                         str(port),
                         "--bind",

@@ -161,6 +161,7 @@ EXPECTED = {
         "ReadOnlyStoreError",
         "ReadOnlyUnsupportedError",
         "RedisStore",
+        "ReplicationError",
         "SqliteStore",
         "StorageIOError",
         "Store",

@@ -11,6 +11,7 @@ import pytest
 
 from airstore import FileStore, MemoryStore, RedisStore, SqliteStore, Store
 from tests.redis_server import shared_redis_server, unique_prefix
+from tests.redis_topology import shared_cluster, shared_sentinel, shared_valkey
 
 
 class FakeClock:
@@ -69,6 +70,31 @@ async def _open_redis(tmp: Path, clock: FakeClock) -> Store:
     return store
 
 
+def _topology_opener(url: Callable[[], str]) -> Callable[[Path, FakeClock], Awaitable[Store]]:
+    async def _open(tmp: Path, clock: FakeClock) -> Store:
+        store = RedisStore(url(), prefix=unique_prefix(str(tmp)), clock=clock)
+        await store.init()
+        return store
+
+    return _open
+
+
+def _topology_url(url: Callable[[], str]) -> Callable[[Path], str]:
+    return lambda tmp: f"{url()}?prefix={unique_prefix(str(tmp))}"
+
+
+def _cluster_url() -> str:
+    return shared_cluster().url()
+
+
+def _sentinel_url() -> str:
+    return shared_sentinel().url()
+
+
+def _valkey_url() -> str:
+    return shared_valkey().url()
+
+
 def _file_url(tmp: Path) -> str:
     return f"file://{tmp / 'data'}"
 
@@ -86,4 +112,26 @@ BACKENDS: list[Backend] = [
     Backend("file-sync", _file_opener("sync"), persistent=True, url=_file_url),
     Backend("sqlite", _open_sqlite, persistent=True, url=lambda tmp: f"sqlite:///{tmp / 'air.db'}"),
     Backend("redis", _open_redis, persistent=True, url=_redis_url, marks=(pytest.mark.redis,)),
+    # the fleet's topologies, each a real one started on first use (tests/redis_topology.py)
+    Backend(
+        "redis-cluster",
+        _topology_opener(_cluster_url),
+        persistent=True,
+        url=_topology_url(_cluster_url),
+        marks=(pytest.mark.redis,),
+    ),
+    Backend(
+        "redis-sentinel",
+        _topology_opener(_sentinel_url),
+        persistent=True,
+        url=_topology_url(_sentinel_url),
+        marks=(pytest.mark.redis,),
+    ),
+    Backend(
+        "valkey",
+        _topology_opener(_valkey_url),
+        persistent=True,
+        url=_topology_url(_valkey_url),
+        marks=(pytest.mark.redis,),
+    ),
 ]

@@ -10,6 +10,7 @@ import redis.asyncio as aioredis
 from airstore import Store, _accel
 from tests.airstore.backends import BACKENDS, Backend, FakeClock
 from tests.redis_server import RedisServer, shared_redis_server, stop_shared_redis_server
+from tests.redis_topology import stop_shared_topologies
 
 
 @pytest.fixture(params=[pytest.param(b, id=b.name, marks=b.marks) for b in BACKENDS])
@@ -57,6 +58,7 @@ def _stop_shared_redis() -> Iterator[None]:
     """Stop the shared redis-server (started on first use) when the session ends."""
     yield
     stop_shared_redis_server()
+    stop_shared_topologies()
 
 
 @pytest.fixture
