@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 __all__ = ["DEFAULT_REPLICATION_TIMEOUT", "Durability", "ReplicationStats", "ReplicationWatch"]
 
-logger = logging.getLogger("airstore.redis_store")
+logger = logging.getLogger(__name__)
 
 Durability = Literal["async", "replicated"]
 DEFAULT_REPLICATION_TIMEOUT = 0.5
