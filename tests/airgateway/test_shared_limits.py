@@ -34,7 +34,13 @@ def upstream() -> Iterator[int]:
         yield port
 
 
-@pytest.fixture(params=[pytest.param("redis", marks=pytest.mark.redis), "file"])
+@pytest.fixture(
+    params=[
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=pytest.mark.redis),
+        "file",
+    ]
+)
 def gateways(
     request: pytest.FixtureRequest, upstream: int, tmp_path: Path
 ) -> Iterator[tuple[Proc, Proc]]:
@@ -44,6 +50,11 @@ def gateways(
         store = shared_redis_server().url(4)  # database 4 is this module's
         with redis.Redis.from_url(store) as client:
             client.flushdb()  # counters of an earlier run within the window
+    elif request.param == "redis-cluster":
+        from tests.redis_server import unique_prefix
+        from tests.redis_topology import shared_cluster
+
+        store = f"{shared_cluster().url()}?prefix={unique_prefix()}"
     else:
         store = f"file://{tmp_path / 'data'}"
     config = tmp_path / "gw.yml"

@@ -105,6 +105,21 @@ async def test_two_server_processes_metering_into_one_redis_add_up(
         assert len(log) == 1000
 
 
+async def test_two_server_processes_metering_into_a_redis_cluster_add_up() -> None:
+    """The meter's records and rollups (incr scripts, appends, rollup namespaces) on a real
+    3-master Redis Cluster, from two processes."""
+    from tests.redis_server import unique_prefix
+    from tests.redis_topology import shared_cluster
+
+    url = f"{shared_cluster().url()}?prefix={unique_prefix()}"
+    a, b = await asyncio.gather(_run_child(url, "alpha", 150), _run_child(url, "beta", 100))
+    async with RedisStore(url, read_only=True) as store:
+        snap = await snapshot(store)
+        assert snap.total_calls == a["calls"] + b["calls"] == 500
+        assert snap.error_count == a["errors"] + b["errors"]
+        assert len(await store.query(CALLS_NAMESPACE, limit=5000)) == 500
+
+
 async def test_redis_restart_mid_run_loses_no_records_the_backlog_holds(
     durable_server: RedisServer,
 ) -> None:

@@ -260,6 +260,18 @@ async def test_several_watchers_on_one_redis_server_alert_once() -> None:
     assert opened == ["breach"]
 
 
+@pytest.mark.redis
+async def test_several_watchers_on_a_redis_cluster_alert_once() -> None:
+    from airstore import RedisStore
+    from tests.redis_server import unique_prefix
+    from tests.redis_topology import shared_cluster
+
+    url = shared_cluster().url()
+    prefix = unique_prefix("slo-watch-cluster")
+    opened = await _alerts_of_four_watchers(lambda: RedisStore(url, prefix=prefix))
+    assert opened == ["breach"]
+
+
 async def test_objectives_of_different_periods_keep_their_closed_hour_sums(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
