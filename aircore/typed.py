@@ -12,9 +12,13 @@ titles pydantic makes up from parameter names.
 from __future__ import annotations
 
 import inspect
+import sys
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticUserError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaWarningKind
@@ -53,6 +57,56 @@ def _strip_auto_titles(schema: dict[str, Any], user_titles: Mapping[str, bool]) 
             prop.pop("title", None)
 
 
+def portable_hint(hint: Any) -> Any:
+    """``hint`` with every ``typing.TypedDict`` in it (nested too) rebuilt as the equivalent
+    ``typing_extensions.TypedDict`` on Python < 3.12, where pydantic refuses the former
+    ("Please use typing_extensions.TypedDict"); the schema is then the one 3.12 gives. On 3.12
+    and later, ``hint`` itself."""
+    if sys.version_info >= (3, 12):
+        return hint
+    return _portable(hint, {})
+
+
+def _portable(hint: Any, done: dict[type, Any]) -> Any:
+    if isinstance(hint, type) and is_typeddict(hint) and type(hint).__module__ == "typing":
+        return _typing_extensions_typeddict(hint, done)
+    origin = get_origin(hint)
+    if origin is None or origin is typing.Literal:
+        return hint
+    if origin is Annotated:
+        inner = _portable(hint.__origin__, done)
+        return hint if inner is hint.__origin__ else Annotated[inner, *hint.__metadata__]
+    args = get_args(hint)
+    new = tuple(_portable(a, done) for a in args)
+    if all(n is a for n, a in zip(new, args, strict=True)):
+        return hint
+    if origin is types.UnionType or origin is typing.Union:
+        return typing.Union[new]  # noqa: UP007 (a tuple of members, built at run time)
+    if isinstance(hint, types.GenericAlias):
+        return types.GenericAlias(origin, new)
+    return hint.copy_with(new)
+
+
+def _typing_extensions_typeddict(cls: type, done: dict[type, Any]) -> Any:
+    """The ``typing_extensions.TypedDict`` with ``cls``'s name, docstring, fields and
+    required keys (a recursive one is left as it is: pydantic names it)."""
+    if cls in done:
+        return done[cls] if done[cls] is not None else cls
+    done[cls] = None
+    required: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
+    fields: dict[str, Any] = {}
+    for name, field_hint in get_type_hints(cls).items():
+        inner = _portable(field_hint, done)
+        marker = typing_extensions.Required if name in required else typing_extensions.NotRequired
+        fields[name] = marker[inner]
+    rebuilt: Any = typing_extensions.TypedDict(cls.__name__, fields)  # type: ignore[misc]  # built at run time
+    rebuilt.__doc__ = cls.__doc__
+    rebuilt.__module__ = cls.__module__
+    rebuilt.__qualname__ = cls.__qualname__
+    done[cls] = rebuilt
+    return rebuilt
+
+
 class ArgumentModel:
     """The arguments of one tool as a pydantic model: its JSON Schema and a converter.
 
@@ -74,7 +128,7 @@ class ArgumentModel:
         # reserves (model_*, schema, json, _private) need no special case.
         self._fields = [(f"p{i}", name) for i, (name, _, _) in enumerate(params)]
         for (field, _), (name, hint, default) in zip(self._fields, params, strict=True):
-            annotated = Annotated[hint, Field(alias=name)]  # type: ignore[valid-type]
+            annotated = Annotated[portable_hint(hint), Field(alias=name)]  # type: ignore[valid-type]
             fields[field] = (annotated, ... if default is inspect.Parameter.empty else default)
         try:
             model = create_model(f"{tool}Arguments", __config__=_ARG_CONFIG, **fields)
@@ -193,6 +247,7 @@ def output_adapter(tool: str, hint: Any) -> OutputAdapter | None:
     """
     if is_plain_mapping_hint(hint):
         return None
+    hint = portable_hint(hint)
     bare = get_args(hint)[0] if get_origin(hint) is Annotated else hint
     origin = get_origin(bare)
     try:

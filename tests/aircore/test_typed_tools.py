@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import orjson
 import pytest
+import typing_extensions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.server.mcpserver import MCPServer
@@ -459,3 +460,43 @@ async def test_a_plain_string_in_annotated_describes_the_parameter_as_in_fastmcp
     assert props["query"]["description"] == "what to look for"
     assert props["limit"]["description"] == "most hits"
     assert props["page"]["description"] == "the page"
+
+
+def _typeddict_tool(kind: Any) -> Any:
+    """A tool taking and returning TypedDicts built from ``kind`` (typing's or
+    typing_extensions'): a nested one in a list, a not-required key, a docstring."""
+    actor = kind("Actor", {"name": str})
+    film_type = kind(
+        "Film",
+        {"title": str, "cast": list[actor], "rating": typing_extensions.NotRequired[float]},
+    )
+    film_type.__doc__ = "A film and its cast."
+
+    def film(wanted: Any) -> Any:
+        return {"title": wanted["title"].upper(), "cast": wanted["cast"]}
+
+    film.__annotations__ = {"wanted": film_type, "return": film_type}
+    return film
+
+
+async def test_a_typing_typeddict_serves_as_the_typing_extensions_one_does() -> None:
+    """Python 3.11's ``typing.TypedDict`` (which pydantic refuses there) gets the schema and the
+    behaviour ``typing_extensions.TypedDict`` gets, as it does on 3.12."""
+    import typing
+
+    server = define_server(name="std")
+    server.tool(_typeddict_tool(typing.TypedDict))
+    reference = define_server(name="ext")
+    reference.tool(_typeddict_tool(typing_extensions.TypedDict))
+    ours, theirs = server.tools["film"], reference.tools["film"]
+    assert ours.input_schema == theirs.input_schema
+    assert ours.output_schema == theirs.output_schema
+    assert ours.output_schema is not None
+    assert ours.output_schema["description"] == "A film and its cast."
+    assert ours.output_schema["required"] == ["title", "cast"]
+    async with server:
+        good = await server.call_tool("film", {"wanted": {"title": "m", "cast": [{"name": "x"}]}})
+        bad = await server.call_tool("film", {"wanted": {"title": "m", "cast": [{}]}})
+    assert good["structuredContent"] == {"title": "M", "cast": [{"name": "x"}]}
+    assert bad["isError"] is True
+    assert "wanted.cast[0]: must contain ['name']" in bad["content"][0]["text"]
