@@ -10,6 +10,8 @@ import contextlib
 import os
 import threading
 
+from airstore import _platform
+
 __all__ = ["AppendFile", "cut_torn_tail", "last_newline_end"]
 
 _TAIL_BLOCK = 64 * 1024
@@ -20,7 +22,7 @@ def last_newline_end(fd: int, size: int) -> int:
     pos = size
     while pos > 0:
         start = max(0, pos - _TAIL_BLOCK)
-        block = os.pread(fd, pos - start, start)
+        block = _platform.pread(fd, pos - start, start)
         nl = block.rfind(b"\n")
         if nl >= 0:
             return start + nl + 1
@@ -35,7 +37,7 @@ def cut_torn_tail(fd: int) -> tuple[int, int]:
         ``(new_size, bytes_cut)``.
     """
     size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+    if size == 0 or _platform.pread(fd, 1, size - 1) == b"\n":
         return size, 0
     good = last_newline_end(fd, size)
     os.ftruncate(fd, good)
@@ -61,7 +63,7 @@ class AppendFile:
 
     def open(self) -> int:
         """Open for appending, cutting a torn last line; returns the number of bytes cut."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _platform.OPEN_FLAGS, 0o644)
         try:
             self.size, cut = cut_torn_tail(fd)
         except OSError:
@@ -102,7 +104,7 @@ class AppendFile:
             if self.fd is not None and self.unsynced:
                 self.unsynced = False
                 try:
-                    os.fdatasync(self.fd)
+                    _platform.datasync(self.fd)
                 except OSError:
                     self.unsynced = True
                     raise
@@ -116,17 +118,19 @@ class AppendFile:
     def replace_with(self, data: bytes) -> None:
         """Atomically swap the file's content for ``data`` and reopen it for appending."""
         tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _platform.OPEN_FLAGS, 0o644)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fdatasync(fd)
+            _platform.datasync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, self.path)
-        self.close()
-        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        self.close()  # never replace a file held open (Windows and exfat-fuse refuse it)
+        try:
+            _platform.replace(tmp, self.path)
+        finally:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _platform.OPEN_FLAGS)
         self.size = len(data)
         self.unsynced = False
 

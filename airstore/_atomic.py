@@ -8,6 +8,8 @@ import os
 import re
 import secrets
 
+from airstore import _platform
+
 __all__ = [
     "fsync_dir",
     "is_temp_file",
@@ -40,16 +42,6 @@ def is_temp_file(name: str) -> bool:
     return _TMP_RE.search(name) is not None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_temp_files(root: str) -> None:
     """Delete temp files of writers that died mid-write. A live writer's are left alone, and
     this process's own (another store of it may be writing one); one named with this pid
@@ -63,7 +55,7 @@ def remove_stale_temp_files(root: str) -> None:
             if int(pid) == os.getpid():
                 if _mine(match["n"]):
                     continue
-            elif _alive(int(pid)):
+            elif _platform.pid_alive(int(pid)):
                 continue
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(root, name))
@@ -72,7 +64,7 @@ def remove_stale_temp_files(root: str) -> None:
 def write_file(path: str, *parts: bytes | memoryview) -> None:
     """Write ``parts`` one after the other to a new file ``path`` and fsync it (parts spare a
     caller the copy of joining them)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _platform.OPEN_FLAGS, 0o644)
     try:
         for data in parts:
             view = memoryview(data)
@@ -88,12 +80,8 @@ def write_file(path: str, *parts: bytes | memoryview) -> None:
 
 
 def fsync_dir(root: str) -> None:
-    """fsync a directory, so a rename in it is durable."""
-    dfd = os.open(root or ".", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    """fsync a directory, so a rename in it is durable (where the OS has a directory fsync)."""
+    _platform.sync_dir(root)
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -104,5 +92,5 @@ def write_atomic(path: str, data: bytes) -> None:
     """
     tmp = temp_path(path)
     write_file(tmp, data)
-    os.replace(tmp, path)
+    _platform.replace(tmp, path)
     fsync_dir(os.path.dirname(path))

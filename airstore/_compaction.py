@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from airstore import _platform
 from airstore._atomic import temp_path, write_file
 from airstore._format import FORMAT
 from airstore._journal import Journal
@@ -173,7 +174,7 @@ class Compaction:
                     return  # another writer compacted further meanwhile
                 start = journal.offset_of(position)
                 assert journal.fd is not None
-                records = os.pread(journal.fd, journal.read_to - start, start)
+                records = _platform.pread(journal.fd, journal.read_to - start, start)
                 journal.start_locked(position, records, snapshot=tmp)
                 journal.dirty = False
                 tmp = ""

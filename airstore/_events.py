@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from airstore import _platform
 from airstore._format import FORMAT, HEADER_PREFIX, parse_header
 
 __all__ = ["EVENTS_FILE", "append_event", "read_events"]
@@ -23,7 +24,7 @@ def append_event(root: str, event: dict[str, Any]) -> None:
         OSError: the disk refused it.
     """
     path = os.path.join(root, EVENTS_FILE)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _platform.OPEN_FLAGS, 0o644)
     try:
         line = orjson.dumps(event) + b"\n"
         if os.fstat(fd).st_size == 0:

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import logging
-import os
 import signal
 import threading
 import warnings
 import weakref
 from typing import Protocol
+
+from airstore import _platform
 
 __all__ = ["register", "track", "unregister", "untrack"]
 
@@ -91,10 +93,9 @@ def _on_sigterm(loop: asyncio.AbstractEventLoop) -> None:
     logger.warning("airstore: SIGTERM received, flushing open stores")
     _flush_all()
     if _ours(loop):
-        loop.remove_signal_handler(signal.SIGTERM)
+        _platform.remove_sigterm_handler(loop)
     _loops_with_handler.pop(loop, None)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    _platform.resend_sigterm()
 
 
 def register(store: _Flushable, *, handle_sigterm: bool) -> bool:
@@ -114,9 +115,7 @@ def register(store: _Flushable, *, handle_sigterm: bool) -> bool:
         return True
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return False
-    try:
-        loop.add_signal_handler(signal.SIGTERM, _on_sigterm, loop)
-    except (NotImplementedError, RuntimeError, ValueError):
+    if not _platform.add_sigterm_handler(loop, functools.partial(_on_sigterm, loop)):
         return False
     _loops_with_handler[loop] = 1
     return True
@@ -139,7 +138,7 @@ def unregister(store: _Flushable, *, counted: bool) -> None:
         return
     del _loops_with_handler[loop]
     if _ours(loop):
-        loop.remove_signal_handler(signal.SIGTERM)
+        _platform.remove_sigterm_handler(loop)
 
 
 def _ours(loop: asyncio.AbstractEventLoop) -> bool:
@@ -150,4 +149,5 @@ def _ours(loop: asyncio.AbstractEventLoop) -> bool:
     """
     handlers = getattr(loop, "_signal_handlers", None)
     handle = handlers.get(signal.SIGTERM) if isinstance(handlers, dict) else None
-    return getattr(handle, "_callback", None) is _on_sigterm
+    callback = getattr(handle, "_callback", None)
+    return isinstance(callback, functools.partial) and callback.func is _on_sigterm

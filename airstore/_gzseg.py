@@ -15,6 +15,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 
+from airstore import _platform
 from airstore._atomic import fsync_dir, temp_path
 
 __all__ = ["MEMBER_BYTES", "compress_segment", "gz_chunks_newest_first", "gz_read_all"]
@@ -60,7 +61,7 @@ def compress_segment(path: str) -> str:
                 dst.write(_member(carry))
             dst.flush()
             os.fsync(dst.fileno())
-        os.replace(tmp, target)
+        _platform.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -75,7 +76,7 @@ def _members(fd: int, size: int) -> list[tuple[int, int]] | None:
     found = []
     offset = 0
     while offset < size:
-        head = os.pread(fd, _HEAD.size, offset)
+        head = _platform.pread(fd, _HEAD.size, offset)
         if len(head) < _HEAD.size:
             return None
         magic, _mtime, _xfl, _os, xlen, sub, sublen, length = _HEAD.unpack(head)
@@ -93,7 +94,7 @@ def gz_read_all(fd: int) -> bytes:
         OSError, EOFError, zlib.error: a damaged file.
     """
     size = os.fstat(fd).st_size
-    return gzip.decompress(os.pread(fd, size, 0))
+    return gzip.decompress(_platform.pread(fd, size, 0))
 
 
 def gz_chunks_newest_first(fd: int, on_damage: Callable[[BaseException], None]) -> Iterator[bytes]:
@@ -115,7 +116,7 @@ def gz_chunks_newest_first(fd: int, on_damage: Callable[[BaseException], None]) 
         yield whole
         return
     for offset, length in reversed(members):
-        data = os.pread(fd, length, offset)
+        data = _platform.pread(fd, length, offset)
         try:
             chunk = zlib.decompress(data[_HEAD.size : -8], -15)
             crc, size = struct.unpack("<II", data[-8:])

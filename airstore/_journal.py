@@ -14,12 +14,12 @@ journal starting after its position has missed records and reloads the namespace
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import threading
 from collections.abc import Iterator
 
+from airstore import _platform
 from airstore._atomic import fsync_dir, temp_path, write_file
 from airstore._filenames import journal_lock_path, journal_path
 from airstore._format import FORMAT, journal_header, parse_header
@@ -47,7 +47,7 @@ def starts_legacy(head: bytes) -> bool:
 def _first_lines(fd: int, size: int) -> bytes:
     """The file's start up to the first bytes of its second line (or its end)."""
     head = b""
-    while len(head) < size and (block := os.pread(fd, 1 << 16, len(head))):
+    while len(head) < size and (block := _platform.pread(fd, 1 << 16, len(head))):
         head += block
         newline = head.find(b"\n")
         if newline >= 0 and len(head) > newline + 8:
@@ -59,7 +59,7 @@ def read_lines(fd: int, start: int, end: int) -> bytes:
     """Bytes ``[start, end)`` of ``fd`` cut back to the last complete line."""
     if end <= start:
         return b""
-    data = os.pread(fd, end - start, start)
+    data = _platform.pread(fd, end - start, start)
     return data[: data.rfind(b"\n") + 1]
 
 
@@ -117,14 +117,16 @@ class Journal:
             yield self
             return
         if self._lock_fd is None:
-            self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            self._lock_fd = os.open(
+                self.lock_path, os.O_RDWR | os.O_CREAT | _platform.OPEN_FLAGS, 0o644
+            )
+        _platform.lock(self._lock_fd)
         self._held = True
         try:
             yield self
         finally:
             self._held = False
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            _platform.unlock(self._lock_fd)
 
     # -- opening -----------------------------------------------------------------------------
     def open(self) -> bool:
@@ -136,12 +138,12 @@ class Journal:
         """
         flags = (os.O_RDWR | os.O_APPEND) if self.writer else os.O_RDONLY
         try:
-            fd = os.open(self.path, flags | os.O_CLOEXEC)
+            fd = os.open(self.path, flags | _platform.OPEN_FLAGS)
         except FileNotFoundError:
             return False
         try:
             st = os.fstat(fd)
-            head = os.pread(fd, _HEAD, 0)
+            head = _platform.pread(fd, _HEAD, 0)
             if b"\n" not in head:  # a first line longer than any header: find its end
                 head = _first_lines(fd, st.st_size)
             line = head[: head.find(b"\n") + 1]
@@ -178,12 +180,21 @@ class Journal:
         header = journal_header(base)
         tmp = temp_path(self.path)
         write_file(tmp, header + records)
-        if snapshot is not None:
-            os.replace(snapshot, snapshot_path_of(self.path))
-        os.replace(tmp, self.path)
-        fsync_dir(os.path.dirname(self.path))
+        # Never replace a file this process holds open: Windows refuses it and exfat-fuse
+        # loses the volume. Closed first; on a failure the old file is open again as it was.
         self.close()
-        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        flags = os.O_RDWR | os.O_APPEND | _platform.OPEN_FLAGS
+        try:
+            if snapshot is not None:
+                _platform.replace(snapshot, snapshot_path_of(self.path))
+            _platform.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            self.fd = os.open(self.path, flags)
+            raise
+        fsync_dir(os.path.dirname(self.path))
+        self.fd = os.open(self.path, flags)
         self.ino = os.fstat(self.fd).st_ino
         self.base, self.hdr, self.legacy = base, len(header), False
         self.format = FORMAT
@@ -282,7 +293,7 @@ class Journal:
             if self.fd is not None and self.unsynced:
                 self.unsynced = False
                 try:
-                    os.fdatasync(self.fd)
+                    _platform.datasync(self.fd)
                 except OSError:
                     self.unsynced = True
                     raise

@@ -9,12 +9,12 @@ earlier release before a writer moves it to this format.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from airstore import _platform
 from airstore._format import check_version
 
 __all__ = [
@@ -120,7 +120,7 @@ class LineFinder:
 
 def _newlines_before(fd: int, end: int) -> int:
     count, at = 0, 0
-    while at < end and (block := os.pread(fd, min(1 << 20, end - at), at)):
+    while at < end and (block := _platform.pread(fd, min(1 << 20, end - at), at)):
         count += block.count(b"\n")
         at += len(block)
     return count

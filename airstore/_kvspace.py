@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from airstore import _platform
 from airstore._aread import read_file, read_whole
 from airstore._atomic import temp_path, write_file
 from airstore._compaction import Compaction, set_line
@@ -181,7 +182,7 @@ class KVSpace(Compaction):
         if snap is not None and snap.format >= 2:
             return True
         assert self.journal.fd is not None
-        data = os.pread(self.journal.fd, os.fstat(self.journal.fd).st_size, 0)
+        data = _platform.pread(self.journal.fd, os.fstat(self.journal.fd).st_size, 0)
         replayed = replay_v1(data, snap.position if snap is not None else -1)
         if replayed is None:
             return last
@@ -236,7 +237,7 @@ class KVSpace(Compaction):
             n += 1
             aside = f"{path}.corrupt-{stamp}.{n}"
         with contextlib.suppress(FileNotFoundError):  # another writer set it aside first
-            os.replace(path, aside)
+            _platform.replace(path, aside)
             self._report(
                 "corrupt_snapshot", aside, None, f"unparseable snapshot ({reason}); kept as {aside}"
             )
@@ -438,7 +439,7 @@ class KVSpace(Compaction):
             base, records = journal.pos, b""
         else:
             base = journal.base
-            records = os.pread(journal.fd, journal.read_to - journal.hdr, journal.hdr)
+            records = _platform.pread(journal.fd, journal.read_to - journal.hdr, journal.hdr)
         journal.start_locked(base, records + journal.pending)
         written = len(journal.pending)
         del journal.pending[:]

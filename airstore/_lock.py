@@ -10,18 +10,18 @@ and an exclusive one on its own writer slot (``.writer-N.lock``).
   A writer of format 2 takes the same locks as this one but writes its bare pid into its slot
   file (this release adds ``airstore=3``): a writer of this release refuses to open beside a
   live one, since it moves journals to a format the other cannot read.
-* ``flock`` locks die with the process, so a SIGKILLed writer never leaves a stale lock behind;
-  the pid inside a slot's file is only informative.
+* The locks (``flock``; ``LockFileEx`` on Windows: ``airstore._platform``) die with the
+  process, so a SIGKILLed writer never leaves a stale lock behind; the pid inside a slot's
+  file is only informative.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import os
 import time
 
+from airstore import _platform
 from airstore._appendfile import cut_torn_tail
 from airstore._filenames import active_logs_by_slot, writer_lock_path, writer_slots
 from airstore._format import FORMAT
@@ -32,8 +32,6 @@ __all__ = ["LOCK_NAME", "MAX_SLOTS", "DirLock", "read_holder_pid"]
 LOCK_NAME = ".lock"
 MAX_SLOTS = 4096
 """Writers open at once on one data directory, at most."""
-
-_BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 
 
 def read_holder_pid(path: str) -> int | None:
@@ -58,18 +56,16 @@ def _earlier_writer(path: str) -> int | None:
     holds its former owner's pid for a moment: it is read again after a short wait."""
     for attempt in range(2):
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDWR | _platform.OPEN_FLAGS)
         except OSError:
             return None
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno not in _BUSY:
-                    return None
-            else:
-                return None  # nobody holds it: a dead writer's slot
-            text = os.pread(fd, 64, 0).strip()
+                if _platform.try_lock(fd, shared=False):
+                    return None  # nobody holds it: a dead writer's slot
+            except OSError:
+                return None
+            text = _platform.pread(fd, 64, 0).strip()
         finally:
             os.close(fd)
         if not text.isdigit():
@@ -81,7 +77,7 @@ def _earlier_writer(path: str) -> int | None:
 
 def _open(path: str) -> int:
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        return os.open(path, os.O_RDWR | os.O_CREAT | _platform.OPEN_FLAGS, 0o644)
     except OSError as exc:
         raise StorageIOError(f"cannot open lock file {path}: {exc}", path=path) from exc
 
@@ -105,34 +101,36 @@ class DirLock:
         """
         fd = _open(self.path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            free = _platform.try_lock(fd, shared=True)
         except OSError as exc:
             os.close(fd)
-            if exc.errno in _BUSY:
-                pid = read_holder_pid(self.path)
-                raise StoreLockedError(
-                    f"data directory {self.directory!r} is held by a writer of an older air "
-                    f"release (pid {pid if pid is not None else 'unknown'}); stop it or "
-                    "upgrade it to write beside it",
-                    path=self.path,
-                    pid=pid,
-                ) from exc
             raise StorageIOError(f"cannot lock {self.path}: {exc}", path=self.path) from exc
+        if not free:
+            os.close(fd)
+            pid = read_holder_pid(self.path)
+            raise StoreLockedError(
+                f"data directory {self.directory!r} is held by a writer of an older air "
+                f"release (pid {pid if pid is not None else 'unknown'}); stop it or "
+                "upgrade it to write beside it",
+                path=self.path,
+                pid=pid,
+            )
         self._fd = fd
         for slot in range(MAX_SLOTS):
             path = writer_lock_path(self.directory, slot)
             slot_fd = _open(path)
             try:
-                fcntl.flock(slot_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                free = _platform.try_lock(slot_fd, shared=False)
             except OSError as exc:
                 os.close(slot_fd)
-                if exc.errno in _BUSY:
-                    continue
                 self.release()
                 raise StorageIOError(f"cannot lock {path}: {exc}", path=path) from exc
+            if not free:
+                os.close(slot_fd)
+                continue
             with contextlib.suppress(OSError):  # the pid is informative only
                 os.ftruncate(slot_fd, 0)
-                os.pwrite(slot_fd, _slot_text(), 0)
+                _platform.pwrite(slot_fd, _slot_text(), 0)
             self._slot_fd = slot_fd
             self.slot = slot
             self._refuse_earlier_writers()
@@ -185,12 +183,13 @@ class DirLock:
                 continue
             try:
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    if not _platform.try_lock(fd, shared=False):
+                        continue  # a live writer
                 except OSError:
-                    continue  # a live writer
+                    continue
                 for ns, path in logs:
                     with contextlib.suppress(OSError):  # gone, or unreadable: readers skip it
-                        log_fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+                        log_fd = os.open(path, os.O_RDWR | _platform.OPEN_FLAGS)
                         try:
                             _, cut = cut_torn_tail(log_fd)
                         finally:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from airstore import _platform
 from airstore._appendfile import AppendFile
 from airstore._atomic import fsync_dir
 from airstore._filenames import SlotFiles, log_path, segment_path, segments, slot_files
@@ -98,12 +99,14 @@ class LogFile(AppendFile):
             return None
         existing = segments(self._root, self.ns, self.slot)
         number = existing[-1][0] + 1 if existing else 1
-        os.fdatasync(self.fd)
+        _platform.datasync(self.fd)
         self.unsynced = False
         segment = segment_path(self._root, self.ns, number, self.slot)
-        os.rename(self.path, segment)
-        self.close()
-        self.open()
+        self.close()  # never rename a file held open (Windows and exfat-fuse refuse it)
+        try:
+            _platform.replace(self.path, segment)
+        finally:
+            self.open()
         fsync_dir(self._root)
         self.apply_retention()
         return segment if self._options.compress else None
@@ -168,7 +171,7 @@ class QueryWindow:
 
 
 def _check_header(fd: int, path: str) -> None:
-    head = os.pread(fd, 256, 0)
+    head = _platform.pread(fd, 256, 0)
     if head.startswith(HEADER_PREFIX):
         parse_header(head[: head.find(b"\n") + 1] or head, "log", path)
 
@@ -204,7 +207,7 @@ def _feed_gz(fd: int, path: str, collector: Collector, report: CorruptReporter) 
 def _feed_path(path: str, collector: Collector, report: CorruptReporter, skip_ino: int) -> int:
     """Feed one file by name; returns its inode (-1 when it is gone)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _platform.OPEN_FLAGS)
     except FileNotFoundError:
         return -1  # rotated, compressed or removed by retention meanwhile
     try:

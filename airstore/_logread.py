@@ -7,12 +7,12 @@ raw bytes for the encoded ``"field":value`` and parses only the lines that conta
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 
+from airstore import _platform
 from airstore._format import HEADER_PREFIX
 from airstore._validate import matches, needle
 from airstore.types import Entry
@@ -58,7 +58,7 @@ def iter_chunks(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
     at_tail = True
     while pos > 0:
         start = max(0, pos - block)
-        data = os.pread(fd, pos - start, start)
+        data = _platform.pread(fd, pos - start, start)
         if carry:
             data += carry
             carry = b""

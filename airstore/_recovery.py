@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import orjson
 
+from airstore import _platform
 from airstore._aread import read_file
 from airstore._events import read_events
 from airstore._filenames import discover, snapshot_path
@@ -397,7 +398,7 @@ def _count_lines(path: str) -> int:
 
 
 def _gunzip(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | _platform.OPEN_FLAGS)
     try:
         return gz_read_all(fd)
     finally:

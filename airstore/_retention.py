@@ -19,6 +19,7 @@ from typing import TypeGuard
 
 import orjson
 
+from airstore import _platform
 from airstore._atomic import write_atomic
 from airstore._filenames import slot_files
 from airstore._format import FORMAT, check_version
@@ -134,7 +135,7 @@ def _is_number(value: object) -> TypeGuard[int | float]:
 
 def _newest_ts(path: str) -> int | None:
     """``_ts`` of the last entry of a rotated segment (plain or compressed)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | _platform.OPEN_FLAGS)
     try:
         if path.endswith(".gz"):
             damaged: list[BaseException] = []
@@ -143,7 +144,7 @@ def _newest_ts(path: str) -> int | None:
                 return None
         else:
             size = os.fstat(fd).st_size
-            tail = os.pread(fd, min(size, 64 * 1024), max(0, size - 64 * 1024))
+            tail = _platform.pread(fd, min(size, 64 * 1024), max(0, size - 64 * 1024))
     except (EOFError, zlib.error):
         return None
     finally:

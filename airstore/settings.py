@@ -10,8 +10,10 @@ from typing import Literal
 __all__ = [
     "DATA_DIR_ENV",
     "HOME_ENV",
+    "PLATFORM_ENV",
     "SPEEDUPS_ENV",
     "XDG_DATA_HOME_ENV",
+    "PlatformShape",
     "SpeedupsMode",
     "StoreSettings",
     "store_settings",
@@ -34,6 +36,13 @@ when the extension cannot be compiled."""
 
 SpeedupsMode = Literal["auto", "off", "require"]
 
+PLATFORM_ENV = "AIR_STORE_PLATFORM"
+"""Which file-system calls FileStore makes (``airstore/_platform``): ``auto`` (default: by what
+the interpreter offers) or ``macos`` (macOS's choices wherever it runs: ``F_FULLFSYNC`` with its
+``fsync`` fallback instead of ``fdatasync``; the tests use it to run the macOS shape on Linux)."""
+
+PlatformShape = Literal["auto", "macos"]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoreSettings:
@@ -53,6 +62,7 @@ class StoreSettings:
     home: str | None = None
     speedups: SpeedupsMode = "auto"
     speedups_unknown: str | None = None
+    platform: PlatformShape = "auto"
 
 
 def _value(env: Mapping[str, str], name: str) -> str | None:
@@ -79,6 +89,7 @@ def store_settings(env: Mapping[str, str] | None = None) -> StoreSettings:
         home=_value(env, HOME_ENV),
         speedups=mode,
         speedups_unknown=unknown,
+        platform="macos" if (_value(env, PLATFORM_ENV) or "").lower() == "macos" else "auto",
     )
 
 

@@ -40,6 +40,9 @@ class Backend:
     pure: bool = False
     """Run with airstore's C speedups off (``tests/airstore/conftest.py``): the Python path of
     every set, what an install without a C compiler runs."""
+    macos: bool = False
+    """Run with the macOS choices of airstore's platform seam (``tests/airstore/conftest.py``):
+    no ``os.fdatasync``; ``F_FULLFSYNC``, which Linux refuses, and its ``fsync`` fallback."""
 
 
 async def _open_memory(tmp: Path, clock: FakeClock) -> Store:
@@ -110,6 +113,7 @@ BACKENDS: list[Backend] = [
     Backend("file-journal-py", _file_opener("journal"), persistent=True, url=_file_url, pure=True),
     Backend("file-snapshot", _file_opener("snapshot"), persistent=True, url=_file_url),
     Backend("file-sync", _file_opener("sync"), persistent=True, url=_file_url),
+    Backend("file-macos", _file_opener("sync"), persistent=True, url=_file_url, macos=True),
     Backend("sqlite", _open_sqlite, persistent=True, url=lambda tmp: f"sqlite:///{tmp / 'air.db'}"),
     Backend("redis", _open_redis, persistent=True, url=_redis_url, marks=(pytest.mark.redis,)),
     # the fleet's topologies, each a real one started on first use (tests/redis_topology.py)

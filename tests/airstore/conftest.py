@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -7,7 +9,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from airstore import Store, _accel
+from airstore import Store, _accel, _platform
+from airstore.settings import PLATFORM_ENV
 from tests.airstore.backends import BACKENDS, Backend, FakeClock
 from tests.redis_server import RedisServer, shared_redis_server, stop_shared_redis_server
 from tests.redis_topology import stop_shared_topologies
@@ -30,6 +33,51 @@ def _pure_python_rows(request: pytest.FixtureRequest) -> Iterator[None]:
             yield
     else:
         yield
+
+
+@contextlib.contextmanager
+def macos_shape() -> Iterator[None]:
+    """Run the body with the macOS choices of airstore's platform seam: ``os.fdatasync`` gone
+    (as on macOS), ``F_FULLFSYNC`` tried and, refused by Linux, ``fsync`` instead; child
+    processes get ``AIR_STORE_PLATFORM=macos``."""
+    fdatasync = os.fdatasync
+    saved_env = os.environ.get(PLATFORM_ENV)
+    del os.fdatasync
+    os.environ[PLATFORM_ENV] = "macos"
+    previous = _platform.use("macos")
+    try:
+        yield
+    finally:
+        os.fdatasync = fdatasync
+        if saved_env is None:
+            del os.environ[PLATFORM_ENV]
+        else:
+            os.environ[PLATFORM_ENV] = saved_env
+        _platform.use(previous)
+
+
+@pytest.fixture(autouse=True)
+def _macos_rows(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A backend row marked ``macos`` (``file-macos``) runs its test in the macOS shape."""
+    callspec = getattr(request.node, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    rows = [params.get(name) for name in ("backend", "persistent_backend")]
+    if any(isinstance(row, Backend) and row.macos for row in rows):
+        with macos_shape():
+            yield
+    else:
+        yield
+
+
+@pytest.fixture(params=["auto", "macos"])
+def platform_shape(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run a test (crash, multi-writer) in both shapes of the platform seam: Linux's own, and
+    macOS's (:func:`macos_shape`), in this process and in the writers it starts."""
+    if request.param == "macos":
+        with macos_shape():
+            yield "macos"
+    else:
+        yield "auto"
 
 
 @pytest.fixture

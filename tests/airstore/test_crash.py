@@ -28,6 +28,9 @@ from tests.airstore.crash_writer import MAX_LOG_BYTES, YIELD_EVERY
 WRITER = Path(__file__).with_name("crash_writer.py")
 ROUNDS = 7  # per mode; 21 in all
 
+# Every test runs twice: Linux's own platform calls, then macOS's (tests/airstore/conftest.py).
+pytestmark = pytest.mark.usefixtures("platform_shape")
+
 
 def _wait_for(condition: object, timeout: float) -> None:
     deadline = time.monotonic() + timeout

@@ -15,6 +15,9 @@ from airstore import FileStore, StoreLockedError
 
 WORKER = Path(__file__).with_name("multi_writer.py")
 
+# Every test runs twice: Linux's own platform calls, then macOS's (tests/airstore/conftest.py).
+pytestmark = pytest.mark.usefixtures("platform_shape")
+
 
 def _run_writers(data: Path, writers: int, count: int, durability: str) -> None:
     procs = [
