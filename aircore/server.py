@@ -11,7 +11,6 @@ import asyncio
 import inspect
 import logging
 import os
-import sys
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
@@ -38,7 +37,6 @@ from aircore.prompt import Prompt
 from aircore.registry import Registry
 from aircore.resource import Resource
 from aircore.tool import Tool
-from aircore.transports.loop import run_loop
 from aircore.types import GatedMeterHook, ToolAwareMeterHook
 from airstore import MemoryStore, Store, StoreLocation, create_storage, resolve_store_location
 
@@ -128,7 +126,6 @@ class AirServer(Registry):
         self.store: Store | None = storage if isinstance(storage, Store) else None
         self.store_location: StoreLocation | None = None
         """Where the store was opened (set at start when ``storage`` is a URL or the default)."""
-        self._announce = False
         self._chains: dict[str, Callable[[ToolContext], Any]] = {}
         self._started = False
         self._stopped = False
@@ -224,8 +221,6 @@ class AirServer(Registry):
             location = self.store_location
             if location is not None and location.source != "explicit":
                 logger.info("%s: metering to %s", self.name, location.describe())
-                if self._announce:  # run() by a script or `air serve`: tell the user where
-                    print(f"air: {self.name} metering to {location.describe()}", file=sys.stderr)
 
     async def _open_store(self) -> Store:
         """The store of this run: the URL given, the default location when the server meters
@@ -435,23 +430,20 @@ class AirServer(Registry):
         await serve_http(self, **options)
 
     def run(self, transport: str | None = None, **options: Any) -> None:
-        """Serve until stopped; the transport is auto-detected when not given.
+        """Serve until stopped; the transport is auto-detected when not given (or ``"auto"``).
 
         ``MCP_TRANSPORT`` wins; else a piped stdin means stdio (a client spawned us) and a
         terminal means HTTP (a developer ran us). The name is looked up in
         :data:`aircore.transports.TRANSPORTS`; ``options`` go to that transport's ``serve``
-        (``max_message`` for both; ``host``, ``port``, ``token``… for HTTP).
+        (``max_message`` for both; ``host``, ``port``, ``token``… for HTTP). Delegates to
+        :func:`aircore.serving.run_server`.
 
         Raises:
             DefinitionError: an unknown transport name, or an option it does not take.
         """
-        from aircore.transports.detect import TRANSPORT_ENV, detect_transport
-        from aircore.transports.table import get_transport
+        from aircore.serving import run_server
 
-        kind = transport or detect_transport(os.environ, sys.stdin)
-        chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)
-        self._announce = True  # print the default store location on stderr once started
-        run_loop(chosen.serve(self, **options))
+        run_server(self, transport, **options)
 
 
 def define_server(

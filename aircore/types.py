@@ -7,15 +7,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableSet, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 from airmeter.types import CallInfo
 
 if TYPE_CHECKING:
     from aircore.context import ToolContext
-    from aircore.server import AirServer
-    from airstore import Store
+    from aircore.prompt import Prompt
+    from aircore.protocol.session import Connection
+    from aircore.resource import Resource
+    from aircore.tool import Tool
+    from airstore import Store, StoreLocation
 
 __all__ = [
     "CallInfo",
@@ -23,10 +26,13 @@ __all__ = [
     "GatedMeterHook",
     "Handler",
     "JSONDict",
+    "MessageHandler",
     "MeterHook",
     "Middleware",
     "MiddlewareFn",
     "NetworkTransport",
+    "Served",
+    "ServerModel",
     "ToolAwareMeterHook",
     "Transport",
 ]
@@ -86,16 +92,115 @@ class ToolAwareMeterHook(MeterHook, Protocol):
     ) -> None: ...
 
 
-class Transport(Protocol):
-    """One way of serving an :class:`~aircore.AirServer` (stdio, Streamable HTTP…).
+class MessageHandler(Protocol):
+    """What a transport hands each decoded JSON-RPC message to (the server's dispatcher).
 
-    ``aircore.transports.TRANSPORTS`` maps each name to a factory; ``AirServer.run`` and
-    ``air serve`` look the name up there. ``options`` names the keyword options ``serve``
-    takes, so a caller holding options for every transport passes each only its own.
+    ``headers`` are the HTTP request's (lower-case names) for a 2026-07-28 request over HTTP,
+    checked against the body; ``None`` elsewhere. ``close`` ends what outlives a request
+    (listen streams, tasks) at shutdown.
+    """
+
+    async def handle(
+        self, message: Any, conn: Connection, *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any] | None:
+        """The response to ``message``, or ``None`` (notifications, client responses)."""
+
+    def close(self) -> None:
+        """End every listen stream and running task (shutdown)."""
+
+
+class ServerModel(Protocol):
+    """What the protocol layer (the dispatcher, ``tools/call``) reads of a server: its
+    registries, what it announces, and the call chain (an :class:`~aircore.AirServer` is one).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> dict[str, Any]: ...
+
+    @property
+    def server_info(self) -> dict[str, Any]: ...
+
+    @property
+    def instructions(self) -> str | None: ...
+
+    @property
+    def subscribers(self) -> MutableSet[Any]:
+        """Connections subscribed to resource updates (``resource_updated`` reaches them)."""
+
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+
+    @property
+    def prompts(self) -> Mapping[str, Prompt]: ...
+
+    @property
+    def resources(self) -> Sequence[Resource]: ...
+
+    @property
+    def state(self) -> dict[str, Any]: ...
+
+    @property
+    def store(self) -> Store | None: ...
+
+    def tool_listing(self) -> list[dict[str, Any]]:
+        """The ``tools/list`` entries."""
+
+    async def call_tool_ctx(self, ctx: ToolContext) -> dict[str, Any]:
+        """Run one call through the chain; its ``CallToolResult``."""
+
+
+class Served(Protocol):
+    """What a transport serves: a message handler with a lifecycle (an
+    :class:`~aircore.AirServer` is one). Transports are typed against this, never the
+    server, so that the server, the protocol layer and the transports form no import circle.
+    """
+
+    @property
+    def name(self) -> str:
+        """The server's name (shown when serving)."""
+
+    @property
+    def version(self) -> str:
+        """The server's version (the HTTP status page)."""
+
+    @property
+    def tools(self) -> Mapping[str, object]:
+        """The tools by name (the HTTP status page counts them)."""
+
+    @property
+    def meter(self) -> MeterHook | None:
+        """The meter hook, if the server meters (HTTP then serves ``/metrics``)."""
+
+    @property
+    def store_location(self) -> StoreLocation | None:
+        """Where the store was opened, once started (``None``: given as a store, or memory)."""
+
+    @property
+    def dispatcher(self) -> MessageHandler:
+        """Where messages go."""
+
+    async def start(self) -> None:
+        """Start (idempotent)."""
+
+    async def stop(self) -> None:
+        """Stop (idempotent)."""
+
+
+class Transport(Protocol):
+    """One way of serving a :class:`Served` (an :class:`~aircore.AirServer`: stdio,
+    Streamable HTTP…).
+
+    ``aircore.transports.TRANSPORTS`` maps each name to a factory;
+    :func:`aircore.serving.run_server` (``AirServer.run``, ``air serve``) looks the name up
+    there. ``options`` names the keyword options ``serve`` takes, so a caller holding options
+    for every transport passes each only its own.
     """
 
     name: str
     options: frozenset[str]
 
-    async def serve(self, server: AirServer, **options: Any) -> None:
+    async def serve(self, server: Served, **options: Any) -> None:
         """Start ``server``, serve until EOF or a signal, stop it."""

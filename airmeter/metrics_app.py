@@ -7,9 +7,8 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Collection
 
-from starlette.types import Receive, Scope, Send
-
 from airhttp import AccessPolicy, GuardedApp
+from airhttp.types import Receive, Scope, Send
 from airmeter.errors import MeterConfigError
 from airmeter.health import render_health
 from airmeter.meter import Meter

@@ -168,3 +168,123 @@ def test_a_string_spec_is_recognized() -> None:
     assert _SPEC.match("airmeter.metrics_app:server_metrics_app")
     assert not _SPEC.match("air:")
     assert not _SPEC.match("http://127.0.0.1:4000")
+
+
+# ---- import circles inside aircore ---------------------------------------------------------
+# A circle is a set of modules that import each other in a loop, counting every import (module
+# level, inside functions, under TYPE_CHECKING). ``from package import name`` is an edge to the
+# submodule ``package.name`` when there is one, else to the package itself.
+
+
+def _module_graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
+    files = {
+        ".".join(_module_of(path, root)): path for path in sorted((root / package).rglob("*.py"))
+    }
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            for _, module, names in _imports_of(node, path, root):
+                targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in files]
+                for target in targets or [module]:
+                    if target in files and target != name:
+                        graph[name].add(target)
+    return graph
+
+
+def _imports_of(node: ast.stmt, path: Path, root: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """The imports of one statement, as :func:`_imports` reads them (relative ones resolved)."""
+    tree = ast.Module(body=[node], type_ignores=[])
+    here = _module_of(path, root)
+    is_package = path.name == "__init__.py"
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                yield stmt.lineno, alias.name, []
+        elif isinstance(stmt, ast.ImportFrom):
+            if stmt.level:
+                base = here if is_package else here[:-1]
+                base = base[: len(base) - (stmt.level - 1)]
+                module = ".".join([*base, *([stmt.module] if stmt.module else [])])
+            else:
+                module = stmt.module or ""
+            yield stmt.lineno, module, [a.name for a in stmt.names]
+
+
+def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component: set[str] = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def _layer(module: str) -> str | None:
+    if module == "aircore.server":
+        return "server"
+    for layer in ("protocol", "transports"):
+        if module.startswith(f"aircore.{layer}."):
+            return layer
+    return None
+
+
+def test_no_import_circle_joins_aircores_server_protocol_and_transports() -> None:
+    joined = [
+        sorted(circle)
+        for circle in _circles(_module_graph("aircore"))
+        if "aircore.server" in circle or len({_layer(m) for m in circle} - {None}) > 1
+    ]
+    assert joined == []
+
+
+def test_the_circle_finder_counts_function_level_and_type_checking_imports(
+    tmp_path: Path,
+) -> None:
+    # a finder that missed either kind of import would let the test above pass wrongly
+    pkg = tmp_path / "aircore"
+    (pkg / "transports").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "transports" / "__init__.py").write_text("")
+    (pkg / "server.py").write_text("def run():\n    from aircore.transports import http\n")
+    (pkg / "transports" / "http.py").write_text(
+        "if TYPE_CHECKING:\n    from aircore.server import AirServer\n"
+    )
+    (pkg / "alone.py").write_text("from aircore import server\n")
+    circles = _circles(_module_graph("aircore", tmp_path))
+    assert circles == [{"aircore.server", "aircore.transports.http"}]

@@ -32,7 +32,7 @@ from aircore.protocol.tool_calls import ToolCalls
 from aircore.settings import request_state_key
 
 if TYPE_CHECKING:
-    from aircore.server import AirServer
+    from aircore.types import ServerModel
 
 __all__ = ["DEFAULT_PAGE_SIZE", "Dispatcher"]
 
@@ -66,7 +66,7 @@ def _decode_cursor(cursor: Any) -> int:
 class Dispatcher:
     """Routes JSON-RPC messages of both eras to an :class:`~aircore.server.AirServer`."""
 
-    def __init__(self, server: AirServer, *, page_size: int = DEFAULT_PAGE_SIZE) -> None:
+    def __init__(self, server: ServerModel, *, page_size: int = DEFAULT_PAGE_SIZE) -> None:
         self.server = server
         self.page_size = page_size
         self.sealer = StateSealer(request_state_key())

@@ -29,7 +29,7 @@ from aircore.protocol.tasks import (
 from airmeter.trace_context import TRACEPARENT, remember_parent
 
 if TYPE_CHECKING:
-    from aircore.server import AirServer
+    from aircore.types import ServerModel
 
 __all__ = ["ToolCalls"]
 
@@ -43,7 +43,7 @@ class ToolCalls:
         tasks: where calls that became tasks live.
     """
 
-    def __init__(self, server: AirServer, sealer: StateSealer, tasks: TaskStore) -> None:
+    def __init__(self, server: ServerModel, sealer: StateSealer, tasks: TaskStore) -> None:
         self.server = server
         self.sealer = sealer
         self.tasks = tasks

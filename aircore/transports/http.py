@@ -50,7 +50,7 @@ from airhttp import DEFAULT_MAX_BODY, accepts, media_type
 from airhttp.types import Answer, Receive, Scope, Send
 
 if TYPE_CHECKING:
-    from aircore.server import AirServer
+    from aircore.types import Served
 
 __all__ = [
     "DEFAULT_HOST",
@@ -183,7 +183,7 @@ class McpEndpoint:
 
     def __init__(
         self,
-        server: AirServer,
+        server: Served,
         *,
         max_body: int = DEFAULT_MAX_BODY,
         max_sessions: int = DEFAULT_MAX_SESSIONS,

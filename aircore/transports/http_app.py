@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT, McpEndpoint
+from aircore.transports.options import check_options
 from aircore.transports.sse import SseEndpoint
-from aircore.transports.table import check_options
 from airhttp import (
     DEFAULT_MAX_BODY,
     AccessPolicy,
@@ -35,7 +35,7 @@ from airhttp.server import HttpServer, listen_socket
 from airhttp.types import Answer, ASGIApp, Receive, Scope, Send
 
 if TYPE_CHECKING:
-    from aircore.server import AirServer
+    from aircore.types import Served
 
 __all__ = ["SSE_PATH", "HttpApp", "HttpTransport", "SseTransport", "build_app", "serve_http"]
 
@@ -45,7 +45,7 @@ SSE_PATH = "/sse"
 """Where the legacy HTTP+SSE transport opens its event streams."""
 
 
-def _metrics_app(server: AirServer, policy: AccessPolicy) -> ASGIApp | None:
+def _metrics_app(server: Served, policy: AccessPolicy) -> ASGIApp | None:
     """The ``/metrics`` ASGI app of a metered server (Prometheus text), or ``None``."""
     if server.meter is None:
         return None
@@ -76,7 +76,7 @@ class HttpApp:
 
     def __init__(
         self,
-        server: AirServer,
+        server: Served,
         mcp: McpEndpoint,
         *,
         path: str,
@@ -127,7 +127,7 @@ class HttpApp:
 
 
 def build_app(
-    server: AirServer,
+    server: Served,
     *,
     path: str = "/mcp",
     token: str | None = None,
@@ -168,7 +168,7 @@ def build_app(
 
 
 async def serve_http(
-    server: AirServer,
+    server: Served,
     *,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
@@ -293,7 +293,7 @@ class HttpTransport:
         }
     )
 
-    async def serve(self, server: AirServer, **options: Any) -> None:
+    async def serve(self, server: Served, **options: Any) -> None:
         """Serve ``server`` over Streamable HTTP (:func:`serve_http`).
 
         Raises:

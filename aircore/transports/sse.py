@@ -29,7 +29,7 @@ from airhttp import DEFAULT_MAX_BODY, media_type
 from airhttp.types import Receive, Scope, Send
 
 if TYPE_CHECKING:
-    from aircore.server import AirServer
+    from aircore.types import Served
 
 __all__ = [
     "DEFAULT_MAX_QUEUE",
@@ -132,7 +132,7 @@ class SseEndpoint:
 
     def __init__(
         self,
-        server: AirServer,
+        server: Served,
         *,
         messages_path: str = "/messages",
         max_body: int = DEFAULT_MAX_BODY,

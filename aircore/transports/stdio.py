@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 from aircore.errors import INVALID_REQUEST, DefinitionError
 from aircore.protocol.framing import decode, encode, error_response, parse_error
 from aircore.protocol.session import Connection
-from aircore.transports.table import check_options
+from aircore.transports.options import check_options
 
 if TYPE_CHECKING:
-    from aircore.server import AirServer
+    from aircore.types import Served
 
 __all__ = [
     "DEFAULT_MAX_BUFFER",
@@ -83,7 +83,7 @@ class StdioSession:
 
     def __init__(
         self,
-        server: AirServer,
+        server: Served,
         write: Callable[[bytes], None],
         *,
         max_frame: int = DEFAULT_MAX_FRAME,
@@ -345,7 +345,7 @@ class _Writer:
 
 
 async def serve_stdio(
-    server: AirServer,
+    server: Served,
     *,
     max_frame: int = DEFAULT_MAX_FRAME,
     eof_grace: float = EOF_GRACE,
@@ -435,7 +435,7 @@ class StdioTransport:
     name = "stdio"
     options = frozenset({"max_message", "max_frame", "eof_grace", "max_inflight", "max_buffer"})
 
-    async def serve(self, server: AirServer, **options: Any) -> None:
+    async def serve(self, server: Served, **options: Any) -> None:
         """Serve ``server`` on stdin/stdout (:func:`serve_stdio`).
 
         Raises:

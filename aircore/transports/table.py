@@ -1,13 +1,13 @@
 """The transports by name: each factory imports its module inside the function, so a server
-that serves stdio never loads uvicorn or starlette."""
+that serves stdio never loads the HTTP server."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
 
 from aircore.errors import DefinitionError
+from aircore.transports.options import check_options
 from aircore.types import Transport
 
 __all__ = ["ALIASES", "TRANSPORTS", "TransportFactory", "check_options", "get_transport"]
@@ -60,17 +60,3 @@ def get_transport(name: str, *, source: str = "") -> Transport:
         choices = ", ".join(repr(n) for n in sorted(TRANSPORTS))
         raise DefinitionError(f"unknown transport {name!r}{where}; use one of {choices}")
     return factory()
-
-
-def check_options(transport: Transport, options: Mapping[str, Any]) -> None:
-    """Refuse options ``transport`` does not take.
-
-    Raises:
-        DefinitionError: one or more unknown option names (all named, with the valid ones).
-    """
-    unknown = sorted(set(options) - transport.options)
-    if unknown:
-        raise DefinitionError(
-            f"the {transport.name} transport takes no option {', '.join(unknown)}; "
-            f"it takes {', '.join(sorted(transport.options))}"
-        )

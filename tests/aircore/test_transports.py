@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
 import pytest
 
 from aircore import DefinitionError, define_server
@@ -54,3 +60,30 @@ def test_run_refuses_an_unknown_transport_before_serving() -> None:
     server = define_server(name="t")
     with pytest.raises(DefinitionError, match="'pigeon'"):
         server.run("pigeon")
+
+
+_AUTO_SERVER = """
+from aircore import define_server
+server = define_server(name="auto-run")
+server.run(transport="auto")
+"""
+
+
+@pytest.mark.parametrize("spelling", ["auto", " Auto "])
+def test_run_accepts_auto_as_air_serve_does(spelling: str, tmp_path: Path) -> None:
+    """``run(transport="auto")`` detects as ``run()`` does (stdin is a pipe here: stdio)."""
+    script = tmp_path / "auto_server.py"
+    script.write_text(_AUTO_SERVER.replace('"auto"', repr(spelling)), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "MCP_TRANSPORT"}
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        input=ping,
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert orjson.loads(done.stdout.splitlines()[0]) == {"jsonrpc": "2.0", "id": 1, "result": {}}
