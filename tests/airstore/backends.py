@@ -40,6 +40,8 @@ class Backend:
     pure: bool = False
     """Run with airstore's C speedups off (``tests/airstore/conftest.py``): the Python path of
     every set, what an install without a C compiler runs."""
+    exfat: bool = False
+    """Keep the data on the session's real exFAT volume (``tests/airstore/exfat.py``)."""
     macos: bool = False
     """Run with the macOS choices of airstore's platform seam (``tests/airstore/conftest.py``):
     no ``os.fdatasync``; ``F_FULLFSYNC``, which Linux refuses, and its ``fsync`` fallback."""
@@ -58,6 +60,21 @@ def _file_opener(durability: str) -> Callable[[Path, FakeClock], Awaitable[Store
         return store
 
     return _open
+
+
+EXFAT: list[Path] = []
+"""The exFAT volume's mount point once the session made it (``tests/airstore/conftest.py``)."""
+
+
+def exfat_dir(tmp: Path) -> Path:
+    """The test's own directory on the exFAT volume, named after its ``tmp_path``."""
+    return EXFAT[0] / f"{tmp.parent.name}-{tmp.name}"
+
+
+async def _open_exfat(tmp: Path, clock: FakeClock) -> Store:
+    store = FileStore(exfat_dir(tmp) / "data", clock=clock)
+    await store.init()
+    return store
 
 
 async def _open_sqlite(tmp: Path, clock: FakeClock) -> Store:
@@ -114,6 +131,13 @@ BACKENDS: list[Backend] = [
     Backend("file-snapshot", _file_opener("snapshot"), persistent=True, url=_file_url),
     Backend("file-sync", _file_opener("sync"), persistent=True, url=_file_url),
     Backend("file-macos", _file_opener("sync"), persistent=True, url=_file_url, macos=True),
+    Backend(
+        "file-exfat",
+        _open_exfat,
+        persistent=True,
+        url=lambda tmp: f"file://{exfat_dir(tmp) / 'data'}",
+        exfat=True,
+    ),
     Backend("sqlite", _open_sqlite, persistent=True, url=lambda tmp: f"sqlite:///{tmp / 'air.db'}"),
     Backend("redis", _open_redis, persistent=True, url=_redis_url, marks=(pytest.mark.redis,)),
     # the fleet's topologies, each a real one started on first use (tests/redis_topology.py)

@@ -11,7 +11,8 @@ import redis.asyncio as aioredis
 
 from airstore import Store, _accel, _platform
 from airstore.settings import PLATFORM_ENV
-from tests.airstore.backends import BACKENDS, Backend, FakeClock
+from tests.airstore.backends import BACKENDS, EXFAT, Backend, FakeClock
+from tests.airstore.exfat import exfat_volume
 from tests.redis_server import RedisServer, shared_redis_server, stop_shared_redis_server
 from tests.redis_topology import stop_shared_topologies
 
@@ -67,6 +68,19 @@ def _macos_rows(request: pytest.FixtureRequest) -> Iterator[None]:
             yield
     else:
         yield
+
+
+__all__ = ["exfat_volume"]  # a fixture, for the tests of this directory
+
+
+@pytest.fixture(autouse=True)
+def _exfat_rows(request: pytest.FixtureRequest) -> None:
+    """A backend row marked ``exfat`` (``file-exfat``) keeps its data on the exFAT volume."""
+    callspec = getattr(request.node, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    rows = [params.get(name) for name in ("backend", "persistent_backend")]
+    if any(isinstance(row, Backend) and row.exfat for row in rows) and not EXFAT:
+        EXFAT.append(request.getfixturevalue("exfat_volume"))
 
 
 @pytest.fixture(params=["auto", "macos"])

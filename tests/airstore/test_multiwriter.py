@@ -19,6 +19,18 @@ WORKER = Path(__file__).with_name("multi_writer.py")
 pytestmark = pytest.mark.usefixtures("platform_shape")
 
 
+@pytest.fixture(params=["local", "exfat"])
+def tmp_path(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """Every test here runs in a local directory and on a real exFAT volume (case-insensitive,
+    FUSE; tests/airstore/exfat.py)."""
+    if request.param == "local":
+        return tmp_path
+    volume: Path = request.getfixturevalue("exfat_volume")
+    path = volume / f"{tmp_path.parent.name}-{tmp_path.name}"
+    path.mkdir()
+    return path
+
+
 def _run_writers(data: Path, writers: int, count: int, durability: str) -> None:
     procs = [
         subprocess.Popen(
