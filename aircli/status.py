@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import urllib.error
 import urllib.request
 from typing import Any
@@ -15,9 +16,19 @@ from urllib.parse import urlsplit, urlunsplit
 
 from airhttp.guards import http_url_problem
 
-__all__ = ["BAD_URL_EXIT", "format_table", "register", "status_url", "url_problem"]
+__all__ = [
+    "BAD_URL_EXIT",
+    "ERROR_WIDTH",
+    "error_text",
+    "format_table",
+    "register",
+    "status_url",
+    "url_problem",
+]
 
 TIMEOUT_S = 10.0
+ERROR_WIDTH = 60
+"""Characters of ``last_error`` per line of the table; a longer error wraps."""
 BAD_URL_EXIT = 2
 """The exit status of ``air status`` given a ``--url`` it cannot use (a usage error)."""
 
@@ -59,22 +70,50 @@ def url_problem(url: str) -> str | None:
     return f"--url {url!r} {problem}{hint}"
 
 
+def _age(seconds: float) -> str:
+    """``"42s"``, ``"7m"``, ``"3h"``, ``"2d"``."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def error_text(up: dict[str, Any]) -> str:
+    """An upstream's ``last_error`` for the table, with its age (``"(3m ago) …"``); empty once
+    the replica is healthy and has succeeded since (a stale error)."""
+    error = up.get("last_error")
+    if not error:
+        return ""
+    if up.get("state") == "healthy" and up.get("recovered"):
+        return ""
+    age = up.get("last_error_age_s")
+    return str(error) if not isinstance(age, (int, float)) else f"({_age(age)} ago) {error}"
+
+
 def format_table(status: dict[str, Any]) -> str:
-    """The status as a plain-text table (then warnings and conflicts, if any)."""
+    """The status as a plain-text table (then warnings and conflicts, if any). An error longer
+    than :data:`ERROR_WIDTH` wraps onto lines of its own column, never cut."""
     head = ("upstream", "replica", "state", "latency_ms", "in_flight", "tools", "last_error")
-    rows = [head]
+    rows: list[tuple[str, ...]] = [head]
+    errors: list[list[str]] = [[head[-1]]]
     for up in status.get("upstreams", []):
         latency = up.get("latency_ms")
         by = up.get("registered_by")
+        wrapped = textwrap.wrap(error_text(up), ERROR_WIDTH, break_on_hyphens=False) or [""]
+        errors.append(wrapped)
         rows.append((
             str(up.get("name")), str(up.get("replica")) + ("" if by is None else f" (gw {by})"),
             str(up.get("state")),
             "-" if latency is None else f"{latency:.2f}", str(up.get("in_flight")),
-            str(up.get("tools")), str(up.get("last_error") or "")[:60],
+            str(up.get("tools")), wrapped[0],
         ))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-             for row in rows]  # fmt: skip
+    indent = " " * (sum(widths[:-1]) + 2 * (len(head) - 1))
+    lines: list[str] = []
+    for row, error in zip(rows, errors, strict=True):
+        cells = zip(row, widths, strict=True)
+        lines.append("  ".join(cell.ljust(w) for cell, w in cells).rstrip())
+        lines.extend(indent + more for more in error[1:])
     registry = status.get("registry")
     if isinstance(registry, dict):
         live = [f"{g.get('id')}{' (this one)' if g.get('self') else ''}"

@@ -3,6 +3,10 @@
 ``check`` reads every file of a file store (read-only, safe beside a running writer) and prints
 what recovery would find: per namespace its files, entries, torn tails, corrupt lines, corrupt
 snapshots and snapshots kept aside. Exit status 1 when anything is wrong.
+
+``stats`` prints one line per namespace; a family of numbered internal namespaces (the meter's
+hourly rollups ``meter.rollups.498888``, …) is one line, ``meter.rollups.* (168 namespaces)``,
+unless ``--all`` lists each.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
 from airstore import (
     AirstoreError,
     Inspectable,
+    NamespaceStats,
     ReadOnlyUnsupportedError,
     StoreLocation,
     create_storage,
@@ -37,6 +42,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ):
         action = actions.add_parser(name, help=text)
         action.add_argument("--store", default=None, help=STORE_HELP)
+        if name == "stats":
+            action.add_argument(
+                "--all",
+                action="store_true",
+                help="list each numbered internal namespace (meter.rollups.NNNNNN, …) "
+                "instead of one line per family",
+            )
         action.set_defaults(func=func)
 
 
@@ -133,10 +145,55 @@ def _days(seconds: float) -> str:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    return _run("air store stats", args, _run_stats)
+    every = bool(args.all)
+    return _run("air store stats", args, lambda location: _run_stats(location, every=every))
 
 
-async def _run_stats(location: StoreLocation) -> int:
+def _family(namespace: str) -> str | None:
+    """``"meter.rollups.*"`` for a numbered namespace such as ``meter.rollups.498888``."""
+    head, _, last = namespace.rpartition(".")
+    return f"{head}.*" if head and last.isdigit() else None
+
+
+def _group_families(found: Sequence[NamespaceStats]) -> list[tuple[NamespaceStats, int]]:
+    """Each namespace with 1, and each family of numbered namespaces (two or more sharing a
+    prefix) as one summed entry with its size, in the order of their first member."""
+    families: dict[str, list[NamespaceStats]] = {}
+    for item in found:
+        family = _family(item.namespace)
+        if family is not None:
+            families.setdefault(family, []).append(item)
+    rows: list[tuple[NamespaceStats, int]] = []
+    for item in found:
+        family = _family(item.namespace)
+        members = families.get(family) if family is not None else None
+        if family is None or members is None or len(members) < 2:
+            rows.append((item, 1))
+        elif members[0] is item:
+            rows.append((_summed(family, members), len(members)))
+    return rows
+
+
+def _summed(name: str, members: Sequence[NamespaceStats]) -> NamespaceStats:
+    ages = [m.oldest_log_age for m in members if m.oldest_log_age is not None]
+    caps = [m.max_bytes for m in members if m.max_bytes]
+    max_ages = [m.max_age for m in members if m.max_age is not None]
+    return NamespaceStats(
+        namespace=name,
+        keys=sum(m.keys for m in members),
+        log_entries=sum(m.log_entries for m in members),
+        segments=sum(m.segments for m in members),
+        files=sum(m.files for m in members),
+        bytes=sum(m.bytes for m in members),
+        has_kv=any(m.has_kv for m in members),
+        log_bytes=sum(m.log_bytes for m in members),
+        oldest_log_age=max(ages) if ages else None,
+        max_age=max(max_ages) if max_ages else None,
+        max_bytes=sum(caps) if caps else None,
+    )
+
+
+async def _run_stats(location: StoreLocation, *, every: bool = False) -> int:
     url = location.url
     store = await _open(location)
     if store is None:
@@ -150,16 +207,22 @@ async def _run_stats(location: StoreLocation) -> int:
         f"  {'namespace':<32} {'keys':>10} {'log entries':>12} {'segments':>9} {'bytes':>14}"
         f"  {'log bytes / cap':>24}  {'oldest / max age':>18}"
     )
-    for item in found:
+    rows = [(item, 1) for item in found] if every else _group_families(found)
+    grouped = 0
+    for item, size in rows:
+        label = item.namespace if size == 1 else f"{item.namespace} ({size} namespaces)"
+        grouped += size - 1
         cap = f"{item.log_bytes:,} / " + (f"{item.max_bytes:,}" if item.max_bytes else "-")
         if item.max_bytes:
             cap += f" ({item.log_bytes / item.max_bytes:.0%})"
         age = "-" if item.oldest_log_age is None else _days(item.oldest_log_age)
         age += " / " + ("-" if item.max_age is None else _days(item.max_age))
         print(
-            f"  {item.namespace:<32} {item.keys:>10,} {item.log_entries:>12,} "
+            f"  {label:<32} {item.keys:>10,} {item.log_entries:>12,} "
             f"{item.segments:>9} {item.bytes:>14,}  {cap:>24}  {age:>18}"
         )
     total = sum(item.bytes for item in found)
     print(f"  {len(found)} namespaces, {total:,} bytes")
+    if grouped:
+        print("  (numbered namespaces grouped into one line per family: --all lists each)")
     return 0

@@ -38,6 +38,7 @@ DEFAULT_HEALTH_INTERVAL_S = 15.0
 DEFAULT_HEALTH_TIMEOUT_S = 5.0
 DEFAULT_UNHEALTHY_AFTER = 3
 DEFAULT_HEALTHY_AFTER = 1
+DEFAULT_UNHEALTHY_FOR_S = 300.0
 DEFAULT_STRATEGY = "least_outstanding"
 DEFAULT_RETRIES = 1
 MAX_RETRIES = 10
@@ -81,6 +82,10 @@ class HealthConfig:
     timeout_s: float = DEFAULT_HEALTH_TIMEOUT_S
     unhealthy_after: int = DEFAULT_UNHEALTHY_AFTER
     healthy_after: int = DEFAULT_HEALTHY_AFTER
+    unhealthy_for_s: float = DEFAULT_UNHEALTHY_FOR_S
+    """A server all of whose replicas have been down this long leaves ``tools/list`` (with
+    ``list_changed``) until one comes back; before that its tools stay listed and calls get
+    -32003, as replicas may come back."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -423,7 +428,9 @@ def _opt(
 
 def _health(reader: _Reader, node: yaml.Node) -> HealthConfig:
     p = reader.mapping(
-        node, "health", ("interval_s", "timeout_s", "unhealthy_after", "healthy_after")
+        node,
+        "health",
+        ("interval_s", "timeout_s", "unhealthy_after", "healthy_after", "unhealthy_for_s"),
     )
     d = HealthConfig()
     return HealthConfig(
@@ -431,6 +438,7 @@ def _health(reader: _Reader, node: yaml.Node) -> HealthConfig:
         timeout_s=_opt(p, "health", "timeout_s", reader.number, d.timeout_s),
         unhealthy_after=_opt(p, "health", "unhealthy_after", reader.count, d.unhealthy_after),
         healthy_after=_opt(p, "health", "healthy_after", reader.count, d.healthy_after),
+        unhealthy_for_s=_opt(p, "health", "unhealthy_for_s", reader.number, d.unhealthy_for_s),
     )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Self
 
@@ -121,6 +122,8 @@ class Gateway:
         """Replicas with a check started by :meth:`_check_soon` running."""
         self._recheck: set[Replica] = set()
         """Of those, the ones announced changed again meanwhile."""
+        self._absence: dict[str, asyncio.TimerHandle] = {}
+        """Per server with every replica down: when its tools leave the listing."""
 
     def _client(self, server: ServerConfig, index: int) -> UpstreamClient:
         label = f"{server.name}#{index}"
@@ -176,6 +179,9 @@ class Gateway:
         if not self._started:
             return
         self._started = self._live = False
+        for handle in self._absence.values():
+            handle.cancel()
+        self._absence.clear()
         self.rounds.close()
         if self.registry is not None:
             await self.registry.stop()
@@ -248,6 +254,49 @@ class Gateway:
     def _state_changed(self, replica: Replica) -> None:
         if not replica.healthy:
             self.health.wake()  # check the others soon; the pool just shrank
+            self._watch_absence(replica.name)
+            return
+        handle = self._absence.pop(replica.name, None)
+        if handle is not None:
+            handle.cancel()
+        if self.index.set_absent(replica.name, False):
+            logger.info("%s is back: its tools are listed again", replica.name)
+            self._list_changed()
+
+    def _down_for(self, server: str) -> float | None:
+        """Seconds since the last replica of ``server`` left the pool; ``None`` while one
+        is in it (or was never seen down)."""
+        group = self.router.replicas.get(server, [])
+        since = [r.down_since for r in group if not r.healthy and not r.retired]
+        if not group or len(since) != len(group) or None in since:
+            return None
+        return time.monotonic() - max(s for s in since if s is not None)
+
+    def _watch_absence(self, server: str) -> None:
+        """Take ``server``'s tools out of the listing once every replica has been down for
+        ``health.unhealthy_for_s`` (checked again then; a replica back cancels it)."""
+        down = self._down_for(server)
+        if down is None or not self._started:
+            return
+        old = self._absence.pop(server, None)
+        if old is not None:
+            old.cancel()
+        wait = self.config.health.unhealthy_for_s - down
+        if wait > 0:
+            loop = asyncio.get_running_loop()
+            self._absence[server] = loop.call_later(wait, self._watch_absence, server)
+        elif self.index.set_absent(server, True):
+            logger.warning(
+                "%s has been down for %.0f s (health.unhealthy_for_s): its tools leave "
+                "tools/list until it is back",
+                server,
+                down,
+            )
+            self._list_changed()
+
+    def _list_changed(self) -> None:
+        for method in _LIST_CHANGED:
+            self._broadcast({"jsonrpc": "2.0", "method": method, "params": {}})
 
     def _upstream_notification(self, label: str, message: JSONDict) -> None:
         method = message.get("method")
@@ -397,6 +446,7 @@ class Gateway:
     def status(self) -> JSONDict:
         """What ``GET /status`` answers: every replica's state (and which gateway registered
         it), the name conflicts, warnings and the shared registry's live gateways."""
+        now = time.monotonic()
         upstreams = [
             {
                 "name": r.name,
@@ -407,6 +457,8 @@ class Gateway:
                 "latency_ms": None if r.latency_ms is None else round(r.latency_ms, 3),
                 "in_flight": r.in_flight,
                 "last_error": r.last_error,
+                "last_error_age_s": r.error_status(now)[0],
+                "recovered": r.error_status(now)[1],
                 "tools": r.tools,
                 "registered_by": r.registered_by,
             }

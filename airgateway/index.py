@@ -8,6 +8,8 @@
   reported (log at start, ``GET /status``) until a ``prefix`` resolves it.
 - Tools whose ``_meta`` says ``register: false`` (drafts) stay out unless the server's entry
   says ``include_drafts: true``.
+- A server marked absent (every replica down for ``health.unhealthy_for_s``) lists nothing
+  until it is back; its names stay reserved for it (no other server takes them meanwhile).
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ class ToolIndex:
                 self._order.append(server)
         self._configured = list(self._order)
         self._listings: dict[str, Listing] = {}
+        self._absent: set[str] = set()
         self._view = _View()
         self.version = 0
 
@@ -121,6 +124,21 @@ class ToolIndex:
             return False
         self._listings[server] = listing
         return self._rebuild()
+
+    def set_absent(self, server: str, absent: bool) -> bool:
+        """Leave a server's tools out of the listing (``absent``) or bring them back; return
+        True when what clients see changed."""
+        if (server in self._absent) == absent:
+            return False
+        if absent:
+            self._absent.add(server)
+        else:
+            self._absent.discard(server)
+        return self._rebuild()
+
+    def absent(self) -> list[str]:
+        """The servers left out as down for too long."""
+        return sorted(self._absent)
 
     def rank(self, ranks: Mapping[str, int]) -> bool:
         """Order the servers by the ranks gateways sharing a store agree on (see
@@ -177,6 +195,8 @@ class ToolIndex:
                     view.conflicts.append(_conflict("tool", name, tool_owner[name], server.name))
                     continue
                 tool_owner[name] = server.name
+                if server.name in self._absent:
+                    continue  # down too long: out of the listing, its names kept
                 shown = tool if name == upstream else {**tool, "name": name}
                 ann = tool.get("annotations")
                 view.tools[name] = IndexedTool(

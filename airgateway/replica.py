@@ -28,6 +28,7 @@ class Replica:
     __slots__ = (
         "client",
         "config",
+        "down_since",
         "failures",
         "held",
         "in_flight",
@@ -35,6 +36,8 @@ class Replica:
         "instance",
         "label",
         "last_error",
+        "last_error_at",
+        "last_ok_at",
         "latency_ms",
         "registered_by",
         "retired",
@@ -57,6 +60,12 @@ class Replica:
         self.failures = 0
         self.successes = 0
         self.last_error: str | None = None
+        self.last_error_at: float | None = None
+        """``time.monotonic()`` when ``last_error`` was set."""
+        self.down_since: float | None = None
+        """``time.monotonic()`` when it left the pool (``None`` while in it or starting)."""
+        self.last_ok_at: float | None = None
+        """``time.monotonic()`` of the newest success (a call or a probe)."""
         self.tools = 0
         self.held: str | None = None
         """Another gateway sharing the store holds this replica down (its error), see
@@ -77,6 +86,15 @@ class Replica:
         """Whether the balancer may pick it."""
         return self.state == HEALTHY
 
+    def error_status(self, now: float) -> tuple[float | None, bool]:
+        """``(age of last_error in seconds, recovered)`` at ``now`` (``time.monotonic()``):
+        recovered when a success came after the error (so the error is stale)."""
+        at = self.last_error_at
+        if at is None:
+            return None, False
+        ok = self.last_ok_at
+        return round(max(0.0, now - at), 1), ok is not None and ok >= at
+
     def observe(self, started: float) -> None:
         """Fold one call's latency (``started`` from ``time.perf_counter``) into the average."""
         ms = (time.perf_counter() - started) * 1000.0
@@ -86,6 +104,7 @@ class Replica:
     def succeeded(self, healthy_after: int) -> bool:
         """Count a success; return True when it brings the replica back into the pool."""
         self.failures = 0
+        self.last_ok_at = time.monotonic()
         if self.state == HEALTHY:
             return False
         if self.held is not None:  # not back while another gateway holds it down
@@ -94,6 +113,7 @@ class Replica:
         self.successes += 1
         if self.successes >= healthy_after:
             self.state, self.successes, self.last_error = HEALTHY, 0, None
+            self.down_since = None
             return True
         return False
 
@@ -103,9 +123,11 @@ class Replica:
         self.held = error
         self.successes = 0
         self.last_error = f"down at another gateway: {error}"
+        self.last_error_at = time.monotonic()
         if self.state == DOWN:
             return False
         self.state = DOWN
+        self.down_since = time.monotonic()
         return True
 
     def failed(self, error: str, unhealthy_after: int) -> bool:
@@ -113,7 +135,9 @@ class Replica:
         self.successes = 0
         self.failures += 1
         self.last_error = error
+        self.last_error_at = time.monotonic()
         if self.state != DOWN and (self.failures >= unhealthy_after or self.state == STARTING):
             self.state = DOWN
+            self.down_since = time.monotonic()
             return True
         return False

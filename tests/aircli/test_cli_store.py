@@ -88,6 +88,31 @@ def test_stats_counts_keys_entries_and_bytes(
     assert "2 namespaces" in lines[-1]
 
 
+def test_stats_groups_numbered_internal_namespaces_unless_asked_for_all(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(tmp_path)
+
+    async def rollups() -> None:
+        async with FileStore(tmp_path) as store:
+            for hour in range(498880, 498885):
+                await store.set(f"meter.rollups.{hour}", "m:1", {"calls": hour})
+
+    asyncio.run(rollups())
+    assert main(["store", "stats", "--store", _url(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert not [line for line in lines if "meter.rollups.4988" in line]
+    (family,) = [line for line in lines if "meter.rollups.*" in line]
+    assert family.split()[:5] == ["meter.rollups.*", "(5", "namespaces)", "5", "0"]
+    assert "7 namespaces" in lines[-2]
+    assert "--all lists each" in lines[-1]
+
+    assert main(["store", "stats", "--all", "--store", _url(tmp_path)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len([line for line in listed if "meter.rollups.4988" in line]) == 5
+    assert "meter.rollups.*" not in "\n".join(listed)
+
+
 def test_non_file_store_and_missing_dir_have_nothing_to_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

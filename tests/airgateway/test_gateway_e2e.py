@@ -463,7 +463,7 @@ def test_status_and_air_status_show_upstreams_and_the_name_conflict(rig: Rig) ->
     ]
     for up in status["upstreams"]:
         assert set(up) >= {"name", "url", "replica", "state", "latency_ms", "in_flight",
-                           "last_error", "tools"}  # fmt: skip
+                           "last_error", "last_error_age_s", "recovered", "tools"}  # fmt: skip
     assert {"kind": "tool", "name": "echo", "kept": "notes", "dropped": "legacy"} in status[
         "conflicts"
     ]
