@@ -16,7 +16,12 @@ from typing import Any
 from redis import exceptions as rex
 
 from airstore._redis_codec import decode_value, translate
-from airstore.errors import CorruptDataError, InvalidArgumentError, InvalidValueError
+from airstore.errors import (
+    AirstoreError,
+    CorruptDataError,
+    InvalidArgumentError,
+    InvalidValueError,
+)
 
 __all__ = ["INCR_SCRIPT", "Group", "command", "outcomes", "plan"]
 
@@ -170,7 +175,10 @@ def outcomes(
     """One result per operation (an exception instance fails just that operation)."""
     results: list[Any] = [None] * len(ops)
     for (kind, members), reply in zip(groups, replies, strict=True):
-        if kind == "incr":
+        if isinstance(reply, AirstoreError):  # already translated (a cluster node's failure)
+            for i in members:
+                results[i] = reply
+        elif kind == "incr":
             results[members[0]] = _counter(ops[members[0]], reply, where)
         elif isinstance(reply, rex.RedisError):
             error = translate(reply, where, kind.upper())

@@ -79,17 +79,30 @@ class ReplicationWatch:
         self._marks: deque[tuple[int, int]] = deque(maxlen=_MAX_MARKS)
         """(master offset at a probe, writes acknowledged by then), oldest first."""
 
-    def stats(self) -> ReplicationStats:
-        unconfirmed = 0 if self.durability == "replicated" else self.acked - self.confirmed
+    def stats(self, *nodes: ReplicationWatch) -> ReplicationStats:
+        """These figures, plus those of ``nodes`` (a cluster's masters)."""
+        every = (self, *nodes)
+        acked = sum(w.acked for w in every)
+        unconfirmed = sum(max(0, w.acked - w.confirmed) for w in every)
         return ReplicationStats(
             durability=self.durability,
-            acknowledged_writes=self.acked,
-            unconfirmed_writes=max(0, unconfirmed),
-            failovers=self.failovers,
-            unconfirmed_at_failover=self.lost_bound,
-            refused_writes=self.refused,
-            master=self.run_id,
+            acknowledged_writes=acked,
+            unconfirmed_writes=0 if self.durability == "replicated" else unconfirmed,
+            failovers=sum(w.failovers for w in every),
+            unconfirmed_at_failover=sum(w.lost_bound for w in every),
+            refused_writes=sum(w.refused for w in every),
+            master=",".join(w.run_id for w in every if w.run_id),
         )
+
+    def retire(self, node: ReplicationWatch) -> None:
+        """Cluster: ``node`` is no longer a master (it died or was demoted): a failover; its
+        unconfirmed writes may be lost, and its figures are kept here."""
+        node.failover("")
+        self.acked += node.acked
+        self.confirmed += node.acked
+        self.failovers += node.failovers
+        self.lost_bound += node.lost_bound
+        self.refused += node.refused
 
     def wrote(self, count: int) -> None:
         """``count`` writes were acknowledged to callers."""
@@ -117,27 +130,39 @@ class ReplicationWatch:
         self.replicas_seen = int(replication.get("connected_slaves", len(replicas)) or 0)
         self.replicas_checked = time.monotonic()
         if replicas:
-            reached = max(int(r.get("offset", 0) or 0) for r in replicas)
+            reached = min(int(r.get("offset", 0) or 0) for r in replicas)
             while self._marks and self._marks[0][0] <= reached:
                 self.confirmed = max(self.confirmed, self._marks.popleft()[1])
         self._marks.append((offset, self.acked))
 
     def failover(self, run_id: str) -> None:
-        """A new master answers: count what the old one may have lost."""
+        """A new master answers (``run_id``; "" when the old one is simply gone): count what
+        the old one may have lost."""
         lost = max(0, self.acked - self.confirmed) if self.durability == "async" else 0
         self.failovers += 1
         self.lost_bound += lost
         self.confirmed = self.acked
         self._marks.clear()
-        logger.warning(
-            "redis at %s: a new master (run_id %s, was %s) took over; %d acknowledged write(s) "
-            "were not confirmed by a replica and may be lost (durability=%r)",
-            self.where,
-            run_id[:12],
-            self.run_id[:12] or "?",
-            lost,
-            self.durability,
-        )
+        if run_id:
+            logger.warning(
+                "redis at %s: a new master (run_id %s, was %s) took over; %d acknowledged "
+                "write(s) were not confirmed by a replica and may be lost (durability=%r)",
+                self.where,
+                run_id[:12],
+                self.run_id[:12] or "?",
+                lost,
+                self.durability,
+            )
+        else:
+            logger.warning(
+                "redis at %s: this master (run_id %s) is no longer one (failover); %d "
+                "acknowledged write(s) were not confirmed by a replica and may be lost "
+                "(durability=%r)",
+                self.where,
+                self.run_id[:12] or "?",
+                lost,
+                self.durability,
+            )
         self.run_id = run_id
 
     def no_replica_known(self) -> bool:

@@ -58,6 +58,7 @@ from airstore.errors import (
     InvalidArgumentError,
     ReadOnlyStoreError,
     ReplicationError,
+    StorageIOError,
     StoreClosedError,
 )
 from airstore.types import Clock, Entry, JSONValue, TimeBound
@@ -93,6 +94,31 @@ def _rows(op: _Op) -> int:
     if op[0] == "app":
         return len(op[2])
     return 1
+
+
+_NOT_SENT = object()
+"""A cluster reply slot whose command was refused before it was sent."""
+
+
+def _written(ops: Sequence[_Op], results: Sequence[Any]) -> int:
+    """How many writes of ``ops`` succeeded."""
+    return sum(
+        _rows(op)
+        for op, result in zip(ops, results, strict=True)
+        if op[0] != "get" and not isinstance(result, BaseException)
+    )
+
+
+def _by_node(reply: Any) -> dict[str, dict[str, Any]]:
+    """An ``INFO`` sent to every primary, by node name (one primary answers unwrapped)."""
+    if isinstance(reply, dict) and reply and all(isinstance(v, dict) for v in reply.values()):
+        return reply
+    return {"?": reply} if isinstance(reply, dict) else {}
+
+
+def _address(name: str) -> tuple[str, int]:
+    host, _, port = name.rpartition(":")
+    return host, int(port) if port.isdigit() else 0
 
 
 def _tag_of(op: _Op) -> str:
@@ -251,6 +277,8 @@ class RedisStore(RedisOps, StoreBase):
         self.server_version = ""
         self._replication = ReplicationWatch(durability, self.where)
         self._node_clients: dict[tuple[str, int], Any] = {}
+        self._nodes: dict[str, ReplicationWatch] = {}
+        """Cluster: each master's figures, by ``host:port``."""
         self._max_batch = max_batch
         self._batcher: Batcher[_Op] = Batcher(self._run_batch, max_batch=max_batch)
         self._retention: dict[str, Retention] = {}
@@ -346,27 +374,23 @@ class RedisStore(RedisOps, StoreBase):
     def replication(self) -> ReplicationStats:
         """Acknowledged, unconfirmed and refused writes, and failovers seen (see
         :class:`~airstore._redis_replication.ReplicationStats`)."""
-        return self._replication.stats()
+        return self._replication.stats(*self._nodes.values())
 
     # -- the pipeline ------------------------------------------------------------------------
     async def _run_batch(self, ops: Sequence[_Op]) -> list[Any]:
         watch = self._replication
         wait = watch.durability == "replicated" and any(op[0] != "get" for op in ops)
-        if wait and watch.replicas_seen is None:
-            await self._probe()
-        if wait and watch.no_replica_known():
-            return await self._refuse_writes(ops)
         if self._cluster:
+            if wait and not self._nodes:
+                await self._probe()
             results = await self._run_cluster(ops, wait=wait)
         else:
+            if wait and watch.replicas_seen is None:
+                await self._probe()
+            if wait and watch.no_replica_known():
+                return await self._refuse_writes(ops, list(range(len(ops))))
             results = await self._run_node(ops, wait=wait)
-        watch.wrote(
-            sum(
-                _rows(op)
-                for op, result in zip(ops, results, strict=True)
-                if op[0] != "get" and not isinstance(result, BaseException)
-            )
-        )
+            watch.wrote(_written(ops, results))
         if watch.probe_due():
             await self._probe()
         return results
@@ -384,44 +408,94 @@ class RedisStore(RedisOps, StoreBase):
         acked = replies.pop() if wait else None
         results = outcomes(ops, groups, replies, self._clock(), self.where)
         if wait:
-            self._confirm(ops, results, acked)
+            self._confirm(ops, results, acked, self._replication)
         return results
 
     async def _run_cluster(self, ops: Sequence[_Op], *, wait: bool) -> list[Any]:
         """Cluster: commands grouped per slot (each namespace is one); without ``wait`` the
         cluster client routes them (following MOVED/ASK). With ``wait``, each master's share
-        goes down one connection to that master, ended by its own ``WAIT``."""
+        goes down one connection to that master, ended by its own ``WAIT``; a master known to
+        have no replica has its share refused unsent, and a master that fails fails only its
+        share. Acknowledged writes are counted per master (for failovers)."""
         groups = plan(ops, slot=_tag_of)
         commands = [
             command(kind, [ops[i] for i in members], self._max_log) for kind, members in groups
         ]
-        if not wait:
-            routed = await self._execute(self._client, commands, "pipeline")
-            return outcomes(ops, groups, routed, self._clock(), self.where)
         by_node: dict[tuple[str, int], list[int]] = {}
         for g, cmd in enumerate(commands):
             node = self._client.get_node_from_key(_first_key(cmd))
             by_node.setdefault((node.host, node.port), []).append(g)
+        if not wait:
+            routed = await self._execute(self._client, commands, "pipeline")
+            results = outcomes(ops, groups, routed, self._clock(), self.where)
+            for where, members in by_node.items():
+                mine = [i for g in members for i in groups[g][1]]
+                self._node_watch(where).wrote(
+                    _written([ops[i] for i in mine], [results[i] for i in mine])
+                )
+            return results
         replies: list[Any] = [None] * len(commands)
         acks: dict[tuple[str, int], Any] = {}
+        refused: list[int] = []
 
         async def one(where: tuple[str, int], members: builtins.list[int]) -> None:
+            wait_here = True
+            if self._node_watch(where).no_replica_known():  # its writes: refused, unsent
+                for g in members:
+                    if groups[g][0] != "get":
+                        refused.extend(groups[g][1])
+                        replies[g] = _NOT_SENT
+                members = [g for g in members if groups[g][0] == "get"]
+                wait_here = False
+                if not members:
+                    return
             wanted = [commands[g] for g in members]
-            wanted.append(("WAIT", self._replicas, self._wait_ms))
-            got = await self._execute(self._node_client(where), wanted, "pipeline", cluster=True)
-            acks[where] = got.pop()
+            if wait_here:
+                wanted.append(("WAIT", self._replicas, self._wait_ms))
+            try:
+                got = await self._execute(
+                    self._node_client(where), wanted, "pipeline", cluster=True
+                )
+            except StorageIOError as exc:  # this master only
+                got = [exc] * len(wanted)
+            if wait_here:
+                acks[where] = got.pop()
             for g, reply in zip(members, got, strict=True):
                 replies[g] = reply
 
         await asyncio.gather(*(one(where, members) for where, members in by_node.items()))
-        results = outcomes(ops, groups, replies, self._clock(), self.where)
+        sent = [g for g, reply in enumerate(replies) if reply is not _NOT_SENT]
+        results = outcomes(
+            ops,
+            [groups[g] for g in sent],
+            [replies[g] for g in sent],
+            self._clock(),
+            self.where,
+        )
         for where, members in by_node.items():
+            if where not in acks:
+                continue
             mine = sorted(i for g in members for i in groups[g][1])
             sub = [results[i] for i in mine]
-            self._confirm([ops[i] for i in mine], sub, acks[where])
+            watch = self._node_watch(where)
+            self._confirm([ops[i] for i in mine], sub, acks[where], watch)
             for i, result in zip(mine, sub, strict=True):
                 results[i] = result
+            watch.wrote(_written([ops[i] for i in mine], sub))
+        if refused:
+            for i, value in zip(
+                refused, await self._refuse_writes([ops[i] for i in refused], []), strict=True
+            ):
+                results[i] = value
         return results
+
+    def _node_watch(self, where: tuple[str, int]) -> ReplicationWatch:
+        """Cluster: the replication figures of one master (by its address)."""
+        name = f"{where[0]}:{where[1]}"
+        watch = self._nodes.get(name)
+        if watch is None:
+            watch = self._nodes[name] = ReplicationWatch(self._replication.durability, name)
+        return watch
 
     def _node_client(self, where: tuple[str, int]) -> Any:
         """A plain client to one cluster master (for a pipeline ended by ``WAIT``)."""
@@ -473,7 +547,13 @@ class RedisStore(RedisOps, StoreBase):
         with contextlib.suppress(rex.RedisError):
             await self._client.nodes_manager.initialize()
 
-    def _confirm(self, ops: Sequence[_Op], results: builtins.list[Any], acked: Any) -> None:
+    def _confirm(
+        self,
+        ops: Sequence[_Op],
+        results: builtins.list[Any],
+        acked: Any,
+        watch: ReplicationWatch,
+    ) -> None:
         """Replicated mode: refuse the batch's writes unless ``acked`` (``WAIT``'s answer)
         reaches the replicas wanted."""
         if not isinstance(acked, BaseException) and int(acked) >= self._replicas:
@@ -491,12 +571,12 @@ class RedisStore(RedisOps, StoreBase):
             if op[0] != "get" and not isinstance(results[i], BaseException):
                 results[i] = error
                 self._replication.refused += _rows(op)
-        self._replication.replicas_checked = float("-inf")  # ask again before the next write
+        watch.replicas_checked = float("-inf")  # ask again before the next write
         self._replication.next_probe = 0.0
 
-    async def _refuse_writes(self, ops: Sequence[_Op]) -> list[Any]:
+    async def _refuse_writes(self, ops: Sequence[_Op], run_reads: builtins.list[int]) -> list[Any]:
         """Replicated mode with no replica connected: refuse the writes at once (nothing is
-        sent), run the reads."""
+        sent), run the reads among ``run_reads`` (indices of ``ops``)."""
         error = ReplicationError(
             f"redis at {self.where} has no replica connected, so no write can be confirmed "
             "(durability='replicated'): refused, nothing was sent",
@@ -504,12 +584,11 @@ class RedisStore(RedisOps, StoreBase):
             sent=False,
             confirmed=0,
         )
-        reads = [i for i, op in enumerate(ops) if op[0] == "get"]
+        reads = [i for i in run_reads if ops[i][0] == "get"]
         results: list[Any] = [error] * len(ops)
         self._replication.refused += sum(_rows(op) for op in ops if op[0] != "get")
         if reads:
-            run = self._run_cluster if self._cluster else self._run_node
-            got = await run([ops[i] for i in reads], wait=False)
+            got = await self._run_node([ops[i] for i in reads], wait=False)
             for i, value in zip(reads, got, strict=True):
                 results[i] = value
         return results
@@ -521,10 +600,16 @@ class RedisStore(RedisOps, StoreBase):
         watch.next_probe = time.monotonic() + 1.0
         try:
             if self._cluster:
-                infos = await self._client.info("replication", target_nodes=self._client.PRIMARIES)
-                counts = [int(i.get("connected_slaves", 0) or 0) for i in infos.values()]
-                watch.replicas_seen = min(counts) if counts else 0
-                watch.replicas_checked = time.monotonic()
+                primaries = self._client.PRIMARIES
+                servers = _by_node(await self._client.info("server", target_nodes=primaries))
+                replication = _by_node(
+                    await self._client.info("replication", target_nodes=primaries)
+                )
+                for name in list(self._nodes):
+                    if name not in servers:  # no longer a master: died, or demoted
+                        watch.retire(self._nodes.pop(name))
+                for name, server in servers.items():
+                    self._node_watch(_address(name)).probed(server, replication.get(name, {}))
                 return
             async with self._client.pipeline(transaction=False) as pipe:
                 pipe.info("server")

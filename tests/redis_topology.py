@@ -158,9 +158,9 @@ class RedisClusterGroup:
         return True
 
     def master_of(self, slot: int) -> RedisServer:
-        """The node serving ``slot`` as master now."""
+        """The live node serving ``slot`` as master now."""
         for node in self.nodes:
-            if node.proc is None:
+            if node.proc is None or node.proc.poll() is not None:
                 continue
             for line in _cli(node.port, "CLUSTER", "NODES").splitlines():
                 fields = line.split()
@@ -171,17 +171,22 @@ class RedisClusterGroup:
                             return node
         raise LookupError(f"no master serves slot {slot}")
 
-    def wait_failover(self, dead: RedisServer) -> None:
-        """Wait until the cluster is ``ok`` again after ``dead`` was killed."""
-        _wait(
-            "the cluster to promote a replica",
-            lambda: all(
-                "cluster_state:ok" in _cli(node.port, "CLUSTER", "INFO")
-                for node in self.nodes
-                if node.proc is not None and node is not dead
-            ),
-            timeout=60,
-        )
+    def wait_failover(self, dead: RedisServer, slot: int) -> RedisServer:
+        """Wait until a live node serves ``slot`` as master after ``dead`` was killed (and the
+        cluster is ``ok`` again); return it."""
+
+        def promoted() -> bool:
+            try:
+                return self.master_of(slot) is not dead and all(
+                    "cluster_state:ok" in _cli(node.port, "CLUSTER", "INFO")
+                    for node in self.nodes
+                    if node.proc is not None and node is not dead
+                )
+            except LookupError:
+                return False
+
+        _wait("the cluster to promote a replica", promoted, timeout=60)
+        return self.master_of(slot)
 
     def stop(self) -> None:
         for node in self.nodes:

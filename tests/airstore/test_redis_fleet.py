@@ -395,3 +395,44 @@ def test_the_minimum_version_is_checked_per_server_kind(
     else:
         with pytest.raises(StorageIOError, match=refused):
             check_server(info, "here")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("durability", ["async", "replicated"])
+async def test_cluster_failover_under_load_keeps_or_counts_every_acknowledged_write(
+    durability: str, tmp_path: Path
+) -> None:
+    from redis.crc import key_slot
+
+    with RedisClusterGroup() as cluster:
+        url = cluster.url()
+        writers = {name: _Writer(url, durability, name, tmp_path) for name in ("w1", "w2")}
+        try:
+            before = {name: w.wait_acked(200) for name, w in writers.items()}
+            slot = key_slot(b"air:log:{meter.calls}")
+            victim = cluster.master_of(slot)
+            victim.kill()  # SIGKILL the master holding the meter's log
+            cluster.wait_failover(victim, slot)
+            if durability == "async":  # served again once the replica is promoted
+                for name, w in writers.items():
+                    w.wait_acked(before[name] + 200)
+            else:  # the promoted replica has no replica of its own: refused, not lost
+                await asyncio.sleep(2.0)
+        finally:
+            results = {name: w.finish() for name, w in writers.items()}
+        missing = await _missing(url, results)
+        print(
+            f"cluster {durability}: missing={missing} "
+            + " ".join(
+                f"{n}={r['replication']} acked={len(r['acked'])} refused={r['refused']} "
+                f"errors={r['errors']}"
+                for n, r in results.items()
+            )
+        )
+        assert [r["replication"]["failovers"] for r in results.values()] == [1, 1]
+        if durability == "replicated":
+            assert missing == 0
+            assert all(r["refused"] > 0 for r in results.values())
+        else:
+            bound = sum(r["replication"]["unconfirmed_at_failover"] for r in results.values())
+            assert missing <= bound
