@@ -15,11 +15,26 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from urllib.parse import urlsplit
 
-__all__ = ["ConnectFailedError", "ConnectionLostError", "Http11Pool", "Response"]
+__all__ = [
+    "MAX_BODY",
+    "MAX_CHUNK",
+    "MAX_LINE",
+    "AnswerTooLargeError",
+    "ConnectFailedError",
+    "ConnectionLostError",
+    "Http11Pool",
+    "Response",
+]
 
 MAX_LINE = 16 * 1024 * 1024
-"""The longest header block or unchunked stream line accepted."""
+"""The longest header block, or line of a streamed (SSE) answer, accepted."""
 MAX_BODY = 64 * 1024 * 1024
+"""The largest answer read whole (JSON)."""
+MAX_CHUNK = MAX_BODY
+"""The largest chunk a chunked answer may declare (checked before a byte of it is read)."""
+_READ = 256 * 1024
+"""Bytes read at a time from a streamed chunk (never a whole declared chunk at once)."""
+_MIB = 1024 * 1024
 IDLE_S = 4.0
 """An idle connection older than this is not reused (uvicorn closes them after 5 s)."""
 
@@ -30,6 +45,11 @@ class ConnectFailedError(OSError):
 
 class ConnectionLostError(OSError):
     """The connection broke before the whole answer arrived (the request may have run)."""
+
+
+class AnswerTooLargeError(ConnectionLostError):
+    """An answer broke a read-time limit (body, chunk or line): it was not read further and
+    its connection was closed (the request may have run)."""
 
 
 class _Conn:
@@ -71,26 +91,22 @@ class Response:
         finished = False
         try:
             if self._chunked:
-                pending = b""
-                while True:
-                    size_line = await conn.reader.readline()
-                    size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-                    if size == 0:
-                        await conn.reader.readline()
-                        break
-                    data = await conn.reader.readexactly(size + 2)
-                    pending += data[:-2]
-                    *complete, pending = pending.split(b"\n")
-                    for line in complete:
-                        yield line + b"\n"
-                if pending:
-                    yield pending
+                async for line in _chunked_lines(conn.reader):
+                    yield line
             else:  # read to the end of the connection
-                while line := await conn.reader.readline():
+                while True:
+                    try:
+                        line = await conn.reader.readline()
+                    except ValueError:  # the reader's limit: MAX_LINE
+                        raise _line_too_long() from None
+                    if not line:
+                        break
                     yield line
                 conn.close()
                 conn = None
             finished = True
+        except ConnectionLostError:
+            raise
         except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
             raise ConnectionLostError(str(exc)) from exc
         finally:
@@ -234,18 +250,23 @@ class Http11Pool:
             if response.content_type == "text/event-stream" and (chunked or length is None):
                 response._conn, response._pool, response._chunked = conn, self, chunked
                 return response
-            if length is not None:
+            if chunked:
+                response.body = await _read_chunked(conn.reader)
+            elif length is not None:
                 size = int(length)
                 if size > MAX_BODY:
-                    raise ValueError(f"an answer of {size} bytes")
+                    raise AnswerTooLargeError(
+                        f"an answer of {size} bytes is over the {MAX_BODY // _MIB} MiB limit"
+                    )
                 response.body = await conn.reader.readexactly(size) if size else b""
-            elif chunked:
-                response.body = await _read_chunked(conn.reader)
             else:
-                response.body = await conn.reader.read(MAX_BODY)
+                response.body = await _read_to_end(conn.reader)
                 conn.close()
                 return response
         except _StaleError:
+            raise
+        except ConnectionLostError:
+            conn.close()
             raise
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
                 ValueError) as exc:  # fmt: skip
@@ -285,13 +306,87 @@ def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
     return int(parts[1]), headers
 
 
+def _line_too_long() -> AnswerTooLargeError:
+    return AnswerTooLargeError(f"a streamed line over the {MAX_LINE // _MIB} MiB limit")
+
+
+async def _chunk_size(reader: asyncio.StreamReader) -> int:
+    """The size a chunk declares, refused past :data:`MAX_CHUNK` before any of it is read."""
+    line = await reader.readline()
+    field = line.split(b";", 1)[0].strip()
+    try:
+        size = int(field, 16) if 0 < len(field) <= 16 else -1
+    except ValueError:
+        size = -1
+    if size < 0:
+        if not line:
+            raise asyncio.IncompleteReadError(b"", None)
+        raise ValueError(f"a chunk size that is not one: {field[:40]!r}")
+    if size > MAX_CHUNK:
+        raise AnswerTooLargeError(
+            f"a chunk of {size} bytes is over the {MAX_CHUNK // _MIB} MiB limit"
+        )
+    return size
+
+
+async def _chunk_end(reader: asyncio.StreamReader) -> None:
+    if await reader.readexactly(2) != b"\r\n":
+        raise ValueError("a chunk longer than it declared")
+
+
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    """A chunked body, refused as soon as it would pass :data:`MAX_BODY`."""
     out = bytearray()
     while True:
-        size = int((await reader.readline()).split(b";", 1)[0].strip() or b"0", 16)
+        size = await _chunk_size(reader)
         if size == 0:
             await reader.readline()
             return bytes(out)
-        out += (await reader.readexactly(size + 2))[:-2]
+        if len(out) + size > MAX_BODY:
+            raise AnswerTooLargeError(
+                f"an answer over the {MAX_BODY // _MIB} MiB limit (a chunk of {size} bytes "
+                f"after {len(out)})"
+            )
+        out += await reader.readexactly(size)
+        await _chunk_end(reader)
+
+
+async def _read_to_end(reader: asyncio.StreamReader) -> bytes:
+    """A body that ends with the connection, refused as soon as it passes :data:`MAX_BODY`."""
+    out = bytearray()
+    while data := await reader.read(_READ):
+        out += data
         if len(out) > MAX_BODY:
-            raise ValueError("an answer over the body limit")
+            raise AnswerTooLargeError(f"an answer over the {MAX_BODY // _MIB} MiB limit")
+    return bytes(out)
+
+
+async def _chunked_lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """The lines of a chunked stream, read a piece at a time: a line (or what has come of it)
+    over :data:`MAX_LINE` ends the stream, however the chunks are declared."""
+    pending = bytearray()
+    while True:
+        size = await _chunk_size(reader)
+        if size == 0:
+            await reader.readline()
+            break
+        while size:
+            data = await reader.read(min(size, _READ))
+            if not data:
+                raise asyncio.IncompleteReadError(b"", size)
+            size -= len(data)
+            start = len(pending)
+            pending += data
+            cut = pending.rfind(b"\n", start)
+            if cut >= 0:
+                lines = pending[: cut + 1].split(b"\n")
+                del pending[: cut + 1]
+                for line in lines[:-1]:
+                    if len(line) >= MAX_LINE:
+                        raise _line_too_long()
+                    yield bytes(line) + b"\n"
+            if len(pending) >= MAX_LINE:
+                raise _line_too_long()
+        await _chunk_end(reader)
+    if pending:
+        yield bytes(pending)

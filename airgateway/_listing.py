@@ -1,4 +1,8 @@
-"""The aggregated lists (tools, resources, templates, prompts), served a page at a time."""
+"""The aggregated lists (tools, resources, templates, prompts), served a page at a time.
+
+Tools and prompts are what a client's allow list names: each client is listed only those it
+may use (:meth:`airgateway.access.Access.visible`), and pages are cut from that list.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aircore.errors import INVALID_PARAMS, AirError
+from airgateway.access import Access
+from airgateway.config import ClientConfig
 from airgateway.index import ToolIndex
 
 __all__ = ["LIST_METHODS", "PAGE_SIZE", "Lister", "page"]
@@ -16,23 +22,33 @@ PAGE_SIZE = 200
 
 
 class Lister:
-    """One list method: where its items come from and the result key."""
+    """One list method: where its items come from, the result key, and whether allow lists
+    name its items (tools, prompts)."""
 
-    __slots__ = ("get", "key")
+    __slots__ = ("allowed", "get", "key")
 
-    def __init__(self, key: str, get: Callable[[ToolIndex], list[dict[str, Any]]]) -> None:
+    def __init__(
+        self, key: str, get: Callable[[ToolIndex], list[dict[str, Any]]], *, allowed: bool
+    ) -> None:
         self.key = key
         self.get = get
+        self.allowed = allowed
 
-    def __call__(self, index: ToolIndex) -> list[dict[str, Any]]:
-        return self.get(index)
+    def __call__(
+        self, index: ToolIndex, access: Access | None = None, client: ClientConfig | None = None
+    ) -> list[dict[str, Any]]:
+        """Every item, or (given ``access``) those ``client`` may use."""
+        items = self.get(index)
+        if access is None or not self.allowed:
+            return items
+        return access.visible(client, items)
 
 
 LIST_METHODS: dict[str, Lister] = {
-    "tools/list": Lister("tools", ToolIndex.tools),
-    "resources/list": Lister("resources", ToolIndex.resources),
-    "resources/templates/list": Lister("resourceTemplates", ToolIndex.templates),
-    "prompts/list": Lister("prompts", ToolIndex.prompts),
+    "tools/list": Lister("tools", ToolIndex.tools, allowed=True),
+    "resources/list": Lister("resources", ToolIndex.resources, allowed=False),
+    "resources/templates/list": Lister("resourceTemplates", ToolIndex.templates, allowed=False),
+    "prompts/list": Lister("prompts", ToolIndex.prompts, allowed=True),
 }
 
 

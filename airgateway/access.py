@@ -15,6 +15,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from airgateway.config import ClientConfig
 from airgateway.errors import AccessDeniedError, RateLimitedError
@@ -28,6 +29,8 @@ __all__ = ["RATES_NAMESPACE", "Access", "Unauthorized"]
 logger = logging.getLogger(__name__)
 
 RATES_NAMESPACE = "gateway.rates"
+_MAX_VISIBLE = 1024
+"""Filtered lists cached at most (clients x list kinds; a changed index makes new ones)."""
 
 
 class Unauthorized(Exception):  # noqa: N818 - a sentinel the endpoint answers 401 for
@@ -74,6 +77,9 @@ class Access:
         self.clients = tuple(clients)
         self.per_tool = dict(per_tool)
         self.token = token
+        self._visible: dict[tuple[str, int], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+        self._visible = {}
+        """(client, id of a listed list) -> (that list, what the client sees of it)."""
         self._counter: Counter
         if isinstance(store, Counter):
             self._counter = store
@@ -103,15 +109,35 @@ class Access:
             raise Unauthorized
         return None
 
+    def allows(self, client: ClientConfig | None, name: str) -> bool:
+        """Whether the client's allow list matches ``name`` (the anonymous client: always)."""
+        return client is None or any(fnmatch.fnmatchcase(name, glob) for glob in client.allow)
+
+    def visible(
+        self, client: ClientConfig | None, items: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The listed tools or prompts ``client`` may use, in order (what ``tools/list`` and
+        ``prompts/list`` show it). Cached per client until the index hands out a new list."""
+        if client is None:
+            return items
+        key = (client.name, id(items))
+        cached = self._visible.get(key)
+        if cached is not None and cached[0] is items:
+            return cached[1]
+        shown = [item for item in items if self.allows(client, str(item.get("name")))]
+        if len(self._visible) >= _MAX_VISIBLE:
+            self._visible.clear()
+        self._visible[key] = (items, shown)
+        return shown
+
     def check(self, client: ClientConfig | None, name: str) -> None:
         """Refuse a tool or prompt the client's allow list does not match.
 
         Raises:
             AccessDeniedError: no glob of the client's allow list matches ``name``.
         """
-        if client is None:
-            return
-        if not any(fnmatch.fnmatchcase(name, glob) for glob in client.allow):
+        if not self.allows(client, name):
+            assert client is not None
             raise AccessDeniedError(
                 f"client {client.name!r} may not use {name!r}", client=client.name, name=name
             )

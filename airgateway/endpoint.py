@@ -344,7 +344,8 @@ class GatewayEndpoint:
         try:
             listed = LIST_METHODS.get(method)
             if listed is not None:
-                result = page(listed(self.gateway.index), listed.key, params)
+                result = page(listed(self.gateway.index, self.gateway.access, call.client),
+                              listed.key, params)  # fmt: skip
             elif method == "subscriptions/listen" and call.modern:
                 result = await self._listen(call, params)
             else:

@@ -18,7 +18,13 @@ import orjson
 
 from aircore.protocol.modern import NAME_BEARING
 from airgateway import eras
-from airgateway._http11 import ConnectFailedError, ConnectionLostError, Http11Pool, Response
+from airgateway._http11 import (
+    AnswerTooLargeError,
+    ConnectFailedError,
+    ConnectionLostError,
+    Http11Pool,
+    Response,
+)
 from airgateway._sse import events
 from airgateway.errors import (
     GatewayError,
@@ -217,6 +223,11 @@ class HttpUpstream:
         have run)."""
         if isinstance(exc, ConnectFailedError):
             return UpstreamUnavailableError(f"{self.label}: {exc}", replica=self.label, sent=False)
+        if isinstance(exc, AnswerTooLargeError):
+            return UpstreamUnavailableError(
+                f"{self.label}: answer refused: {exc} (the connection was closed)",
+                replica=self.label,
+            )
         return UpstreamUnavailableError(
             f"{self.label}: connection lost after the request was sent: {exc}", replica=self.label
         )

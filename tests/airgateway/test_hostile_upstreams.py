@@ -28,6 +28,8 @@ from tests.airgateway.procs import Proc, air, started
 pytestmark = pytest.mark.slow
 WAIT_S = 30.0
 RAW = str(Path(__file__).resolve().parent / "raw_stdio_server.py")
+HOSTILE_HTTP = str(Path(__file__).resolve().parent / "hostile_http_server.py")
+PEAK_RSS_MB = 600
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +219,45 @@ def test_a_url_answering_200_with_a_web_page_is_reported_as_no_mcp_answer(
     assert upstream["last_error"] == (
         "web#0 answered HTTP 200 with no JSON body (is this an MCP endpoint?)"
     )
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (``VmHWM``), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS is read in /proc")
+async def test_an_upstream_streaming_a_huge_chunk_or_an_endless_line_cannot_balloon_the_gateway(
+    tmp_path: Path,
+) -> None:
+    """A declared chunk of ``fffffffff`` bytes (in a JSON and in an SSE answer) and an SSE line
+    that never ends, each streamed for up to 1 GiB: the gateway refuses each at its read-time
+    limit with a clear error, closes the connection, stays far from the 4+ GB it reached, and
+    serves the next call."""
+    with started([sys.executable, HOSTILE_HTTP]) as upstream:
+        config = tmp_path / "gateway.yml"
+        config.write_text(
+            f"servers:\n  - name: hostile\n    url: {upstream.url}\n    timeout_s: 120\n"
+            "health:\n  interval_s: 60\n  unhealthy_after: 10\n"
+        )
+        argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://",
+                   "--no-meter")  # fmt: skip
+        with started(argv) as gateway:
+            async with Client(gateway.url) as client:
+                assert (await client.call_tool("ok", {})).content[0].text == "fine"  # type: ignore[union-attr]
+                for attack, limit in (
+                    ("huge_chunk", "a chunk of 68719476735 bytes is over the 64 MiB limit"),
+                    ("huge_sse_chunk", "a chunk of 68719476735 bytes is over the 64 MiB limit"),
+                    ("endless_line", "a streamed line over the 16 MiB limit"),
+                ):
+                    with pytest.raises(MCPError) as raised:
+                        await client.call_tool(attack, {})
+                    assert raised.value.error.code == -32003
+                    assert f"answer refused: {limit}" in raised.value.error.message
+                    assert (await client.call_tool("ok", {})).content[0].text == "fine"  # type: ignore[union-attr]
+            peak = _peak_rss_mb(gateway.popen.pid)
+    print(f"gateway peak RSS {peak:.0f} MiB", file=sys.stderr)
+    assert peak < PEAK_RSS_MB, f"the gateway peaked at {peak:.0f} MiB"

@@ -9,7 +9,13 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from airgateway._http11 import ConnectFailedError, ConnectionLostError, Http11Pool
+from airgateway._http11 import (
+    MAX_LINE,
+    AnswerTooLargeError,
+    ConnectFailedError,
+    ConnectionLostError,
+    Http11Pool,
+)
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -228,3 +234,62 @@ async def test_a_refused_connection_before_any_byte_is_connect_failed() -> None:
 
 async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     await reader.read()
+
+
+async def test_a_body_without_a_length_is_read_to_the_end_of_the_connection() -> None:
+    async def in_pieces(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n[1,")
+        await writer.drain()
+        await asyncio.sleep(0.05)  # a second segment (it was cut at the first read)
+        writer.write(b"2]")
+
+    async with _server(in_pieces) as (url, _connections):
+        pool = Http11Pool(url, size=4, headers={})
+        assert (await pool.request("POST", b"{}")).body == b"[1,2]"
+        await pool.close()
+
+
+async def test_a_declared_chunk_over_the_limit_is_refused_before_any_of_it_is_read() -> None:
+    sent = asyncio.Event()
+
+    async def huge(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nfffffffff\r\n")
+        sent.set()
+        await reader.read()  # nothing of the chunk comes: the refusal cannot wait for it
+
+    async with _server(huge) as (url, _connections):
+        pool = Http11Pool(url, size=4, headers={})
+        with pytest.raises(AnswerTooLargeError, match="a chunk of 68719476735 bytes is over"):
+            await asyncio.wait_for(pool.request("POST", b"{}"), 30)
+        assert sent.is_set()
+        await pool.close()
+
+
+async def test_an_sse_line_that_never_ends_is_refused_at_the_line_limit() -> None:
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
+        block = b"x" * 65536
+        try:
+            for _ in range(MAX_LINE // len(block) * 4):
+                writer.write(b"%x\r\n%s\r\n" % (len(block), block))
+                await writer.drain()
+        except OSError:
+            return  # the client closed the connection: the point
+
+    async with _server(endless) as (url, _connections):
+        pool = Http11Pool(url, size=4, headers={})
+        resp = await pool.request("POST", b"{}")
+        lines: list[bytes] = []
+
+        async def read_all() -> None:
+            async for line in resp.lines():
+                lines.append(line)
+
+        with pytest.raises(AnswerTooLargeError, match="a streamed line over the 16 MiB limit"):
+            await read_all()
+        assert lines == []
+        await pool.close()
