@@ -25,7 +25,7 @@ from aircore.errors import (
     AirError,
     InvalidParamsError,
 )
-from aircore.failure_log import FAILURES
+from aircore.failure_log import FAILURES, masked_text
 from aircore.results import structured_result, to_call_result
 from airmeter.types import CallSuspended
 
@@ -211,10 +211,8 @@ async def run_call(chain: Chain, ctx: ToolContext) -> dict[str, Any]:
     except Exception as exc:
         # the traceback, for the author
         FAILURES.tool_failed(tool.name, ctx.request_id, exc, call_id=ctx.call_id)
-        from airmeter.redact import redact_text  # the failure path only
-
         # the client gets what the log and the meter show: secret-shaped parts masked
-        return error_result(INTERNAL_ERROR, redact_text(exception_text(exc)))
+        return error_result(INTERNAL_ERROR, masked_text(exception_text(exc)))
     result = ctx.call_result
     if result is not None and ctx.call_result_of is value:  # built inside the chain
         return result

@@ -5,11 +5,17 @@ message, so that neither the call log, OpenTelemetry, Prometheus nor the dashboa
 secret:
 
 - **by name**: the value under a secret-looking key is replaced (``password``, ``api_key``,
-  ``X-Auth-Token``, ``pass``, ``pw``, ``PGPASSWORD``, ``*_KEY``, ``*TOKEN*``, ``*SECRET*``…);
-- **by shape**, inside any text: bearer/basic credentials, passwords in URLs and DSNs,
-  ``NAME=value`` / ``"name": "value"`` pairs whose name looks secret, provider tokens (GitHub
-  ``ghp_``/``github_pat_``, OpenAI ``sk-``/``sk-proj-``, Slack ``xox?-``, AWS ``AKIA``/``ASIA``,
-  Google ``AIza``, GitLab ``glpat-``), JSON Web Tokens and PEM private keys.
+  ``X-Auth-Token``, ``pass``, ``pw``, ``PGPASSWORD``, ``creds``, ``connectionString``,
+  ``webhook_url``, ``*_KEY``, ``*TOKEN*``, ``*SECRET*``…);
+- **by shape**, inside any text: bearer/basic credentials, passwords in URLs and DSNs (``/``
+  and ``@`` included), ``NAME=value`` / ``"name": "value"`` pairs whose name looks secret
+  (JSON-escaped quotes included), provider tokens (AWS, Google, GitHub, GitLab, Slack, Stripe,
+  SendGrid, OpenAI, npm, PyPI), Slack webhook URLs, JSON Web Tokens and PEM private keys.
+  docs/metering.md has the table.
+
+Text is scanned once, left to right, by one compiled pattern whose every quantifier that can
+fail is bounded, so the time is linear in the text's length and nothing recurses: an error
+message of any size or shape is redacted, never raises.
 """
 
 from __future__ import annotations
@@ -25,41 +31,65 @@ __all__ = ["REDACTED", "SECRET_WORDS", "Redactor", "redact", "redact_text"]
 REDACTED: Final = "[REDACTED]"
 SECRET_WORDS: frozenset[str] = frozenset({
     "password", "passwd", "passphrase", "pwd", "pass", "pw", "secret", "token", "key", "apikey",
-    "auth", "authorization", "bearer", "cookie", "credential", "credentials", "session",
-    "private", "signature", "otp", "pin", "ssn", "jwt", "sessionid", "accesstoken",
-    "refreshtoken", "dsn",
+    "auth", "authorization", "bearer", "cookie", "credential", "credentials", "creds", "session",
+    "private", "signature", "sig", "otp", "pin", "ssn", "jwt", "sessionid", "accesstoken",
+    "refreshtoken", "dsn", "connstr", "connectionstring", "connstring", "webhookurl",
 })  # fmt: skip
-"""A name is secret when one of its words (split like tool names) is in this set."""
+"""A name is secret when one of its words (split like tool names), or the whole name without
+``-``, ``_`` and ``.`` (``conn_str``, ``connectionString``, ``webhook_url``), is in this set."""
 SECRET_PARTS: Final[tuple[str, ...]] = ("password", "passwd", "passphrase", "secret", "token")
 """A name is secret when it contains one of these anywhere (``PGPASSWORD``, ``GHTOKEN``)."""
 
 MAX_DEPTH = 32
 _MAX_CACHED_NAMES = 4096
+_MAX_CACHED_NAME_CHARS = 128
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}"
+_SCHEME = r"(?:[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN)"
 _SHAPES: Final = re.compile(
     "|".join(
         (
-            # PEM private keys, whole block
-            r"(?P<pem>-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))",
+            # PEM private keys (and PGP private key blocks), whole block
+            r"(?P<pem>-----BEGIN [A-Z ]{0,64}PRIVATE KEY(?: BLOCK)?-----.*?"
+            r"(?:-----END [A-Z ]{0,64}PRIVATE KEY(?: BLOCK)?-----|$))",
             # JSON Web Tokens: header.payload.signature, base64url, header and payload JSON
-            r"(?P<jwt>\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)",
+            r"(?P<jwt>\beyJ[A-Za-z0-9_-]{4,1024}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)",
             # provider tokens
             r"(?P<provider>\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,}"
-            r"|sk-[A-Za-z0-9_-]{16,}|xox[abposr]-[A-Za-z0-9-]{8,}|(?:AKIA|ASIA)[0-9A-Z]{16}"
-            r"|AIza[0-9A-Za-z_-]{30,}|glpat-[A-Za-z0-9_-]{16,}))",
-            # credentials in a URL or DSN: scheme://user:password@host
-            r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)(?P<urlpw>[^\s@/]+)(?=@)",
+            r"|sk-[A-Za-z0-9_-]{16,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
+            r"|SG\.[A-Za-z0-9_-]{16,64}\.[A-Za-z0-9_-]{16,}"
+            r"|xox[abposre]-[A-Za-z0-9-]{8,}"
+            r"|(?:A3T[A-Z0-9]|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[0-9A-Z]{16}"
+            r"|AIza[0-9A-Za-z_-]{30,}|ya29\.[0-9A-Za-z_-]{16,}"
+            r"|gl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_-]{16,}"
+            r"|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}))",
+            # Slack incoming-webhook (and workflow) URLs: the path is the secret
+            r"(?P<hook>\bhooks\.slack\.com/)(?P<hookpath>(?:services|workflows|triggers)/"
+            r"[A-Za-z0-9/_+-]+)",
+            # credentials in a URL or DSN: scheme://user: — the password is found after it
+            r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@\"'<>]{0,256}:)",
             # Authorization schemes inside text: "Bearer abc…", "Basic dXNl…"
-            r"(?P<scheme>\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN)\s+)"
-            r"(?P<cred>[A-Za-z0-9._~+/=-]{8,})",
-            # NAME=value, NAME: value, "name": "value" whose name looks secret
-            rf"(?P<pair>(?<![A-Za-z0-9_.\-])(?P<q>[\"']?)(?P<name>{_NAME})(?P=q)\s*(?:=|:)\s*)"
-            r"(?P<value>(?:(?:[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN)\s+)?"
-            r"(?:\"[^\"]*\"|'[^']*'|[^\s,;&\"'}\]]+))",
+            rf"(?P<scheme>\b{_SCHEME}\s{{1,16}})(?P<cred>[A-Za-z0-9._~+/=-]{{8,}})",
+            # NAME=value, NAME: value, "name": "value", \"name\": \"value\" — the value is read
+            # after it, only when the name looks secret
+            rf"(?P<pair>(?<![A-Za-z0-9_.\-])(?P<q>\\?[\"']|)(?P<name>{_NAME})(?P=q)"
+            r"\s{0,16}[=:]\s{0,16})",
         )
     ),
     re.DOTALL,
+)
+# A URL's password: everything up to the last "@" before a space, quote, "?" or "#" (so "/" and
+# "@" inside it are covered: mysql://u:pa/ss@db, postgres://u:p@ss@host), at most 512 characters.
+_URL_PASSWORD: Final = re.compile(r"[^\s\"'<>?#]{1,512}(?=@)")
+# The value of a secret pair: an optional auth scheme, then a JSON string inside JSON text
+# (\"…\", escapes kept), a quoted string (escaped quotes inside it kept), an unterminated quote
+# (to the end of the line), or a bare word.
+_VALUE: Final = re.compile(
+    rf"(?:{_SCHEME}\s{{1,16}})?"
+    r"(?:\\\"(?:\\\\\\\\(?:\\.|[^\\\n])|[^\\\"\n]|\\[^\\\"\n])*\\\""
+    r"|\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
+    r"|[\"'][^\n]*"
+    r"|(?:[^\s,;&\"'}\]\\]|\\.)+)"
 )
 
 
@@ -98,32 +128,71 @@ class Redactor:
         self._verdicts: dict[str, bool] = {}
 
     def is_secret(self, key: str) -> bool:
-        """Whether the value under ``key`` must be masked (cached per key)."""
+        """Whether the value under ``key`` must be masked (cached per short key)."""
         verdict = self._verdicts.get(key)
         if verdict is None:
             verdict = _name_is_secret(key, self._words)
-            if len(self._verdicts) < _MAX_CACHED_NAMES:
+            if len(self._verdicts) < _MAX_CACHED_NAMES and len(key) <= _MAX_CACHED_NAME_CHARS:
                 self._verdicts[key] = verdict
         return verdict
 
     def text(self, text: str) -> str:
-        """``text`` with every secret-shaped part masked (the same object when none is)."""
-        out, n = _SHAPES.subn(self._replace, text)
-        return out if n and out != text else text
+        """``text`` with every secret-shaped part masked (the same object when none is).
 
-    def _replace(self, match: re.Match[str]) -> str:
-        kind = match.lastgroup
-        if kind == "urlpw":
-            return f"{match['url']}{self._placeholder}"
-        if kind == "cred":
-            return f"{match['scheme']}{self._placeholder}"
-        if kind == "value":
-            value = match["value"]
-            if not self.is_secret(match["name"]):  # the value may still hold a secret shape
-                return f"{match['pair']}{self.text(value)}"
-            quote = value[0] if value[:1] in ("'", '"') else ""
-            return f"{match['pair']}{quote}{self._placeholder}{quote}"
-        return self._placeholder
+        One pass, left to right, in time linear in ``len(text)``; it never recurses.
+        """
+        match = _SHAPES.search(text)
+        if match is None:
+            return text
+        out: list[str] = []
+        done = 0  # text[:done] is settled (in ``out``)
+        placeholder = self._placeholder
+        while match is not None:
+            kind = match.lastgroup
+            resume = match.end()
+            if kind == "pair":
+                resume = self._pair(text, match, out, done)
+                if resume != match.end():
+                    done = resume
+            elif kind == "url":
+                at = match.end()  # an "@" must follow within reach (memchr first: cheap)
+                password = (
+                    None if text.find("@", at, at + 513) < 0 else _URL_PASSWORD.match(text, at)
+                )
+                if password is not None:
+                    out += (text[done : match.end()], placeholder)
+                    done = resume = password.end()
+            elif kind in ("cred", "hookpath"):
+                start = match.start(kind)
+                out += (text[done:start], placeholder)
+                done = resume
+            else:
+                out += (text[done : match.start()], placeholder)
+                done = resume
+            match = _SHAPES.search(text, resume)
+        if done == 0 and not out:
+            return text
+        out.append(text[done:])
+        result = "".join(out)
+        return text if result == text else result
+
+    def _pair(self, text: str, match: re.Match[str], out: list[str], done: int) -> int:
+        """Mask the value after a ``name=`` / ``"name":`` whose name is secret; where to go on
+        (the pair's end when it is not, so its value is searched like any text)."""
+        end = match.end()
+        if not self.is_secret(match["name"]):
+            return end
+        value = _VALUE.match(text, end)
+        if value is None:
+            return end
+        raw = value.group()
+        quote = ""
+        for opener in ('\\"', '"', "'"):
+            if raw.startswith(opener) and len(raw) > len(opener) and raw.endswith(opener):
+                quote = opener
+                break
+        out += (text[done:end], quote, self._placeholder, quote)
+        return value.end()
 
     def __call__(self, value: Any, *, max_text: int | None = None) -> Any:
         """A redacted copy of ``value``, or ``value`` itself when nothing in it is secret

@@ -17,6 +17,7 @@ from aircore.errors import (
     MethodNotFoundError,
 )
 from aircore.execution import exception_text, exit_failure
+from aircore.failure_log import logged_exc_info, masked_text
 from aircore.protocol import legacy, modern
 from aircore.protocol.framing import (
     KIND_NOTIFICATION,
@@ -166,13 +167,15 @@ class Dispatcher:
         except AirError as exc:
             return error_response(msg_id, exc.code, exc.message, exc.data)
         except Exception as exc:
-            logger.exception("internal error handling %s", method)
-            return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {exception_text(exc)}")
+            # masked, cut and bounded like a tool's failure: no secret, no 200 KB traceback
+            logger.error("internal error handling %s", method, exc_info=logged_exc_info(exc))
+            text = masked_text(exception_text(exc))
+            return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {text}")
         except BaseException as exc:  # SystemExit, a stray CancelledError …: not an end
             failure = exit_failure(f"a handler of {method}", exc)
             if failure is None:
                 raise
-            logger.error("internal error handling %s", method, exc_info=exc)
+            logger.error("internal error handling %s", method, exc_info=logged_exc_info(exc))
             return error_response(msg_id, INTERNAL_ERROR, f"Internal error: {failure.message}")
         return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airmeter import Redactor, redact
+from airmeter import Redactor, redact, redact_text
 from airmeter.redact import REDACTED
 
 
@@ -90,3 +95,37 @@ def test_no_secret_value_survives_and_shape_is_kept(value: Any) -> None:
     assert out["token"] == REDACTED
     assert all(v == REDACTED for v in _secret_values(out, r))
     assert _secret_values(r(value), r) == [REDACTED] * len(_secret_values(value, r))
+
+
+ADVERSARIAL = ["a:", "x=", "a://b:", "x://u:p/", "eyJa-", "password=\"", "\\\"a\\\": ", "a@", " ",
+               "Bearer ", "-----BEGIN A ", "ghp_", "'", "\\"]  # fmt: skip
+OPEN_QUOTES = ('password="', "'")
+
+
+@pytest.mark.parametrize("unit", ADVERSARIAL)
+def test_100_kb_of_an_adversarial_pattern_is_redacted_without_recursion(unit: str) -> None:
+    text = (unit * (100_000 // len(unit) + 1))[:100_000]
+    tail = " then password=hunter2pw and Bearer abcdefghijklmnop"
+    with _low_recursion_limit():
+        out = redact_text(text + tail)
+    assert "hunter2pw" not in out
+    assert "abcdefghijklmnop" not in out
+    if unit not in OPEN_QUOTES:  # an open quote's value runs to the end of its line
+        assert out.endswith(f" then password={REDACTED} and Bearer {REDACTED}")
+
+
+def test_the_issue_inputs_come_back_unchanged() -> None:
+    for text in ("a:" * 490, "x=" * 490, "a:" * 50_000):
+        with _low_recursion_limit():
+            assert redact_text(text) == text
+
+
+@contextmanager
+def _low_recursion_limit() -> Iterator[None]:
+    """Redaction must not recurse with the text: a limit far below the text's length."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(200, len(inspect.stack()) + 100))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
