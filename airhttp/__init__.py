@@ -14,6 +14,7 @@ from airhttp.limits import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_HEADER_BYTES,
     DEFAULT_MAX_INFLIGHT,
+    DEFAULT_MAX_RECEIVING,
     Limits,
 )
 from airhttp.logs import RepeatFilter
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_INFLIGHT",
+    "DEFAULT_MAX_RECEIVING",
     "LOCAL_HOSTS",
     "ASGIApp",
     "AccessPolicy",

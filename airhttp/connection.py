@@ -4,9 +4,17 @@ Requests are answered in order: a request that arrives while another is answered
 short pipeline (reading pauses meanwhile; past :data:`MAX_PIPELINE` the connection closes once
 the queued ones are answered). A request head must arrive within the header timeout and stay
 under the size cap (408 / 431); a started body must keep arriving (408 after the same time
-without a byte, or after the same time plus one second per :data:`MIN_BODY_RATE` bytes
-received). Keep-alive connections idle past the idle timeout are closed. Timeouts are
+without a byte, or after :data:`BODY_GRACE` seconds plus one second per :data:`MIN_BODY_RATE`
+bytes received). Keep-alive connections idle past the idle timeout are closed. Timeouts are
 enforced by the server's periodic sweep (:meth:`Connection.check`), not a timer per request.
+
+Bodies being received are bounded too (:attr:`Site.max_receiving`): a body counts from the end
+of its head until its last byte, unless it arrived whole with its head (then it never counts).
+One beyond the bound closes the connection whose body has been arriving longest (408), so slow
+or endless bodies cannot hold every connection or in-flight slot, whoever sends them (a
+loopback client included), while real requests, whose bodies arrive at once, go on. At the
+connection cap, an idle connection (or one reading a head, or one closing after an error
+answer) makes room for a new one, oldest first; connections are never capped per peer.
 """
 
 from __future__ import annotations
@@ -23,10 +31,11 @@ from urllib.parse import unquote
 import httptools
 
 from airhttp.exchange import HIGH_WATER, Exchange
+from airhttp.limits import DEFAULT_MAX_RECEIVING
 from airhttp.types import Answer, ASGIApp, FastHandler
 from airhttp.wire import BAD_REQUEST, BUSY, HUGE, SERVER_ERROR, SLOW
 
-__all__ = ["LINGER", "MAX_PIPELINE", "MIN_BODY_RATE", "Connection", "Site"]
+__all__ = ["BODY_GRACE", "LINGER", "MAX_PIPELINE", "MIN_BODY_RATE", "Connection", "Site"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +48,13 @@ MAX_PIPELINE = 16
 are answered (a client that pipelines must be ready to retry the rest, RFC 9112 §9.3.2)."""
 
 MIN_BODY_RATE = 500
-"""Bytes a second a request body must average once the header timeout has passed: a body
-has the header timeout plus one second per this many bytes received (Apache's
-``mod_reqtimeout`` rule), so a body trickled a byte at a time cannot hold a connection
-forever, while a large body on a slow link still arrives."""
+"""Bytes a second a request body must average once its grace has passed: a body has
+:data:`BODY_GRACE` seconds (the header timeout if shorter) plus one second per this many
+bytes received (Apache's ``mod_reqtimeout`` rule), so a body trickled a byte at a time cannot
+hold a connection for long, while a large body on a slow link still arrives."""
+
+BODY_GRACE = 2.0
+"""Seconds a request body may take before :data:`MIN_BODY_RATE` applies to it."""
 
 _ASGI = {"version": "3.0", "spec_version": "2.4"}
 _METHODS = {m.encode(): m for m in ("GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH")}
@@ -67,6 +79,8 @@ class Site:
         date: the current ``date`` header line (refreshed by the server's tick).
         state: the lifespan state copied into every request scope (``None``: no lifespan).
         fast: the raw-request hook tried before the app (``None``: none).
+        receiving: connections receiving a request body, the one receiving longest first.
+        max_receiving: bodies received at once; beyond, the longest-running one is cut.
     """
 
     def __init__(
@@ -79,6 +93,7 @@ class Site:
         stats: Any,
         date: bytes,
         fast: FastHandler | None = None,
+        max_receiving: int = DEFAULT_MAX_RECEIVING,
     ) -> None:
         self.app = app
         self.fast = fast
@@ -88,20 +103,34 @@ class Site:
         self.stats = stats
         self.date = date
         self.open: dict[Connection, None] = {}
+        self.receiving: dict[Connection, None] = {}
+        self.max_receiving = max_receiving
         self.closing = False
         self.state: dict[str, Any] | None = None
         self.on_quiet: Callable[[], None] | None = None
         """Called when a connection finishes its last request during shutdown."""
 
     def make_room(self) -> bool:
-        """Close the oldest connection that is not answering a request; False if none is."""
+        """Close the oldest connection that is not answering a request (or is closing after
+        an error answer already); False if none is."""
         for conn in self.open:
-            if conn.is_idle():
+            if conn.lingering or conn.is_idle():
                 del self.open[conn]
                 conn.transport.close()
                 self.stats.evicted += 1
                 return True
         return False
+
+    def start_body(self, conn: Connection) -> None:
+        """``conn``'s request body is arriving: count it, cutting the body that has been
+        arriving longest when the bound is reached."""
+        receiving = self.receiving
+        if len(receiving) >= self.max_receiving:
+            oldest = next(iter(receiving))
+            self.stats.bodies_cut += 1
+            oldest.cut_body()  # (leaves ``receiving``)
+        receiving[conn] = None
+        conn.receiving = True
 
 
 def _holdable(headers: list[tuple[bytes, bytes]]) -> bool:
@@ -158,6 +187,8 @@ class Connection(asyncio.Protocol):
         self.head_known = 0
         self.head_stream = 0
         self.completed_in_feed = False
+        self.receiving = False
+        """Counted in the site's bodies being received."""
         self.lost = False
         self.lingering = False
         self.refused = False
@@ -221,11 +252,17 @@ class Connection(asyncio.Protocol):
             if self.head_stream > self.site.max_head:
                 self.site.stats.header_overflows += 1
                 self._fail(HUGE)
+        elif not self.receiving:
+            parsing = self.parsing
+            if parsing is not None and parsing.more and not self.lingering:
+                self.site.start_body(self)  # its body did not arrive whole with its head
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         site = self.site
         site.open.pop(self, None)
+        if self.receiving:
+            self._end_body()
         if self.refused:
             return
         self.pipeline.clear()
@@ -360,6 +397,8 @@ class Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self.completed_in_feed = True
+        if self.receiving:
+            self._end_body()
         exchange = self.parsing
         if exchange is None:
             return
@@ -430,6 +469,15 @@ class Connection(asyncio.Protocol):
                 self._check_reading()
 
     # ---- internals ----------------------------------------------------------------------------
+    def _end_body(self) -> None:
+        self.receiving = False
+        self.site.receiving.pop(self, None)
+
+    def cut_body(self) -> None:
+        """The body being received is cut off: 408 (unless an answer has started), close."""
+        current = self.current
+        self.cut(None if current is not None and current.sent_head else SLOW)
+
     def is_idle(self) -> bool:
         """Not answering a request (reading a head counts as idle)."""
         return self.current is None and not self.pipeline
@@ -542,6 +590,8 @@ class Connection(asyncio.Protocol):
         self.dropping = True
         self.in_head = False
         self.head_since = 0.0
+        if self.receiving:
+            self._end_body()
         parsing = self.parsing
         if parsing is not None:  # an upgrade request has no body for us
             parsing.more = False
@@ -572,6 +622,8 @@ class Connection(asyncio.Protocol):
         for :data:`LINGER` seconds (so the answer is not lost to a reset), then close."""
         self.head_since = self.idle_since = 0.0
         self.in_head = False
+        if self.receiving:
+            self._end_body()
         transport = self.transport
         if self.lost or self.lingering or transport.is_closing():
             return
@@ -608,12 +660,12 @@ class Connection(asyncio.Protocol):
                 return
             if self.body_of is not parsing:  # first seen by the sweep: its clock starts
                 self.body_of, self.body_since, self.body_base = parsing, now, parsing.received
-            allowed = header_timeout + (parsing.received - self.body_base) / MIN_BODY_RATE
+            grace = min(BODY_GRACE, header_timeout)
+            allowed = grace + (parsing.received - self.body_base) / MIN_BODY_RATE
             if now - self.last_data > header_timeout or now - self.body_since > allowed:
                 self.body_of = None
                 self.site.stats.body_timeouts += 1
-                current = self.current
-                self.cut(None if current is not None and current.sent_head else SLOW)
+                self.cut_body()
 
     def shutdown(self) -> None:
         """The server is stopping: close when idle, else after the current answer; a

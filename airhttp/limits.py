@@ -14,6 +14,7 @@ __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_INFLIGHT",
+    "DEFAULT_MAX_RECEIVING",
     "Limits",
 ]
 
@@ -29,6 +30,12 @@ DEFAULT_MAX_CONNECTIONS = 512
 
 DEFAULT_MAX_INFLIGHT = 256
 """Requests being handled at once; beyond it a request is answered 503 (``Retry-After``)."""
+
+DEFAULT_MAX_RECEIVING = 64
+"""Request bodies being received at once (a body counts from the end of its head until its
+last byte; one that arrived whole with its head never counts). A body beyond it closes the
+connection of the one received longest (``408``): slow or endless bodies cannot hold every
+connection or in-flight slot, while connections themselves are not capped per peer."""
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 """Largest request body in bytes; a larger one is answered 413."""
@@ -58,6 +65,7 @@ class Limits:
         max_inflight: requests handled at once.
         max_body: largest request body in bytes.
         max_header_bytes: largest request head in bytes.
+        max_receiving: request bodies being received at once (beyond: the oldest is cut).
 
     Raises:
         LimitsError: a value that is not a positive finite number (whole for counts).
@@ -69,6 +77,7 @@ class Limits:
     max_inflight: int = DEFAULT_MAX_INFLIGHT
     max_body: int = DEFAULT_MAX_BODY
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    max_receiving: int = DEFAULT_MAX_RECEIVING
 
     def __post_init__(self) -> None:
         _positive("header_timeout", self.header_timeout, integer=False)
@@ -77,3 +86,4 @@ class Limits:
         _positive("max_inflight", self.max_inflight, integer=True)
         _positive("max_body", self.max_body, integer=True)
         _positive("max_header_bytes", self.max_header_bytes, integer=True)
+        _positive("max_receiving", self.max_receiving, integer=True)

@@ -73,6 +73,8 @@ class ServerStats:
         header_timeouts: connections closed (408) for not sending a request head in time.
         header_overflows: connections closed (431) for a head over the size cap.
         body_timeouts: connections closed for a request body that stopped arriving.
+        bodies_cut: connections closed (408) for the body that had been arriving longest
+            when more than ``Limits.max_receiving`` bodies were arriving at once.
         bad_requests: connections closed (400) for bytes that are not HTTP/1.1.
         app_errors: requests whose app failed or returned without answering (500).
     """
@@ -82,6 +84,7 @@ class ServerStats:
     header_timeouts: int = 0
     header_overflows: int = 0
     body_timeouts: int = 0
+    bodies_cut: int = 0
     bad_requests: int = 0
     app_errors: int = 0
 
@@ -169,6 +172,11 @@ class HttpServer:
         """Open connections now."""
         return 0 if self._site is None else len(self._site.open)
 
+    @property
+    def receiving(self) -> int:
+        """Request bodies being received now (bounded by ``Limits.max_receiving``)."""
+        return 0 if self._site is None else len(self._site.receiving)
+
     def stop(self) -> None:
         """Stop gracefully (see the module docstring); called again, stop now."""
         if self._stopping.is_set():
@@ -195,6 +203,7 @@ class HttpServer:
             stats=self.stats,
             date=date_header(time.time()),
             fast=self.fast,
+            max_receiving=min(limits.max_receiving, max(1, limits.max_inflight // 2)),
         )
         self._site = site
         life: Lifespan | None = None

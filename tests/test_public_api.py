@@ -15,6 +15,7 @@ EXPECTED = {
         "DEFAULT_MAX_CONNECTIONS",
         "DEFAULT_MAX_HEADER_BYTES",
         "DEFAULT_MAX_INFLIGHT",
+        "DEFAULT_MAX_RECEIVING",
         "LOCAL_HOSTS",
         "ASGIApp",
         "AccessPolicy",
