@@ -9,6 +9,7 @@ Both libraries are optional: a module is only checked against the ones that are 
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -57,6 +58,16 @@ def _kinds() -> tuple[type, ...]:
     except ImportError:
         pass
     return tuple(kinds)
+
+
+def _library_version(server: object) -> str | None:
+    """The version of the library ``server`` is built on (what FastMCP reports as a server's
+    version when the server sets none)."""
+    package = type(server).__module__.split(".", 1)[0]
+    try:
+        return importlib.metadata.version(package)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
 
 
 def _tags(tool: dict[str, Any]) -> tuple[str, ...]:
@@ -108,6 +119,8 @@ def find_foreign_server(module: ModuleType, attr: str) -> ForeignServer | None:
     server: Any = found[0]
     tools = asyncio.run(_list_tools(server))
     version = getattr(server, "version", None)
+    if version and str(version) == _library_version(server):
+        version = None  # FastMCP fills in its own version when the server sets none
     return ForeignServer(
         name=str(server.name),
         version=str(version) if version else None,

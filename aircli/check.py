@@ -6,7 +6,12 @@ on the server's registered tools and its definitions directory). Without PATH it
 project's server: ``[tool.air] server`` (and ``definitions``) in ``./pyproject.toml``, else
 ``./server.py``; without either it checks ``./tool-definitions`` alone. Tools whose definition
 says ``register: false`` are drafts: reported, and failures with ``--no-drafts``. Exit 0 when
-clean, 1 with ``file: field: problem`` lines otherwise.
+clean, 1 with ``file: field: problem`` lines otherwise, ordered by what matters: what breaks
+the definitions (missing fields, wrong types, a tool without its definition) first, then what
+the model reads (placeholders, descriptions, examples), then naming.
+
+``--profile metering-only`` is for a project that only wants metering (a migrated server):
+only what breaks the definitions fails; content and naming rules are printed as warnings.
 """
 
 from __future__ import annotations
@@ -33,16 +38,47 @@ from aircore.definitions import (
 from airmeter.context_cost import DEFAULT_DEFINITION_TOKEN_BUDGET
 
 __all__ = [
+    "NAMING_RULES",
+    "PROFILES",
     "CheckReport",
     "check_directory",
     "check_project",
     "check_target",
     "drafts_of",
     "is_directory_target",
+    "ordered",
     "print_report",
     "register",
     "with_drafts_as_problems",
+    "with_profile",
 ]
+
+
+NAMING_RULES = frozenset({"name", "name-structure", "interface-id", "category-folder"})
+"""Rules about how tools are named (the standard's ``category_action_object``)."""
+CONTENT_RULES = frozenset({
+    "placeholder", "description", "too-short", "when-not-to-use", "input-description",
+    "examples", "wording", "similar-tools", "near-duplicate", "draft",
+})  # fmt: skip
+"""Rules about what the model reads; every other rule is about the definitions' structure."""
+PROFILES = ("full", "metering-only")
+"""``full``: every rule fails; ``metering-only``: content and naming rules only warn."""
+ADOPT_NAMING = (
+    "naming: adopt the standard's names when you are ready: rename the tool in the server and "
+    "its definition (name: and file name) together, and tell clients; meanwhile "
+    "`air check --profile metering-only` reports naming as warnings"
+)
+
+
+def _rank(problem: Problem) -> int:
+    if problem.rule in NAMING_RULES:
+        return 2
+    return 1 if problem.rule in CONTENT_RULES else 0
+
+
+def ordered(problems: Sequence[Problem]) -> tuple[Problem, ...]:
+    """Problems by what matters: structure, then content, then naming (stable within each)."""
+    return tuple(sorted(problems, key=_rank))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +91,8 @@ class CheckReport:
     problems: tuple[Problem, ...]
     drafts: tuple[str, ...] = ()
     """Tools whose definition says ``register: false`` (kept out of a central registry)."""
+    warnings: tuple[Problem, ...] = ()
+    """Problems the profile reports without failing (``--profile metering-only``)."""
 
     @property
     def ok(self) -> bool:
@@ -83,6 +121,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--no-drafts",
         action="store_true",
         help="fail when a tool is still a draft (register: false), e.g. before publishing",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="full",
+        help="full (default): every rule fails; metering-only: only what breaks the "
+        "definitions fails, content and naming rules are warnings (a project that only "
+        "wants metering)",
     )
     parser.add_argument(
         "--token-budget",
@@ -186,6 +232,16 @@ def is_directory_target(path: str) -> bool:
     )
 
 
+def with_profile(report: CheckReport, profile: str) -> CheckReport:
+    """The report under a profile: ``metering-only`` turns content and naming problems into
+    warnings; ``full`` leaves it as it is."""
+    if profile != "metering-only":
+        return report
+    kept = tuple(p for p in report.problems if _rank(p) == 0)
+    warned = tuple(p for p in report.problems if _rank(p) > 0)
+    return dataclasses.replace(report, problems=kept, warnings=report.warnings + warned)
+
+
 def with_drafts_as_problems(report: CheckReport) -> CheckReport:
     """The report with one ``draft`` problem per draft (for ``--no-drafts``)."""
     drafted = tuple(
@@ -209,6 +265,7 @@ def _run(args: argparse.Namespace) -> int:
             report = CheckReport(target=path, mode="server", checked=0, problems=exc.problems)
     if args.no_drafts:
         report = with_drafts_as_problems(report)
+    report = with_profile(report, args.profile)
     warnings = _token_warnings(report, args.token_budget)
     if args.fmt == "json":
         body = {
@@ -217,7 +274,9 @@ def _run(args: argparse.Namespace) -> int:
             "mode": report.mode,
             "checked": report.checked,
             "drafts": list(report.drafts),
-            "problems": [p.to_json() for p in report.problems],
+            "profile": args.profile,
+            "problems": [p.to_json() for p in ordered(report.problems)],
+            "warnings": [p.to_json() for p in ordered(report.warnings)],
             "token_warnings": [w.to_json() for w in warnings],
         }
         sys.stdout.write(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -241,9 +300,14 @@ def _token_warnings(report: CheckReport, budget: int) -> list[Any]:
 
 
 def print_report(report: CheckReport) -> None:
-    """Print a report as ``file: field: problem`` lines, the drafts and a summary line."""
-    for problem in report.problems:
+    """Print a report as ``file: field: problem`` lines (by what matters), then warnings, how
+    to adopt the naming rules when they are among them, and a summary line."""
+    for problem in ordered(report.problems):
         print(problem)
+    for problem in ordered(report.warnings):
+        print(f"warning: {problem}")
+    if any(p.rule in NAMING_RULES for p in report.problems + report.warnings):
+        print(ADOPT_NAMING)
     n = len(report.problems)
     what = f"{report.checked} definition(s) checked in {report.target}"
     if report.drafts:
@@ -253,4 +317,5 @@ def print_report(report: CheckReport) -> None:
         files = len({p.file for p in report.problems})
         print(f"air check: {n} problem(s) in {files} file(s); {what}")
     else:
-        print(f"air check: ok, {what}")
+        warned = f" ({len(report.warnings)} warning(s))" if report.warnings else ""
+        print(f"air check: ok{warned}, {what}")

@@ -5,10 +5,16 @@ description, schemas, annotations, tags, layer) — of an air server, or of a se
 official SDK's ``MCPServer`` or on FastMCP (their ``@tool`` decorators' metadata) — and writes
 ``DIR/{category}/{name}.yml`` (``DIR`` defaults to the project's definitions directory,
 ``./tool-definitions``). Where the source says nothing, the standard's conservative defaults:
-``owner_org: MCP_TOOL``, ``when_not_to_use: 없음``, ``open_world: false``, hints from the
-name's verb (read-only for lookups, destructive for registering/sending/processing), and
-``register: false`` — a draft, never published to a central registry by the migration. Texts
-nobody wrote yet stay ``TODO`` so the gate lists them. An existing file is never overwritten.
+``owner_org: MCP_TOOL``, ``when_not_to_use`` saying no similar tool is known (``None`` — or
+``없음`` for a tool described in Korean: placeholders follow the description's language),
+hints from the name's verb (read-only for lookups, destructive for registering/sending/
+processing), and ``register: false`` — a draft, never published to a central registry by the
+migration. ``open_world`` is ``true`` when the tool evidently reaches the network (a URL
+parameter, a fetch/http/webhook verb: layer L5), else left out with a TODO comment for the
+author, never guessed. The version is the server's (``0.1.0`` when it has none: a library's
+own version is not the server's). Vendor keys (``x-fastmcp-…``) stay out of the schemas.
+Texts nobody wrote yet stay ``TODO`` so the gate lists them. An existing file is never
+overwritten.
 """
 
 from __future__ import annotations
@@ -31,18 +37,27 @@ from aircore.tool import Tool
 
 __all__ = ["DRAFT_OWNER", "MigrationResult", "draft_definition", "migrate_server", "register"]
 
+
 DRAFT_OWNER = "MCP_TOOL"
 """``owner_org`` of a draft whose owner the source does not say (the seed's default)."""
 NO_SIMILAR_TOOL = "없음"
-"""``when_not_to_use`` of a draft: no similar tool known (the seed's default)."""
+"""``when_not_to_use`` of a draft described in Korean: no similar tool known (the seed's
+default)."""
+NO_SIMILAR_TOOL_EN = "None"
+"""The same, for a tool described in any other language (or not described)."""
+OPEN_WORLD_TODO = (
+    "# TODO open_world: true if the tool reaches the network or other systems outside this\n"
+    "# server (the gate reads a missing open_world as false)\n"
+)
 DEFAULT_CATEGORY = "general"
 
 _HEADER = """\
 # Draft written by `air migrate` from {target}.
 # Taken from the tool's own metadata: name, title, description, schemas, hints, tags, layer.
 # Conservative defaults where the source says nothing: owner_org {owner}, when_not_to_use
-# {none} (name similar tools if there are any), open_world false, hints from the name's verb.
-# register: false keeps it a draft until approved. Fill every TODO, then run `air check`.
+# {none} (name similar tools if there are any), hints from the name's verb; open_world only
+# when network use is evident. register: false keeps it a draft until approved. Fill every
+# TODO, then run `air check`.
 """
 
 
@@ -100,6 +115,38 @@ def _first_sentence(text: str) -> str:
     return head
 
 
+def _is_korean(text: str) -> bool:
+    return any("\uac00" <= ch <= "\ud7a3" for ch in text)
+
+
+def _no_vendor_keys(value: Any) -> Any:
+    """A copy of a schema without vendor keys (``x-…``, e.g. FastMCP's
+    ``x-fastmcp-wrap-result``): they are the library's, not the tool's contract."""
+    if isinstance(value, dict):
+        return {
+            k: _no_vendor_keys(v)
+            for k, v in value.items()
+            if not (isinstance(k, str) and k.startswith("x-"))
+        }
+    if isinstance(value, list):
+        return [_no_vendor_keys(v) for v in value]
+    return value
+
+
+def _open_world(tool: Tool | ListedTool, annotations: dict[str, Any]) -> bool | None:
+    """``openWorldHint`` when the source says it; ``True`` when the tool evidently reaches the
+    network (the meter's classifier puts it in L5: a URL parameter or a network verb);
+    otherwise ``None``: unknown, left to the author."""
+    said = annotations.get("openWorldHint")
+    if isinstance(said, bool):
+        return said
+    from airmeter.classify import classify
+    from airmeter.layers import Layer
+
+    found = classify(tool.name, tool.input_schema or None)
+    return True if found.layer == Layer.L5 else None
+
+
 def draft_definition(tool: Tool | ListedTool, *, version: str) -> dict[str, Any]:
     """The definition draft for one registered tool (see the module for the defaults).
 
@@ -118,6 +165,7 @@ def draft_definition(tool: Tool | ListedTool, *, version: str) -> dict[str, Any]
     idempotent = annotations.get("idempotentHint", inferred.idempotent if not read_only else True)
     description = (tool.description or "").strip()
     title = tool.title or annotations.get("title") or tool.name.replace("_", " ").capitalize()
+    korean = _is_korean(f"{description} {title}")
     draft: dict[str, Any] = {
         "name": tool.name,
         "display_name": title,
@@ -126,7 +174,7 @@ def draft_definition(tool: Tool | ListedTool, *, version: str) -> dict[str, Any]
         "description": {
             "function": description or "TODO: what the tool does and returns",
             "when_to_use": "TODO: the user requests it answers",
-            "when_not_to_use": NO_SIMILAR_TOOL,
+            "when_not_to_use": NO_SIMILAR_TOOL if korean else NO_SIMILAR_TOOL_EN,
             "io_limits": "TODO: input limits and output size",
         },
         "display_description": _first_sentence(description) or "TODO: a line for the catalogue",
@@ -135,11 +183,13 @@ def draft_definition(tool: Tool | ListedTool, *, version: str) -> dict[str, Any]
         "read_only": bool(read_only),
         "destructive": bool(destructive),
         "idempotent": bool(idempotent),
-        "open_world": bool(annotations.get("openWorldHint", False)),
-        "parameters_schema": _closed_schema(tool.input_schema),
+        "parameters_schema": _closed_schema(_no_vendor_keys(tool.input_schema)),
     }  # fmt: skip
+    open_world = _open_world(tool, annotations)
+    if open_world is not None:
+        draft["open_world"] = open_world
     if tool.output_schema is not None:
-        draft["output_schema"] = copy.deepcopy(tool.output_schema)
+        draft["output_schema"] = _no_vendor_keys(tool.output_schema)
     if tool.tags:
         draft["tags"] = list(tool.tags)
     if tool.layer is not None:
@@ -177,7 +227,7 @@ def migrate_server(target: str, out: str | Path) -> MigrationResult:
     existing = {p.stem: p for p in root.rglob("*.y*ml")} if root.is_dir() else {}
     written: list[Path] = []
     kept: list[Path] = []
-    head = _HEADER.format(target=target, owner=DRAFT_OWNER, none=NO_SIMILAR_TOOL)
+    head = _HEADER.format(target=target, owner=DRAFT_OWNER, none="None (없음)")
     for name in sorted(tools):
         if name in existing:
             kept.append(existing[name])
@@ -186,6 +236,10 @@ def migrate_server(target: str, out: str | Path) -> MigrationResult:
         path = root / draft["category_key"] / f"{name}.yml"
         path.parent.mkdir(parents=True, exist_ok=True)
         body = yaml.safe_dump(draft, allow_unicode=True, sort_keys=False, width=96)
+        if "open_world" not in draft:
+            body = body.replace(
+                "\nparameters_schema:", "\n" + OPEN_WORLD_TODO + "parameters_schema:", 1
+            )
         try:
             with path.open("x", encoding="utf-8") as f:  # "x": never overwrite
                 f.write(head + body)

@@ -69,7 +69,7 @@ def test_an_official_sdk_mcpserver_is_migrated_to_drafts(tmp_path: Path) -> None
     assert add["display_name"] == "Add a note"
     assert add["version"] == "2.1.0"
     assert add["description"]["function"] == "Saves a note and returns its id."
-    assert add["description"]["when_not_to_use"] == "없음"
+    assert add["description"]["when_not_to_use"] == "None"  # English, as the description
     assert add["owner_org"] == "MCP_TOOL"
     assert add["register"] is False
     assert add["parameters_schema"]["required"] == ["text"]
@@ -103,6 +103,54 @@ def test_a_fastmcp_server_is_migrated_with_its_tags_and_never_overwrites(tmp_pat
     assert again.returncode == 0, again.stderr
     assert "0 draft(s) written, 1 kept" in again.stdout
     assert mine.read_text(encoding="utf-8").startswith("# the team's own work")
+
+
+FASTMCP_PLAIN = '''\
+from fastmcp import FastMCP
+
+mcp = FastMCP("pages")  # no version: FastMCP reports its own
+
+
+@mcp.tool
+def fetch_page(url: str) -> str:
+    """Downloads a web page and returns its text."""
+    return ""
+
+
+@mcp.tool
+def count_words(text: str) -> int:
+    """Counts the words of a text."""
+    return 0
+
+
+@mcp.tool
+def get_memo(memo_id: str) -> str:
+    """메모 ID로 저장된 메모 하나를 돌려준다."""
+    return ""
+'''
+
+
+def test_a_fastmcp_draft_has_the_servers_version_its_language_and_no_wrong_value(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pages_server.py").write_text(FASTMCP_PLAIN, encoding="utf-8")
+
+    run = _air(tmp_path, "migrate", "pages_server.py", "--out", "defs")
+
+    assert run.returncode == 0, run.stderr
+    fetch_path = tmp_path / "defs" / "general" / "fetch_page.yml"
+    count_path = tmp_path / "defs" / "general" / "count_words.yml"
+    fetch, count = _load(fetch_path), _load(count_path)
+    memo = _load(tmp_path / "defs" / "general" / "get_memo.yml")
+    assert fetch["version"] == count["version"] == "0.1.0"  # not FastMCP's 4.x
+    assert fetch["description"]["when_not_to_use"] == "None"
+    assert memo["description"]["when_not_to_use"] == "없음"  # described in Korean
+    assert "x-fastmcp" not in fetch_path.read_text(encoding="utf-8")
+    assert count["output_schema"]["properties"]["result"]["type"] == "integer"
+    assert not [k for k in count["output_schema"] if k.startswith("x-")]
+    assert fetch["open_world"] is True  # it reaches the network: a URL parameter
+    assert "open_world" not in count  # unknown: left to the author, not a guessed false
+    assert "# TODO open_world" in count_path.read_text(encoding="utf-8")
 
 
 def test_a_module_without_any_server_names_the_kinds_migrate_reads(tmp_path: Path) -> None:

@@ -96,3 +96,48 @@ def test_manifest_command_refuses_definitions_that_break_the_gate(
     write_definition(tmp_path, bad)
     assert main(["manifest", str(tmp_path)]) == 1
     assert "version: required field is missing" in capsys.readouterr().err
+
+
+def _three_kinds(root: Path) -> Path:
+    """A definition breaking a naming rule (default config), a content rule and a
+    structural one."""
+    bad = clean_definition()
+    bad["description"]["when_to_use"] = "TODO"  # content: a placeholder
+    bad["destructive"] = True  # structure: a read_only tool cannot be destructive
+    return write_definition(root, bad, relaxed=False)  # default naming: category_action_object
+
+
+def test_check_orders_problems_by_what_matters_and_says_how_to_adopt_naming(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _three_kinds(tmp_path)
+    assert main(["check", str(tmp_path), "--format", "json"]) == 1
+    rules = [p["rule"] for p in orjson.loads(capsys.readouterr().out)["problems"]]
+    assert "name-structure" in rules
+    assert "placeholder" in rules
+    assert rules[0] == "hints"  # structure first
+    assert rules.index("placeholder") < rules.index("name-structure")  # naming last
+    assert main(["check", str(tmp_path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    (adopt,) = [line for line in lines if line.startswith("naming: adopt")]
+    assert "--profile metering-only" in adopt
+    (naming,) = [i for i, line in enumerate(lines) if ": name: 'search_documents' must" in line]
+    assert naming < lines.index(adopt) == len(lines) - 2  # after every problem, before the count
+
+
+def test_metering_only_profile_fails_only_on_what_breaks_the_definitions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _three_kinds(tmp_path)
+    assert main(["check", str(tmp_path), "--profile", "metering-only", "--format", "json"]) == 1
+    body = orjson.loads(capsys.readouterr().out)
+    assert [p["rule"] for p in body["problems"]] == ["hints"]
+    assert {"placeholder", "name-structure"} <= {w["rule"] for w in body["warnings"]}
+
+    fixed = path.read_text(encoding="utf-8").replace("destructive: true", "destructive: false")
+    path.write_text(fixed, encoding="utf-8")
+    assert main(["check", str(tmp_path), "--profile", "metering-only"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: " in out
+    assert "air check: ok (" in out
+    assert main(["check", str(tmp_path)]) == 1  # the full gate still lists them

@@ -34,7 +34,7 @@ def test_migrating_the_demo_server_writes_drafts_the_gate_reports_as_drafts(
         data = _load(path)
         assert data["register"] is False, path
         assert data["owner_org"] == "MCP_TOOL"
-        assert data["description"]["when_not_to_use"] == "없음"  # type: ignore[index]
+        assert data["description"]["when_not_to_use"] == "None"  # type: ignore[index]  # English
         assert path.parent.name == data["category_key"]
 
     report = check_directory(out)
