@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import select
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -130,13 +129,11 @@ _PIPE_CLOSED_EXIT = 128 + 13
 
 
 def _stdout_reader_gone() -> bool:
-    """Whether stdout is a pipe or socket whose reading end is closed (Linux reports POLLERR
-    for it, BSD and macOS POLLHUP)."""
+    """Whether stdout is a pipe or socket whose reading end is closed."""
+    from aircli._platform import reader_gone
+
     try:
-        poller = select.poll()
-        poller.register(sys.stdout.fileno(), select.POLLOUT)
-        gone = select.POLLERR | select.POLLHUP
-        return any(event & gone for _, event in poller.poll(0))
+        return reader_gone(sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):  # no real stdout (replaced, closed)
         return False
 

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from aircli._platform import interrupt_on_terminate
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
 from aircli.remote import port_number, refuse_remote_bind
 from aircli.settings import DASHBOARD_TOKEN_ENV, cli_settings
@@ -136,14 +137,18 @@ def serve_dashboard(
     if server is None:
         return 2
     stop = stop or threading.Event()
-    with server:
-        try:  # from the first line on: a Ctrl+C right after the URL still stops cleanly
-            said = f"air dashboard: serving {store_url} at {server.url}  (Ctrl+C to stop)"
-            print(said, flush=True)
-            while not stop.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            print("\nair dashboard: stopping", file=sys.stderr)
+    restore = interrupt_on_terminate()  # SIGTERM and Ctrl+Break stop it like Ctrl+C
+    try:
+        with server:
+            try:  # from the first line on: a Ctrl+C right after the URL still stops cleanly
+                said = f"air dashboard: serving {store_url} at {server.url}  (Ctrl+C to stop)"
+                print(said, flush=True)
+                while not stop.wait(0.5):
+                    pass
+            except KeyboardInterrupt:
+                print("\nair dashboard: stopping", file=sys.stderr)
+    finally:
+        restore()
     return 0
 
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import random
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
+from aircli._platform import cancel_on_terminate
 from aircli._traffic import Progress, drive, plan_calls
 from aircli.dashboard import DEFAULT_HOST, DEFAULT_PORT, open_dashboard
 from aircli.locate import STORE_HELP, store_location
@@ -170,11 +169,11 @@ async def _demo(args: argparse.Namespace) -> int:
     if not DEMO_SERVER.is_file():  # a broken installation
         _say(f"air demo: the demo server is missing ({DEMO_SERVER}); reinstall air-mcp")
         return 2
-    # SIGTERM stops the demo like Ctrl+C: cancel, so the client closes and the server flushes.
+    # SIGTERM and Ctrl+Break stop the demo like Ctrl+C: cancel, so the client closes and the
+    # server flushes (Ctrl+C reaches it too: it is in the same console or process group).
     main_task = asyncio.current_task()
     if main_task is not None:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
+        cancel_on_terminate(main_task)
     await _history(args)
     _say(f"air demo: starting {DEMO_SERVER.name} (metering to {args.store})")
     log_path: Path = args.log_path

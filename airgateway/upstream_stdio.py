@@ -13,12 +13,11 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 from collections.abc import Mapping, Sequence
 
 import orjson
 
-from airgateway import eras
+from airgateway import _platform, eras
 from airgateway._mux import Mux
 from airgateway.errors import GatewayError, UpstreamUnavailableError
 from airgateway.types import JSONDict, MessageHandler, NotificationListener
@@ -37,29 +36,9 @@ STOP_GRACE = 3.0
 _RESTARTED = "notifications/tools/list_changed"
 
 
-def _kill_group(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL) -> None:
-    """Signal the child's whole process group (it leads one: ``start_new_session``), so a
-    wrapper's own children (``npx``, ``uv run``, ``sh -c``) go too: one left behind keeps the
-    stdout pipe open, and with it the reader, the transport and the process itself.
-
-    Once the child is reaped its pid is free, but the kernel hands it out again only when no
-    process group of that number is left: a live process with that pid means our group is
-    gone, and the group of that number (if any) belongs to someone else — never signalled."""
-    if proc.returncode is not None:
-        try:
-            os.kill(proc.pid, 0)
-        except ProcessLookupError:
-            pass  # nobody has the pid: a group of that number can only be ours
-        except PermissionError:
-            return  # another user's process has the pid now
-        else:
-            return  # another process of ours has the pid now
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):  # the group is gone (or was never ours)
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(sig)
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    """End the child with what it started (or what it left behind, once it exited)."""
+    _platform.PROCESSES.kill(proc)
 
 
 class StdioUpstream:
@@ -120,7 +99,7 @@ class StdioUpstream:
                 cwd=self.cwd,
                 env={**os.environ, **self.env},
                 limit=MAX_LINE,
-                start_new_session=True,  # Ctrl+C in a terminal reaches the gateway only
+                **_platform.PROCESSES.spawn_options(),  # its own group: Ctrl+C is the gateway's
             )
         except OSError as exc:
             raise UpstreamUnavailableError(
@@ -131,7 +110,7 @@ class StdioUpstream:
         try:
             self.era = await eras.handshake(self._handshake_send, self.notify)
         except asyncio.CancelledError:  # the caller gave up (a health check's deadline): a
-            _kill_group(proc)  # child left running would be orphaned by the next spawn, one
+            _kill(proc)  # child left running would be orphaned by the next spawn, one
             raise  # more at every check; its reader ends at the pipe's EOF
         except (GatewayError, TimeoutError) as exc:
             await self._stop_process()
@@ -169,7 +148,7 @@ class StdioUpstream:
             if proc is self._proc:  # a former process's reader must not touch its successor
                 self._ready.clear()
                 self._mux.fail_all(f"{self.label}: {reason}")
-            _kill_group(proc)
+            _kill(proc)
 
     async def _supervise(self) -> None:
         delay = BACKOFF_START
@@ -179,7 +158,7 @@ class StdioUpstream:
             proc = self._proc
             if proc is not None:
                 await proc.wait()
-                _kill_group(proc)  # what it started dies with it: the pipe's EOF ends the reader
+                _kill(proc)  # what it started dies with it: the pipe's EOF ends the reader
                 if self._reader is not None:
                     await asyncio.gather(self._reader, return_exceptions=True)
             if self._closed:
@@ -247,7 +226,7 @@ class StdioUpstream:
         if proc is None:
             return
         if proc.returncode is not None:
-            _kill_group(proc)  # the wrapper is gone; what it started may not be
+            _kill(proc)  # the wrapper is gone; what it started may not be
             return
         if proc.stdin is not None:
             with contextlib.suppress(Exception):
@@ -255,16 +234,17 @@ class StdioUpstream:
         try:
             await asyncio.wait_for(proc.wait(), STOP_GRACE)
         except TimeoutError:
-            _kill_group(proc, signal.SIGTERM)
+            _platform.PROCESSES.ask_to_stop(proc)
             try:
                 await asyncio.wait_for(proc.wait(), STOP_GRACE)
             except TimeoutError:
-                _kill_group(proc)
+                _kill(proc)
                 await proc.wait()
-        _kill_group(proc)  # whatever it started and left behind
+        _kill(proc)  # whatever it started and left behind
 
     async def close(self) -> None:
-        """Stop supervising and stop the process (stdin closed, then SIGTERM, then SIGKILL)."""
+        """Stop supervising and stop the process: stdin closed, then asked to stop (SIGTERM;
+        Ctrl+Break on Windows), then killed with what it started."""
         if self._closed:
             return
         self._closed = True

@@ -4,6 +4,7 @@ and the gateway): the Host/Origin/loopback/bearer guards, media-type parsing, th
 that serves ASGI apps under them (:class:`HttpServer`, :func:`serve`). It imports none of
 air's packages."""
 
+from airhttp._platform import on_stop_signals
 from airhttp.asgi import GuardedApp, json_refusal, send_refusal, text_refusal
 from airhttp.errors import AirhttpError, LimitsError, ServerError
 from airhttp.guards import LOCAL_HOSTS, bearer_token, host_ok, is_loopback, origin_ok, token_ok
@@ -59,6 +60,7 @@ __all__ = [
     "json_refusal",
     "listen_socket",
     "media_type",
+    "on_stop_signals",
     "origin_ok",
     "send_refusal",
     "serve",

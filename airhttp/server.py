@@ -2,14 +2,15 @@
 shared :class:`~airhttp.Limits`.
 
 :class:`HttpServer` serves one app on a bound socket until :meth:`HttpServer.stop`;
-:func:`serve` binds, serves and stops on SIGTERM/SIGINT. Both enforce the connection limits —
-header-read timeout (408), head size (431), keep-alive idle time, a stalled body (408), the
-connection cap (the oldest idle connection is closed to make room; none idle: 503) — answer
-in request order on a keep-alive connection (pipelining included), stream responses (chunked
-transfer coding) with write flow control, and stop gracefully: stop accepting, close idle
-connections, let answers in flight finish within a grace period (a streaming answer's app is
-told the client is gone), then cancel what is left. Request-level limits (Host/Origin/token,
-body size, in-flight cap) are :class:`~airhttp.GuardedApp`'s: wrap the app in it.
+:func:`serve` binds, serves and stops on SIGTERM, Ctrl+C and (Windows) Ctrl+Break. Both enforce
+the connection limits — header-read timeout (408), head size (431), keep-alive idle time, a
+stalled body (408), the connection cap (the oldest idle connection is closed to make room; none
+idle: 503) — answer in request order on a keep-alive connection (pipelining included), stream
+responses (chunked transfer coding) with write flow control, and stop gracefully: stop
+accepting, close idle connections, let answers in flight finish within a grace period (a
+streaming answer's app is told the client is gone), then cancel what is left. Request-level
+limits (Host/Origin/token, body size, in-flight cap) are :class:`~airhttp.GuardedApp`'s: wrap
+the app in it.
 
 A raw-request hook (``fast``, a :data:`~airhttp.FastHandler`) may answer requests before the
 ASGI app: a request with a small declared body (up to 64 KiB, no ``Expect``) waits until its
@@ -22,10 +23,7 @@ are the same for both. Guard the hook as the app is (:meth:`~airhttp.GuardedApp.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import resource
-import signal
 import socket
 import sys
 import time
@@ -33,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airhttp._platform import descriptor_limit, on_stop_signals, reuse_address
 from airhttp.errors import ServerError
 from airhttp.limits import Limits
 from airhttp.logs import RepeatFilter, repeat_filter_installed
@@ -99,7 +98,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
     # proto=IPPROTO_TCP so the event loop treats accepted connections as TCP (TCP_NODELAY)
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        reuse_address(sock)
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
@@ -108,10 +107,9 @@ def listen_socket(host: str, port: int) -> socket.socket:
 
 
 def _descriptor_cap(wanted: int) -> int:
-    with contextlib.suppress(ValueError, OSError):
-        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft != resource.RLIM_INFINITY:
-            return max(1, min(wanted, soft - FD_RESERVE))
+    soft = descriptor_limit()
+    if soft is not None:
+        return max(1, min(wanted, soft - FD_RESERVE))
     return wanted
 
 
@@ -120,7 +118,8 @@ class HttpServer:
     docstring for what it enforces).
 
     Use :meth:`serve` on a bound socket (:func:`listen_socket`) and :meth:`stop` to end it;
-    the caller owns the signals (:func:`serve` installs SIGTERM/SIGINT handlers for you).
+    the caller owns the signals (:func:`serve` installs stop handlers for you, see
+    :func:`on_stop_signals`).
     While serving, repeated log records are rate-limited (:class:`~airhttp.RepeatFilter`).
 
     Args:
@@ -308,12 +307,7 @@ async def serve(
     """
     server = HttpServer(app, limits=limits, grace=grace, lifespan=lifespan, fast=fast)
     sock = listen_socket(host, port)
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, server.stop)
-            installed.append(sig)
+    uninstall = on_stop_signals(server.stop)  # SIGTERM, Ctrl+C, Ctrl+Break
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}"
     try:
@@ -328,6 +322,5 @@ async def serve(
                 print(f"airhttp: serving on {url}", file=sys.stderr, flush=True)
         await serving  # cancelled, it stops gracefully on the way out
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        uninstall()
         sock.close()

@@ -42,6 +42,7 @@ EXPECTED = {
         "json_refusal",
         "listen_socket",
         "media_type",
+        "on_stop_signals",
         "origin_ok",
         "send_refusal",
         "serve",

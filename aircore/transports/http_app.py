@@ -10,9 +10,7 @@ in-flight cap).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
@@ -30,6 +28,7 @@ from airhttp import (
     Limits,
     is_loopback,
     json_refusal,
+    on_stop_signals,
 )
 from airhttp.server import HttpServer, listen_socket
 from airhttp.types import Answer, ASGIApp, Receive, Scope, Send
@@ -226,17 +225,12 @@ async def serve_http(
     routes = app.app
     fast = app.guard_fast(routes.fast) if isinstance(routes, HttpApp) else None
     http = HttpServer(app, limits=limits, fast=fast)
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
 
     def _exit() -> None:
         http.stop()
         server.dispatcher.close()  # listen streams end now, not at the shutdown timeout
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, _exit)
-            installed.append(sig)
+    uninstall = on_stop_signals(_exit)  # SIGTERM, Ctrl+C, Ctrl+Break
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}{SSE_PATH if sse else path}"
     try:
@@ -252,8 +246,7 @@ async def serve_http(
                 print(f"air: {server.name} serving {kind} on {url}", file=sys.stderr, flush=True)
         await serving
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        uninstall()
         if isinstance(routes, HttpApp):
             routes.mcp.sessions.close_all()
             if routes.sse is not None:

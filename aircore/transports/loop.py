@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
+
+from aircore._platform import loop_factory
 
 __all__ = ["SHUTDOWN_GRACE", "loop_factory", "run_loop"]
 
@@ -13,16 +15,6 @@ logger = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE = 2.0
 """Seconds the tasks still running when the server has stopped get to end once cancelled."""
-
-
-def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's loop factory when uvloop is installed (not on Windows), else ``None``."""
-    try:
-        import uvloop
-    except ImportError:  # Windows, or a trimmed install: plain asyncio
-        return None
-    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
-    return factory
 
 
 async def _cancel_leftovers(grace: float) -> None:

@@ -3,8 +3,10 @@
 Nothing but JSON-RPC goes to stdout: while serving, ``sys.stdout`` points at stderr so a stray
 ``print`` cannot corrupt the stream. Requests run concurrently (one task each, so
 ``notifications/cancelled`` can cancel them); answers are coalesced into one write per loop
-turn. On stdin EOF in-flight calls get :data:`EOF_GRACE` seconds to finish; SIGTERM/SIGINT
-cancel them. Either way the server's ``stop()`` (plugins' ``on_stop``) runs.
+turn. On stdin EOF in-flight calls get :data:`EOF_GRACE` seconds to finish; SIGTERM, Ctrl+C (and
+Ctrl+Break on Windows) cancel them. Either way the server's ``stop()`` (plugins' ``on_stop``)
+runs. stdin and stdout are read and written by the path this OS and loop offer
+(``aircore._platform``: pipe transports, or threads on Windows).
 
 Backpressure: at most ``max_inflight`` frames are handled at once, and when answers pile up
 unread (more than ``max_buffer`` bytes waiting for the client), no new frame is read until
@@ -15,20 +17,18 @@ stays bounded.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
-import os
-import signal
-import stat
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from aircore._platform import open_stdin, open_stdout
 from aircore.errors import INVALID_REQUEST, DefinitionError
 from aircore.protocol.framing import decode, encode, error_response, parse_error
 from aircore.protocol.session import Connection
 from aircore.transports.options import check_options
+from airhttp import on_stop_signals
 
 if TYPE_CHECKING:
     from aircore.types import Served
@@ -255,95 +255,6 @@ class StdioSession:
         self.flush()
 
 
-def _is_pipe(fd: int) -> bool:
-    """Only pipes and sockets get the event loop's pipe transport: a character device such as
-    /dev/null or a terminal is written with blocking writes (uvloop aborts the process on a
-    non-pipe device)."""
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-async def _stdin_chunks(stop: asyncio.Event) -> Any:
-    """Yield chunks from stdin: a pipe reader when pollable, else a reader thread."""
-    loop = asyncio.get_running_loop()
-    fd = sys.stdin.fileno()
-    mode = os.fstat(fd).st_mode
-    # only pipes and sockets can be polled; /dev/null and other devices use the thread
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-        reader = asyncio.StreamReader(limit=_CHUNK)
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0, closefd=False)
-        )
-        try:
-            while True:
-                data = await reader.read(_CHUNK)
-                if not data:
-                    return
-                yield data
-        finally:
-            transport.close()
-    else:
-        while not stop.is_set():
-            data = await asyncio.to_thread(os.read, fd, _CHUNK)
-            if not data:
-                return
-            yield data
-
-
-class _Out(asyncio.Protocol):
-    """stdout's pipe protocol: reports the transport's flow control to the session."""
-
-    def __init__(self) -> None:
-        self.on_pause: Callable[[bool], None] = lambda _blocked: None
-
-    def pause_writing(self) -> None:
-        self.on_pause(True)
-
-    def resume_writing(self) -> None:
-        self.on_pause(False)
-
-
-class _Writer:
-    """Where answers go: a non-blocking pipe transport for stdout when possible, else
-    blocking writes (a file or a terminal: nothing piles up)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.transport: asyncio.WriteTransport | None = None
-        self.protocol = _Out()
-
-    async def open(self, max_buffer: int) -> None:
-        if _is_pipe(self.fd):
-            loop = asyncio.get_running_loop()
-            transport, _ = await loop.connect_write_pipe(
-                lambda: self.protocol, os.fdopen(self.fd, "wb", 0, closefd=False)
-            )
-            transport.set_write_buffer_limits(high=max_buffer, low=max_buffer // 4)
-            self.transport = transport
-
-    def write(self, data: bytes) -> None:
-        if self.transport is not None:
-            self.transport.write(data)
-            return
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
-
-    def buffered(self) -> int:
-        return self.transport.get_write_buffer_size() if self.transport is not None else 0
-
-    async def close(self) -> None:
-        transport = self.transport
-        if transport is None:
-            return
-        # let buffered answers reach the client before the loop ends
-        for _ in range(500):
-            if transport.is_closing() or not transport.get_write_buffer_size():
-                break
-            await asyncio.sleep(0.01)
-        transport.close()
-
-
 async def serve_stdio(
     server: Served,
     *,
@@ -376,8 +287,9 @@ async def serve_stdio(
     stop = asyncio.Event()
     saved_stdout = sys.stdout
     sys.stdout = sys.stderr  # only JSON-RPC on the real stdout
-    writer = _Writer(sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
-    await writer.open(max_buffer)
+    writer = await open_stdout(
+        sys.__stdout__.fileno() if sys.__stdout__ is not None else 1, max_buffer
+    )
     session = StdioSession(
         server,
         writer.write,
@@ -386,15 +298,12 @@ async def serve_stdio(
         max_buffer=max_buffer,
         buffered=writer.buffered,
     )
-    writer.protocol.on_pause = session.writing_paused
-    installed: list[signal.Signals] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
-            installed.append(sig)
+    writer.on_pause = session.writing_paused
+    stdin = await open_stdin(sys.stdin.fileno(), _CHUNK)
+    uninstall = on_stop_signals(stop.set)  # SIGTERM, Ctrl+C, Ctrl+Break
 
     async def pump() -> None:
-        async for chunk in _stdin_chunks(stop):
+        while chunk := await stdin.read():
             session.feed(chunk)
             await session.wait_ready()  # backpressure: read on only when it can take more
         session.feed(b"\n")  # a last frame without a newline
@@ -417,8 +326,8 @@ async def serve_stdio(
         await asyncio.gather(stopper, return_exceptions=True)
         await session.drain(0.0)
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        uninstall()
+        stdin.close()
         session.flush()
         sys.stdout = saved_stdout
         await server.stop()

@@ -5,7 +5,6 @@ signalled."""
 from __future__ import annotations
 
 import asyncio
-import signal
 import subprocess
 from types import SimpleNamespace
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from airgateway.upstream_stdio import _kill_group
+from airgateway._platform import ProcessGroups
 
 
 def _alive(pid: int) -> bool:
@@ -38,7 +37,7 @@ def test_what_an_exited_wrapper_left_in_its_group_is_killed() -> None:
         orphan = int((await proc.stdout.readline()).decode())
         await proc.wait()  # the wrapper exited and is reaped; its sleep lives on in the group
         assert _alive(orphan)
-        _kill_group(proc)
+        ProcessGroups().kill(proc)
         async with asyncio.timeout(30):  # fails only on a hang: the sleep would hold it 60 s
             assert await proc.stdout.read() == b""  # the pipe's last holder is gone
         return orphan
@@ -52,7 +51,7 @@ def test_a_pid_reused_after_the_child_was_reaped_is_never_signalled() -> None:
     try:
         # our child, long reaped, had the pid the stranger (a group leader too) now has
         reaped: Any = SimpleNamespace(pid=stranger.pid, returncode=0)
-        _kill_group(reaped, signal.SIGKILL)
+        ProcessGroups().kill(reaped)
         with pytest.raises(subprocess.TimeoutExpired):  # a SIGKILL would end it at once
             stranger.wait(timeout=1)
     finally:
