@@ -88,9 +88,9 @@ def test_off_the_main_thread_nothing_is_installed(process_handlers: None) -> Non
 WINDOWS_LIKE = textwrap.dedent(
     """
     import os, select, signal, sys
-    for name in ("resource", "uvloop", "termios"):
+    for name in ("fcntl", "resource", "uvloop", "termios"):
         sys.modules[name] = None  # POSIX-only: importing them fails, as on Windows
-    del os.killpg
+    del os.killpg, os.pread, os.fdatasync
     del select.poll
     import aircli, aircli._platform, aircli.dashboard, aircli.demo, aircli.gateway
     import aircli.serve, aircore, aircore._platform, aircore.transports.stdio

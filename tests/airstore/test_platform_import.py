@@ -12,14 +12,6 @@ import textwrap
 import pytest
 
 PACKAGES = ("airstore", "airmeter", "aircore", "airhttp", "airgateway", "dashboard", "aircli")
-# Packages whose import still needs a POSIX-only module (being moved behind their own
-# _platform modules by the platform work on those packages): strict, so the mark goes when
-# the import works.
-_NOT_YET = dict.fromkeys(
-    ("airmeter", "aircore", "airhttp", "airgateway", "dashboard"),
-    "airhttp/server.py imports the POSIX-only module `resource` at import time",
-)
-
 # Runs first in the child: what a Windows interpreter lacks is made missing.
 _WINDOWS_SHAPE = """
 import importlib.abc, os, sys
@@ -45,15 +37,7 @@ def _run(code: str) -> dict[str, object]:
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=_NOT_YET[p]))
-        if p in _NOT_YET
-        else p
-        for p in PACKAGES
-    ],
-)
+@pytest.mark.parametrize("package", PACKAGES)
 def test_the_package_imports_without_fcntl_or_pread_and_airstore_takes_the_windows_seam(
     package: str,
 ) -> None:
