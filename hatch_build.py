@@ -13,9 +13,12 @@ A wheel with the extension is tagged for this interpreter and platform (``cp311-
 a pure one stays ``py3-none-any``. An editable install compiles the module next to its source
 (``airstore/_speedups.<abi>.so``, ignored by git) and removes one an earlier build left there;
 ``make install`` reinstalls when the source or the mode changes. The compiler is the one this
-Python was built with (``LDSHARED``, which the environment may override; ``CC`` and ``CFLAGS``
-are not read). pip shows the warning of a failed ``auto`` build only with ``pip install -v``:
-use ``AIR_SPEEDUPS=require`` to be sure the extension is there.
+Python was built with (``LDSHARED``: gcc on Linux, clang on macOS), which the environment may
+override (``LDSHARED``, or ``CC`` for its compiler as setuptools reads it; ``CFLAGS`` is not
+read). A Python with no such toolchain (Windows, where extensions are built with MSVC) or a
+compiler that is not installed gives a pure-Python wheel in ``auto`` mode. pip shows the
+warning of a failed ``auto`` build only with ``pip install -v``: use ``AIR_SPEEDUPS=require`` to
+be sure the extension is there.
 """
 
 from __future__ import annotations
@@ -36,11 +39,36 @@ SOURCE = "airstore/_speedups.c"
 MODES = ("auto", "require", "off")
 
 
-def _command(source: Path, target: Path) -> list[str]:
-    """The compile-and-link command for ``source`` into the extension file ``target``."""
-    ldshared = os.environ.get("LDSHARED") or sysconfig.get_config_var("LDSHARED")
+def _linker() -> str:
+    """The compile-and-link command line this Python was built with (``LDSHARED``: ``gcc
+    -shared`` on Linux, ``clang -bundle -undefined dynamic_lookup`` on macOS), ``LDSHARED``
+    from the environment winning; ``CC`` from the environment replaces its compiler, as
+    setuptools does (``CC=clang``).
+
+    Raises:
+        OSError: this Python has none (Windows, whose extensions are built with MSVC, which
+            this hook does not drive: the wheel is then pure).
+    """
+    ldshared = os.environ.get("LDSHARED")
+    if ldshared:
+        return ldshared
+    ldshared = sysconfig.get_config_var("LDSHARED") or ""
+    built_with = sysconfig.get_config_var("CC") or ""
+    cc = os.environ.get("CC")
+    if ldshared and cc and built_with and ldshared.startswith(built_with):
+        ldshared = cc + ldshared[len(built_with) :]
     if not ldshared:
-        raise OSError(f"no C toolchain is configured for this Python ({sys.platform})")
+        raise OSError(
+            f"no C toolchain is configured for this Python ({sys.platform}; MSVC builds are "
+            "not attempted)"
+        )
+    return ldshared
+
+
+def _command(source: Path, target: Path) -> list[str]:
+    """The compile-and-link command for ``source`` into the extension file ``target`` (flags
+    that gcc and clang both take)."""
+    ldshared = _linker()
     include = sysconfig.get_paths()["include"]
     if not (Path(include) / "Python.h").is_file():
         raise OSError(f"the Python headers are missing ({include}/Python.h)")
@@ -62,6 +90,11 @@ def compile_speedups(source: Path, target: Path) -> str | None:
     """Compile the extension; ``None`` on success, else why it failed (one paragraph)."""
     try:
         argv = _command(source, target)
+    except OSError as exc:
+        return str(exc)
+    if shutil.which(argv[0]) is None:
+        return f"the C compiler {argv[0]!r} is not installed (or not on PATH)"
+    try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
