@@ -116,7 +116,8 @@ async def _serve(config: object, location: StoreLocation, args: argparse.Namespa
             sinks = [] if otel is None else [otel]
             recorder = Meter(store=None if args.no_meter else store, sinks=sinks,
                              server="air-gateway")  # fmt: skip
-            meter = GatewayMeter(recorder, otel=otel)
+            meter = GatewayMeter(recorder, otel=otel,
+                                 store_url=None if args.no_meter else location.url)  # fmt: skip
         # the registry is shared only through a store named for it (--store, AIR_DATA_DIR):
         # gateways of unrelated projects falling back on the per-user directory stay apart
         shared = location.source in ("explicit", "environment")

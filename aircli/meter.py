@@ -17,6 +17,7 @@ from aircli.meter_slo import add_slo_parser
 from airmeter import Snapshot, meter_health, snapshot
 from airmeter.context_cost import ContextReport, context_report
 from airmeter.errors import AirmeterError
+from airmeter.hops import HopSummary, hop_summary
 from airstore import (
     AirstoreError,
     ReadOnlyUnsupportedError,
@@ -25,7 +26,7 @@ from airstore import (
     store_exists,
 )
 
-__all__ = ["format_table", "parse_since", "register"]
+__all__ = ["format_hops", "format_table", "parse_since", "register"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
@@ -133,18 +134,35 @@ async def _report(args: argparse.Namespace) -> str:
         )
         healths = await meter_health(store) if args.format == "prometheus" else []
         context = await context_report(store, since=args.since, server=args.server)
+        hops = await hop_summary(store, since=args.since, server=args.server)
     finally:
         await store.close()
     if args.format == "json":
         data = snap.to_dict()
         data["context"] = context.to_dict()
+        data["gateway"] = hops.to_dict()
         return orjson.dumps(data).decode()
     if args.format == "prometheus":
         from airmeter.health import render_health
         from airmeter.prometheus_snapshot import render_snapshot
 
         return render_snapshot(snap) + render_health(healths)
-    return format_table(snap, context)
+    return format_table(snap, context) + format_hops(hops)
+
+
+def format_hops(hops: HopSummary) -> str:
+    """The gateway's hops (calls it proxied to upstreams that metered them into this store,
+    counted once above) and the latency the gateway added; empty without hops."""
+    if not hops.hops:
+        return ""
+    lines = ["", f"gateway hops {hops.hops} (their calls are counted once above, by the "
+                 "upstream that ran them); latency the gateway added:"]  # fmt: skip
+    lines += _table(
+        ["server", "hops", "added p50 ms", "added p95 ms", "added max ms"],
+        [[s.server, str(s.hops), _ms(s.added_p50_ms), _ms(s.added_p95_ms), _ms(s.added_max_ms)]
+         for s in hops.servers],
+    )  # fmt: skip
+    return "\n".join(lines)
 
 
 def _ms(value: float | None) -> str:

@@ -134,6 +134,14 @@ class ServerModel(Protocol):
     def tools(self) -> Mapping[str, Tool]: ...
 
     @property
+    def meter(self) -> MeterHook | None:
+        """The server's meter (``None``: calls are not metered)."""
+
+    @property
+    def store_location(self) -> StoreLocation | None:
+        """Where the server's store is, when it opened one by URL (``None`` otherwise)."""
+
+    @property
     def prompts(self) -> Mapping[str, Prompt]: ...
 
     @property

@@ -156,8 +156,8 @@ class FastPath:
         if meter is not None:
             call = meter.begin(entry, upstream, client=client, request_id=msg_id,
                                session_id=None, protocol_version=version)  # fmt: skip
-            if call.span is not None:  # the gateway's trace context goes upstream
-                upstream, as_is = call.params, False
+            # the hop's mark (and the gateway's trace context) go upstream
+            upstream, as_is = call.params, False
         sent = body if as_is else None
 
         async def attempt(replica: Replica) -> tuple[JSONDict, bytes | None]:

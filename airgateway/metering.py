@@ -5,6 +5,12 @@ the layer comes from the upstream's definition (its ``_meta`` layer hint, annota
 name, through the meter's classifier), and an ``isError`` result is a failure of type
 ``tool_error``. Errors the gateway raises carry their JSON-RPC code as the type.
 
+A call is counted once. The gateway tells the upstream it is a hop (``params._meta`` carries
+``io.airmcp/hop``); an upstream that meters the call says so in its answer's ``_meta``, and the
+gateway then records a hop (``kind: "hop"``, linked to the upstream's record by its call id,
+with the upstream's own time) into the hops log instead of a second call
+(:mod:`airmeter.hops`). An upstream that does not say so leaves the gateway's record a call.
+
 With OpenTelemetry export on (an :class:`~airmeter.otel.OtelSink` among the meter's sinks) each
 call also gets the gateway's own SERVER span, opened as the call starts: its parent is the
 trace context the client sent in ``params._meta`` (``traceparent``/``tracestate``), and the
@@ -29,9 +35,10 @@ import orjson
 from airgateway.config import ClientConfig
 from airgateway.index import IndexedTool
 from airgateway.replica import Replica
+from airmeter.hops import HOP_META_KEY, metered_answer
 from airmeter.layers import Layer
 from airmeter.meter import Meter
-from airmeter.record import CallRecord
+from airmeter.record import HOP_KIND, CallRecord
 
 if TYPE_CHECKING:  # OpenTelemetry is imported only when export is on
     from airmeter.otel import OtelSink
@@ -75,12 +82,18 @@ class GatewayMeter:
 
     Args:
         meter: the meter (its store and sinks decide where records go).
+        store_url: the URL of that store (see :attr:`store_url`).
         otel: the OpenTelemetry sink (also among the meter's sinks) when export is on: calls
             then get the gateway's own span.
     """
 
-    def __init__(self, meter: Meter, *, otel: OtelSink | None = None) -> None:
+    def __init__(
+        self, meter: Meter, *, otel: OtelSink | None = None, store_url: str | None = None
+    ) -> None:
         self.meter = meter
+        self.store_url = store_url
+        """The URL of the store the meter writes to: an upstream metering into the same one
+        makes a proxied call a hop, not a second call."""
         self._layers: dict[tuple[str, str], Layer] = {}
         self._otel = otel
         self._prefix = f"gw{os.getpid():x}{secrets.token_hex(3)}-"
@@ -132,8 +145,11 @@ class GatewayMeter:
         call.request_id = None if request_id is None else str(request_id)
         call.session_id = session_id
         call.protocol_version = protocol_version
+        meta = params.get("_meta")
+        call.params = {**params, "_meta": {**(meta if isinstance(meta, dict) else {}),
+                                           HOP_META_KEY: call.call_id}}  # fmt: skip
         if self._otel is not None:
-            self._trace(call, params, protocol_version)
+            self._trace(call, call.params, protocol_version)
         return call
 
     def _trace(self, call: MeteredCall, params: dict[str, Any], version: str | None) -> None:
@@ -185,6 +201,9 @@ class GatewayMeter:
         meta = entry.definition.get("_meta")
         meta = meta if isinstance(meta, dict) else {}
         replica = picked[-1].instance if picked else None
+        answered = metered_answer(result, self.store_url)
+        kind, upstream_id, upstream_ms = (None, None, None) if answered is None else (
+            HOP_KIND, *answered)  # fmt: skip
         record = CallRecord(
             ts_ms=int(call.ts * 1000), server=entry.server, tool=entry.name,
             layer=self._layer(entry), latency_ms=latency, ok=ok, error_type=etype,
@@ -195,6 +214,7 @@ class GatewayMeter:
             # the standard's "categoryKey"; "category_key" from servers before it
             category=_text(meta.get("categoryKey", meta.get("category_key"))),
             tool_version=_text(meta.get("version")),
+            kind=kind, upstream_call_id=upstream_id, upstream_latency_ms=upstream_ms,
         )  # fmt: skip
         if call.span is not None:
             extra = {UPSTREAM_ATTRIBUTE: entry.server}

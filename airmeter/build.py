@@ -48,7 +48,8 @@ assert FIELD_NAMES == (
     "request_id", "call_id", "session_id", "protocol_version", "transport", "client_name",
     "instance_id", "input_bytes", "output_bytes", "tokens_in", "tokens_out", "cost",
     "error_message", "error_message_bytes", "category", "tool_version", "arguments",
-    "arguments_bytes", "result", "result_bytes", "result_tokens",
+    "arguments_bytes", "result", "result_bytes", "result_tokens", "kind", "upstream_call_id",
+    "upstream_latency_ms",
 ), "RecordBuilder.build passes values in this order"  # fmt: skip
 
 
@@ -245,6 +246,7 @@ class RecordBuilder:
             version, transport, client, self.instance_id, input_bytes, output_bytes,
             p.tokens_in, p.tokens_out, p.cost, message, message_bytes, info.category,
             info.version, arguments, arguments_bytes, captured, result_bytes, result_tokens,
+            None, None, None,  # kind, upstream_call_id, upstream_latency_ms: a call
         ))  # fmt: skip
 
     def _count(self, counter: TokenCounter, result: Any) -> int | None:

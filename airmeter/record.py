@@ -7,10 +7,14 @@ from typing import Any
 
 from airmeter.layers import Layer, parse_layer
 
-__all__ = ["CALLS_NAMESPACE", "CallRecord"]
+__all__ = ["CALLS_NAMESPACE", "HOPS_NAMESPACE", "HOP_KIND", "CallRecord"]
 
 CALLS_NAMESPACE = "meter.calls"
 """The store namespace whose append log holds one entry per call."""
+HOPS_NAMESPACE = "meter.hops"
+"""The append log of a gateway's hops (records of kind :data:`HOP_KIND`): apart from the
+calls, so every reader of calls counts a proxied call once."""
+HOP_KIND = "hop"
 
 _CODES = ("L0", "L1", "L2", "L3", "L4", "L5", "L6", "L7")  # indexed by the Layer (an int)
 
@@ -36,15 +40,18 @@ _OPTIONAL_FIELDS = (
     "result",
     "result_bytes",
     "result_tokens",
+    "kind",
+    "upstream_call_id",
+    "upstream_latency_ms",
 )
 
 _TEXT_FIELDS = (
     "error_class", "call_id", "session_id", "protocol_version", "transport", "client_name",
-    "instance_id", "error_message", "category", "tool_version",
+    "instance_id", "error_message", "category", "tool_version", "kind", "upstream_call_id",
 )  # fmt: skip
 _NUMBER_FIELDS = (
     "input_bytes", "output_bytes", "tokens_in", "tokens_out", "cost", "error_message_bytes",
-    "arguments_bytes", "result_bytes", "result_tokens",
+    "arguments_bytes", "result_bytes", "result_tokens", "upstream_latency_ms",
 )  # fmt: skip
 
 
@@ -80,6 +87,11 @@ class CallRecord:
     ``max_field_bytes``; a cut field keeps its original size in ``<field>_bytes`` (a captured
     value that was cut is kept as the start of its JSON text).
     ``result_tokens`` is the number of tokens the result adds to a model's context.
+    ``kind`` is ``None`` for a call, :data:`HOP_KIND` for a gateway's hop in front of an
+    upstream that metered the call itself (the call is counted once, by the upstream; the hop
+    goes to :data:`HOPS_NAMESPACE`): ``upstream_call_id`` is the upstream record's ``call_id``
+    and ``upstream_latency_ms`` the upstream's own time, so ``latency_ms -
+    upstream_latency_ms`` is what the gateway added.
     """
 
     ts_ms: int
@@ -111,6 +123,9 @@ class CallRecord:
     result: Any = None
     result_bytes: int | None = None
     result_tokens: int | None = None
+    kind: str | None = None
+    upstream_call_id: str | None = None
+    upstream_latency_ms: float | None = None
 
     def to_log(self) -> dict[str, Any]:
         """The log form: snake_case keys, ``_ts`` and ``layer`` as ``"L1"``…; ``None`` omitted
@@ -169,6 +184,10 @@ class CallRecord:
                 out["result_bytes"] = self.result_bytes
         if self.result_tokens is not None:
             out["result_tokens"] = self.result_tokens
+        if self.kind is not None:
+            out["kind"] = self.kind
+            out["upstream_call_id"] = self.upstream_call_id
+            out["upstream_latency_ms"] = self.upstream_latency_ms
         return out
 
     @classmethod

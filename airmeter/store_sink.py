@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from airmeter.errors import MeterConfigError
-from airmeter.record import CALLS_NAMESPACE, CallRecord
+from airmeter.record import CALLS_NAMESPACE, HOPS_NAMESPACE, CallRecord
 from airmeter.rollups import (
     HOURS_KEY_PREFIX,
     MINUTE_MS,
@@ -147,6 +147,8 @@ class StoreSink:
         if self._backlog:
             records = [*self._backlog, *records]
             self._backlog = []
+        if any(rec.kind is not None for rec in records):
+            records = await self._write_hops(records)
         many = getattr(self.store, "append_many", None)
         done = 0
         try:
@@ -174,6 +176,20 @@ class StoreSink:
             self.written += done
         if time.monotonic() - self._last_persist >= self._interval:
             await self.persist()
+
+    async def _write_hops(self, records: Sequence[CallRecord]) -> list[CallRecord]:
+        """Append the gateway's hops to :data:`HOPS_NAMESPACE` (no rollups: the call is
+        counted by the upstream that ran it); return the calls. When the store fails, every
+        record waits in the backlog."""
+        hops = [rec.to_log() for rec in records if rec.kind is not None]
+        try:
+            for hop in hops:
+                await self.store.append(HOPS_NAMESPACE, hop)
+        except Exception:
+            self._backlog = list(records[-self._max_backlog :])
+            raise
+        self.written += len(hops)
+        return [rec for rec in records if rec.kind is None]
 
     def persist_due(self) -> bool:
         """Whether calls were taken since the last persist and ``persist_interval`` has passed:

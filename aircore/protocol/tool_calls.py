@@ -10,6 +10,7 @@ called ``start_task``, the ``CreateTaskResult`` (:mod:`~aircore.protocol.tasks`)
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from aircore.protocol.tasks import (
     client_has_tasks,
     missing_tasks_capability,
 )
+from airmeter.hops import HOP_META_KEY, METERED_META_KEY
 from airmeter.trace_context import TRACEPARENT, remember_parent
 
 if TYPE_CHECKING:
@@ -121,14 +123,33 @@ class ToolCalls:
         )
         if isinstance(meta, dict) and TRACEPARENT in meta:  # the caller's trace continues here
             remember_parent(ctx.call_id, meta)
+        hop = isinstance(meta, dict) and HOP_META_KEY in meta
         if inputs is None:
-            return await self.server.call_tool_ctx(ctx)
+            return await (self._metered_hop(ctx) if hop else self.server.call_tool_ctx(ctx))
         if tasking is not None:
             return await self._call_or_task(ctx, inputs, tasking)
         try:
-            return await self.server.call_tool_ctx(ctx)
+            return await (self._metered_hop(ctx) if hop else self.server.call_tool_ctx(ctx))
         except InputRequired as need:
             return inputs.result(need, self.sealer)
+
+    async def _metered_hop(self, ctx: ToolContext) -> dict[str, Any]:
+        """A gateway's hop: when this server meters the call, the answer's ``_meta`` says so
+        (its record's ``call_id`` and time), and the gateway records a hop, not a second call
+        (:mod:`airmeter.hops`)."""
+        started = time.perf_counter()
+        result = await self.server.call_tool_ctx(ctx)
+        if self.server.meter is None:
+            return result
+        location = self.server.store_location
+        said = {
+            "callId": ctx.call_id,
+            "latencyMs": (time.perf_counter() - started) * 1000.0,
+            "store": None if location is None else location.url,
+        }
+        meta = result.get("_meta")
+        return {**result, "_meta": {**(meta if isinstance(meta, dict) else {}),
+                                    METERED_META_KEY: said}}  # fmt: skip
 
     async def _call_or_task(
         self, ctx: ToolContext, inputs: RoundInputs, tasking: CallTasking

@@ -1,0 +1,110 @@
+"""A metered upstream and the gateway in front of it, metering into one store, count every
+call once: the gateway's hop is a record of its own (linked to the upstream's by its call id),
+and ``air meter report`` shows the calls once and the latency the gateway added."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from airmeter import CALLS_NAMESPACE
+from airmeter.record import HOPS_NAMESPACE
+from airstore import create_storage
+from tests.airgateway.procs import air, free_port, started
+from tests.airgateway.rpc import modern_call
+
+pytestmark = pytest.mark.slow
+CALLS = 17
+METERED_UPSTREAM = """\
+from aircore import define_server, define_tool
+
+server = define_server(
+    name="notes",
+    meter=True,
+    tools=[define_tool("echo", handler=lambda params: params["text"], params={"text": str})],
+)
+"""
+
+
+def _metered_upstream(tmp_path: Path, port: int, store: str) -> list[str]:
+    path = tmp_path / "metered_upstream.py"
+    path.write_text(METERED_UPSTREAM, encoding="utf-8")
+    return air("serve", str(path), "--transport", "http", "--port", str(port), "--store", store)
+
+
+def _report(store: str) -> dict[str, Any]:
+    done = subprocess.run(
+        air("meter", "report", "--store", store, "--since", "all", "--format", "json"),
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    report: dict[str, Any] = orjson.loads(done.stdout)
+    return report
+
+
+def _report_text(store: str) -> str:
+    return subprocess.run(
+        air("meter", "report", "--store", store, "--since", "all"),
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+
+
+async def test_a_call_through_the_gateway_to_a_metered_upstream_is_counted_once(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    data = f"file://{tmp_path / 'data'}"
+    config = tmp_path / "gw.yml"
+    config.write_text(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{port}/mcp\n")
+    upstream = _metered_upstream(tmp_path, port, data)
+    gateway_argv = air("gateway", "--config", str(config), "--port", "0", "--store", data)
+    with (
+        started(upstream) as replica,
+        started(gateway_argv) as gateway,
+    ):
+        async with httpx.AsyncClient(timeout=30) as http:
+            for i in range(CALLS):
+                answer = await modern_call(http, gateway.url, "echo", {"text": f"x{i}"})
+                assert answer["result"].get("isError") is not True
+        assert gateway.stop() == 0  # SIGTERM: metering is flushed before exit
+        assert replica.stop() == 0  # the upstream's records are flushed too
+
+    async with await create_storage(data) as store:
+        calls = await store.query(CALLS_NAMESPACE, limit=1000)
+        hops = await store.query(HOPS_NAMESPACE, limit=1000)
+    assert len(calls) == CALLS  # 34 before: the upstream's and the gateway's
+    assert len(hops) == CALLS
+    assert {h["kind"] for h in hops} == {"hop"}
+    assert {h["upstream_call_id"] for h in hops} == {c["call_id"] for c in calls}  # linked
+    assert all(h["latency_ms"] >= h["upstream_latency_ms"] >= 0 for h in hops)
+    report = _report(data)
+    assert report["total_calls"] == CALLS
+    assert report["gateway"]["hops"] == CALLS
+    (figures,) = report["gateway"]["servers"]
+    assert figures["server"] == "notes"
+    assert figures["added_p50_ms"] is not None
+    text = _report_text(data)
+    assert f"gateway hops {CALLS}" in text
+
+
+async def test_an_upstream_metering_elsewhere_leaves_the_gateways_record_a_call(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    mine, theirs = f"file://{tmp_path / 'gw'}", f"file://{tmp_path / 'up'}"
+    config = tmp_path / "gw.yml"
+    config.write_text(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{port}/mcp\n")
+    with (
+        started(_metered_upstream(tmp_path, port, theirs)),
+        started(air("gateway", "--config", str(config), "--port", "0", "--store", mine)) as gw,
+    ):
+        async with httpx.AsyncClient(timeout=30) as http:
+            await modern_call(http, gw.url, "echo", {"text": "x"})
+        assert gw.stop() == 0
+    async with await create_storage(mine) as store:
+        assert len(await store.query(CALLS_NAMESPACE, limit=10)) == 1
+        assert await store.query(HOPS_NAMESPACE, limit=10) == []
