@@ -108,11 +108,13 @@ async def _open(url: str, *, watch: bool) -> Store:
 async def _slo(args: argparse.Namespace) -> int:
     objectives = load_objectives(args.config)
     store = await _open(args.store, watch=args.watch)
+    webhook: WebhookAlerts | None = None
     try:
         sinks: list[AlertSink] = [log_alert]
         hook = slo_webhook_url()
         if hook:
-            sinks.append(WebhookAlerts(hook))
+            webhook = WebhookAlerts(hook)
+            sinks.append(webhook)
         watcher = SloWatcher(store, objectives, sinks=sinks)
         while True:
             if args.watch:
@@ -124,6 +126,8 @@ async def _slo(args: argparse.Namespace) -> int:
                 return 0
             await asyncio.sleep(args.interval)
     finally:
+        if webhook is not None:
+            await webhook.aclose()  # the alerts in flight, within their deadline
         await store.close()
 
 

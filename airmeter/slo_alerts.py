@@ -7,6 +7,15 @@ SQLite statement, under the journal lock across processes for a FileStore) under
 :data:`SLO_NAMESPACE`, and only the watcher that claims it alerts. A watcher that cannot write
 the store (a FileStore another process holds) alerts from its own memory, and logs once that it
 cannot deduplicate.
+
+A webhook (:class:`WebhookAlerts`) never holds the watcher up: each alert is POSTed in the
+background under a total deadline (connect, send and the whole answer), at most
+:data:`WEBHOOK_MAX_PENDING` at once per hook, past which alerts to that hook are dropped and
+counted; no thread is used, so a hook that answers one byte every few seconds costs a socket
+for :data:`WEBHOOK_TIMEOUT` seconds, never a worker, and the other sinks alert on. The URL
+comes from trusted configuration only (``AIR_SLO_WEBHOOK_URL``, code): the watcher POSTs to
+whatever it names, internal addresses included, so it must never come from a client. Redirects
+are not followed.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from typing import Any, Final
 
 import orjson
 
+from airmeter.redact import redact_text
 from airmeter.slo import SloEvaluator, SloState, SloStatus
 from airmeter.slo_config import Objective, SloTarget
 from airstore.errors import AirstoreError, ReadOnlyStoreError
@@ -30,6 +40,8 @@ from airstore.types import Store
 __all__ = [
     "CLAIM_TTL",
     "SLO_NAMESPACE",
+    "WEBHOOK_MAX_PENDING",
+    "WEBHOOK_TIMEOUT",
     "AlertSink",
     "SloAlert",
     "SloWatcher",
@@ -44,7 +56,9 @@ SLO_NAMESPACE: Final = "meter.slo"
 CLAIM_TTL: Final = 3600.0
 """A claim lives this long (a watcher that died after claiming is replaced after it)."""
 WEBHOOK_TIMEOUT: Final = 5.0
-"""Longest wait on a webhook, in seconds."""
+"""Total deadline of one webhook POST, in seconds: connect, send and the whole answer."""
+WEBHOOK_MAX_PENDING: Final = 8
+"""At most this many alerts are being POSTed to one webhook at once; more are dropped."""
 
 AlertSink = Callable[["SloAlert"], Awaitable[None] | None]
 """Receives each alert: a function or a coroutine function."""
@@ -89,39 +103,98 @@ def log_alert(alert: SloAlert) -> None:
 
 
 class WebhookAlerts:
-    """POSTs each alert as JSON to a URL (failures are logged, never raised).
+    """POSTs each alert as JSON to a URL, in the background (failures are logged and counted,
+    never raised; see the module docstring).
+
+    The URL must come from trusted configuration: the watcher's host POSTs to it, whatever it
+    names (SSRF).
 
     Args:
         url: an ``http://`` or ``https://`` URL.
-        timeout: longest wait on one POST.
+        timeout: total deadline of one POST (connect, send, the whole answer), in seconds.
+        max_pending: most POSTs in flight to this hook; an alert past it is dropped (counted
+            in :attr:`dropped`).
+
+    Attributes:
+        sent: alerts the hook answered with a 2xx/3xx status.
+        failures: alerts that failed (refused, an error status, past the deadline).
+        dropped: alerts not sent because ``max_pending`` were in flight.
     """
 
-    def __init__(self, url: str, *, timeout: float = WEBHOOK_TIMEOUT) -> None:
-        if not url.startswith(("http://", "https://")):
-            from airmeter.errors import MeterConfigError
+    def __init__(
+        self, url: str, *, timeout: float = WEBHOOK_TIMEOUT, max_pending: int = WEBHOOK_MAX_PENDING
+    ) -> None:
+        from airmeter.errors import MeterConfigError
 
-            raise MeterConfigError(f"webhook URL must be http(s)://, got {url!r}")
+        if not url.startswith(("http://", "https://")):
+            raise MeterConfigError(f"webhook URL must be http(s)://, got {redact_text(url)!r}")
+        if not timeout > 0 or max_pending < 1:
+            raise MeterConfigError("webhook timeout must be positive and max_pending at least 1")
         self.url = url
         self.timeout = timeout
+        self.max_pending = max_pending
+        self.sent = 0
         self.failures = 0
+        self.dropped = 0
+        self._pending: set[asyncio.Task[None]] = set()
+
+    @property
+    def pending(self) -> int:
+        """POSTs in flight now."""
+        return len(self._pending)
 
     async def __call__(self, alert: SloAlert) -> None:
-        """Send one alert (on a worker thread)."""
-        body = orjson.dumps(alert.to_dict())
+        """Start sending one alert and return at once (dropped when ``max_pending`` are in
+        flight)."""
+        if len(self._pending) >= self.max_pending:
+            self.dropped += 1
+            logger.warning("airmeter: SLO webhook %s has %d alerts in flight; one dropped "
+                           "(%d so far)", redact_text(self.url), len(self._pending),
+                           self.dropped)  # fmt: skip
+            return
+        task = asyncio.create_task(self._send(orjson.dumps(alert.to_dict())))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait until the POSTs in flight end (each within its deadline), or ``timeout``."""
+        if self._pending:
+            await asyncio.wait(set(self._pending), timeout=timeout)
+
+    async def aclose(self) -> None:
+        """Wait for the POSTs in flight (at most one deadline), then cancel what is left."""
+        await self.drain(self.timeout)
+        for task in list(self._pending):
+            task.cancel()
+        if self._pending:
+            await asyncio.wait(set(self._pending))
+
+    async def _send(self, body: bytes) -> None:
         try:
-            await asyncio.wait_for(asyncio.to_thread(self._post, body), self.timeout + 1.0)
-        except Exception:  # an unreachable hook must not stop the watcher
+            async with asyncio.timeout(self.timeout):  # the whole POST, whatever aiohttp does
+                status = await self._post(body)
+        except (Exception, TimeoutError) as exc:  # an unreachable hook must not stop anything
             self.failures += 1
-            logger.exception("airmeter: SLO webhook %s failed", self.url)
+            what = "no answer within the deadline" if isinstance(exc, TimeoutError) else exc
+            logger.warning("airmeter: SLO webhook %s failed: %s", redact_text(self.url),
+                           redact_text(str(what))[:500] or type(exc).__name__)  # fmt: skip
+            return
+        if status >= 400:
+            self.failures += 1
+            logger.warning("airmeter: SLO webhook %s answered %d", redact_text(self.url), status)
+        else:
+            self.sent += 1
 
-    def _post(self, body: bytes) -> None:
-        import urllib.request  # only a watcher with a webhook needs it
+    async def _post(self, body: bytes) -> int:
+        import aiohttp  # only a watcher with a webhook needs it
 
-        request = urllib.request.Request(
-            self.url, data=body, method="POST", headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            response.read()
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.post(self.url, data=body, allow_redirects=False,
+                         headers={"Content-Type": "application/json"}) as response,
+        ):  # fmt: skip
+            return response.status
 
 
 class SloWatcher:

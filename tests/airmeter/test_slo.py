@@ -191,11 +191,12 @@ async def test_a_webhook_receives_the_alert_and_its_resolve_as_json(
     now[0] += 7 * 3600  # every window has passed the burst: the resolve goes out too
     _, resolved = await watcher.check()
     assert [a.resolved for a in resolved] == [True]
+    await hook.drain(30)  # alerts go out in the background
     assert [(b["alert"], b["previous"], b["slo"]["state"]) for b in got[1:]] == [
         ("resolved", "breach", "ok")
     ]
     assert got[1]["message"].startswith("SLO resolved (breach -> ok)")
-    assert hook.failures == 0
+    assert (hook.sent, hook.failures, hook.dropped) == (2, 0, 0)
 
 
 async def _alerts_of_four_watchers(open_store: Callable[[], Store]) -> list[str]:
