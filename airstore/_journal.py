@@ -18,13 +18,22 @@ import os
 import re
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 from airstore import _platform
 from airstore._atomic import fsync_dir, temp_path, write_file
 from airstore._filenames import journal_lock_path, journal_path
 from airstore._format import FORMAT, journal_header, parse_header
+from airstore.errors import UnsupportedFormatError
 
-__all__ = ["DAMAGED_HEADER", "Journal", "read_lines", "snapshot_path_of", "starts_legacy"]
+__all__ = [
+    "DAMAGED_HEADER",
+    "Journal",
+    "header_of",
+    "read_lines",
+    "snapshot_path_of",
+    "starts_legacy",
+]
 
 _HEAD = 512  # a header line is far shorter
 DAMAGED_HEADER = (
@@ -42,6 +51,22 @@ def starts_legacy(head: bytes) -> bool:
     record opens with its key (``["``), a header with ``{``."""
     first, _, rest = head.partition(b"\n")
     return bool(_LEGACY_START.match(first) or (rest and _LEGACY_START.match(rest)))
+
+
+def header_of(line: bytes, path: str) -> dict[str, Any] | None:
+    """The fields of a journal's header line; ``None`` when the line is no header (a format-1
+    record), ``{}`` when it is a damaged one: a changed byte in the kind it names or in its
+    format key costs that line, as any damaged header does, not the namespace.
+
+    Raises:
+        UnsupportedFormatError: the header names a newer format.
+    """
+    try:
+        return parse_header(line, "journal", path)
+    except UnsupportedFormatError as exc:
+        if exc.found > FORMAT:
+            raise
+        return {}
 
 
 def _first_lines(fd: int, size: int) -> bytes:
@@ -147,18 +172,18 @@ class Journal:
             if b"\n" not in head:  # a first line longer than any header: find its end
                 head = _first_lines(fd, st.st_size)
             line = head[: head.find(b"\n") + 1]
-            doc = parse_header(line, "journal", self.path) if line else None
+            doc = header_of(line, self.path) if line else None
         except BaseException:
             os.close(fd)
             raise
         self.close()
         self.fd, self.ino = fd, st.st_ino
-        base = doc.get("base", 0) if doc is not None else None
+        base = doc.get("base", 0) if doc else None
         self.header_damaged = False
-        if type(base) is int and base >= 0:
+        if doc is not None and type(base) is int and base >= 0:
             self.base, self.hdr, self.legacy = base, len(line), False
-            self.format = doc["format"] if doc is not None else FORMAT
-        elif st.st_size == 0 or starts_legacy(head):
+            self.format = doc["format"] if doc else FORMAT
+        elif doc is None and (st.st_size == 0 or starts_legacy(head)):
             self.base, self.hdr, self.legacy = 0, 0, st.st_size > 0
             self.format = 1
         else:

@@ -23,7 +23,7 @@ from airstore import _platform
 from airstore._aread import read_file
 from airstore._events import read_events
 from airstore._filenames import discover, snapshot_path
-from airstore._format import HEADER_PREFIX, parse_header
+from airstore._format import FORMAT, HEADER_PREFIX, parse_header
 from airstore._gzseg import gz_read_all
 from airstore._journal import DAMAGED_HEADER, starts_legacy
 from airstore._kvfiles import journal_line, legacy_line, parse_snapshot
@@ -108,10 +108,17 @@ class CheckReport:
 
 
 def _format_ok(ns: str, path: str, head: bytes, kind: str, report: NamespaceCheck) -> bool:
-    """False (with a finding) when ``head``, a file's first line, names a newer format."""
+    """False (with a finding) when ``head``, a file's first line, names a newer format. A
+    journal's header damaged in its kind or format key costs that line (as the loader sees it:
+    ``header_of``)."""
     try:
         parse_header(head, kind, path)
     except UnsupportedFormatError as exc:
+        if kind == "journal" and exc.found <= FORMAT:
+            report.findings.append(
+                Finding(kind="corrupt_line", namespace=ns, path=path, line=1, detail=DAMAGED_HEADER)
+            )
+            return True
         report.findings.append(
             Finding(kind="unsupported_format", namespace=ns, path=path, detail=exc.message)
         )

@@ -135,6 +135,8 @@ async def test_a_bad_line_another_writer_appends_is_reported_with_its_line_numbe
     "header",
     [
         b"X",  # one byte of the header changed
+        b"journel",  # … in the kind it names (the whole namespace was refused)
+        b"formaT",  # … in the format key (the same)
         b'{"airstore":"journal","format":3,"base":"x"}',  # no base to place the records by
         b'{"airstore":"journal","format":3,"base":null}',
         b'{"airstore":"journal","form',  # torn
@@ -153,7 +155,12 @@ async def test_a_damaged_journal_header_costs_that_line_not_the_records_after_it
     if not snapshot:
         (tmp_path / "ns.json").unlink()
         head, records = head.replace(b'"base":', b'"base":0,"was":'), b'["old",0]\n' + records
-    journal.write_bytes((b"X" + head[1:] if header == b"X" else header + b"\n") + records)
+    one_byte = {
+        b"X": b"X" + head[1:],
+        b"journel": head.replace(b'"journal"', b'"journel"'),
+        b"formaT": head.replace(b'"format"', b'"formaT"'),
+    }
+    journal.write_bytes(one_byte.get(header, header + b"\n") + records)
     expected = {"old": 0, "k0": 0, "k1": 1, "k2": 2}
     checked = _seen((await check_directory(str(tmp_path))).findings)
     assert [(kind, name, at) for kind, name, at, _ in checked] == [
