@@ -24,7 +24,7 @@ from airhttp import Limits, bearer_token, is_loopback, token_ok
 from dashboard.app import DEFAULT_REFRESH_MS, create_app
 from dashboard.callback_body import callback_body_problem, parse_callback_body
 from dashboard.errors import DashboardError
-from dashboard.guard import HostOriginGuard, dashboard_policy
+from dashboard.guard import TOKEN_COOKIE, HostOriginGuard, RequestScreen, dashboard_policy
 from dashboard.ranges import DEFAULT_RANGE
 from dashboard.reader import SyncReader
 from dashboard.wsgi_server import DASHBOARD_LIMITS, LimitedWSGIServer
@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8050
-_COOKIE = "air_dashboard_token"
+_COOKIE = TOKEN_COOKIE
 
 
 def _install_token_check(server: Flask, token: str) -> None:
@@ -147,9 +147,9 @@ class DashboardServer:
         policy = dashboard_policy(
             host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
         )  # refused before the token is looked at, as on /mcp
-        flask_app.wsgi_app = HostOriginGuard(
-            flask_app.wsgi_app, policy=policy, max_body=limits.max_body
-        )
+        guard = HostOriginGuard(flask_app.wsgi_app, policy=policy, max_body=limits.max_body)
+        flask_app.wsgi_app = guard
+        screen = RequestScreen(guard, token=token or None)  # at the head, before any body
         self._token = token
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         # Bind here so a busy port is a DashboardError (werkzeug would print and sys.exit).
@@ -161,7 +161,7 @@ class DashboardServer:
             raise DashboardError(f"cannot listen on {host}:{port}: {reason}") from exc
         with listener:  # werkzeug works on a duplicate of this socket
             self._wsgi = LimitedWSGIServer(
-                host, port, flask_app, fd=listener.fileno(), limits=limits
+                host, port, flask_app, fd=listener.fileno(), limits=limits, screen=screen.refusal
             )
         self.host = host
         self.port = int(self._wsgi.server_address[1])

@@ -1,9 +1,15 @@
 """A threaded WSGI server that bounds what a client can hold (werkzeug's, with airhttp limits).
 
 - **Connections**: at most ``max_connections`` at once (each is one thread, so this also caps
-  the requests in flight). At the cap, the oldest idle connection (one waiting for its next
-  request's first byte, kept alive or just opened) is closed to make room; only when none is
-  idle is the new one answered ``503`` with ``Retry-After`` and closed at once.
+  the requests in flight). At the cap, the oldest connection that is not running the app (one
+  waiting for its next request's first byte, kept alive or just opened, or one whose head or
+  body is still arriving) is closed to make room; only when every one is running the app is the
+  new one answered ``503`` with ``Retry-After`` and closed at once. Connections are never
+  capped per peer.
+- **Refused at the head**: with a ``screen`` (:class:`dashboard.guard.RequestScreen`), a
+  request is checked (Host, Origin, declared length, token) as soon as its head is in, and a
+  refused one is answered and closed before any of its body is read, so a client without the
+  token holds a connection no longer than its head takes.
 - **Idle time**: a connection whose first request does not start within ``header_timeout``
   seconds, or whose next one (kept alive) does not within ``idle_timeout``, is closed.
 - **Request time**: a request's line, headers and body (declared or chunked) must all
@@ -26,13 +32,18 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
+from http import HTTPStatus
 from typing import Any, cast
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
-from airhttp import Limits
+from airhttp import Limits, Refusal
 
-__all__ = ["DASHBOARD_LIMITS", "LimitedWSGIServer"]
+__all__ = ["DASHBOARD_LIMITS", "LimitedWSGIServer", "Screen"]
+
+Screen = Callable[[Mapping[str, Any]], Refusal | None]
+"""Checks a request from its head alone (WSGI-style keys); a refusal is answered at once."""
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +66,13 @@ _BAD_CHUNK = (
     b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
     b"Content-Length: 17\r\nConnection: close\r\n\r\nbad chunked body\n"
 )
+_HEAD_KEYS = {
+    "host": "HTTP_HOST",
+    "origin": "HTTP_ORIGIN",
+    "authorization": "HTTP_AUTHORIZATION",
+    "cookie": "HTTP_COOKIE",
+    "content-length": "CONTENT_LENGTH",
+}
 _WATCH_EVERY = 0.2
 _CHUNK = 64 * 1024
 
@@ -69,6 +87,22 @@ class _BadLengthError(Exception):
 
 class _BadChunkError(_BadLengthError):
     """A chunked body that is not chunked coding (a bad chunk size or terminator)."""
+
+
+def _refusal_bytes(refusal: Refusal) -> bytes:
+    try:
+        phrase = HTTPStatus(refusal.status).phrase
+    except ValueError:
+        phrase = "Refused"
+    body = refusal.reason.encode() + b"\n"
+    lines = [f"HTTP/1.1 {refusal.status} {phrase}"]
+    lines += [f"{name}: {value}" for name, value in refusal.headers]
+    lines += [
+        "Content-Type: text/plain; charset=utf-8",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
 class _Deadlines:
@@ -144,7 +178,8 @@ class _Handler(WSGIRequestHandler):
 
     def _next_request_starts(self, wait: float) -> bool:
         """Wait up to ``wait`` seconds, idle (evictable), for a request's first byte; False
-        when none came or the connection was evicted meanwhile."""
+        when none came or the connection was evicted meanwhile. It stays evictable until its
+        head is in (:meth:`parse_request`)."""
         sock = self.connection
         self.server.went_idle(sock)
         try:
@@ -156,7 +191,7 @@ class _Handler(WSGIRequestHandler):
         finally:
             with contextlib.suppress(OSError):
                 sock.settimeout(self.timeout)
-        return self.server.went_busy(sock) and started
+        return started and self.server.evictable(sock)
 
     def make_environ(self) -> Any:
         """werkzeug's environ, with a declared body read in whole before the request's
@@ -178,7 +213,25 @@ class _Handler(WSGIRequestHandler):
         environ["wsgi.input"] = io.BytesIO(self._read_body(int(length)))
         return environ
 
+    @contextlib.contextmanager
+    def _evictable(self) -> Iterator[None]:
+        """While a body arrives the connection may be closed to make room (it is not running
+        the app yet); evicted meanwhile, the request is dropped."""
+        sock = self.connection
+        self.server.went_idle(sock)
+        try:
+            yield
+        except BaseException:
+            self.server.went_busy(sock)
+            raise
+        if not self.server.went_busy(sock):
+            raise ConnectionResetError("closed to make room while its body arrived")
+
     def _read_body(self, length: int) -> bytes:
+        with self._evictable():
+            return self._read_declared(length)
+
+    def _read_declared(self, length: int) -> bytes:
         sock = self.connection
         parts: list[bytes] = []
         left = length
@@ -203,6 +256,10 @@ class _Handler(WSGIRequestHandler):
     def _read_chunked(self, dechunked: Any) -> bytes:
         """A chunked body, decoded, read in whole before the request's deadline (up to one
         byte past the cap; then the connection closes after the answer)."""
+        with self._evictable():
+            return self._read_chunks(dechunked)
+
+    def _read_chunks(self, dechunked: Any) -> bytes:
         sock = self.connection
         cap = self.server.limits.max_body
         parts: list[bytes] = []
@@ -236,8 +293,31 @@ class _Handler(WSGIRequestHandler):
 
     def parse_request(self) -> bool:
         parsed = super().parse_request()  # the request line and every header are in
-        self.server.deadlines.disarm(self.connection)
-        return parsed
+        sock = self.connection
+        self.server.deadlines.disarm(sock)
+        if not parsed:
+            return False
+        if not self.server.went_busy(sock):  # closed to make room while its head arrived
+            self.close_connection = True
+            return False
+        screen = self.server.screen
+        refused = None if screen is None else screen(self._head())
+        if refused is None:
+            return True
+        self.close_connection = True  # its body, if any, is never read
+        self.server.screened += 1
+        with contextlib.suppress(OSError):
+            sock.sendall(_refusal_bytes(refused))
+        return False
+
+    def _head(self) -> dict[str, str]:
+        """The head's keys a screen reads, WSGI-style."""
+        head = {"QUERY_STRING": self.path.partition("?")[2]}
+        for name, key in _HEAD_KEYS.items():
+            value = self.headers.get(name)
+            if value is not None:
+                head[key] = value
+        return head
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """Quiet: the dashboard logs nothing per request."""
@@ -252,10 +332,23 @@ class LimitedWSGIServer(ThreadedWSGIServer):
         app: the WSGI app.
         fd: the listening socket's file descriptor (bound by the caller).
         limits: the caps and timeouts.
+        screen: checks each request from its head, before its body is read (``None``: none).
     """
 
-    def __init__(self, host: str, port: int, app: Any, *, fd: int, limits: Limits) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        app: Any,
+        *,
+        fd: int,
+        limits: Limits,
+        screen: Screen | None = None,
+    ) -> None:
         self.limits = limits
+        self.screen = screen
+        self.screened = 0
+        """Requests refused from their head (by the screen), their body never read."""
         self._lock = threading.Lock()
         self._open = 0  # connections holding a slot
         self._idle: dict[socket.socket, None] = {}  # oldest first
@@ -263,7 +356,8 @@ class LimitedWSGIServer(ThreadedWSGIServer):
         self.refused = 0
         """Connections answered 503 because the cap was reached and none was idle."""
         self.evicted = 0
-        """Idle keep-alive connections closed to make room for a new one."""
+        """Connections not running the app (idle, or a head or body arriving) closed to make
+        room for a new one."""
         self.slow_bodies = 0
         """Requests answered 408 because their body did not arrive in time."""
         # every socket operation of a connection times out (StreamRequestHandler.timeout)
@@ -272,9 +366,15 @@ class LimitedWSGIServer(ThreadedWSGIServer):
         self.deadlines = _Deadlines()
 
     def went_idle(self, sock: socket.socket) -> None:
-        """``sock`` waits for its next request's first byte: it may be evicted."""
+        """``sock`` waits for a request (its first byte, its head or its body), not running
+        the app: it may be evicted."""
         with self._lock:
             self._idle[sock] = None
+
+    def evictable(self, sock: socket.socket) -> bool:
+        """``sock`` is still open and evictable (not closed to make room)."""
+        with self._lock:
+            return sock in self._idle
 
     def went_busy(self, sock: socket.socket) -> bool:
         """``sock`` stopped waiting; False when it was evicted meanwhile."""

@@ -7,6 +7,7 @@ import asyncio
 import os
 import select
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -109,31 +110,54 @@ def test_a_client_trickling_its_headers_is_cut_off(store_url: str) -> None:
 def test_busy_connections_beyond_the_cap_get_503_and_service_resumes(store_url: str) -> None:
     limits = Limits(max_connections=3, max_inflight=3, header_timeout=60.0)
     with _dashboard(store_url, limits) as server:
-        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
+        release = threading.Event()
+        held = threading.Semaphore(0)
+
+        def hold() -> str:  # a request the app is still answering
+            held.release()
+            release.wait(WAIT_S)
+            return "held"
+
+        server.app.server.add_url_rule("/hold", "hold", hold)
+        busy_socks = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
         try:
-            for sock in idle:  # each is mid-request (a silent one would be closed for room)
-                sock.sendall(b"GET / HTTP/1.1\r\n")
-            deadline = time.monotonic() + WAIT_S
-            status = 0
-            while time.monotonic() < deadline:  # until the server has taken all three
-                status = httpx.get(server.url, timeout=WAIT_S).status_code
-                if status == 503:
-                    break
-                time.sleep(0.05)
-            assert status == 503
+            for sock in busy_socks:
+                sock.sendall(b"GET /hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            for _ in busy_socks:
+                assert held.acquire(timeout=WAIT_S)
             busy = httpx.get(server.url, timeout=WAIT_S)
+            assert busy.status_code == 503
             assert busy.headers["retry-after"] == "1"
         finally:
-            for sock in idle:
+            release.set()
+            for sock in busy_socks:
                 sock.close()
         deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:  # the slots come back as the handlers notice EOF
+        while time.monotonic() < deadline:  # the slots come back as the handlers finish
             if httpx.get(server.url, timeout=WAIT_S).status_code == 200:
                 break
             time.sleep(0.05)
         else:
-            pytest.fail("the dashboard did not answer again after the idle clients left")
-        assert server._wsgi.refused >= 2
+            pytest.fail("the dashboard did not answer again after the busy clients left")
+        assert server._wsgi.refused >= 1
+
+
+def test_connections_whose_head_is_still_arriving_make_room_at_the_cap(store_url: str) -> None:
+    # a head trickled in (slowloris) once held its slot as if it were being answered
+    limits = Limits(max_connections=3, max_inflight=3, header_timeout=60.0)
+    with _dashboard(store_url, limits) as server:
+        slow = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
+        try:
+            for sock in slow:
+                sock.sendall(b"GET / HTTP/1.1\r\n")  # and never the rest of the head
+            for _ in range(6):
+                assert httpx.get(server.url, timeout=WAIT_S).status_code == 200
+            assert server._wsgi.evicted >= 1
+            slow[0].settimeout(WAIT_S)
+            assert slow[0].recv(1) == b""  # the oldest went first
+        finally:
+            for sock in slow:
+                sock.close()
 
 
 def test_a_declared_body_above_the_cap_gets_413(store_url: str) -> None:
