@@ -2,8 +2,11 @@
 
 Measured against httpx and aiohttp in ``bench/gateway_bench.py`` (see docs/gateway.md): the
 libraries cost several hundred microseconds of CPU per call, which capped the gateway far
-below its throughput target; this client writes each request in one write and parses only
-what an MCP endpoint answers (``Content-Length`` bodies and chunked SSE streams).
+below its throughput target; this client writes each request in one write and reads only
+what an MCP endpoint answers (JSON bodies and SSE streams). Answers are parsed by llhttp
+(``httptools.HttpResponseParser``, one per connection), so no hand-written parser reads an
+upstream's bytes; every limit is enforced while reading (:data:`MAX_HEAD`, :data:`MAX_BODY`,
+:data:`MAX_LINE`), a piece of at most :data:`_READ` bytes at a time.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from urllib.parse import urlsplit
 
+import httptools
+
 __all__ = [
     "MAX_BODY",
-    "MAX_CHUNK",
+    "MAX_HEAD",
     "MAX_LINE",
     "AnswerTooLargeError",
     "ConnectFailedError",
@@ -26,17 +31,18 @@ __all__ = [
     "Response",
 ]
 
+MAX_HEAD = 1024 * 1024
+"""The largest status line and header block accepted."""
 MAX_LINE = 16 * 1024 * 1024
-"""The longest header block, or line of a streamed (SSE) answer, accepted."""
+"""The longest line of a streamed (SSE) answer accepted."""
 MAX_BODY = 64 * 1024 * 1024
-"""The largest answer read whole (JSON)."""
-MAX_CHUNK = MAX_BODY
-"""The largest chunk a chunked answer may declare (checked before a byte of it is read)."""
-_READ = 256 * 1024
-"""Bytes read at a time from a streamed chunk (never a whole declared chunk at once)."""
-_MIB = 1024 * 1024
+"""The largest answer read whole (JSON), however it is framed (length, chunks, or the end of
+the connection)."""
 IDLE_S = 4.0
 """An idle connection older than this is not reused (uvicorn closes them after 5 s)."""
+_READ = 256 * 1024
+"""Bytes read (and parsed) at a time: a limit is passed by at most this much."""
+_MIB = 1024 * 1024
 
 
 class ConnectFailedError(OSError):
@@ -48,17 +54,118 @@ class ConnectionLostError(OSError):
 
 
 class AnswerTooLargeError(ConnectionLostError):
-    """An answer broke a read-time limit (body, chunk or line): it was not read further and
+    """An answer broke a read-time limit (head, body or line): it was not read further and
     its connection was closed (the request may have run)."""
 
 
 class _Conn:
-    __slots__ = ("idle_since", "reader", "writer")
+    """One connection and the llhttp parser reading its answers (the parser's callbacks fill
+    the answer being read)."""
+
+    __slots__ = (
+        "body",
+        "done",
+        "extra",
+        "head_done",
+        "headers",
+        "idle_since",
+        "keep_alive",
+        "parser",
+        "reader",
+        "status",
+        "writer",
+    )
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
         self.idle_since = 0.0
+        self.parser = httptools.HttpResponseParser(self)
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.body = bytearray()
+        self.head_done = self.done = self.extra = self.keep_alive = False
+
+    def start(self) -> None:
+        """Ready for the next answer."""
+        self.status = 0
+        self.headers = {}
+        self.body = bytearray()
+        self.head_done = self.done = self.keep_alive = False
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``.
+
+        Raises:
+            ValueError: not HTTP/1.x, or a protocol upgrade.
+        """
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            raise ValueError("the server switched protocols") from None
+        except httptools.HttpParserError as exc:
+            raise ValueError(f"not an HTTP/1.1 answer: {exc}") from None
+
+    # ---- llhttp callbacks ---------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        if self.done:  # bytes after the answer: this connection cannot be trusted again
+            self.extra = True
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers[name.decode("latin-1").lower()] = value.decode("latin-1").strip()
+
+    def on_headers_complete(self) -> None:
+        if not self.extra:
+            self.head_done = True
+            self.status = self.parser.get_status_code()
+
+    def on_body(self, body: bytes) -> None:
+        if not self.extra:
+            self.body += body
+
+    def on_message_complete(self) -> None:
+        if not self.extra:
+            self.done = True
+            self.keep_alive = self.parser.should_keep_alive()  # only known here
+
+    # ---- reading ------------------------------------------------------------------------
+    async def read_head(self) -> None:
+        """Read until the answer's head is parsed.
+
+        Raises:
+            _StaleError: the connection closed before any byte of the answer.
+        """
+        received = 0
+        while not self.head_done:
+            data = await self.reader.read(_READ)
+            if not data:
+                if received == 0:
+                    raise _StaleError
+                raise ConnectionLostError("the connection closed in the answer's head")
+            received += len(data)
+            self.feed(data)
+            if not self.head_done and received > MAX_HEAD:
+                raise AnswerTooLargeError(f"an answer's head over the {MAX_HEAD // _MIB} MiB limit")
+
+    async def read_more(self, until_eof: bool) -> bool:
+        """Read and parse one more piece; ``False`` at the end of a body that ends with the
+        connection.
+
+        Raises:
+            ConnectionLostError: the connection closed before the answer's end.
+        """
+        data = await self.reader.read(_READ)
+        if not data:
+            if until_eof:
+                self.done = True
+                return False
+            raise ConnectionLostError("the connection closed before the answer's end")
+        self.feed(data)
+        return True
+
+    def reusable(self, until_eof: bool) -> bool:
+        """Whether another request may go on this connection."""
+        return self.keep_alive and not (until_eof or self.extra)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -68,7 +175,7 @@ class _Conn:
 class Response:
     """One answer: status, lower-case headers, and either ``body`` or a line stream."""
 
-    __slots__ = ("_chunked", "_conn", "_pool", "body", "headers", "status")
+    __slots__ = ("_conn", "_pool", "_until_eof", "body", "headers", "status")
 
     def __init__(self, status: int, headers: dict[str, str], body: bytes | None) -> None:
         self.status = status
@@ -76,7 +183,7 @@ class Response:
         self.body = body
         self._conn: _Conn | None = None
         self._pool: Http11Pool | None = None
-        self._chunked = False
+        self._until_eof = False
 
     @property
     def content_type(self) -> str:
@@ -84,37 +191,45 @@ class Response:
         return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
     async def lines(self) -> AsyncIterator[bytes]:
-        """The streamed body, line by line (the connection returns to the pool at its end)."""
+        """The streamed body, line by line (the connection returns to the pool at its end).
+
+        Raises:
+            AnswerTooLargeError: a line over :data:`MAX_LINE` (the stream ends there).
+            ConnectionLostError: the stream was cut, or is not HTTP.
+        """
         conn, self._conn = self._conn, None
         if conn is None:
             return
         finished = False
         try:
-            if self._chunked:
-                async for line in _chunked_lines(conn.reader):
-                    yield line
-            else:  # read to the end of the connection
-                while True:
-                    try:
-                        line = await conn.reader.readline()
-                    except ValueError:  # the reader's limit: MAX_LINE
-                        raise _line_too_long() from None
-                    if not line:
-                        break
-                    yield line
-                conn.close()
-                conn = None
+            body = conn.body
+            scanned = 0
+            while True:
+                cut = body.rfind(b"\n", scanned)
+                if cut >= 0:
+                    *complete, _rest = body[: cut + 1].split(b"\n")
+                    del body[: cut + 1]
+                    for line in complete:
+                        if len(line) >= MAX_LINE:
+                            raise _line_too_long()
+                        yield bytes(line) + b"\n"
+                if len(body) >= MAX_LINE:
+                    raise _line_too_long()
+                scanned = len(body)
+                if conn.done or not await conn.read_more(self._until_eof):
+                    break
+            if body:
+                yield bytes(body)
             finished = True
         except ConnectionLostError:
             raise
-        except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
-            raise ConnectionLostError(str(exc)) from exc
+        except (OSError, ValueError) as exc:
+            raise ConnectionLostError(str(exc) or type(exc).__name__) from exc
         finally:
-            if conn is not None:
-                if finished and self._pool is not None:
-                    self._pool.release(conn)
-                else:
-                    conn.close()
+            if finished and self._pool is not None and conn.reusable(self._until_eof):
+                self._pool.release(conn)
+            else:
+                conn.close()
 
 
 class Http11Pool:
@@ -147,7 +262,7 @@ class Http11Pool:
     async def _connect(self) -> _Conn:
         try:
             reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=self.ssl, limit=MAX_LINE
+                self.host, self.port, ssl=self.ssl, limit=_READ
             )
         except (OSError, ssl.SSLError) as exc:
             raise ConnectFailedError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
@@ -200,7 +315,7 @@ class Http11Pool:
         Raises:
             ConnectFailedError: no connection (nothing was sent).
             ConnectionLostError: the connection broke after the request was written (it may
-                have run).
+                have run); :class:`AnswerTooLargeError` for an answer past a limit.
         """
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items()).encode("latin-1")
         data = b"".join((
@@ -236,49 +351,43 @@ class Http11Pool:
 
     async def _exchange(self, conn: _Conn, data: bytes) -> Response:
         try:
+            conn.start()
             conn.writer.write(data)
-            try:
-                head = await conn.reader.readuntil(b"\r\n\r\n")
-            except asyncio.IncompleteReadError as exc:
-                if not exc.partial:
-                    raise _StaleError from exc
-                raise
-            status, headers = _parse_head(head)
-            response = Response(status, headers, None)
+            await conn.read_head()
+            headers = conn.headers
+            response = Response(conn.status, headers, None)
             chunked = "chunked" in headers.get("transfer-encoding", "").lower()
             length = headers.get("content-length")
+            until_eof = not chunked and length is None
             if response.content_type == "text/event-stream" and (chunked or length is None):
-                response._conn, response._pool, response._chunked = conn, self, chunked
+                response._conn, response._pool, response._until_eof = conn, self, until_eof
                 return response
-            if chunked:
-                response.body = await _read_chunked(conn.reader)
-            elif length is not None:
-                size = int(length)
-                if size > MAX_BODY:
-                    raise AnswerTooLargeError(
-                        f"an answer of {size} bytes is over the {MAX_BODY // _MIB} MiB limit"
-                    )
-                response.body = await conn.reader.readexactly(size) if size else b""
-            else:
-                response.body = await _read_to_end(conn.reader)
-                conn.close()
-                return response
+            if length is not None and not chunked and int(length) > MAX_BODY:
+                raise AnswerTooLargeError(
+                    f"an answer of {int(length)} bytes is over the {MAX_BODY // _MIB} MiB limit"
+                )
+            while not conn.done and await conn.read_more(until_eof):
+                if len(conn.body) > MAX_BODY:
+                    raise AnswerTooLargeError(f"an answer over the {MAX_BODY // _MIB} MiB limit")
+            if len(conn.body) > MAX_BODY:
+                raise AnswerTooLargeError(f"an answer over the {MAX_BODY // _MIB} MiB limit")
+            response.body = bytes(conn.body)
+            conn.body = bytearray()
         except _StaleError:
             raise
         except ConnectionLostError:
             conn.close()
             raise
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
-                ValueError) as exc:  # fmt: skip
+        except (OSError, ValueError) as exc:
             conn.close()
             raise ConnectionLostError(str(exc) or type(exc).__name__) from exc
         except BaseException:  # cancelled mid-answer: the connection is in an unknown state
             conn.close()
             raise
-        if headers.get("connection", "").lower() == "close":
-            conn.close()
-        else:
+        if conn.reusable(until_eof):
             self.release(conn)
+        else:
+            conn.close()
         return response
 
     async def close(self) -> None:
@@ -293,100 +402,5 @@ class _StaleError(Exception):
     """The connection was closed before any byte of the answer."""
 
 
-def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1."):
-        raise ValueError(f"not an HTTP/1.1 answer: {lines[0][:80]!r}")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-    return int(parts[1]), headers
-
-
 def _line_too_long() -> AnswerTooLargeError:
     return AnswerTooLargeError(f"a streamed line over the {MAX_LINE // _MIB} MiB limit")
-
-
-async def _chunk_size(reader: asyncio.StreamReader) -> int:
-    """The size a chunk declares, refused past :data:`MAX_CHUNK` before any of it is read."""
-    line = await reader.readline()
-    field = line.split(b";", 1)[0].strip()
-    try:
-        size = int(field, 16) if 0 < len(field) <= 16 else -1
-    except ValueError:
-        size = -1
-    if size < 0:
-        if not line:
-            raise asyncio.IncompleteReadError(b"", None)
-        raise ValueError(f"a chunk size that is not one: {field[:40]!r}")
-    if size > MAX_CHUNK:
-        raise AnswerTooLargeError(
-            f"a chunk of {size} bytes is over the {MAX_CHUNK // _MIB} MiB limit"
-        )
-    return size
-
-
-async def _chunk_end(reader: asyncio.StreamReader) -> None:
-    if await reader.readexactly(2) != b"\r\n":
-        raise ValueError("a chunk longer than it declared")
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    """A chunked body, refused as soon as it would pass :data:`MAX_BODY`."""
-    out = bytearray()
-    while True:
-        size = await _chunk_size(reader)
-        if size == 0:
-            await reader.readline()
-            return bytes(out)
-        if len(out) + size > MAX_BODY:
-            raise AnswerTooLargeError(
-                f"an answer over the {MAX_BODY // _MIB} MiB limit (a chunk of {size} bytes "
-                f"after {len(out)})"
-            )
-        out += await reader.readexactly(size)
-        await _chunk_end(reader)
-
-
-async def _read_to_end(reader: asyncio.StreamReader) -> bytes:
-    """A body that ends with the connection, refused as soon as it passes :data:`MAX_BODY`."""
-    out = bytearray()
-    while data := await reader.read(_READ):
-        out += data
-        if len(out) > MAX_BODY:
-            raise AnswerTooLargeError(f"an answer over the {MAX_BODY // _MIB} MiB limit")
-    return bytes(out)
-
-
-async def _chunked_lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
-    """The lines of a chunked stream, read a piece at a time: a line (or what has come of it)
-    over :data:`MAX_LINE` ends the stream, however the chunks are declared."""
-    pending = bytearray()
-    while True:
-        size = await _chunk_size(reader)
-        if size == 0:
-            await reader.readline()
-            break
-        while size:
-            data = await reader.read(min(size, _READ))
-            if not data:
-                raise asyncio.IncompleteReadError(b"", size)
-            size -= len(data)
-            start = len(pending)
-            pending += data
-            cut = pending.rfind(b"\n", start)
-            if cut >= 0:
-                lines = pending[: cut + 1].split(b"\n")
-                del pending[: cut + 1]
-                for line in lines[:-1]:
-                    if len(line) >= MAX_LINE:
-                        raise _line_too_long()
-                    yield bytes(line) + b"\n"
-            if len(pending) >= MAX_LINE:
-                raise _line_too_long()
-        await _chunk_end(reader)
-    if pending:
-        yield bytes(pending)

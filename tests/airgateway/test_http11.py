@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from airgateway._http11 import (
+    MAX_BODY,
     MAX_LINE,
     AnswerTooLargeError,
     ConnectFailedError,
@@ -250,21 +251,32 @@ async def test_a_body_without_a_length_is_read_to_the_end_of_the_connection() ->
         await pool.close()
 
 
-async def test_a_declared_chunk_over_the_limit_is_refused_before_any_of_it_is_read() -> None:
-    sent = asyncio.Event()
+async def test_a_declared_huge_chunk_is_refused_at_the_body_limit_while_it_streams() -> None:
+    """``fffffffff`` declared, then streamed: the answer is cut at 64 MiB as it is read (it was
+    read as one chunk of 64 GiB), and the connection is closed, which stops the server."""
+    sent: list[int] = []
+    stopped = asyncio.Event()
 
     async def huge(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _read_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nfffffffff\r\n")
-        sent.set()
-        await reader.read()  # nothing of the chunk comes: the refusal cannot wait for it
+        block = b"x" * (1024 * 1024)
+        try:
+            for _ in range(4 * MAX_BODY // len(block)):
+                writer.write(block)
+                await writer.drain()
+                sent.append(len(block))
+        except OSError:
+            pass
+        stopped.set()
 
     async with _server(huge) as (url, _connections):
         pool = Http11Pool(url, size=4, headers={})
-        with pytest.raises(AnswerTooLargeError, match="a chunk of 68719476735 bytes is over"):
-            await asyncio.wait_for(pool.request("POST", b"{}"), 30)
-        assert sent.is_set()
+        with pytest.raises(AnswerTooLargeError, match="an answer over the 64 MiB limit"):
+            await pool.request("POST", b"{}")
+        await asyncio.wait_for(stopped.wait(), 30)
         await pool.close()
+    assert sum(sent) < 2 * MAX_BODY  # not the 256 MiB it would have sent
 
 
 async def test_an_sse_line_that_never_ends_is_refused_at_the_line_limit() -> None:
