@@ -1,6 +1,7 @@
 """File layout of a FileStore data directory.
 
-For a namespace ``ns``::
+For a namespace ``ns`` whose file-name stem is ``ns`` (``_names``: ``Calls`` → ``+calls``,
+``con`` → ``con+_``; most names are their own stem)::
 
     ns.json                      KV snapshot {"format": 3, "pos": P, "items": [[key, value(, exp)]]}
     ns.journal.jsonl             KV journal: a header line, then [key, value(, exp)] / [key]
@@ -19,6 +20,11 @@ writer owning slot N holds it exclusively; its pid is inside).
 
 ``exp`` (expiry) is absolute (seconds since the epoch) so an expired key stays expired after a
 reopen; ``P`` is the journal position the snapshot covers (see ``_journal``).
+
+A directory of format 3 or earlier named files by the namespace itself. A reader of such a
+directory (:func:`use_legacy_names`) finds a namespace's file by its old name as long as the
+directory has not been moved to format 4 (``_migrate``), and listings understand both layouts
+(a name means the same namespace in both where it is valid in both).
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 
 from airstore._atomic import is_temp_file
+from airstore._format import DATADIR_FILE, FORMAT
+from airstore._names import decode, decode_legacy, encode
 
 __all__ = [
     "NamespaceFiles",
@@ -39,10 +47,14 @@ __all__ = [
     "journal_path",
     "listdir_settled",
     "log_path",
+    "namespace_of",
+    "retention_namespace",
+    "retention_path",
     "segment_path",
     "segments",
     "slot_files",
     "snapshot_path",
+    "use_legacy_names",
     "writer_lock_path",
     "writer_slots",
 ]
@@ -53,19 +65,90 @@ _LOG_RE = re.compile(
 _CORRUPT_RE = re.compile(r"^(?P<ns>.+)\.json\.corrupt-[0-9TZ.-]+$")
 
 
+_legacy_roots: set[str] = set()
+"""Roots a store opened while their marker named format 3 or earlier (or a move under way)."""
+
+
+def use_legacy_names(root: str, legacy: bool) -> None:
+    """Say whether ``root`` may still hold files named as before format 4 (a reader of an
+    earlier directory, which it leaves as it is)."""
+    if legacy:
+        _legacy_roots.add(root)
+    else:
+        _legacy_roots.discard(root)
+
+
+def _legacy_marker(root: str) -> bool:
+    """Whether ``root``'s marker names an earlier format, or a move under way (or is missing)."""
+    try:
+        with open(os.path.join(root, DATADIR_FILE), "rb") as fh:
+            marker = fh.read(256)
+    except OSError:
+        return True
+    return b'"moving"' in marker or (b'"format":%d}' % FORMAT) not in marker
+
+
+def _still_legacy(root: str) -> bool:
+    """Whether ``root``'s marker still names an earlier format (or a move under way); the root
+    stops being looked at once it names this one."""
+    if _legacy_marker(root):
+        return True
+    _legacy_roots.discard(root)
+    return False
+
+
+def _path(root: str, ns: str, suffix: str) -> str:
+    """The file of ``ns`` with ``suffix``: named by its stem, or by the namespace itself in a
+    directory not yet moved to format 4 where only that file exists. (Only there: on a
+    case-insensitive file system ``Calls.json`` would find ``calls.json``, another
+    namespace's file.)"""
+    stem = encode(ns)
+    path = os.path.join(root, stem + suffix)
+    if stem == ns or root not in _legacy_roots or os.path.exists(path):
+        return path
+    old = os.path.join(root, ns + suffix)
+    if os.path.exists(old) and _still_legacy(root):
+        return old
+    return path
+
+
+def namespace_of(root: str, stem: str) -> str | None:
+    """The namespace whose files are named by ``stem`` in ``root`` (``None``: none)."""
+    ns = decode(stem)
+    if ns is None and root in _legacy_roots:
+        ns = decode_legacy(stem)
+    return ns
+
+
 def snapshot_path(root: str, ns: str) -> str:
     """Path of the KV snapshot of ``ns``."""
-    return os.path.join(root, ns + ".json")
+    return _path(root, ns, ".json")
 
 
 def journal_path(root: str, ns: str) -> str:
     """Path of the KV journal of ``ns``."""
-    return os.path.join(root, ns + ".journal.jsonl")
+    return _path(root, ns, ".journal.jsonl")
 
 
 def journal_lock_path(root: str, ns: str) -> str:
-    """Path of the lock file of the KV journal of ``ns``."""
-    return os.path.join(root, ns + ".journal.lock")
+    """Path of the lock file of the KV journal of ``ns`` (only writers lock it, and they write
+    a directory of this format)."""
+    return os.path.join(root, encode(ns) + ".journal.lock")
+
+
+_RETENTION = ".retention.json"
+
+
+def retention_path(root: str, ns: str) -> str:
+    """Path of the log caps of ``ns`` (``_retention``)."""
+    return _path(root, ns, _RETENTION)
+
+
+def retention_namespace(root: str, name: str) -> str | None:
+    """The namespace whose caps the file ``name`` holds, or ``None`` if it is no caps file."""
+    if not name.endswith(_RETENTION):
+        return None
+    return namespace_of(root, name[: -len(_RETENTION)])
 
 
 def writer_lock_path(root: str, slot: int) -> str:
@@ -85,18 +168,19 @@ def writer_slots(root: str) -> list[int]:
     ]
 
 
-def _slot_stem(ns: str, slot: int) -> str:
-    return f"{ns}.log" if slot == 0 else f"{ns}.log.s{slot}"
+def _slot_suffix(slot: int) -> str:
+    return ".log" if slot == 0 else f".log.s{slot}"
 
 
 def log_path(root: str, ns: str, slot: int = 0) -> str:
     """Path of the active append log of ``ns`` for writer slot ``slot``."""
-    return os.path.join(root, _slot_stem(ns, slot) + ".jsonl")
+    return _path(root, ns, _slot_suffix(slot) + ".jsonl")
 
 
 def segment_path(root: str, ns: str, number: int, slot: int = 0, *, gz: bool = False) -> str:
     """Path of rotated log segment ``number`` of ``ns`` for writer slot ``slot``."""
-    return os.path.join(root, f"{_slot_stem(ns, slot)}.{number:08d}.jsonl" + (".gz" if gz else ""))
+    suffix = f"{_slot_suffix(slot)}.{number:08d}.jsonl" + (".gz" if gz else "")
+    return _path(root, ns, suffix)
 
 
 @dataclass
@@ -133,16 +217,18 @@ def listdir_settled(root: str) -> list[str]:
 def _log_names(root: str, ns: str) -> list[tuple[int, int | None, str]]:
     """(slot, segment number or None for the active file, path) of every log file of ``ns``."""
     found: list[tuple[int, int | None, str]] = []
-    prefix = ns + ".log."
+    prefixes = {encode(ns) + ".log."}
+    if root in _legacy_roots:
+        prefixes.add(ns + ".log.")
     try:
         names = listdir_settled(root)
     except FileNotFoundError:
         return found
     for name in names:
-        if not name.startswith(prefix):
+        if not name.startswith(tuple(prefixes)):
             continue
         match = _LOG_RE.match(name)
-        if match and match["ns"] == ns:
+        if match and namespace_of(root, match["ns"]) == ns:
             number = int(match["n"]) if match["n"] else None
             if number is None and match["gz"]:
                 continue  # an active file is never compressed
@@ -156,8 +242,10 @@ def active_logs_by_slot(root: str) -> dict[int, list[tuple[str, str]]]:
     for name in listdir_settled(root):
         match = _LOG_RE.match(name)
         if match is not None and match["n"] is None and not match["gz"]:
-            slot = int(match["slot"] or 0)
-            found.setdefault(slot, []).append((match["ns"], os.path.join(root, name)))
+            ns = namespace_of(root, match["ns"])
+            if ns is not None:
+                slot = int(match["slot"] or 0)
+                found.setdefault(slot, []).append((ns, os.path.join(root, name)))
     return found
 
 
@@ -211,31 +299,38 @@ class NamespaceFiles:
 
 
 def discover(root: str) -> dict[str, NamespaceFiles]:
-    """Map each namespace found in ``root`` to its files (sorted by namespace)."""
+    """Map each namespace found in ``root`` to its files (sorted by namespace). A file named
+    by no namespace's stem (``Con.json`` made by hand) belongs to none."""
     found: dict[str, NamespaceFiles] = {}
     try:
         names = sorted(os.listdir(root))
     except FileNotFoundError:
         return found
+    use_legacy_names(root, _legacy_marker(root))  # and so for the paths looked at next
 
-    def files(ns: str) -> NamespaceFiles:
-        return found.setdefault(ns, NamespaceFiles())
+    def files(stem: str) -> NamespaceFiles | None:
+        ns = namespace_of(root, stem)
+        return None if ns is None else found.setdefault(ns, NamespaceFiles())
 
     for name in names:
         path = os.path.join(root, name)
-        if name.startswith(".") or name.endswith((".lock", ".tmp", ".retention.json")):
+        if name.startswith(".") or name.endswith((".lock", ".tmp", _RETENTION)):
             continue
         if is_temp_file(name):  # being written (a namespace's name may hold ".tmp-")
             continue
         if name.endswith(".journal.jsonl"):
-            files(name[: -len(".journal.jsonl")]).journal = path
+            if (ns_files := files(name[: -len(".journal.jsonl")])) is not None:
+                ns_files.journal = path
         elif (match := _LOG_RE.match(name)) is not None:
+            if (ns_files := files(match["ns"])) is None:
+                continue
             if match["n"]:
-                files(match["ns"]).segments.append(path)
+                ns_files.segments.append(path)
             elif not match["gz"]:
-                files(match["ns"]).logs.append(path)
+                ns_files.logs.append(path)
         elif (match := _CORRUPT_RE.match(name)) is not None:
-            files(match["ns"]).corrupt.append(path)
-        elif name.endswith(".json"):
-            files(name[: -len(".json")]).snapshot = path
+            if (ns_files := files(match["ns"])) is not None:
+                ns_files.corrupt.append(path)
+        elif name.endswith(".json") and (ns_files := files(name[: -len(".json")])) is not None:
+            ns_files.snapshot = path
     return dict(sorted(found.items()))

@@ -1,16 +1,23 @@
 """Version markers of a FileStore data directory: one per file, checked before anything is read.
 
-Format 3 (this release) files::
+Format 4 (this release) files, ``ns`` standing for the namespace's file-name stem (``_names``)::
 
-    .airstore                {"airstore":"datadir","format":3}: the directory, and with it the
+    .airstore                {"airstore":"datadir","format":4}: the directory, and with it the
                              layout and line format of its logs (plain JSONL, one entry a line,
-                             so ``jq`` and ``grep`` keep working on them)
-    ns.json                  {"format":3,"pos":P,"items":[[key,value],[key,value,exp],...]}
-    ns.journal.jsonl         {"airstore":"journal","format":3,"base":B} then one record a line:
+                             so ``jq`` and ``grep`` keep working on them); while a writer moves
+                             an earlier directory to this layout: {…,"format":4,"moving":3}
+    ns.json                  {"format":4,"pos":P,"items":[[key,value],[key,value,exp],...]}
+    ns.journal.jsonl         {"airstore":"journal","format":4,"base":B} then one record a line:
                              [key,value] / [key,value,exp] (set), [key] (delete)
     ns.log*.jsonl.gz         gzip members carrying the extra subfield ``AS`` (``_gzseg``)
-    ns.retention.json        {"airstore":"retention","format":3,...}
-    .events.jsonl            {"airstore":"events","format":3} then one event a line
+    ns.retention.json        {"airstore":"retention","format":4,...}
+    .events.jsonl            {"airstore":"events","format":4} then one event a line
+
+Format 4 changed only the file names: a namespace's files are named by its stem, which is safe
+on every file system (``Calls`` → ``+calls``, ``con`` → ``con+_``, ``trail.`` → ``trail.+_``;
+most names are their own stem). A writer moves an earlier directory to it when it opens it
+(``_migrate``); a reader reads an earlier directory as it is. Its files' contents are those of
+format 3, under their own version number, so a release of format 3 refuses them.
 
 Format 3 changed only the KV records: a record is the array ``[key, value(, exp)]`` that one
 orjson call encodes, where format 2 wrote ``{key: [value, exp]}`` / ``{key: null}`` (its
@@ -42,9 +49,10 @@ __all__ = [
     "datadir_marker",
     "journal_header",
     "parse_header",
+    "read_datadir_marker",
 ]
 
-FORMAT = 3
+FORMAT = 4
 """The format this release writes; it reads this one and every earlier one."""
 
 DATADIR_FILE = ".airstore"
@@ -57,9 +65,33 @@ def journal_header(base: int) -> bytes:
     return b'{"airstore":"journal","format":%d,"base":%d}\n' % (FORMAT, base)
 
 
-def datadir_marker() -> bytes:
-    """The content of a data directory's marker file (this release's format)."""
-    return b'{"airstore":"datadir","format":%d}\n' % FORMAT
+def datadir_marker(moving: int | None = None) -> bytes:
+    """The content of a data directory's marker file (this release's format); ``moving``: the
+    format of the layout a writer is moving the directory from, while it does."""
+    if moving is None:
+        return b'{"airstore":"datadir","format":%d}\n' % FORMAT
+    return b'{"airstore":"datadir","format":%d,"moving":%d}\n' % (FORMAT, moving)
+
+
+def read_datadir_marker(path: str) -> tuple[int | None, bool]:
+    """The format named by the marker file ``path`` (``None``: no marker, or a torn one) and
+    whether a move to this layout is under way.
+
+    Raises:
+        UnsupportedFormatError: a newer format, or no format at all.
+        OSError: the marker cannot be read.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(4096)
+    except FileNotFoundError:
+        return None, False  # a new directory, or one written by the format-1 release
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None, False  # a torn marker (crash mid-creation): every file has its own marker
+    found = check_version(doc.get("format") if isinstance(doc, dict) else None, path)
+    return found, isinstance(doc, dict) and "moving" in doc
 
 
 def parse_header(line: bytes, kind: str, path: str) -> dict[str, Any] | None:

@@ -7,9 +7,10 @@ and an exclusive one on its own writer slot (``.writer-N.lock``).
   continues its files: the number of log files follows the most writers ever open at once.
 * A writer of format 1 locked ``.lock`` exclusively: the two exclude each other (a
   ``StoreLockedError`` naming the holder), so an old release never writes beside a new one.
-  A writer of format 2 takes the same locks as this one but writes its bare pid into its slot
-  file (this release adds ``airstore=3``): a writer of this release refuses to open beside a
-  live one, since it moves journals to a format the other cannot read.
+  Writers of formats 2 and 3 take the same locks as this one but write their bare pid
+  (format 2) or ``pid airstore=3`` into their slot file (this release: ``airstore=4``): a
+  writer of this release refuses to open beside a live one, since it writes files the other
+  cannot read (``_migrate`` moves the directory under ``.lock`` held exclusively).
 * The locks (``flock``; ``LockFileEx`` on Windows: ``airstore._platform``) die with the
   process, so a SIGKILLed writer never leaves a stale lock behind; the pid inside a slot's
   file is only informative.
@@ -27,7 +28,13 @@ from airstore._filenames import active_logs_by_slot, writer_lock_path, writer_sl
 from airstore._format import FORMAT
 from airstore.errors import StorageIOError, StoreLockedError
 
-__all__ = ["LOCK_NAME", "MAX_SLOTS", "DirLock", "read_holder_pid"]
+__all__ = [
+    "LOCK_NAME",
+    "MAX_SLOTS",
+    "DirLock",
+    "live_earlier_writer",
+    "read_holder_pid",
+]
 
 LOCK_NAME = ".lock"
 MAX_SLOTS = 4096
@@ -68,11 +75,34 @@ def _earlier_writer(path: str) -> int | None:
             text = _platform.pread(fd, 64, 0).strip()
         finally:
             os.close(fd)
-        if not text.isdigit():
+        pid = _earlier_pid(text)
+        if pid is None:
             return None
         if attempt == 0:
             time.sleep(0.05)
-    return int(text)
+    return pid
+
+
+def _earlier_pid(text: bytes) -> int | None:
+    """The pid in a slot file's text if an earlier release wrote it (format 2: the bare pid;
+    format 3: ``pid airstore=3``), else ``None``."""
+    pid, _, mark = text.partition(b" ")
+    if not pid.isdigit():
+        return None
+    if not mark:
+        return int(pid)
+    version = mark.removeprefix(b"airstore=")
+    return int(pid) if version.isdigit() and int(version) < FORMAT else None
+
+
+def live_earlier_writer(directory: str) -> tuple[str, int] | None:
+    """``(slot file, pid)`` of a live writer of an earlier release in ``directory``, if any."""
+    for slot in writer_slots(directory):
+        path = writer_lock_path(directory, slot)
+        pid = _earlier_writer(path)
+        if pid is not None:
+            return path, pid
+    return None
 
 
 def _open(path: str) -> int:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from airstore._diskfull import DiskFull
+from airstore._filenames import retention_namespace
 from airstore._gzseg import compress_segment
 from airstore._kvspace import KVSpace
 from airstore._logfile import LogFile
@@ -183,8 +184,7 @@ class Persister(DiskFull):
             await asyncio.gather(*self._compressions)
         names = await asyncio.to_thread(os.listdir, self.path)
         for name in names:
-            if name.endswith(".retention.json"):
-                ns = name[: -len(".retention.json")]
+            if (ns := retention_namespace(self.path, name)) is not None:
                 caps = read_retention(self.path, ns)
                 if caps is not None:
                     await asyncio.to_thread(apply_retention, self.path, ns, caps, self._clock())

@@ -19,7 +19,7 @@ from typing import TypeGuard
 
 import orjson
 
-from airstore import _platform
+from airstore import _filenames, _platform
 from airstore._atomic import write_atomic
 from airstore._filenames import slot_files
 from airstore._format import FORMAT, check_version
@@ -80,7 +80,7 @@ class Retention:
 
 def retention_path(root: str, ns: str) -> str:
     """Path of the caps file of ``ns``."""
-    return os.path.join(root, ns + ".retention.json")
+    return _filenames.retention_path(root, ns)
 
 
 def write_retention(root: str, ns: str, caps: Retention) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "encode_entry",
     "encode_value",
     "has_non_finite",
+    "is_namespace",
     "matches",
     "needle",
     "to_epoch_ms",
@@ -70,6 +71,11 @@ def _namespace_ok(ns: str) -> bool:
         and ".." not in ns
         and not ns.endswith(RESERVED_SUFFIX)
     )
+
+
+def is_namespace(ns: str) -> bool:
+    """Whether the string ``ns`` is a valid namespace (as :func:`check_namespace` accepts)."""
+    return _namespace_ok(ns)
 
 
 def check_namespace(ns: object) -> str:

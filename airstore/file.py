@@ -18,15 +18,17 @@ from typing import Any, Literal
 import orjson
 
 from airstore import _exit
-from airstore._atomic import remove_stale_temp_files, write_atomic
+from airstore._atomic import remove_stale_temp_files
 from airstore._filekv import FileKeys
 from airstore._filelog import FileLogs
-from airstore._format import DATADIR_FILE, FORMAT, check_version, datadir_marker
+from airstore._filenames import use_legacy_names
+from airstore._format import DATADIR_FILE, FORMAT, read_datadir_marker
 from airstore._inspect import Inspection
 from airstore._kvspace import KVSpace
 from airstore._lifecycle import StoreBase
 from airstore._lock import DirLock
 from airstore._logfile import LogFile, LogOptions
+from airstore._migrate import enter_as_writer
 from airstore._persist import Persister
 from airstore._recovery import CorruptLineLog, Finding, next_line_number
 from airstore._validate import (
@@ -139,9 +141,11 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
             return
         marker = os.path.join(self.path, DATADIR_FILE)
         try:
-            found = self._check_marker(marker)
-            if not self.read_only:
-                self._open_writer(marker, found)
+            found, moving = read_datadir_marker(marker)
+            if self.read_only:  # an earlier directory is read as it is (a writer moves it)
+                use_legacy_names(self.path, found is None or found < FORMAT or moving)
+            else:
+                self._open_writer()
         except OSError as exc:
             self._lock.release()
             raise StorageIOError(f"cannot open {self.path}: {exc}", path=self.path) from exc
@@ -161,20 +165,20 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
             self._counted = _exit.register(self, handle_sigterm=self._handle_sigterm)
         self._opened = True
 
-    def _open_writer(self, marker: str, found: int | None) -> None:
+    def _open_writer(self) -> None:
         os.makedirs(self.path, exist_ok=True)
-        self._lock.acquire()
+        entered = enter_as_writer(self.path)  # moves an earlier directory to this format
+        try:
+            self._lock.acquire()
+        finally:
+            os.close(entered)
+        use_legacy_names(self.path, False)
         for ns, path, cut in self._lock.repair_dead_slots():  # a killed writer's last line
             detail = f"cut {cut} bytes of an unfinished line (a writer that died mid-write)"
             at = next_line_number(path)
             self._findings.append(
                 Finding(kind="torn_tail", namespace=ns, path=path, line=at, detail=detail)
             )
-        if found is None or found < FORMAT:
-            # A writer of an earlier release opening after this one refuses the directory by
-            # its marker (this one moves journals to a format the earlier one cannot read);
-            # one already open is refused by the lock (``DirLock``).
-            write_atomic(marker, datadir_marker())
         remove_stale_temp_files(self.path)
 
     def _writable(self, ok: bool) -> None:
@@ -186,24 +190,6 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
         """Acknowledged writes dropped because the disk refused them (``journal`` and
         ``snapshot`` modes; see docs/storage.md, "Disk full")."""
         return self._persist.lost_writes if self._persist is not None else 0
-
-    @staticmethod
-    def _check_marker(marker: str) -> int | None:
-        """The directory's format by its marker (``None``: no marker, or a torn one).
-
-        Raises:
-            UnsupportedFormatError: a newer format.
-        """
-        try:
-            with open(marker, "rb") as fh:
-                data = fh.read(4096)
-        except FileNotFoundError:
-            return None  # a new directory, or one written by the format-1 release
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return None  # a torn marker (crash mid-creation): every file has its own marker
-        return check_version(doc.get("format") if isinstance(doc, dict) else None, marker)
 
     async def close(self) -> None:
         """Flush everything and release files and the writer slot. Idempotent.

@@ -5,7 +5,8 @@ forever, and a newer format is refused with a typed error, never misread.
 snapshot with ``"format": 1``, a seq-numbered journal, logs without a header);
 ``fixtures/datadir-v2`` by the release before format 3 (a shared journal with a header, its
 records ``{key: [value, exp]}``, compressed segments, retention caps); ``fixtures/datadir-v3``
-by this one (``fixtures/make_datadir.py``: the records are ``[key, value(, exp)]``). All were
+by the release before format 4 (``fixtures/make_datadir.py``: the records are ``[key, value(,
+exp)]``), ``fixtures/datadir-v4`` by this one (the same, named by ``_names``). All were
 left the way a crash leaves them (no close). Keep them as they are: they are what users'
 directories look like.
 """
@@ -47,7 +48,7 @@ def _journal(path: Path) -> tuple[int, list[bytes]]:
     return orjson.loads(header)["format"], records
 
 
-FIXTURE_DIRS = ["datadir-v1", "datadir-v2", "datadir-v3"]
+FIXTURE_DIRS = ["datadir-v1", "datadir-v2", "datadir-v3", "datadir-v4"]
 
 
 async def _assert_fixture_content(store: FileStore) -> None:
@@ -87,10 +88,10 @@ async def test_a_writer_continues_an_earlier_directory_in_this_format(
     # it (this one has moved journals the earlier one cannot read)
     assert orjson.loads((data / ".airstore").read_bytes())["format"] == FORMAT
     # a namespace this writer changed is in this format; one it only read is moved only from
-    # format 1 (at its load), a format-2 one stays as it was until a writer changes it
+    # format 1 (at its load), a later one stays as it was until a writer changes it
     assert orjson.loads((data / "counters.json").read_bytes())["format"] == FORMAT
     assert _journal(data / "counters.journal.jsonl")[0] == FORMAT
-    users = FORMAT if fixture != "datadir-v2" else 2
+    users = {"datadir-v1": FORMAT, "datadir-v2": 2, "datadir-v3": 3}.get(fixture, FORMAT)
     assert orjson.loads((data / "users.json").read_bytes())["format"] == users
     assert _journal(data / "users.journal.jsonl")[0] == users
     async with FileStore(data, read_only=True) as reader:

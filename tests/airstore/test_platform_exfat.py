@@ -36,11 +36,6 @@ def test_the_volume_is_exfat_through_fuse_and_case_insensitive(exfat_volume: Pat
         probe.unlink()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="airstore/_filenames.py has no case-safe, reserved-name-safe file-name encoding yet "
-    "(issue 30 section 2): Calls and calls share one file on exFAT",
-)
 async def test_every_valid_name_keeps_its_own_data_on_exfat(tmp_path: Path) -> None:
     # A volume of its own: two spellings of one file open at once make exfat-fuse drop the
     # whole volume (ENOTCONN), which must not take the session's volume with it.
