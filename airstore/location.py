@@ -1,11 +1,14 @@
 """Where air keeps its data when nobody says: one rule for every command and for servers.
 
 In order: an explicit store URL; else the directory in ``AIR_DATA_DIR``; else ``.air/data`` under
-the working directory, when that is usable (writable, and not ``/``); else the per-user data
-directory ``$XDG_DATA_HOME/air/data`` (``~/.local/share/air/data``). Desktop MCP clients often
-start servers in ``/`` or in a read-only directory, hence the last step. ``memory://`` is used
-only when asked for. ``AIR_DATA_DIR`` names a directory: a store URL there (``file://…``,
-``sqlite://…``) is refused, since it would otherwise become a directory named after the URL.
+the working directory, when that is usable (writable, and not ``/``); else ``data`` in the
+per-user air directory, by the platform's convention (``platformdirs``): on Linux and other
+Unix ``$XDG_DATA_HOME/air/data`` (``~/.local/share/air/data``), on macOS
+``~/Library/Application Support/air/data``, on Windows ``%LOCALAPPDATA%\\air\\data``.
+Desktop MCP clients often start servers in ``/`` or in a read-only directory, hence the last
+step. ``memory://`` is used only when asked for. ``AIR_DATA_DIR`` names a directory: a store
+URL there (``file://…``, ``sqlite://…``) is refused, since it would otherwise become a
+directory named after the URL.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ WORKING_DIR_DATA = Path(".air") / "data"
 """The data directory under the working directory."""
 
 USER_DATA = Path("air") / "data"
-"""The data directory under ``$XDG_DATA_HOME``."""
+"""The data directory under the per-user data directory (``$XDG_DATA_HOME`` on Linux)."""
 
 _URL_SHAPE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 """A value that starts like a URL (``scheme://``): never meant as a directory name."""
@@ -102,6 +105,16 @@ def _data_dir_from_env(value: str) -> Path:
 
 
 def _user_dir(xdg_data_home: str | None, home: str | None) -> Path:
+    """``data`` in the per-user air directory. On Linux (any platform but macOS and Windows)
+    it is the XDG one ``platformdirs`` gives too, with ``XDG_DATA_HOME`` and ``HOME`` read from
+    air's settings (a relative ``XDG_DATA_HOME`` is ignored, as the XDG spec says)."""
+    import platformdirs  # ~60 ms: paid only when the per-user fallback is resolved
+    from platformdirs.macos import MacOS
+    from platformdirs.windows import Windows
+
+    dirs = platformdirs.PlatformDirs
+    if issubclass(dirs, (MacOS, Windows)):
+        return Path(dirs("air", appauthor=False, roaming=False).user_data_dir) / USER_DATA.name
     base = Path(xdg_data_home) if xdg_data_home else None
     if base is None or not base.is_absolute():  # the XDG spec ignores a relative value
         base = Path(home or os.path.expanduser("~")) / ".local" / "share"
@@ -127,6 +140,12 @@ def default_locations(
         InvalidArgumentError: ``AIR_DATA_DIR`` holds a URL (``file:///…``, ``sqlite:///…``,
             ``memory://``) instead of a directory.
     """
+    return _candidates(env, cwd, first_only=False)
+
+
+def _candidates(
+    env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None, *, first_only: bool
+) -> list[StoreLocation]:
     settings = store_settings(env)
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
     found: list[StoreLocation] = []
@@ -135,9 +154,9 @@ def default_locations(
         found.append(_file_location(Path(os.path.abspath(here / chosen)), "environment"))
     if _usable(here):
         found.append(_file_location(here / WORKING_DIR_DATA, "working directory"))
-    found.append(
-        _file_location(_user_dir(settings.xdg_data_home, settings.home), "user data directory")
-    )
+    if not (first_only and found):
+        user = _user_dir(settings.xdg_data_home, settings.home)
+        found.append(_file_location(user, "user data directory"))
     unique: list[StoreLocation] = []
     for location in found:
         if all(location.path != seen.path for seen in unique):
@@ -169,4 +188,4 @@ def resolve_store_location(
         if not isinstance(url, str) or not url.strip():
             raise InvalidArgumentError(f"store URL {url!r} must be a non-empty string")
         return StoreLocation(url=url, source="explicit")
-    return default_locations(env=env, cwd=cwd)[0]
+    return _candidates(env, cwd, first_only=True)[0]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,59 @@ def test_any_air_data_dir_resolves_to_an_absolute_file_url_that_parses_back(text
     assert location.path is not None
     assert location.path.is_absolute()
     assert parse_store_url(location.url) == ("file", str(location.path))
+
+
+_PLATFORM = """
+import sys
+import airstore
+from airstore import resolve_store_location
+assert "platformdirs" not in sys.modules  # start-up does not pay for it
+sys.platform = sys.argv[1]  # the shape of another platform, after every import but platformdirs
+sys.modules["ctypes"] = None  # Windows' folder lookup then falls back to its environment
+sys.modules["winreg"] = None
+location = resolve_store_location(cwd="/")
+print(location.source)
+print(location.path)
+"""
+
+
+def _user_dir_on(platform: str, env: dict[str, str], tmp_path: Path) -> Path:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("AIR_", "XDG_"))}
+    result = subprocess.run(
+        [sys.executable, "-c", _PLATFORM, platform],
+        env={**full, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    source, path = result.stdout.splitlines()
+    assert source == "user data directory"
+    return Path(path)
+
+
+def test_the_per_user_directory_follows_each_platforms_convention(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert _user_dir_on("linux", {"HOME": str(home)}, tmp_path) == home / ".local/share/air/data"
+    xdg = tmp_path / "xdg"
+    linux = _user_dir_on("linux", {"HOME": str(home), "XDG_DATA_HOME": str(xdg)}, tmp_path)
+    assert linux == xdg / "air" / "data"
+    mac = _user_dir_on("darwin", {"HOME": str(home)}, tmp_path)
+    assert mac == home / "Library" / "Application Support" / "air" / "data"
+    local = r"C:\Users\ada\AppData\Local"
+    windows = _user_dir_on("win32", {"HOME": str(home), "LOCALAPPDATA": local}, tmp_path)
+    assert windows == Path(local, "air", "data")  # joined by this OS's separator
+
+
+def test_a_default_location_that_is_not_the_per_user_one_does_not_import_platformdirs(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import sys; from airstore import resolve_store_location; "
+        "print(resolve_store_location().source); print('platformdirs' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIR_")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.stdout.split() == ["working", "directory", "False"], out.stderr
