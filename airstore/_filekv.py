@@ -32,6 +32,7 @@ __all__ = ["FileKeys"]
 
 _dumps = orjson.dumps
 _N = ord("n")  # every ``null`` holds this byte
+_DASH = ord("-")  # every uuid.UUID's text holds four
 RECORD_OPTS = JSON_OPTS | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 
@@ -141,7 +142,9 @@ class FileKeys(FileParts):
             # NaN/Infinity hide behind null: check properly. An "n" byte (one memchr) must be
             # there first; ``bytes.find`` alone costs four times as much. The value starts
             # after the key (at least len(key) + 4 bytes in).
-            if _N in record and record.find(b"null", len(key) + 3) >= 0:
+            if (_N in record and record.find(b"null", len(key) + 3) >= 0) or (
+                _DASH in record and record.count(_DASH, len(key) + 3) > 3
+            ):  # and a uuid.UUID behind a string with four "-"
                 encode_value(ns, key, value)
             if ttl is None and self._default_ttl is None:  # KVSpace.put's hot path, inlined
                 # A copy of exact size: orjson's own bytes object keeps its whole buffer.

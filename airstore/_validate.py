@@ -6,6 +6,7 @@ import dataclasses
 import enum
 import math
 import re
+import uuid
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -41,6 +42,7 @@ __all__ = [
     "encode_entry",
     "encode_value",
     "has_non_finite",
+    "has_uuid",
     "is_namespace",
     "matches",
     "needle",
@@ -156,19 +158,62 @@ def has_non_finite(value: Any) -> bool:
     return False
 
 
-def check_finite(ns: str, key: str | None, value: Any, data: bytes) -> None:
-    """Refuse NaN and ±Infinity, which orjson would quietly write as ``null``.
+_UUID_TEXT = re.compile(rb'"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"')
+"""How orjson writes a ``uuid.UUID``."""
 
-    ``data`` is the value's JSON; only when it contains ``null`` is the value walked, so the
-    common case costs one bytes search.
+
+def has_uuid(value: Any) -> bool:
+    """True if a ``uuid.UUID`` hides anywhere in ``value`` (also inside an ``Enum`` member's
+    value or a dataclass's fields): orjson writes it as a string, so it would come back as a
+    ``str`` from SQLite, Redis or a reopened FileStore and as the object from memory."""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str or t is int or t is float or v is None or t is bool:
+            continue
+        if t is dict:
+            extend(v.values())
+        elif t is list or t is tuple:
+            extend(v)
+        elif isinstance(v, uuid.UUID):
+            return True
+        elif isinstance(v, enum.Enum):
+            stack.append(v.value)
+        elif isinstance(v, dict):
+            extend(dict.values(v))
+        elif isinstance(v, list):
+            extend(list.__iter__(v))
+        elif isinstance(v, tuple):
+            extend(tuple.__iter__(v))
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            extend(getattr(v, f.name) for f in dataclasses.fields(v))
+    return False
+
+
+def check_finite(ns: str, key: str | None, value: Any, data: bytes) -> None:
+    """Refuse what orjson writes although it is not JSON: NaN and ±Infinity (quietly written
+    as ``null``) and ``uuid.UUID`` (written as a string, so that it would not read back as
+    itself).
+
+    ``data`` is the value's JSON; only when it contains ``null``, or a string of a UUID's
+    shape, is the value walked, so the common case costs two bytes searches.
 
     Raises:
-        InvalidValueError: the value holds a non-finite float.
+        InvalidValueError: the value holds a non-finite float or a UUID.
     """
     if b"null" in data and has_non_finite(value):
         where = f"value for {ns!r}/{key!r}" if key is not None else f"log entry for {ns!r}"
         raise InvalidValueError(
             f"{where} is not JSON: NaN and Infinity have no JSON form", namespace=ns, key=key
+        )
+    if b"-" in data and data.count(b"-") >= 4 and _UUID_TEXT.search(data) and has_uuid(value):
+        where = f"value for {ns!r}/{key!r}" if key is not None else f"log entry for {ns!r}"
+        raise InvalidValueError(
+            f"{where} is not JSON: a uuid.UUID has no JSON form (store str(value))",
+            namespace=ns,
+            key=key,
         )
 
 

@@ -40,6 +40,7 @@ _dumps = orjson.dumps
 _MISSING: Any = object()
 _MIN_COMPACT = 1024  # heap entries never compacted below
 _N = ord("n")  # every ``null`` holds this byte
+_DASH = ord("-")  # every uuid.UUID's text holds four
 # One namespace: (values by key, expiry in clock seconds by key for the keys that have one).
 # Values sit in the dict directly, not in a (value, expiry) tuple: a long-lived tuple per key
 # is one more object for the garbage collector to track and scan, which halved set throughput.
@@ -134,9 +135,10 @@ class MemoryStore(StoreBase):
             data = _dumps(value, None, JSON_OPTS)
         except TypeError:
             data = encode_value(ns, key, value)  # raises the typed error
-        # NaN/Infinity hide behind null: check properly. An "n" byte (one memchr) must be there
-        # first; ``bytes.find`` alone costs four times as much.
-        if _N in data and data.find(b"null") >= 0:
+        # NaN/Infinity hide behind null, a uuid.UUID behind a string with four "-": check
+        # properly. An "n" byte (one memchr) must be there first; ``bytes.find`` alone costs
+        # four times as much.
+        if (_N in data and data.find(b"null") >= 0) or (_DASH in data and data.count(_DASH) > 3):
             encode_value(ns, key, value)
         items[key] = value
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -190,6 +191,9 @@ async def test_bad_key_is_rejected(store: Store, key: object) -> None:
         await store.get("ns", key)  # type: ignore[arg-type]
 
 
+_UUID = uuid.UUID("0f8fad5b-d9cb-469f-a165-70867728950e")
+
+
 class _HidingDict(dict):  # type: ignore[type-arg]
     def values(self):  # type: ignore[no-untyped-def, override]
         return []
@@ -213,6 +217,9 @@ class _HidingList(list):  # type: ignore[type-arg]
         float("nan"),  # orjson would write these as null: refused instead
         {"a": [1, float("inf")]},
         [None, -float("inf")],
+        _UUID,  # orjson would write it as a string: it came back as one from some backends
+        {"id": _UUID, "pad": "a-b-c-d-e"},
+        ["0f8fad5b-d9cb-469f-a165-70867728950e", (_UUID,)],
     ],
 )
 async def test_non_json_value_is_rejected_at_set_naming_ns_and_key(
@@ -230,7 +237,13 @@ async def test_non_json_value_is_rejected_at_set_naming_ns_and_key(
 
 @pytest.mark.parametrize(
     "entry",
-    [{"x": b"bytes"}, {"s": {1}}, ["not", "a", "dict"], {"x": None, "y": float("nan")}],
+    [
+        {"x": b"bytes"},
+        {"s": {1}},
+        ["not", "a", "dict"],
+        {"x": None, "y": float("nan")},
+        {"call": _UUID},
+    ],
 )
 async def test_non_json_entry_is_rejected_at_append(store: Store, entry: object) -> None:
     await store.append("log", {"ok": 1})
