@@ -17,11 +17,14 @@ from airstore.errors import (
     ReadOnlyUnsupportedError,
     StorageIOError,
 )
+from airstore.location import default_data_dir
 from airstore.types import Store
 
 __all__ = ["DEFAULT_STORE_URL", "create_storage", "parse_store_url", "store_exists"]
 
 DEFAULT_STORE_URL = "file://.air/data"
+"""The store every command and server uses when given none, in most cases: ``.air/data`` under
+the working directory (see :func:`~airstore.resolve_store_location` for the rest)."""
 
 
 def _open_memory(location: str | None, options: dict[str, Any]) -> Store:
@@ -33,7 +36,7 @@ def _open_memory(location: str | None, options: dict[str, Any]) -> Store:
 def _open_file(location: str | None, options: dict[str, Any]) -> Store:
     from airstore.file import FileStore
 
-    return FileStore(_need(location, "file"), **options)
+    return FileStore(location or default_data_dir(), **options)
 
 
 def _open_sqlite(location: str | None, options: dict[str, Any]) -> Store:
@@ -141,8 +144,8 @@ def _resolve(url: str | None, type: str | None, path: str | None) -> tuple[_Kind
         kind, location = parse_store_url(url)
     elif type is not None:
         kind, location = type, path
-    else:
-        kind, location = parse_store_url(DEFAULT_STORE_URL)
+    else:  # the default location of every command
+        kind, location = "file", default_data_dir()
     row = _TABLE.get(kind)
     if row is None:
         raise InvalidArgumentError(f"unknown store type {kind!r}; use one of {sorted(_TABLE)}")
@@ -160,9 +163,12 @@ async def create_storage(
     """Create a store and open it.
 
     Args:
-        url: ``memory://``, ``file://PATH``, ``sqlite:///PATH`` or ``redis://HOST:PORT/DB``.
+        url: ``memory://``, ``file://PATH``, ``sqlite:///PATH`` or ``redis://HOST:PORT/DB``;
+            neither ``url`` nor ``type``: a file store at the default location every command
+            uses (:func:`~airstore.resolve_store_location`).
         type: instead of a URL: ``"memory"``, ``"file"``, ``"sqlite"`` or ``"redis"``.
-        path: the data directory (file), database file (sqlite) or URL (redis) with ``type``.
+        path: the data directory (file), database file (sqlite) or URL (redis) with ``type``;
+            a file store without one is at the default location.
         read_only: open for reading beside the writers; every write raises
             :class:`~airstore.ReadOnlyStoreError`.
         **options: passed to the backend (``default_ttl``, ``durability`` …).
@@ -171,7 +177,8 @@ async def create_storage(
         The opened store; close it with ``await store.close()`` or use ``async with``.
 
     Raises:
-        InvalidArgumentError: the URL or type is unknown, or a path is missing.
+        InvalidArgumentError: the URL or type is unknown, or a sqlite or redis store has no
+            path.
         ReadOnlyUnsupportedError: ``read_only=True`` for a backend without a read-only mode
             (``memory://``).
     """

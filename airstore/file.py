@@ -41,6 +41,7 @@ from airstore.errors import (
     StorageIOError,
     StoreClosedError,
 )
+from airstore.location import default_data_dir
 from airstore.types import Clock
 
 __all__ = ["DEFAULT_FLUSH_INTERVAL", "DEFAULT_MAX_LOG_BYTES", "Durability", "FileStore"]
@@ -58,7 +59,9 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
     """A store kept in a directory of JSON and JSONL files, shared by any number of processes.
 
     Args:
-        path: the data directory (created for a writer).
+        path: the data directory (created for a writer); by default the one every command
+            uses (:func:`~airstore.resolve_store_location`: ``AIR_DATA_DIR``, else
+            ``.air/data`` under a usable working directory, else the per-user one).
         default_ttl: TTL in seconds applied when ``set`` gets ``ttl=None``.
         durability: ``"journal"`` (default), ``"snapshot"`` or ``"sync"``; see docs/storage.md.
         flush_interval: seconds between periodic flushes (and, in ``snapshot`` mode, KV commits).
@@ -76,7 +79,7 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None = None,
         *,
         default_ttl: float | None = None,
         durability: Durability = "journal",
@@ -95,7 +98,7 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
             )
         if not flush_interval > 0:
             raise InvalidArgumentError("flush_interval must be a positive number of seconds")
-        self.path = os.fspath(path)
+        self.path = os.fspath(path) if path is not None else default_data_dir()
         if "\0" in self.path:
             raise InvalidArgumentError(f"a FileStore path cannot hold a NUL byte: {self.path!r}")
         self.durability: Durability = durability

@@ -27,6 +27,7 @@ __all__ = [
     "WORKING_DIR_DATA",
     "LocationSource",
     "StoreLocation",
+    "default_data_dir",
     "default_locations",
     "resolve_store_location",
 ]
@@ -189,3 +190,16 @@ def resolve_store_location(
             raise InvalidArgumentError(f"store URL {url!r} must be a non-empty string")
         return StoreLocation(url=url, source="explicit")
     return _candidates(env, cwd, first_only=True)[0]
+
+
+def default_data_dir() -> str:
+    """The data directory of a file store given no path (``FileStore()``,
+    ``create_storage()``, ``create_storage(type="file")``): the default location every command
+    uses (:func:`resolve_store_location`).
+
+    Raises:
+        InvalidArgumentError: ``AIR_DATA_DIR`` holds a URL instead of a directory.
+    """
+    path = resolve_store_location().path
+    assert path is not None  # every default location is a directory
+    return str(path)
