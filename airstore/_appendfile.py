@@ -63,7 +63,9 @@ class AppendFile:
 
     def open(self) -> int:
         """Open for appending, cutting a torn last line; returns the number of bytes cut."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _platform.OPEN_FLAGS, 0o644)
+        fd = _platform.open_file(
+            self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _platform.OPEN_FLAGS, 0o644
+        )
         try:
             self.size, cut = cut_torn_tail(fd)
         except OSError:
@@ -118,7 +120,9 @@ class AppendFile:
     def replace_with(self, data: bytes) -> None:
         """Atomically swap the file's content for ``data`` and reopen it for appending."""
         tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _platform.OPEN_FLAGS, 0o644)
+        fd = _platform.open_file(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _platform.OPEN_FLAGS, 0o644
+        )
         try:
             view = memoryview(data)
             while view:
@@ -130,7 +134,7 @@ class AppendFile:
         try:
             _platform.replace(tmp, self.path)
         finally:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _platform.OPEN_FLAGS)
+            self.fd = _platform.open_file(self.path, os.O_RDWR | os.O_APPEND | _platform.OPEN_FLAGS)
         self.size = len(data)
         self.unsynced = False
 

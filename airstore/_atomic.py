@@ -64,7 +64,9 @@ def remove_stale_temp_files(root: str) -> None:
 def write_file(path: str, *parts: bytes | memoryview) -> None:
     """Write ``parts`` one after the other to a new file ``path`` and fsync it (parts spare a
     caller the copy of joining them)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _platform.OPEN_FLAGS, 0o644)
+    fd = _platform.open_file(
+        path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _platform.OPEN_FLAGS, 0o644
+    )
     try:
         for data in parts:
             view = memoryview(data)

@@ -24,7 +24,9 @@ def append_event(root: str, event: dict[str, Any]) -> None:
         OSError: the disk refused it.
     """
     path = os.path.join(root, EVENTS_FILE)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _platform.OPEN_FLAGS, 0o644)
+    fd = _platform.open_file(
+        path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _platform.OPEN_FLAGS, 0o644
+    )
     try:
         line = orjson.dumps(event) + b"\n"
         if os.fstat(fd).st_size == 0:

@@ -142,7 +142,7 @@ class Journal:
             yield self
             return
         if self._lock_fd is None:
-            self._lock_fd = os.open(
+            self._lock_fd = _platform.open_file(
                 self.lock_path, os.O_RDWR | os.O_CREAT | _platform.OPEN_FLAGS, 0o644
             )
         _platform.lock(self._lock_fd)
@@ -163,7 +163,7 @@ class Journal:
         """
         flags = (os.O_RDWR | os.O_APPEND) if self.writer else os.O_RDONLY
         try:
-            fd = os.open(self.path, flags | _platform.OPEN_FLAGS)
+            fd = _platform.open_file(self.path, flags | _platform.OPEN_FLAGS)
         except FileNotFoundError:
             return False
         try:
@@ -216,10 +216,10 @@ class Journal:
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            self.fd = os.open(self.path, flags)
+            self.fd = _platform.open_file(self.path, flags)
             raise
         fsync_dir(os.path.dirname(self.path))
-        self.fd = os.open(self.path, flags)
+        self.fd = _platform.open_file(self.path, flags)
         self.ino = os.fstat(self.fd).st_ino
         self.base, self.hdr, self.legacy = base, len(header), False
         self.format = FORMAT

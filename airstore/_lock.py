@@ -63,7 +63,7 @@ def _earlier_writer(path: str) -> int | None:
     holds its former owner's pid for a moment: it is read again after a short wait."""
     for attempt in range(2):
         try:
-            fd = os.open(path, os.O_RDWR | _platform.OPEN_FLAGS)
+            fd = _platform.open_file(path, os.O_RDWR | _platform.OPEN_FLAGS)
         except OSError:
             return None
         try:
@@ -107,7 +107,7 @@ def live_earlier_writer(directory: str) -> tuple[str, int] | None:
 
 def _open(path: str) -> int:
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | _platform.OPEN_FLAGS, 0o644)
+        return _platform.open_file(path, os.O_RDWR | os.O_CREAT | _platform.OPEN_FLAGS, 0o644)
     except OSError as exc:
         raise StorageIOError(f"cannot open lock file {path}: {exc}", path=path) from exc
 
@@ -219,7 +219,7 @@ class DirLock:
                     continue
                 for ns, path in logs:
                     with contextlib.suppress(OSError):  # gone, or unreadable: readers skip it
-                        log_fd = os.open(path, os.O_RDWR | _platform.OPEN_FLAGS)
+                        log_fd = _platform.open_file(path, os.O_RDWR | _platform.OPEN_FLAGS)
                         try:
                             _, cut = cut_torn_tail(log_fd)
                         finally:

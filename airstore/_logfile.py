@@ -207,7 +207,7 @@ def _feed_gz(fd: int, path: str, collector: Collector, report: CorruptReporter) 
 def _feed_path(path: str, collector: Collector, report: CorruptReporter, skip_ino: int) -> int:
     """Feed one file by name; returns its inode (-1 when it is gone)."""
     try:
-        fd = os.open(path, os.O_RDONLY | _platform.OPEN_FLAGS)
+        fd = _platform.open_file(path, os.O_RDONLY | _platform.OPEN_FLAGS)
     except FileNotFoundError:
         return -1  # rotated, compressed or removed by retention meanwhile
     try:

@@ -405,7 +405,7 @@ def _count_lines(path: str) -> int:
 
 
 def _gunzip(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | _platform.OPEN_FLAGS)
+    fd = _platform.open_file(path, os.O_RDONLY | _platform.OPEN_FLAGS)
     try:
         return gz_read_all(fd)
     finally:

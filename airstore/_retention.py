@@ -135,7 +135,7 @@ def _is_number(value: object) -> TypeGuard[int | float]:
 
 def _newest_ts(path: str) -> int | None:
     """``_ts`` of the last entry of a rotated segment (plain or compressed)."""
-    fd = os.open(path, os.O_RDONLY | _platform.OPEN_FLAGS)
+    fd = _platform.open_file(path, os.O_RDONLY | _platform.OPEN_FLAGS)
     try:
         if path.endswith(".gz"):
             damaged: list[BaseException] = []

@@ -6,6 +6,7 @@ interpreter offers (not by ``sys.platform``). Nothing else in airstore imports `
 | operation | chosen | Linux | macOS | Windows |
 |---|---|---|---|---|
 | lock | ``fcntl`` imports | ``flock`` | ``flock`` | ``LockFileEx`` |
+| open_file | ``fcntl`` imports | ``open`` | ``open`` | ``CreateFileW``, share-delete |
 | datasync | ``os.fdatasync`` | ``fdatasync`` | ``F_FULLFSYNC``, else ``fsync`` | ``fsync`` |
 | pread, pwrite | ``os.pread`` | ``pread`` | ``pread`` | seek + read |
 | replace | ``fcntl`` imports | ``os.replace`` | ``os.replace`` | retried on a sharing violation |
@@ -34,6 +35,7 @@ __all__ = [
     "datasync",
     "family",
     "lock",
+    "open_file",
     "pid_alive",
     "pread",
     "pwrite",
@@ -59,6 +61,8 @@ family = ""
 chosen: dict[str, str] = {}
 """Which implementation each operation uses (``{"datasync": "fdatasync", …}``)."""
 
+open_file: Callable[..., int]
+"""``os.open``; on Windows with ``FILE_SHARE_DELETE``, so that an open file can be replaced."""
 try_lock: Callable[..., bool]
 lock: Callable[[int], None]
 unlock: Callable[[int], None]
@@ -75,17 +79,18 @@ def use(new_shape: PlatformShape) -> PlatformShape:
     macOS choices (``F_FULLFSYNC``, never ``fdatasync``). Returns the previous shape.
     """
     global shape, family, try_lock, lock, unlock, datasync, pread, pwrite, replace, sync_dir
-    global pid_alive
+    global pid_alive, open_file
     previous = shape
     has_fcntl = posix.fcntl is not None
     fdatasync = getattr(os, "fdatasync", None)
     has_pread = hasattr(os, "pread") and hasattr(os, "pwrite")
     family = "posix" if has_fcntl else "windows"
     if has_fcntl:
-        try_lock, lock, unlock = posix.try_lock, posix.lock, posix.unlock
+        try_lock, lock, unlock, open_file = posix.try_lock, posix.lock, posix.unlock, os.open
         replace, sync_dir, pid_alive = os.replace, posix.sync_dir, posix.pid_alive
     else:
         try_lock, lock, unlock = windows.try_lock, windows.lock, windows.unlock
+        open_file = windows.open_file
         replace, sync_dir, pid_alive = windows.replace, windows.sync_dir, windows.pid_alive
     if new_shape == "macos" or fdatasync is None:
         if has_fcntl and (new_shape == "macos" or hasattr(posix.fcntl, "F_FULLFSYNC")):
@@ -101,6 +106,7 @@ def use(new_shape: PlatformShape) -> PlatformShape:
     chosen.clear()
     chosen.update(
         lock="flock" if has_fcntl else "LockFileEx",
+        open="open" if has_fcntl else "CreateFileW+share-delete",
         datasync=sync_name,
         pread="pread" if has_pread else "seek+read",
         replace="replace" if has_fcntl else "replace+retry",

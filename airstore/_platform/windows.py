@@ -11,9 +11,10 @@ them, so that its logic runs (with those two replaced) in the tests on Linux.
 * There is no directory fsync on Windows: NTFS journals its metadata, so a completed rename
   survives a crash; ``sync_dir`` does nothing.
 * ``os.replace`` onto a file that another process holds open without ``FILE_SHARE_DELETE``
-  fails with a sharing violation (winerror 32) or access denied (5) while it is open; airstore
-  keeps no file it replaces open, and a reader holds one only for the length of a read, so a
-  short, bounded retry gets through.
+  fails with a sharing violation (winerror 32) or access denied (5) while it is open. airstore
+  opens its files with ``FILE_SHARE_DELETE`` (:func:`open_file`), closes a file before it
+  replaces it, and reads whole files (``open()``) only for the length of a read, so a short,
+  bounded retry gets through.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "LOCK_OFFSET",
     "REPLACE_ATTEMPTS",
     "lock",
+    "open_file",
     "pid_alive",
     "pread",
     "pwrite",
@@ -62,7 +64,17 @@ _seek_lock = threading.Lock()
 def _kernel32() -> Any:
     import ctypes
 
-    return ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
+    k = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
+    handle, dword, ptr = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p  # HANDLE is a pointer
+    k.LockFileEx.argtypes = (handle, dword, dword, dword, dword, ptr)
+    k.UnlockFileEx.argtypes = (handle, dword, dword, dword, ptr)
+    k.CreateFileW.argtypes = (ctypes.c_wchar_p, dword, dword, ptr, dword, dword, handle)
+    k.CreateFileW.restype = handle
+    k.OpenProcess.argtypes = (dword, ctypes.c_int, dword)
+    k.OpenProcess.restype = handle
+    k.GetExitCodeProcess.argtypes = (handle, ptr)
+    k.CloseHandle.argtypes = (handle,)
+    return k
 
 
 def _last_error() -> int:
@@ -131,6 +143,54 @@ def unlock(fd: int) -> None:
     ov = _overlapped()
     if not _kernel32().UnlockFileEx(_handle(fd), 0, 1, 0, ctypes.byref(ov)):
         raise _error("UnlockFileEx", _last_error())
+
+
+_GENERIC_READ = 0x80000000
+_GENERIC_WRITE = 0x40000000
+_SHARE_ALL = 0x1 | 0x2 | 0x4  # FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE
+_CREATE_NEW, _CREATE_ALWAYS, _OPEN_EXISTING, _OPEN_ALWAYS, _TRUNCATE_EXISTING = 1, 2, 3, 4, 5
+_FILE_ATTRIBUTE_NORMAL = 0x80
+_INVALID_HANDLE = -1
+_ERRNO = {2: errno.ENOENT, 3: errno.ENOENT, 5: errno.EACCES, 32: errno.EACCES, 80: errno.EEXIST,
+          183: errno.EEXIST}  # fmt: skip
+
+
+def _disposition(flags: int) -> int:
+    create, trunc = flags & os.O_CREAT, flags & os.O_TRUNC
+    if create and flags & os.O_EXCL:
+        return _CREATE_NEW
+    if create:
+        return _CREATE_ALWAYS if trunc else _OPEN_ALWAYS
+    return _TRUNCATE_EXISTING if trunc else _OPEN_EXISTING
+
+
+def open_file(path: str, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` with ``FILE_SHARE_DELETE``: a file this opens can still be replaced or
+    renamed by another process (a compaction's new journal while a reader follows the old
+    one). The fd is binary and not inherited; ``O_APPEND`` appends.
+
+    Raises:
+        OSError: as ``os.open`` would (``FileNotFoundError``, ``FileExistsError`` …).
+    """
+    import msvcrt
+
+    access = {os.O_RDONLY: _GENERIC_READ, os.O_WRONLY: _GENERIC_WRITE}.get(
+        flags & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR), _GENERIC_READ | _GENERIC_WRITE
+    )
+    kernel32 = _kernel32()
+    handle = kernel32.CreateFileW(
+        path, access, _SHARE_ALL, None, _disposition(flags), _FILE_ATTRIBUTE_NORMAL, None
+    )
+    if not handle or handle in (_INVALID_HANDLE, (1 << 64) - 1, (1 << 32) - 1):
+        code = _last_error()
+        number = _ERRNO.get(code, errno.EIO)
+        raise OSError(number, f"{os.strerror(number)} (Windows error {code})", path)
+    crt = flags & (os.O_APPEND | os.O_RDONLY)
+    try:
+        return int(msvcrt.open_osfhandle(handle, crt))  # type: ignore[attr-defined,unused-ignore]
+    except BaseException:
+        kernel32.CloseHandle(handle)
+        raise
 
 
 def pread(fd: int, size: int, offset: int) -> bytes:

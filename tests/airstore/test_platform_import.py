@@ -52,6 +52,7 @@ def test_the_package_imports_without_fcntl_or_pread_and_airstore_takes_the_windo
         "family": "windows",
         "chosen": {
             "lock": "LockFileEx",
+            "open": "CreateFileW+share-delete",
             "datasync": "fsync",
             "pread": "seek+read",
             "replace": "replace+retry",

@@ -13,7 +13,7 @@ SEAM = ROOT / "airstore" / "_platform"
 
 _MODULES = frozenset({"fcntl", "msvcrt", "ctypes", "winreg", "_winapi"})
 _OS_CALLS = frozenset(
-    {"pread", "pwrite", "fdatasync", "kill", "killpg", "replace", "rename", "O_CLOEXEC"}
+    {"open", "pread", "pwrite", "fdatasync", "kill", "killpg", "replace", "rename", "O_CLOEXEC"}
 )
 _METHODS = frozenset({"add_signal_handler", "remove_signal_handler"})
 
@@ -73,6 +73,7 @@ def test_linux_gets_flock_fdatasync_pread_and_directory_fsync() -> None:
     assert _platform.family == "posix"
     assert _platform.chosen == {
         "lock": "flock",
+        "open": "open",
         "datasync": "fdatasync",
         "pread": "pread",
         "replace": "replace",

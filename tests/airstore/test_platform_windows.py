@@ -316,3 +316,62 @@ async def test_the_macos_shape_syncs_through_f_fullfsync_and_its_fallback(
             assert await store.get("ns", "k") == 1
     assert darwin.refusals >= before + 2  # the journal's and the log's syncs at least
     assert _platform.chosen["datasync"] == "fdatasync"
+
+
+class FakeCreateFile:
+    """``CreateFileW`` recording its arguments; a real fd stands for the handle."""
+
+    def __init__(self, kernel32: FakeKernel32) -> None:
+        self.kernel32 = kernel32
+        self.calls: list[tuple[str, int, int, int]] = []
+        self.fail_with: int | None = None
+
+    def __call__(
+        self, path: str, access: int, share: int, sa: None, disp: int, attrs: int, tmpl: None
+    ) -> int:
+        self.calls.append((path, access, share, disp))
+        if self.fail_with is not None:
+            self.kernel32.last_error = self.fail_with
+            return (1 << 64) - 1  # INVALID_HANDLE_VALUE as a c_void_p restype gives it
+        flags = {1: os.O_CREAT | os.O_EXCL, 2: os.O_CREAT | os.O_TRUNC, 3: 0, 4: os.O_CREAT}[disp]
+        return os.open(path, os.O_RDWR | flags, 0o644)
+
+
+def test_windows_opens_files_with_share_delete_as_os_open_would(
+    kernel32: FakeKernel32, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+    import types
+
+    create = FakeCreateFile(kernel32)
+    kernel32.CreateFileW = create  # type: ignore[attr-defined]
+    crt = types.ModuleType("msvcrt")
+    crt_flags: list[int] = []
+
+    def open_osfhandle(handle: int, flags: int) -> int:
+        crt_flags.append(flags)
+        return handle
+
+    crt.open_osfhandle = open_osfhandle  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "msvcrt", crt)
+    path = str(tmp_path / "j")
+    fds = [
+        windows.open_file(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644),
+        windows.open_file(path, os.O_RDONLY),
+        windows.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+    ]
+    for fd in fds:
+        os.close(fd)
+    read, write = 0x80000000, 0x40000000
+    assert create.calls == [
+        (path, read | write, 7, 4),  # OPEN_ALWAYS, every share mode: read, write, delete
+        (path, read, 7, 3),  # OPEN_EXISTING
+        (path, write, 7, 2),  # CREATE_ALWAYS
+    ]
+    assert crt_flags == [os.O_APPEND, os.O_RDONLY, 0]
+    create.fail_with = 2  # ERROR_FILE_NOT_FOUND
+    with pytest.raises(FileNotFoundError, match="Windows error 2"):
+        windows.open_file(str(tmp_path / "missing"), os.O_RDONLY)
+    create.fail_with = 80  # ERROR_FILE_EXISTS
+    with pytest.raises(FileExistsError):
+        windows.open_file(path, os.O_RDWR | os.O_CREAT | os.O_EXCL)
