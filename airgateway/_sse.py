@@ -1,13 +1,45 @@
-"""A minimal Server-Sent Events reader over an async iterator of lines."""
+"""A minimal Server-Sent Events reader over an async iterator of lines, and the bounded
+splitter that makes those lines from pieces of a stream."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-__all__ = ["MAX_EVENT_BYTES", "events"]
+__all__ = ["MAX_EVENT_BYTES", "MAX_LINE_BYTES", "events", "lines"]
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 """The largest event accepted from an upstream; a bigger one ends the stream."""
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line accepted from an upstream's stream; a longer one ends the stream."""
+
+
+async def lines(
+    pieces: AsyncIterator[bytes], *, max_line: int = MAX_LINE_BYTES
+) -> AsyncIterator[bytes]:
+    """The lines (each with its ``\n``, the last perhaps without) of a stream read in pieces.
+
+    What is held is bounded while reading: a line, or what has come of it, longer than
+    ``max_line`` ends the stream at once.
+
+    Raises:
+        ValueError: a line over ``max_line`` bytes.
+    """
+    pending = bytearray()
+    async for piece in pieces:
+        start = len(pending)
+        pending += piece
+        cut = pending.rfind(b"\n", start)
+        if cut >= 0:
+            *complete, _rest = pending[: cut + 1].split(b"\n")
+            del pending[: cut + 1]
+            for line in complete:
+                if len(line) >= max_line:
+                    raise ValueError(f"an SSE line over {max_line} bytes")
+                yield bytes(line) + b"\n"
+        if len(pending) >= max_line:
+            raise ValueError(f"an SSE line over {max_line} bytes")
+    if pending:
+        yield bytes(pending)
 
 
 async def events(lines: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, str]]:

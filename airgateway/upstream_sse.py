@@ -18,7 +18,7 @@ import orjson
 
 from airgateway import eras
 from airgateway._mux import Mux
-from airgateway._sse import events
+from airgateway._sse import events, lines
 from airgateway.errors import GatewayError, UpstreamUnavailableError
 from airgateway.types import JSONDict, MessageHandler, NotificationListener
 
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     import aiohttp
 
 __all__ = ["SseUpstream"]
+
+_PIECE = 256 * 1024
+"""Bytes of the event stream read at a time."""
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +108,7 @@ class SseUpstream:
     async def _read(self, session: aiohttp.ClientSession, endpoint: asyncio.Future[str]) -> None:
         aiohttp = self._aiohttp
         headers = {**self._headers, "accept": "text/event-stream"}
+        why = ""
         try:
             async with session.get(self.url, headers=headers, timeout=aiohttp.ClientTimeout(
                 total=None, sock_read=None)) as resp:  # fmt: skip
@@ -112,7 +116,9 @@ class SseUpstream:
                     raise UpstreamUnavailableError(
                         f"{self.label}: GET answered {resp.status}", replica=self.label
                     )
-                async for name, data in events(resp.content.__aiter__()):
+                # pieces split by our bounded splitter, not aiohttp's lines: its own line
+                # limit ended the stream, and every call on it, at an answer of 1 MB
+                async for name, data in events(lines(resp.content.iter_chunked(_PIECE))):
                     if name == "endpoint":
                         if not endpoint.done():
                             endpoint.set_result(urljoin(self.url, data.strip()))
@@ -126,9 +132,11 @@ class SseUpstream:
             if not endpoint.done():
                 endpoint.set_exception(exc)
             logger.debug("%s: stream ended: %s", self.label, exc)
+            if isinstance(exc, ValueError):  # a limit: say which
+                why = f": {exc}"
         finally:
             self.era = None
-            self._mux.fail_all(f"{self.label}: the SSE stream closed")
+            self._mux.fail_all(f"{self.label}: the SSE stream closed{why}")
             if not endpoint.done():
                 endpoint.set_exception(ConnectionError("the stream closed before an endpoint"))
 
