@@ -246,7 +246,8 @@ class ToolContext(RequestContext):
         Raises:
             AirError: ``required`` and the client did not declare the extension (-32021 on
                 2026-07-28; -32603, an ``isError`` result, in the legacy era, which has no
-                tasks extension), or the server holds too many tasks (-32603).
+                tasks extension), or the server holds too many tasks, or this caller holds
+                its share of them (-32603, the message says which).
         """
         tasking = self._tasking
         if tasking is None or not tasking.available:
@@ -263,7 +264,9 @@ class ToolContext(RequestContext):
         channel = tasking.begin(status_message=status_message)
         if channel is None:
             if required:
-                raise AirError(INTERNAL_ERROR, "too many tasks in flight; try again later")
+                raise tasking.refusal or AirError(
+                    INTERNAL_ERROR, "too many tasks in flight; try again later"
+                )
             return False
         self._inputs = channel
         self._peer = None  # request-scoped notifications end with the request

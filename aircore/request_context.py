@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from aircore.errors import (
     INTERNAL_ERROR,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    AirError,
     ElicitationError,
 )
 from aircore.params import params_to_json_schema
@@ -103,6 +104,9 @@ class TaskStarter(Protocol):
 
     available: bool
     """Whether the client declared the tasks extension on this request."""
+
+    refusal: AirError | None
+    """Why :meth:`begin` returned ``None`` (the store is full, or the caller holds its share)."""
 
     def begin(self, *, status_message: str | None) -> InputChannel | None:
         """Create the task (the call answers ``CreateTaskResult``); return the input channel

@@ -157,6 +157,7 @@ class Dispatcher:
                     raise MethodNotFoundError(f"Method not found: {method}", data=method)
                 if headers is not None and method == "tools/call":
                     self.calls.check_param_headers(params, headers)
+                    conn.authorization = headers.get("authorization")
                 result = await handler(params, conn, msg_id)
                 result = modern.decorate(method, result, self.server.server_info)
             else:

@@ -52,6 +52,8 @@ class Connection:
         protocol_version: the negotiated version (legacy) or the last request's (modern).
         client_info, client_capabilities: from ``initialize`` or the request ``_meta``.
         session_id: the HTTP ``Mcp-Session-Id`` (legacy HTTP only).
+        authorization: the HTTP request's ``Authorization`` header (a per-request connection
+            of the 2026-07-28 era; it tells callers apart for their share of tasks).
         inflight: request id → the task running it (``notifications/cancelled`` cancels it).
     """
 
@@ -61,6 +63,7 @@ class Connection:
         "_ids",
         "_pending",
         "_sender",
+        "authorization",
         "client_capabilities",
         "client_name",
         "era",
@@ -78,6 +81,7 @@ class Connection:
     ) -> None:
         self.transport = transport
         self.session_id = session_id
+        self.authorization: str | None = None
         self.era: str | None = None
         self.protocol_version: str | None = None
         self._client_info: Mapping[str, Any] | None = None

@@ -13,17 +13,25 @@ across HTTP requests on a stateless server; behind several replicas, route them 
 at most :data:`MAX_TASKS` tasks (finished ones make room, oldest first), each forgotten (and
 cancelled if still running) ``ttlMs`` after it was created, and all at shutdown. Task ids are
 192 random bits.
+
+Each caller gets a fair share: at most :data:`MAX_TASKS_PER_CALLER` running tasks. Past it a
+task-required tool gets a -32603 error saying so (with ``data.reason: "task share"``) and any
+other tool runs inline, while other callers still start tasks. A caller is told apart, until
+authorization names it, by what its requests carry (:func:`task_owner`): the bearer token
+(digested), the long-lived connection (stdio, a legacy session) and the ``clientInfo`` it
+declares. A caller that claims many names gets many shares, still within :data:`MAX_TASKS`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aircore.context import InputRequest
 from aircore.errors import (
@@ -37,6 +45,7 @@ __all__ = [
     "DEFAULT_POLL_INTERVAL_MS",
     "DEFAULT_TASK_TTL_MS",
     "MAX_TASKS",
+    "MAX_TASKS_PER_CALLER",
     "TASKS_EXTENSION",
     "TERMINAL",
     "CallTasking",
@@ -45,7 +54,11 @@ __all__ = [
     "TaskStore",
     "client_has_tasks",
     "missing_tasks_capability",
+    "task_owner",
 ]
+
+if TYPE_CHECKING:
+    from aircore.protocol.session import Connection
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +69,11 @@ DEFAULT_POLL_INTERVAL_MS = 500
 """The polling interval suggested to clients."""
 MAX_TASKS = 1024
 """Tasks kept at once (running and finished); finished ones are dropped oldest first."""
+MAX_TASKS_PER_CALLER = MAX_TASKS // 8
+"""Running tasks one caller may hold at once (its fair share of :data:`MAX_TASKS`)."""
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+TASK_SHARE = "task share"
+"""``data.reason`` of the error a caller gets past its share."""
 
 Notify = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -75,6 +92,25 @@ def client_has_tasks(capabilities: Mapping[str, Any] | None) -> bool:
     )
 
 
+def task_owner(conn: Connection) -> str:
+    """Who holds a task started on ``conn`` (a :class:`~aircore.protocol.session.Connection`):
+    the bearer token's digest, the connection when it lasts (stdio, a legacy session), and
+    the declared ``clientInfo`` name and version."""
+    parts = []
+    authorization = conn.authorization
+    if authorization:
+        digest = hashlib.sha256(authorization.strip().encode("utf-8", "replace")).hexdigest()
+        parts.append("token:" + digest[:16])
+    if conn.session_id is not None:
+        parts.append("session:" + conn.session_id)
+    elif conn.transport != "tcp":  # stdio or in-process: one connection per client
+        parts.append(f"conn:{id(conn):x}")
+    info = conn.client_info
+    if isinstance(info, Mapping):
+        parts.append(f"client:{str(info.get('name'))[:64]}/{str(info.get('version'))[:32]}")
+    return " ".join(parts) or "anonymous"
+
+
 def missing_tasks_capability(what: str) -> AirError:
     """The -32021 error for a client that did not declare the tasks extension."""
     return AirError(
@@ -88,10 +124,12 @@ class TaskRecord:
     """One task: its status, its outcome, the input it waits for and the work running it."""
 
     __slots__ = (
+        "counted",
         "created",
         "deadline",
         "error",
         "id",
+        "owner",
         "pending",
         "poll_ms",
         "result",
@@ -104,8 +142,13 @@ class TaskRecord:
         "used_keys",
     )
 
-    def __init__(self, *, ttl_ms: int, poll_ms: int, status_message: str | None) -> None:
+    def __init__(
+        self, *, ttl_ms: int, poll_ms: int, status_message: str | None, owner: str = ""
+    ) -> None:
         self.id = secrets.token_urlsafe(24)
+        self.owner = owner
+        self.counted = False
+        """Counted in its owner's running tasks."""
         self.status = "working"
         self.status_message = status_message
         self.created = self.updated = time.time()
@@ -152,6 +195,8 @@ class TaskStore:
         notify: called with a task's ``DetailedTask`` whenever its status changes (the
             subscriptions hub sends ``notifications/tasks`` to listeners of that task).
         max_tasks: the bound on tasks kept.
+        max_per_caller: running tasks one caller (owner) may hold (default: an eighth of
+            ``max_tasks``, :data:`MAX_TASKS_PER_CALLER` for the default).
         ttl_ms: each task's ``ttlMs``.
         poll_ms: each task's ``pollIntervalMs``.
     """
@@ -161,10 +206,17 @@ class TaskStore:
         *,
         notify: Notify | None = None,
         max_tasks: int = MAX_TASKS,
+        max_per_caller: int | None = None,
         ttl_ms: int = DEFAULT_TASK_TTL_MS,
         poll_ms: int = DEFAULT_POLL_INTERVAL_MS,
     ) -> None:
         self._tasks: dict[str, TaskRecord] = {}
+        self._running: dict[str, int] = {}  # owner → running tasks
+        self.max_per_caller = (
+            max(1, max_tasks * MAX_TASKS_PER_CALLER // MAX_TASKS)
+            if max_per_caller is None
+            else max_per_caller
+        )
         self._notify = notify
         self.max_tasks = max_tasks
         self.ttl_ms = ttl_ms
@@ -174,23 +226,58 @@ class TaskStore:
     def __len__(self) -> int:
         return len(self._tasks)
 
+    def running(self, owner: str) -> int:
+        """Tasks ``owner`` holds that have not finished."""
+        return self._running.get(owner, 0)
+
+    def _uncount(self, record: TaskRecord) -> None:
+        if record.counted:
+            record.counted = False
+            left = self._running.get(record.owner, 0) - 1
+            if left > 0:
+                self._running[record.owner] = left
+            else:
+                self._running.pop(record.owner, None)
+
     def _drop(self, record: TaskRecord) -> None:
+        self._uncount(record)
         self._tasks.pop(record.id, None)
         if record.timer is not None:
             record.timer.cancel()
         if record.runner is not None and not record.runner.done():
             record.runner.cancel()  # its time is up and nobody can ask for it any more
 
-    def create(self, *, status_message: str | None = None) -> TaskRecord | None:
-        """A new working task, or ``None`` when the store is full of running tasks."""
+    def share_error(self, owner: str) -> AirError:
+        """The error of a caller past its share of running tasks."""
+        return AirError(
+            INTERNAL_ERROR,
+            f"this client holds {self.running(owner)} running tasks, its share of the "
+            f"server's {self.max_tasks}: wait for one to finish or cancel one (tasks/cancel)",
+            data={
+                "reason": TASK_SHARE,
+                "running": self.running(owner),
+                "share": self.max_per_caller,
+                "maxTasks": self.max_tasks,
+            },
+        )
+
+    def create(self, *, status_message: str | None = None, owner: str = "") -> TaskRecord | None:
+        """A new working task held by ``owner``, or ``None`` when the store is full of
+        running tasks or ``owner`` holds its share (:attr:`max_per_caller`)."""
+        if self.running(owner) >= self.max_per_caller:
+            return None
         while len(self._tasks) >= self.max_tasks:
             finished = next((r for r in self._tasks.values() if r.status in TERMINAL), None)
             if finished is None:
                 logger.warning("task store full (%d running tasks): not starting one", len(self))
                 return None
             self._drop(finished)
-        record = TaskRecord(ttl_ms=self.ttl_ms, poll_ms=self.poll_ms, status_message=status_message)
+        record = TaskRecord(
+            ttl_ms=self.ttl_ms, poll_ms=self.poll_ms, status_message=status_message, owner=owner
+        )
         self._tasks[record.id] = record
+        record.counted = True
+        self._running[owner] = self._running.get(owner, 0) + 1
         record.timer = asyncio.get_running_loop().call_later(self.ttl_ms / 1000, self._drop, record)
         return record
 
@@ -211,6 +298,8 @@ class TaskStore:
         """Record a change of ``record`` (and its new status) and tell the listeners."""
         if status is not None:
             record.status = status
+            if status in TERMINAL:
+                self._uncount(record)
         record.updated = time.time()
         if self._notify is not None:
             job = asyncio.ensure_future(self._notify(record.detailed()))
@@ -303,20 +392,28 @@ class CallTasking:
     """What lets one ``tools/call`` become a task (satisfies :class:`~aircore.context.
     TaskStarter`); the dispatcher waits on :attr:`started` to answer ``CreateTaskResult``."""
 
-    __slots__ = ("available", "record", "started", "store")
+    __slots__ = ("available", "owner", "record", "refusal", "started", "store")
 
-    def __init__(self, store: TaskStore, *, available: bool) -> None:
+    def __init__(self, store: TaskStore, *, available: bool, owner: str = "") -> None:
         self.store = store
         self.available = available
+        self.owner = owner
         self.record: TaskRecord | None = None
+        self.refusal: AirError | None = None
         self.started = asyncio.Event()
 
     def begin(self, *, status_message: str | None) -> TaskInputs | None:
-        """Create the task (once); ``None`` when the store is full."""
+        """Create the task (once); ``None`` when the store is full or the caller holds its
+        share (:attr:`refusal` says which)."""
         if self.record is not None:
             return TaskInputs(self.store, self.record)
-        record = self.store.create(status_message=status_message)
+        store = self.store
+        record = store.create(status_message=status_message, owner=self.owner)
         if record is None:
+            if store.running(self.owner) >= store.max_per_caller:
+                self.refusal = store.share_error(self.owner)
+            else:
+                self.refusal = AirError(INTERNAL_ERROR, "too many tasks in flight; try again later")
             return None
         self.record = record
         self.started.set()

@@ -26,6 +26,7 @@ from aircore.protocol.tasks import (
     TaskStore,
     client_has_tasks,
     missing_tasks_capability,
+    task_owner,
 )
 from airmeter.hops import HOP_META_KEY, METERED_META_KEY
 from airmeter.trace_context import TRACEPARENT, remember_parent
@@ -97,7 +98,7 @@ class ToolCalls:
         )
         caps = conn.client_capabilities
         tasking = (
-            CallTasking(self.tasks, available=True)
+            CallTasking(self.tasks, available=True, owner=task_owner(conn))
             if is_modern and client_has_tasks(caps)
             else None
         )

@@ -11,7 +11,7 @@ import pytest
 
 from aircore import ToolContext, define_server, define_tool
 from aircore.errors import InvalidParamsError
-from aircore.protocol.tasks import TASKS_EXTENSION, TaskInputs, TaskStore
+from aircore.protocol.tasks import MAX_TASKS, TASKS_EXTENSION, TaskInputs, TaskStore
 from aircore.request_context import InputRequest
 
 META = {
@@ -21,7 +21,7 @@ META = {
 
 
 async def test_task_ids_are_long_random_and_unique() -> None:
-    store = TaskStore(max_tasks=5000)
+    store = TaskStore(max_tasks=5000, max_per_caller=5000)
     ids = set()
     for _ in range(2000):
         record = store.create()
@@ -32,7 +32,7 @@ async def test_task_ids_are_long_random_and_unique() -> None:
 
 
 async def test_a_full_store_drops_finished_tasks_first_and_never_running_ones() -> None:
-    store = TaskStore(max_tasks=2)
+    store = TaskStore(max_tasks=2, max_per_caller=2)
     running = asyncio.get_running_loop().create_future()
     a, b = store.create(), store.create()
     assert a is not None
@@ -50,6 +50,37 @@ async def test_a_full_store_drops_finished_tasks_first_and_never_running_ones() 
     assert store.create() is None  # a and c still run: nothing is dropped
     assert store.get(a.id) is a
     running.cancel()
+
+
+async def test_each_caller_holds_at_most_its_share_of_running_tasks() -> None:
+    store = TaskStore(max_tasks=16, max_per_caller=2)
+    loop = asyncio.get_running_loop()
+    a1, a2 = store.create(owner="a"), store.create(owner="a")
+    assert a1 is not None
+    assert a2 is not None
+    assert store.create(owner="a") is None  # past a's share, while the store has room
+    b = store.create(owner="b")
+    assert b is not None
+    assert store.running("a") == 2
+    assert store.running("b") == 1
+    done: asyncio.Future[Any] = loop.create_future()
+    store.attach(a1, done)
+    done.set_result({"content": []})
+    await asyncio.sleep(0)  # a1 completes: its slot of a's share is free again
+    assert store.running("a") == 1
+    a3 = store.create(owner="a")
+    assert a3 is not None
+    cancelled: asyncio.Future[Any] = loop.create_future()
+    store.attach(a3, cancelled)
+    store.cancel(a3)
+    await asyncio.sleep(0)
+    assert a3.status == "cancelled"
+    assert store.running("a") == 1
+    store.close()  # forgotten tasks hold nothing
+    assert store.running("a") == 0
+    assert store.running("b") == 0
+    default = TaskStore()
+    assert default.max_per_caller == MAX_TASKS // 8
 
 
 async def test_an_expired_task_is_forgotten_and_its_work_cancelled() -> None:
