@@ -23,7 +23,7 @@ from airstore import _platform
 from airstore._aread import read_file, read_whole
 from airstore._atomic import temp_path, write_file
 from airstore._compaction import Compaction, set_line
-from airstore._filenames import snapshot_path
+from airstore._filenames import journal_path, snapshot_path
 from airstore._format import FORMAT
 from airstore._journal import DAMAGED_HEADER, Journal
 from airstore._kvfiles import LineFinder, Snapshot, journal_line, parse_snapshot, replay_v1
@@ -64,6 +64,7 @@ class KVSpace(Compaction):
         self, root: str, ns: str, *, read_only: bool, clock: Clock, findings: list[Finding]
     ) -> None:
         self.ns = ns
+        self._root = root
         # Values sit in ``items`` directly and expiries in ``expires`` (only keys that have one):
         # a long-lived (value, expiry) tuple per key is one more object for the garbage
         # collector to track and scan, which halved set throughput.
@@ -90,6 +91,8 @@ class KVSpace(Compaction):
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
         """Read snapshot then journal into memory (synchronously: refreshes, under the lock)."""
+        if self.read_only:
+            self._follow_moved_names()
         for _attempt in range(LOAD_ATTEMPTS - 1):
             sig = _sig(self.snapshot_path)
             data = read_whole(self.snapshot_path)
@@ -103,6 +106,8 @@ class KVSpace(Compaction):
     async def load_async(self) -> None:
         """:meth:`load` with the snapshot read off the event loop (aiofiles): the cold path of
         a namespace's first access, which may read megabytes."""
+        if self.read_only:
+            self._follow_moved_names()
         for _attempt in range(LOAD_ATTEMPTS - 1):
             sig = _sig(self.snapshot_path)
             snap = await read_file(self.snapshot_path)
@@ -116,6 +121,15 @@ class KVSpace(Compaction):
             self.migrate()
         elif self.journal.fd is not None and self.journal.torn_bytes():
             self.commit()  # a dead writer's unfinished record: cut under the lock
+
+    def _follow_moved_names(self) -> None:
+        """A reader of a directory of format 3 or earlier: a writer may have moved it to format
+        4's file names since this namespace was loaded (``_migrate``); look them up again."""
+        path = snapshot_path(self._root, self.ns)
+        if path != self.snapshot_path:
+            self.snapshot_path = path
+            self.journal.close()
+            self.journal.path = journal_path(self._root, self.ns)
 
     def _load_holding_lock(self) -> None:
         """The last attempt of a loader that kept losing the race against other writers'
@@ -325,6 +339,8 @@ class KVSpace(Compaction):
             return
         data = self.journal.read_new()
         if data is None:
+            if self.read_only:
+                self._follow_moved_names()
             if self.journal.fd is not None or os.path.exists(self.journal.path):
                 self.load()
             return

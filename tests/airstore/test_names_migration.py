@@ -138,6 +138,36 @@ async def test_a_writer_moves_a_format_3_directory_to_the_new_names_losing_nothi
     await _assert_checked(data)
 
 
+_WRITE_CALLS = """
+import asyncio, sys
+from airstore import FileStore
+async def main():
+    async with FileStore(sys.argv[1], handle_sigterm=False) as store:
+        await store.set("Calls", "moved", 5)
+        await store.append("Calls", {"w": 9, "i": 99, "ns": "Calls"})
+asyncio.run(main())
+"""
+
+
+async def test_a_reader_open_while_another_process_moves_the_directory_keeps_reading(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURE, data)
+    expected = _expected()
+    async with FileStore(data, read_only=True) as reader:
+        assert await _content(reader) == expected  # every namespace loaded by its old names
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _WRITE_CALLS, str(data), cwd=REPO
+        )
+        assert await asyncio.wait_for(proc.wait(), 60) == 0
+        _assert_moved(data)  # and the writer compacted Calls at its close
+        expected["kv"]["Calls"]["moved"] = 5
+        expected["logs"]["Calls"] = sorted([*expected["logs"]["Calls"], (9, 99, "Calls")])
+        assert await _content(reader) == expected
+        assert reader.recovery == []
+
+
 _MOVER = """
 import asyncio, sys
 from airstore import FileStore, _migrate
