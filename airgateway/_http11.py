@@ -115,16 +115,21 @@ class _Conn:
         self.headers[name.decode("latin-1").lower()] = value.decode("latin-1").strip()
 
     def on_headers_complete(self) -> None:
-        if not self.extra:
-            self.head_done = True
-            self.status = self.parser.get_status_code()
+        if self.extra:
+            return
+        status = self.parser.get_status_code()
+        if 100 <= status < 200 and status != 101:  # informational (103 Early Hints): the
+            self.headers = {}  # answer follows on the same connection
+            return
+        self.head_done = True
+        self.status = status
 
     def on_body(self, body: bytes) -> None:
         if not self.extra:
             self.body += body
 
     def on_message_complete(self) -> None:
-        if not self.extra:
+        if not self.extra and self.head_done:  # (an informational answer is not the answer)
             self.done = True
             self.keep_alive = self.parser.should_keep_alive()  # only known here
 

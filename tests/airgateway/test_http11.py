@@ -305,3 +305,20 @@ async def test_an_sse_line_that_never_ends_is_refused_at_the_line_limit() -> Non
             await read_all()
         assert lines == []
         await pool.close()
+
+
+async def test_an_informational_answer_before_the_answer_is_skipped() -> None:
+    async def hints(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(2):
+            body = await _read_request(reader)
+            writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </x>; rel=preload\r\n\r\n")
+            writer.write(_json_answer(body))
+
+    async with _server(hints) as (url, connections):
+        pool = Http11Pool(url, size=4, headers={})
+        for body in (b"[1]", b"[2]"):
+            resp = await pool.request("POST", body)
+            assert (resp.status, resp.body) == (200, body)
+            assert "link" not in resp.headers
+        await pool.close()
+    assert len(connections) == 1  # still in step: the connection was reused
