@@ -66,7 +66,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--slo-config",
         default=None,
         metavar="FILE",
-        help="SLO objectives for the SLO panel (default: .air/slo.yml, as `air meter slo`)",
+        help="SLO objectives for the SLO panel (default: .air/slo.yml, else the one `air demo` "
+        "wrote; as `air meter slo`)",
     )
     parser.set_defaults(func=_run)
 
@@ -172,5 +173,17 @@ def _run(args: argparse.Namespace) -> int:
         refresh_s=args.refresh,
         allowed_hosts=args.allow_host,
         allowed_origins=args.allow_origin,
-        slo_config=args.slo_config,
+        slo_config=_slo_file(args.slo_config, location.url),
     )
+
+
+def _slo_file(config: str | None, store_url: str) -> str | None:
+    """The objectives file by ``air meter slo``'s rule; ``None`` (the panel says how to write
+    ``.air/slo.yml``) when there is none."""
+    from aircli.meter_slo import find_slo_file
+    from airmeter import MeterConfigError
+
+    try:
+        return find_slo_file(config, store_url)
+    except MeterConfigError:
+        return None

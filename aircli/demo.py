@@ -234,6 +234,10 @@ async def _session(
             f"air demo: {stats.calls:,} calls in {stats.seconds:.1f}s, "
             f"{stats.errors:,} failed on purpose or by chance"
         )
+        from aircli._demo_history import demo_objectives
+
+        # beside the data, dashboard or not: `air meter slo` finds them as the dashboard does
+        demo_objectives(args.log_path.parent)
         if args.no_dashboard:
             return 0
         dashboard = await asyncio.to_thread(_start_dashboard, args)

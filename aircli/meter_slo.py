@@ -1,9 +1,14 @@
 """``air meter slo``: SLO status per objective and tool, once or watching (with alerts).
 
-``air meter slo [--config FILE] [--store URL] [--format table|json] [--watch]``: objectives
-from ``--config`` (default ``.air/slo.yml``); with ``--watch`` it evaluates every
-``--interval`` seconds and alerts once per state change (a log line on stderr, and a webhook
-when ``AIR_SLO_WEBHOOK_URL`` is set), deduplicated through the store when it can write it.
+``air meter slo [--config FILE] [--store URL] [--format table|json] [--fail-on LEVEL]
+[--watch]``: objectives from one rule, the dashboard's too (:func:`find_slo_file`):
+``--config`` when given, else ``.air/slo.yml``, else the objectives ``air demo`` wrote
+(``demo-slo.yml`` beside the store's data directory, or in ``.air/``). Once, it exits
+:data:`EXIT_FAILING` when an objective is at or past ``--fail-on`` (``breach``: in breach or
+its budget exhausted, the default; ``warning``: any state but ``ok``; ``never``), so it can
+gate CI. With ``--watch`` it evaluates every ``--interval`` seconds and alerts once per state
+change (a log line on stderr, and a webhook when ``AIR_SLO_WEBHOOK_URL`` is set), deduplicated
+through the store when it can write it.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import orjson
 
+from aircli._demo_history import DEMO_OBJECTIVES_FILE
 from aircli.locate import STORE_HELP, store_location
 from airmeter import AirmeterError, MeterConfigError, slo_alerts
 from airmeter.settings import slo_webhook_url
@@ -28,19 +35,76 @@ from airstore import (
     Store,
     StoreLockedError,
     create_storage,
+    parse_store_url,
     store_exists,
 )
 
-__all__ = ["add_slo_parser", "format_slo_table"]
+__all__ = ["EXIT_FAILING", "FAIL_ON", "add_slo_parser", "find_slo_file", "format_slo_table",
+           "slo_file_candidates"]  # fmt: skip
 
 DEFAULT_INTERVAL = 30.0
+EXIT_FAILING = 3
+"""The exit status of ``air meter slo`` when an objective is at or past ``--fail-on``."""
+FAIL_ON: dict[str, frozenset[str]] = {
+    "breach": frozenset({"breach", "exhausted"}),
+    "warning": frozenset({"breach", "exhausted", "warning"}),
+    "never": frozenset(),
+}
+"""The states that fail ``air meter slo`` for each ``--fail-on`` level."""
+
+
+def slo_file_candidates(store_url: str | None) -> list[Path]:
+    """Where objectives are looked for without ``--config``, in order: ``.air/slo.yml``, then
+    the file ``air demo`` writes beside the store's data directory, then ``.air/``'s."""
+    out = [Path(DEFAULT_SLO_FILE)]
+    if store_url is not None:
+        try:
+            kind, where = parse_store_url(store_url)
+        except AirstoreError:
+            kind, where = "", None
+        if kind == "file" and where is not None:
+            out.append(_shown(Path(where).parent / DEMO_OBJECTIVES_FILE))
+    out.append(Path(DEFAULT_SLO_FILE).parent / DEMO_OBJECTIVES_FILE)
+    unique: dict[Path, Path] = {}
+    for path in out:
+        unique.setdefault(path.absolute(), path)
+    return list(unique.values())
+
+
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working directory when it is under it."""
+    try:
+        return path.absolute().relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def find_slo_file(config: str | None, store_url: str | None) -> str:
+    """The objectives file: ``config`` when given, else the first of
+    :func:`slo_file_candidates` that exists.
+
+    Raises:
+        MeterConfigError: none exists; the message names every place looked.
+    """
+    if config is not None:
+        return config
+    candidates = slo_file_candidates(store_url)
+    for path in candidates:
+        if path.is_file():
+            return str(path)
+    looked = ", ".join(repr(str(p)) for p in candidates)
+    raise MeterConfigError(
+        f"no SLO objectives: looked for {looked}; write {DEFAULT_SLO_FILE} (docs/metering.md) "
+        "or pass --config FILE"
+    )
 
 
 def add_slo_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``air meter slo``."""
     slo = actions.add_parser("slo", help="SLO budgets, burn rates and states (--watch alerts)")
-    slo.add_argument("--config", default=DEFAULT_SLO_FILE,
-                     help=f"objectives file (default {DEFAULT_SLO_FILE})")  # fmt: skip
+    slo.add_argument("--config", default=None,
+                     help=f"objectives file (default {DEFAULT_SLO_FILE}, else the one "
+                     f"`air demo` wrote, .air/{DEMO_OBJECTIVES_FILE})")  # fmt: skip
     slo.add_argument("--store", default=None, help=STORE_HELP)
     slo.add_argument("--format", choices=("table", "json"), default="table")
     slo.add_argument(
@@ -49,6 +113,13 @@ def add_slo_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser])
         help="evaluate every --interval seconds and alert on state changes",
     )
     slo.add_argument("--interval", type=float, default=DEFAULT_INTERVAL, metavar="SECONDS")
+    slo.add_argument(
+        "--fail-on",
+        choices=tuple(FAIL_ON),
+        default="breach",
+        help=f"exit {EXIT_FAILING} when an objective is in this state or worse (breach: in "
+        "breach or its budget exhausted; warning: any state but ok; default: breach)",
+    )
     slo.set_defaults(func=_run)
 
 
@@ -106,7 +177,10 @@ async def _open(url: str, *, watch: bool) -> Store:
 
 
 async def _slo(args: argparse.Namespace) -> int:
-    objectives = load_objectives(args.config)
+    config = find_slo_file(args.config, args.store)
+    objectives = load_objectives(config)
+    if args.config is None:
+        print(f"air meter slo: objectives from {config}", file=sys.stderr)
     store = await _open(args.store, watch=args.watch)
     webhook: WebhookAlerts | None = None
     try:
@@ -123,12 +197,22 @@ async def _slo(args: argparse.Namespace) -> int:
                 statuses = await watcher.evaluate()  # no alerts without --watch
             print(_render(statuses, args.format), flush=True)
             if not args.watch:
-                return 0
+                return _exit_status(statuses, args.fail_on)
             await asyncio.sleep(args.interval)
     finally:
         if webhook is not None:
             await webhook.aclose()  # the alerts in flight, within their deadline
         await store.close()
+
+
+def _exit_status(statuses: Sequence[SloStatus], fail_on: str) -> int:
+    failing = [s for s in statuses if s.state in FAIL_ON[fail_on]]
+    if not failing:
+        return 0
+    states = ", ".join(sorted({s.state for s in failing}))
+    print(f"air meter slo: {len(failing)} of {len(statuses)} objectives failing ({states}; "
+          f"--fail-on {fail_on})", file=sys.stderr)  # fmt: skip
+    return EXIT_FAILING
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -13,8 +13,10 @@ tool's doing):
 - ``state``: ``breach`` when the 1 h and 5 min burn rates are both at or above the fast
   threshold (14.4 for a 30-day period: 2 % of the budget in an hour); ``warning`` when the
   6 h and 30 min rates are both at or above the slow threshold (6 for 30 days: 5 % in six
-  hours); else ``ok`` — the SRE workbook's multi-window alerts, with the thresholds scaled to
-  the period. ``budget_remaining`` is reported, not alerted on.
+  hours) — the SRE workbook's multi-window alerts, with the thresholds scaled to the period;
+  ``exhausted`` when the budget is overspent (``budget_remaining`` < 0: the objective is missed
+  over its period) and the burn is not at the breach rate; else ``ok``. Worst first:
+  ``breach``, ``exhausted``, ``warning``, ``ok``.
 
 Evaluation costs hours x tools, not calls: each stored hour is summed once per (server, tool)
 and kept while its documents are the same; a warm evaluation re-reads an hour's documents only
@@ -37,9 +39,11 @@ from airmeter.slo_config import Objective, SloTarget
 from airmeter.snapshot import Revision, _cache_of, stored_revisions, unchanged
 from airstore.types import Store
 
-__all__ = ["SloEvaluator", "SloState", "SloStatus", "evaluate_slos"]
+__all__ = ["STATES", "SloEvaluator", "SloState", "SloStatus", "evaluate_slos"]
 
-SloState = Literal["ok", "warning", "breach"]
+SloState = Literal["ok", "warning", "exhausted", "breach"]
+STATES: Final[tuple[SloState, ...]] = ("ok", "warning", "exhausted", "breach")
+"""Every state, best first."""
 
 _WINDOWS_MIN: Final = (5, 30, 60, 360)
 _HOUR_WINDOW_MIN: Final = 60
@@ -405,6 +409,8 @@ def _status(target: SloTarget, key: _Key, valid: int, bad: int, window: _Window)
     state: SloState = "ok"
     if b60 >= fast and b5 >= fast:
         state = "breach"
+    elif budget < 0:
+        state = "exhausted"  # missed over its period, whatever the burn now
     elif b360 >= slow and b30 >= slow:
         state = "warning"
     return SloStatus(

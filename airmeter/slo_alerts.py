@@ -32,7 +32,7 @@ from typing import Any, Final
 import orjson
 
 from airmeter.redact import redact_text
-from airmeter.slo import SloEvaluator, SloState, SloStatus
+from airmeter.slo import STATES, SloEvaluator, SloState, SloStatus
 from airmeter.slo_config import Objective, SloTarget
 from airstore.errors import AirstoreError, ReadOnlyStoreError
 from airstore.types import Store
@@ -279,7 +279,7 @@ class SloWatcher:
         version = 0
         if isinstance(stored, dict):
             state = stored.get("state")
-            previous = state if state in ("ok", "warning", "breach") else "ok"
+            previous = state if state in STATES else "ok"
             raw = stored.get("version")
             version = raw if isinstance(raw, int) else 0
         if previous == status.state:

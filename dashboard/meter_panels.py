@@ -60,7 +60,8 @@ _CELL: Final = {"fontFamily": "inherit", "fontSize": "13px", "padding": "6px 10p
                 "backgroundColor": "transparent"}  # fmt: skip
 _HEADER: Final = {"fontWeight": "600", "fontSize": "11px", "color": "#64748b",
                   "textTransform": "uppercase", "backgroundColor": "#f8fafc"}  # fmt: skip
-_STATE_COLOURS = {"ok": "#10b981", "warning": "#f59e0b", "breach": "#e11d48"}
+_STATE_COLOURS = {"ok": "#10b981", "warning": "#f59e0b", "exhausted": "#be123c",
+                  "breach": "#e11d48"}  # fmt: skip
 
 
 def slo_card() -> html.Div:

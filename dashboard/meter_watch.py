@@ -67,7 +67,7 @@ MAX_BADGES = 3
 IN_CODE = "the objectives given to the dashboard"
 """The SLO panel's source when objectives come in code, not from a file."""
 
-_STATE_ORDER = {"breach": 0, "warning": 1, "ok": 2}
+_STATE_ORDER = {"breach": 0, "exhausted": 1, "warning": 2, "ok": 3}
 _NONE_GIVEN = "no objectives were given: pass some, or an objectives file, to see SLOs here"
 _HOW_TO = (
     "no objectives file at {path}: add one to see error budgets and burn rates here, e.g. "
@@ -86,7 +86,7 @@ def slo_rows(
     statuses: Sequence[SloStatus], history: dict[str, deque[tuple[int, float]]], now_ms: int
 ) -> tuple[tuple[SloRow, ...], int]:
     """The panel's rows, worst first (state, then budget left), and how many were left out."""
-    ordered = sorted(statuses, key=lambda s: (_STATE_ORDER.get(s.state, 3), s.budget_remaining,
+    ordered = sorted(statuses, key=lambda s: (_STATE_ORDER.get(s.state, 4), s.budget_remaining,
                                               s.server, s.tool))  # fmt: skip
     rows = []
     for s in ordered[:MAX_SLO_ROWS]:
@@ -105,8 +105,9 @@ def slo_rows(
 
 
 def slo_alerts(statuses: Sequence[SloStatus]) -> tuple[Alert, ...]:
-    """One badge when objectives are in ``breach`` or ``warning``, naming the worst."""
-    bad = sorted((s for s in statuses if s.state in ("breach", "warning")),
+    """One badge when objectives are in ``breach``, ``exhausted`` or ``warning``, naming the
+    worst."""
+    bad = sorted((s for s in statuses if s.state != "ok"),
                  key=lambda s: (_STATE_ORDER[s.state], s.budget_remaining))  # fmt: skip
     if not bad:
         return ()

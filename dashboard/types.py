@@ -177,7 +177,7 @@ class Alert:
 
     ``kind`` is ``"drops"`` (the meter dropped or failed to deliver records), ``"disk"`` (a
     log is near its retention cap: older entries will go) or ``"slo"`` (an objective is in
-    ``warning`` or ``breach``); ``text`` is one short sentence.
+    ``warning``, ``exhausted`` or ``breach``); ``text`` is one short sentence.
     """
 
     kind: str
@@ -189,8 +189,9 @@ class SloRow:
     """One objective for one server's tool, as ``air meter slo`` evaluates it.
 
     ``objective`` reads like ``availability 99.5%`` or ``p95 ≤ 300 ms``; ``state`` is airmeter's
-    (``ok``, ``warning``, ``breach``); ``burn_rates`` are the 5 min, 30 min, 1 h and 6 h burn
-    rates; ``history`` the 1 h burn rate at ``history_ms`` (oldest first, the last one now).
+    (``ok``, ``warning``, ``exhausted``, ``breach``); ``burn_rates`` are the 5 min, 30 min, 1 h
+    and 6 h burn rates; ``history`` the 1 h burn rate at ``history_ms`` (oldest first, the last
+    one now).
     """
 
     server: str

@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 from aircli import main
+from aircli.meter_slo import EXIT_FAILING
 from airmeter import CallRecord, Layer, StoreSink
 from airstore.file import FileStore
 
@@ -59,20 +60,21 @@ async def test_json_lists_one_entry_per_objective_and_tool(
     await _fill(tmp_path / "data")
     argv = ["meter", "slo", "--config", str(_config(tmp_path)), "--store",
             f"file://{tmp_path / 'data'}"]  # fmt: skip
-    assert await asyncio.to_thread(main, [*argv, "--format", "json"]) == 0
+    assert await asyncio.to_thread(main, [*argv, "--format", "json"]) == EXIT_FAILING
     entries = orjson.loads(capsys.readouterr().out)["objectives"]
     assert all(set(e) >= KEYS for e in entries)
     got = {(e["tool"], e["kind"]): e["state"] for e in entries}
-    # half of pay fails: 500x a 0.1 % budget; a tenth of calls is slow: 2x a 5 % budget
+    # half of pay fails: 500x a 0.1 % budget; a tenth of calls is slow: 2x a 5 % budget, below
+    # the burn-rate thresholds, but the budget is overspent (exhausted)
     assert got == {
         ("pay", "availability"): "breach",
-        ("pay", "latency"): "ok",
+        ("pay", "latency"): "exhausted",
         ("list_items", "availability"): "ok",
-        ("list_items", "latency"): "ok",
+        ("list_items", "latency"): "exhausted",
     }
     burns = {(e["tool"], e["kind"]): e["burn_rate_5m"] for e in entries}
     assert burns[("list_items", "latency")] == pytest.approx(2.0)
-    assert await asyncio.to_thread(main, argv) == 0
+    assert await asyncio.to_thread(main, [*argv, "--fail-on", "never"]) == 0
     table = capsys.readouterr().out
     assert "shop/pay" in table
     assert "breach" in table
@@ -154,6 +156,7 @@ async def test_two_watchers_on_one_data_dir_alert_once_to_the_webhook_of_the_env
         receiver.server_close()
     alerts = [ln for err in errs for ln in err.splitlines() if "SLO BREACH" in ln]
     assert len(alerts) == 1  # one of the two processes alerted, once
-    (body,) = got
-    assert body["alert"] == "breach"
+    # each change alerts once: pay's availability burns; two latency budgets are overspent
+    assert sorted(str(b["alert"]) for b in got) == ["breach", "exhausted", "exhausted"]
+    (body,) = [b for b in got if b["alert"] == "breach"]
     assert "shop/pay availability" in str(body["message"])

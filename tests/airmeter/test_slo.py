@@ -106,14 +106,18 @@ async def test_fast_burn_breaches_slow_burn_warns_and_latency_counts_slow_calls(
     fast = _calls(600, start_ms=NOW_MS - 3600_000, span_ms=3600_000, tool="pay", fail_every=4)
     slow = _calls(3600, start_ms=NOW_MS - 6 * 3600_000, span_ms=6 * 3600_000, tool="ship",
                   fail_every=25, seed=1)  # 4 % failing: 8x of a 0.5 % budget  # fmt: skip
+    # days of good calls before: its 30-day budget is not spent yet (else it is "exhausted")
+    ship_before = _calls(40_000, start_ms=NOW_MS - 5 * 86_400_000, span_ms=4 * 86_400_000,
+                         tool="ship", seed=3)  # fmt: skip
     fine = _calls(600, start_ms=NOW_MS - 3600_000, span_ms=3600_000, tool="list_items",
                   slow_every=10, seed=2)  # 10 % slower than 100 ms  # fmt: skip
-    store = await _store(fast + slow + fine)
+    store = await _store(fast + slow + ship_before + fine)
     objectives = [Objective(server="shop", availability=0.995),
                   Objective(tool="list_*", latency_p95_ms=100)]  # fmt: skip
     got = {(s.tool, s.kind): s for s in await evaluate_slos(store, objectives, clock=_clock())}
     assert got[("pay", "availability")].state == "breach"
     assert got[("ship", "availability")].state == "warning"
+    assert got[("ship", "availability")].budget_remaining > 0
     assert got[("list_items", "availability")].state == "ok"
     latency = got[("list_items", "latency")]
     assert latency.bad_calls == 60
@@ -125,8 +129,8 @@ async def test_alerts_fire_once_per_state_change_and_resolve(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store = await _store(_calls(600, start_ms=NOW_MS - 300_000, span_ms=300_000, fail_every=2))
-    await _store(_calls(20_000, start_ms=NOW_MS - 3 * 86_400_000, span_ms=86_400_000, seed=1),
-                 store)  # a long good history before the burst  # fmt: skip
+    await _store(_calls(40_000, start_ms=NOW_MS - 3 * 86_400_000, span_ms=86_400_000, seed=1),
+                 store)  # good days before the burst: the budget is not spent  # fmt: skip
     seen: list[SloAlert] = []
     now = [NOW_S]
     watcher = SloWatcher(store, [Objective(availability=0.99)], sinks=[log_alert, seen.append],
@@ -176,6 +180,8 @@ async def test_a_webhook_receives_the_alert_and_its_resolve_as_json(
 ) -> None:
     url, got, arrived = receiver
     store = await _store(_calls(600, start_ms=NOW_MS - 300_000, span_ms=300_000, fail_every=2))
+    await _store(_calls(40_000, start_ms=NOW_MS - 3 * 86_400_000, span_ms=86_400_000, seed=1),
+                 store)  # good days before the burst: the budget is not spent  # fmt: skip
     hook = WebhookAlerts(url)
     now = [NOW_S]
     watcher = SloWatcher(store, [Objective(availability=0.99)], sinks=[hook],
