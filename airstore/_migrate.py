@@ -108,7 +108,7 @@ def enter_as_writer(root: str) -> int:
     marker = os.path.join(root, DATADIR_FILE)
     lock_path = os.path.join(root, LOCK_NAME)
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _platform.OPEN_FLAGS, 0o644)
+        fd = _platform.open_file(lock_path, os.O_RDWR | os.O_CREAT | _platform.OPEN_FLAGS, 0o644)
     except OSError as exc:
         raise StorageIOError(f"cannot open lock file {lock_path}: {exc}", path=lock_path) from exc
     deadline = time.monotonic() + WAIT
