@@ -168,6 +168,41 @@ async def test_a_reader_open_while_another_process_moves_the_directory_keeps_rea
         assert reader.recovery == []
 
 
+_RACER = """
+import asyncio, sys
+from airstore import FileStore
+sys.stdin.read()  # every racer starts at once, when the test closes their stdin
+async def main():
+    async with FileStore(sys.argv[1], handle_sigterm=False) as store:
+        await store.set("Calls", "racer-" + sys.argv[2], int(sys.argv[2]))
+asyncio.run(main())
+"""
+
+
+async def test_writers_of_this_release_opening_an_earlier_directory_at_once_all_get_in(
+    tmp_path: Path,
+) -> None:
+    """One moves the directory, the others wait for the move (``.lock`` exclusive) and open."""
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURE, data)
+    racers = [
+        await asyncio.create_subprocess_exec(
+            *(sys.executable, "-c", _RACER, str(data), str(i)), stdin=subprocess.PIPE, cwd=REPO
+        )
+        for i in range(4)
+    ]
+    for proc in racers:
+        assert proc.stdin is not None
+        proc.stdin.close()
+    for proc in racers:
+        assert await asyncio.wait_for(proc.wait(), 60) == 0
+    _assert_moved(data)
+    expected = _expected()
+    expected["kv"]["Calls"].update({f"racer-{i}": i for i in range(4)})
+    async with FileStore(data, read_only=True) as reader:
+        assert await _content(reader) == expected
+
+
 _MOVER = """
 import asyncio, sys
 from airstore import FileStore, _migrate
