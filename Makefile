@@ -35,6 +35,12 @@ $(SYSDEPS_STAMP): scripts/sysdeps.sh | $(BIN)/python
 
 sysdeps: $(SYSDEPS_STAMP)
 
+# The OAuth tests' authorization server: oidc-provider under Node 22, from npm, into .oidc/.
+OIDC_STAMP := .oidc/.installed
+$(OIDC_STAMP): scripts/oidc.sh
+	@bash scripts/oidc.sh
+	@touch $(OIDC_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/air demo
 
@@ -45,7 +51,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) $(SYSDEPS_STAMP)
+pytest: $(STAMP) $(SYSDEPS_STAMP) $(OIDC_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
@@ -77,4 +83,4 @@ conformance-gateway: $(STAMP)
 	bash scripts/conformance_gateway.sh
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis airstore/_speedups.*.so
+	rm -rf $(VENV) .oidc .mypy_cache .ruff_cache .pytest_cache .hypothesis airstore/_speedups.*.so

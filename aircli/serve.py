@@ -62,6 +62,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"require this bearer token on HTTP (env {HTTP_TOKEN_ENV})",
     )
     parser.add_argument(
+        "--auth-config",
+        default=None,
+        metavar="FILE",
+        help="act as an OAuth 2.1 resource server on HTTP: issuer, resource, scopes "
+        "(YAML; docs/authorization.md); combines with --token",
+    )
+    parser.add_argument(
         "--max-message",
         type=int,
         default=None,
@@ -268,8 +275,19 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
     chosen = get_transport(kind, source="" if transport else TRANSPORT_ENV)  # unknown: error
     # one rule whatever the transport: a --host beyond loopback is refused before anything runs
     # (stdio picked by "auto" for a piped stdin dropped it silently)
+    auth = None
+    if args.auth_config is not None:
+        from airhttp import load_auth_config
+
+        auth = load_auth_config(args.auth_config)  # AuthConfigError names the key
+        if "auth" not in chosen.options:
+            print(f"air serve: --auth-config is for HTTP; the {kind} transport ignores it",
+                  file=sys.stderr)  # fmt: skip
     refused = refuse_remote_bind(
-        "air serve", args.host, allow_remote=args.allow_remote, token=args.token
+        "air serve",
+        args.host,
+        allow_remote=args.allow_remote,
+        token=args.token or ("oauth" if auth is not None else None),
     )
     if refused is not None:
         return refused
@@ -285,6 +303,7 @@ def _serve(server: AirServer, args: argparse.Namespace) -> int:
         "host": args.host,
         "port": args.port,
         "token": args.token,
+        "auth": auth,
         "allowed_origins": args.allow_origin,
         "allowed_hosts": args.allow_host,
         "header_timeout": args.header_timeout,

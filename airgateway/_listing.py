@@ -15,6 +15,7 @@ from aircore.errors import INVALID_PARAMS, AirError
 from airgateway.access import Access
 from airgateway.config import ClientConfig
 from airgateway.index import ToolIndex
+from airhttp.identity import current_identity
 
 __all__ = ["LIST_METHODS", "PAGE_SIZE", "Lister", "page"]
 
@@ -39,7 +40,12 @@ class Lister:
     ) -> list[dict[str, Any]]:
         """Every item, or (given ``access``) those ``client`` may use."""
         items = self.get(index)
-        if access is None or not self.allowed:
+        if not self.allowed:
+            return items
+        identity = current_identity()  # an OAuth caller sees only the tools it may call
+        if self.key == "tools" and identity is not None and identity.tool_scopes:
+            items = [item for item in items if identity.may_call(str(item.get("name", "")))]
+        if access is None:
             return items
         return access.visible(client, items)
 

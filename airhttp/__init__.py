@@ -8,6 +8,7 @@ from airhttp._platform import on_stop_signals
 from airhttp.asgi import GuardedApp, json_refusal, send_refusal, text_refusal
 from airhttp.errors import AirhttpError, LimitsError, ServerError
 from airhttp.guards import LOCAL_HOSTS, bearer_token, host_ok, is_loopback, origin_ok, token_ok
+from airhttp.identity import AuthKind, Identity, current_identity, use_identity
 from airhttp.limits import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -20,6 +21,9 @@ from airhttp.limits import (
 )
 from airhttp.logs import RepeatFilter
 from airhttp.media import accepts, media_type
+from airhttp.oauth_config import AuthConfig, AuthConfigError, auth_config_from, load_auth_config
+from airhttp.oauth_guard import OAuthGuard
+from airhttp.oauth_verify import AuthRefusedError, TokenVerifier
 from airhttp.policy import AccessPolicy, Refusal
 from airhttp.server import DEFAULT_GRACE, HttpServer, ServerStats, listen_socket, serve
 from airhttp.types import Answer, ASGIApp, FastHandler, Message, Receive, Scope, Send
@@ -39,13 +43,19 @@ __all__ = [
     "AccessPolicy",
     "AirhttpError",
     "Answer",
+    "AuthConfig",
+    "AuthConfigError",
+    "AuthKind",
+    "AuthRefusedError",
     "FastHandler",
     "GuardedApp",
     "GuardedWSGI",
     "HttpServer",
+    "Identity",
     "Limits",
     "LimitsError",
     "Message",
+    "OAuthGuard",
     "Receive",
     "Refusal",
     "RepeatFilter",
@@ -53,12 +63,16 @@ __all__ = [
     "Send",
     "ServerError",
     "ServerStats",
+    "TokenVerifier",
     "accepts",
+    "auth_config_from",
     "bearer_token",
+    "current_identity",
     "host_ok",
     "is_loopback",
     "json_refusal",
     "listen_socket",
+    "load_auth_config",
     "media_type",
     "on_stop_signals",
     "origin_ok",
@@ -66,5 +80,6 @@ __all__ = [
     "serve",
     "text_refusal",
     "token_ok",
+    "use_identity",
     "wsgi_refusal",
 ]

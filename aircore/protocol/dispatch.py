@@ -31,6 +31,7 @@ from aircore.protocol.subscriptions import SUBSCRIPTION_ID_KEY, SubscriptionHub
 from aircore.protocol.tasks import TASKS_EXTENSION, TaskStore
 from aircore.protocol.tool_calls import ToolCalls
 from aircore.settings import request_state_key
+from airhttp.identity import current_identity
 
 if TYPE_CHECKING:
     from aircore.types import ServerModel
@@ -300,7 +301,11 @@ class Dispatcher:
         return out
 
     async def _tools_list(self, p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
-        return self._page(self.server.tool_listing(), "tools", p)
+        tools = self.server.tool_listing()
+        identity = current_identity()  # an OAuth caller sees only the tools it may call
+        if identity is not None and identity.tool_scopes:
+            tools = [tool for tool in tools if identity.may_call(tool["name"])]
+        return self._page(tools, "tools", p)
 
     async def _resources_list(
         self, p: Mapping[str, Any], _c: Connection, _id: Any

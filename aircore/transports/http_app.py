@@ -24,8 +24,11 @@ from aircore.transports.sse import SseEndpoint
 from airhttp import (
     DEFAULT_MAX_BODY,
     AccessPolicy,
+    AuthConfig,
     GuardedApp,
     Limits,
+    OAuthGuard,
+    TokenVerifier,
     is_loopback,
     json_refusal,
     on_stop_signals,
@@ -136,6 +139,7 @@ def build_app(
     allowed_hosts: Sequence[str] = (),
     limits: Limits | None = None,
     sse: bool = False,
+    auth: AuthConfig | None = None,
 ) -> GuardedApp:
     """The guarded ASGI app: ``path`` (MCP), ``/`` (a small status JSON), with ``sse`` the
     legacy ``/sse`` + ``/messages`` endpoints, and for a server with a meter ``/metrics``
@@ -155,7 +159,7 @@ def build_app(
     """
     limits = limits or Limits(max_body=max_body)
     policy = AccessPolicy(
-        token=token,
+        token=None if auth is not None else token,  # with OAuth, the guard takes the token
         check_host=check_host,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
@@ -163,7 +167,10 @@ def build_app(
     endpoint = McpEndpoint(server, max_body=limits.max_body)
     legacy = SseEndpoint(server, max_body=limits.max_body) if sse else None
     routes = HttpApp(server, endpoint, path=path, metrics=_metrics_app(server, policy), sse=legacy)
-    return GuardedApp(routes, policy=policy, limits=limits, render=json_refusal)
+    if auth is None:
+        return GuardedApp(routes, policy=policy, limits=limits, render=json_refusal)
+    guard = OAuthGuard(routes, TokenVerifier(auth), static_token=token)
+    return GuardedApp(guard, policy=policy, limits=limits, render=json_refusal)
 
 
 async def serve_http(
@@ -179,6 +186,7 @@ async def serve_http(
     limits: Limits | None = None,
     ready: Callable[[str], None] | None = None,
     sse: bool = False,
+    auth: AuthConfig | None = None,
 ) -> None:
     """Serve Streamable HTTP until SIGTERM/SIGINT (or cancellation), then stop the server.
 
@@ -196,6 +204,8 @@ async def serve_http(
         ready: called with the endpoint URL once listening (default: log it to stderr).
         sse: also serve the legacy HTTP+SSE transport (``GET /sse`` + ``POST /messages``);
             the URL announced is then the ``/sse`` one.
+        auth: act as an OAuth 2.1 resource server (:class:`airhttp.OAuthGuard`); ``token``
+            is then accepted beside OAuth tokens.
 
     Raises:
         OSError: the address cannot be bound.
@@ -214,6 +224,7 @@ async def serve_http(
         allowed_hosts=allowed_hosts,
         limits=limits,
         sse=sse,
+        auth=auth,
     )
     await server.start()
     try:
@@ -222,8 +233,11 @@ async def serve_http(
         await server.stop()
         raise
     bound = sock.getsockname()[1]
-    routes = app.app
+    oauth = app.app if isinstance(app.app, OAuthGuard) else None
+    routes = app.app if oauth is None else oauth.app
     fast = app.guard_fast(routes.fast) if isinstance(routes, HttpApp) else None
+    if isinstance(routes, HttpApp) and oauth is not None:
+        fast = app.guard_fast(oauth.guard_fast(routes.fast))
     http = HttpServer(app, limits=limits, fast=fast)
 
     def _exit() -> None:
@@ -253,6 +267,8 @@ async def serve_http(
                 routes.sse.close_all()
         server.dispatcher.close()
         sock.close()
+        if oauth is not None:
+            await oauth.verifier.close()
         await server.stop()
 
 
@@ -282,6 +298,7 @@ class HttpTransport:
             "max_body",
             "limits",
             "ready",
+            "auth",
             *_LIMIT_OPTIONS,
         }
     )

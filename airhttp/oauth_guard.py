@@ -1,0 +1,264 @@
+"""An OAuth 2.1 resource server in front of any ASGI app: ``air serve`` and ``air gateway`` both.
+
+- ``GET /.well-known/oauth-protected-resource`` and its path-suffixed form for the resource
+  (``…/mcp``) answer the protected resource metadata (RFC 9728), without a token.
+- Any other request needs ``Authorization: Bearer <token>`` (never the query string: a request
+  carrying ``access_token`` there is refused 400). No or a bad token: ``401`` with
+  ``WWW-Authenticate: Bearer resource_metadata="…"`` (and ``error=``/``scope=``), the discovery
+  entry of the MCP clients. A token without the server-wide scopes, or without a tool's scopes
+  for a ``tools/call`` of it: ``403`` ``insufficient_scope`` naming the scopes, so clients can
+  step up. Keys that cannot be fetched: ``503`` (fail closed).
+- An admitted request runs with its :class:`~airhttp.Identity` current
+  (:func:`~airhttp.current_identity`), which the MCP layer and the meter read.
+- A static token (``air serve --token``) may be accepted beside OAuth: it admits as
+  ``auth="token"`` with every scope.
+
+Put it inside :class:`~airhttp.GuardedApp` (Host, Origin, body and in-flight limits first),
+with the static token given here rather than to the guard's policy.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Coroutine
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import orjson
+
+from airhttp.guards import bearer_token
+from airhttp.identity import Identity, use_identity
+from airhttp.oauth_config import AuthConfig
+from airhttp.oauth_verify import AuthRefusedError, TokenVerifier
+from airhttp.types import Answer, ASGIApp, FastHandler, Message, Receive, Scope, Send
+
+__all__ = ["OAuthGuard"]
+
+_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+_JSON = (b"content-type", b"application/json")
+
+
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class OAuthGuard:
+    """Wrap ``app`` as an OAuth 2.1 protected resource (see the module docstring).
+
+    Args:
+        app: the ASGI app (the MCP endpoint, the gateway).
+        verifier: checks tokens for the configuration.
+        static_token: also admit this bearer token (``auth="token"``), or ``None``.
+    """
+
+    def __init__(
+        self, app: ASGIApp, verifier: TokenVerifier, *, static_token: str | None = None
+    ) -> None:
+        self.app = app
+        self.verifier = verifier
+        self.config: AuthConfig = verifier.config
+        self.static_token = static_token
+        parts = urlsplit(self.config.resource)
+        self.metadata_url = f"{parts.scheme}://{parts.netloc}{self.config.metadata_path}"
+        self._metadata = orjson.dumps(self.config.metadata())
+        self._paths = {_WELL_KNOWN, self.config.metadata_path}
+        self.refused = 0
+
+    # ---- the ASGI app -----------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] in self._paths:
+            await self._serve_metadata(scope, send)
+            return
+        try:
+            identity = await self._admit(scope)
+        except AuthRefusedError as refused:
+            await self._refuse(send, refused)
+            return
+        if self.config.tools and scope["method"] == "POST" and identity.auth == "oauth":
+            body, receive = await _buffered(receive)
+            failure = self._tool_failure(identity, body)
+            if failure is not None:
+                await self._refuse(send, failure)
+                return
+        token = use_identity(identity)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            token.var.reset(token)
+
+    async def _admit(self, scope: Scope) -> Identity:
+        query = scope.get("query_string") or b""
+        if b"access_token" in query and any(
+            k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"))
+        ):
+            raise AuthRefusedError(
+                400,
+                "invalid_request",
+                "access tokens are accepted in the Authorization header only",
+            )
+        header = dict(scope["headers"]).get(b"authorization")
+        token = bearer_token(None if header is None else header.decode("latin-1"))
+        if token is None:
+            raise AuthRefusedError(401, "", "an access token is required")
+        if self.static_token is not None and hmac.compare_digest(
+            token.encode(), self.static_token.encode()
+        ):
+            return Identity(auth="token", client_id="token")
+        identity = await self.verifier.verify(token)
+        missing = self.config.scopes - identity.scopes
+        if missing:
+            raise AuthRefusedError(
+                403,
+                "insufficient_scope",
+                "the token lacks the scope this server requires",
+                " ".join(sorted(self.config.scopes)),
+            )
+        return identity
+
+    def _tool_failure(self, identity: Identity, body: bytes) -> AuthRefusedError | None:
+        name = _called_tool(body)
+        if name is None:
+            return None
+        missing = identity.missing_for(name)
+        if not missing:
+            return None
+        need = sorted(identity.scopes.intersection(self.config.scopes) | missing)
+        return AuthRefusedError(
+            403,
+            "insufficient_scope",
+            f"calling {name!r} needs the scope(s) {' '.join(sorted(missing))}",
+            " ".join(need),
+        )
+
+    async def _serve_metadata(self, scope: Scope, send: Send) -> None:
+        if scope["method"] not in ("GET", "HEAD"):
+            await _reply(send, 405, b"", [(b"allow", b"GET")])
+            return
+        await _reply(send, 200, self._metadata, [_JSON, (b"cache-control", b"public, max-age=300")])
+
+    def challenge(self, failure: AuthRefusedError) -> bytes:
+        """The ``WWW-Authenticate`` value for ``failure`` (RFC 6750 §3, RFC 9728 §5.1)."""
+        parts = [f'resource_metadata="{self.metadata_url}"']
+        if failure.error and failure.error != "temporarily_unavailable":
+            parts.append(f'error="{failure.error}"')
+            parts.append(f'error_description="{_quote(failure.description[:300])}"')
+        scope = failure.scope or " ".join(sorted(self.config.scopes))
+        if scope:
+            parts.append(f'scope="{_quote(scope)}"')
+        return ("Bearer " + ", ".join(parts)).encode("latin-1", "replace")
+
+    async def _refuse(self, send: Send, failure: AuthRefusedError) -> None:
+        self.refused += 1
+        body = orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32600, "message": failure.description},
+            }
+        )
+        headers = [_JSON]
+        if failure.status in (401, 403):
+            headers.append((b"www-authenticate", self.challenge(failure)))
+        if failure.status == 503:
+            headers.append((b"retry-after", b"5"))
+        await _reply(send, failure.status, body, headers)
+
+    # ---- the server's raw-request hook ------------------------------------------------------
+    def guard_fast(self, handler: FastHandler) -> FastHandler:
+        """``handler`` behind this guard, for :class:`~airhttp.HttpServer`'s ``fast`` hook: only
+        a request whose token was verified before (cached) and that holds the scopes goes the
+        fast way, with its identity current; every other one is left to the ASGI path, which
+        verifies or refuses it."""
+
+        def guarded(scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
+            if scope["path"] in self._paths or b"access_token" in (
+                scope.get("query_string") or b""
+            ):
+                return None
+            header = dict(scope["headers"]).get(b"authorization")
+            token = bearer_token(None if header is None else header.decode("latin-1"))
+            if token is None:
+                return None
+            identity: Identity | None
+            if self.static_token is not None and hmac.compare_digest(
+                token.encode(), self.static_token.encode()
+            ):
+                identity = Identity(auth="token", client_id="token")
+            else:
+                identity = self.verifier.cached(token)
+                if identity is None or self.config.scopes - identity.scopes:
+                    return None
+                if self.config.tools and self._tool_failure(identity, body) is not None:
+                    return None
+            token_var = use_identity(identity)
+            try:  # the handler may read the identity while it decides
+                answer = handler(scope, body)
+            finally:
+                token_var.var.reset(token_var)
+            return None if answer is None else _with_identity(answer, identity)
+
+        return guarded
+
+
+async def _with_identity(answer: Coroutine[Any, Any, Answer], identity: Identity) -> Answer:
+    token = use_identity(identity)
+    try:
+        return await answer
+    finally:
+        token.var.reset(token)
+
+
+def _called_tool(body: bytes) -> str | None:
+    """The tool a ``tools/call`` body names (``None`` for anything else or no JSON)."""
+    if b"tools/call" not in body:
+        return None
+    try:
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return name if isinstance(name, str) else None
+
+
+async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """Read the whole body (the outer guard bounds it) and a ``receive`` that replays it."""
+    chunks = bytearray()
+    first: Message | None = None
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            first = message
+            break
+        chunks += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    body = bytes(chunks)
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            if first is not None:
+                return first
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return body, replay
+
+
+async def _reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

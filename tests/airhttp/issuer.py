@@ -1,0 +1,137 @@
+"""A small, controllable authorization server for the resource-server tests.
+
+It serves RFC 8414 metadata, a JWKS and an RFC 7662 introspection endpoint on a free
+127.0.0.1 port (aiohttp), mints tokens with ``joserfc`` and can misbehave on demand: down (503),
+slow, garbage, or with rotated keys. The end-to-end tests use the real ``oidc-provider`` too
+(``tests/airhttp/test_oidc_provider.py``); this one exists for the failure cases a real server
+will not produce on demand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from aiohttp import web
+from joserfc import jwt
+from joserfc.errors import SecurityWarning
+from joserfc.jwk import ECKey, KeySet, OKPKey, RSAKey
+
+__all__ = ["Issuer", "running_issuer"]
+
+
+class Issuer:
+    """The state of the fake authorization server (change it between requests)."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.mode = "ok"  # ok | down | slow | garbage
+        self.slow_s = 10.0
+        self.keys: list[Any] = [
+            RSAKey.generate_key(2048, parameters={"kid": "rsa-1"}),
+            ECKey.generate_key("P-256", parameters={"kid": "ec-1"}),
+            OKPKey.generate_key("Ed25519", parameters={"kid": "ed-1"}),
+        ]
+        self.jwks_requests = 0
+        self.active_tokens: dict[str, dict[str, Any]] = {}
+
+    def rotate(self) -> None:
+        """Replace the keys: a new ``kid``; tokens of the old keys stop verifying."""
+        self.keys = [ECKey.generate_key("P-256", parameters={"kid": f"ec-{time.time_ns()}"})]
+
+    def token(
+        self,
+        *,
+        resource: str,
+        scope: str = "mcp:tools",
+        alg: str = "ES256",
+        kid: str | None = None,
+        key: Any = None,
+        lifetime: float = 300.0,
+        **claims: Any,
+    ) -> str:
+        """A signed access token (RFC 9068 shape) for ``resource``."""
+        signer = key or next(
+            k
+            for k in self.keys
+            if {"ES256": "EC", "RS256": "RSA", "PS256": "RSA", "EdDSA": "OKP", "Ed25519": "OKP"}[
+                alg
+            ]
+            == k.key_type
+        )
+        now = int(time.time())
+        body = {
+            "iss": self.url,
+            "aud": resource,
+            "sub": "user-1",
+            "client_id": "client-1",
+            "scope": scope,
+            "iat": now,
+            "exp": now + int(lifetime),
+            "jti": str(time.time_ns()),
+        }
+        body.update(claims)
+        header = {"alg": alg, "typ": "at+jwt", "kid": kid if kid is not None else signer.kid}
+        with warnings.catch_warnings():  # "EdDSA" is deprecated by RFC 9864, still issued
+            warnings.simplefilter("ignore", SecurityWarning)
+            return jwt.encode(header, body, signer, algorithms=[alg])
+
+    async def _gate(self) -> web.Response | None:
+        if self.mode == "down":
+            return web.Response(status=503)
+        if self.mode == "slow":
+            await asyncio.sleep(self.slow_s)
+        if self.mode == "garbage":
+            return web.Response(body=b"\x00not json{", content_type="application/json")
+        return None
+
+    async def metadata(self, _request: web.Request) -> web.Response:
+        refused = await self._gate()
+        if refused is not None:
+            return refused
+        return web.json_response(
+            {
+                "issuer": self.url,
+                "jwks_uri": f"{self.url}/jwks",
+                "token_endpoint": f"{self.url}/token",
+                "introspection_endpoint": f"{self.url}/introspect",
+            }
+        )
+
+    async def jwks(self, _request: web.Request) -> web.Response:
+        self.jwks_requests += 1
+        refused = await self._gate()
+        if refused is not None:
+            return refused
+        return web.json_response(KeySet(self.keys).as_dict(private=False))
+
+    async def introspect(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        claims = self.active_tokens.get(str(form.get("token", "")))
+        return web.json_response(
+            {"active": False} if claims is None else {"active": True, **claims}
+        )
+
+
+@asynccontextmanager
+async def running_issuer() -> AsyncIterator[Issuer]:
+    """Start an :class:`Issuer` on a free 127.0.0.1 port; stop it on exit."""
+    issuer = Issuer()
+    app = web.Application()
+    app.router.add_get("/.well-known/oauth-authorization-server", issuer.metadata)
+    app.router.add_get("/jwks", issuer.jwks)
+    app.router.add_post("/introspect", issuer.introspect)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    issuer.url = f"http://127.0.0.1:{port}"
+    try:
+        yield issuer
+    finally:
+        await runner.cleanup()
