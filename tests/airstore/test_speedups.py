@@ -166,7 +166,7 @@ def test_a_line_is_written_only_for_what_the_python_path_takes_and_reads_back_th
         {1, 2},
         object(),
     ],
-    ids=repr,
+    ids=lambda value: type(value).__name__ if type(value) is object else repr(value),
 )
 def test_what_is_not_plain_ascii_json_is_declined(value: Any) -> None:
     assert native.record("k", value) is None
