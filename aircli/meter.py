@@ -17,7 +17,7 @@ from aircli.meter_slo import add_slo_parser
 from airmeter import Snapshot, meter_health, snapshot
 from airmeter.context_cost import ContextReport, context_report
 from airmeter.errors import AirmeterError
-from airmeter.hops import HopSummary, hop_summary
+from airmeter.hops import HopSummary, hop_summary, same_store
 from airstore import (
     AirstoreError,
     ReadOnlyUnsupportedError,
@@ -25,8 +25,9 @@ from airstore import (
     create_storage,
     store_exists,
 )
+from airstore.locations_index import known_locations
 
-__all__ = ["format_hops", "format_table", "parse_since", "register"]
+__all__ = ["format_elsewhere", "format_hops", "format_table", "parse_since", "register"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
@@ -69,7 +70,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("meter", help="metering reports")
     actions = parser.add_subparsers(dest="meter_command", metavar="ACTION", required=True)
     report = actions.add_parser("report", help="print calls, errors, latency, layers and tools")
-    report.add_argument("--store", default=None, help=f"{STORE_HELP}; opened read-only")
+    report.add_argument(
+        "--store",
+        default=None,
+        help=f"{STORE_HELP}; opened read-only. Without it the report also lists the other data "
+        "locations in use on this machine (registered in the per-user locations.json), each "
+        "server labelled with where its data is",
+    )
     report.add_argument(
         "--since",
         type=parse_since,
@@ -86,6 +93,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    args.everywhere = args.store is None  # no --store: every location on this machine
     chosen = store_location("air meter report", args.store, reading=True)
     args.store = chosen.url
     # One report, then the process ends: the cyclic GC would only walk the millions of rollup
@@ -121,7 +129,46 @@ async def _open(url: str) -> Store:
         return await create_storage(url)
 
 
+async def _elsewhere(args: argparse.Namespace) -> list[tuple[str, Snapshot]]:
+    """Every other registered data location with calls in the window, and its snapshot."""
+    if not getattr(args, "everywhere", False):
+        return []
+    here = args.store.removeprefix("file://")
+    found: list[tuple[str, Snapshot]] = []
+    for path in known_locations():
+        url = f"file://{path}"
+        if same_store(url, args.store) or str(path) == here:
+            continue
+        try:
+            store = await _open(url)
+        except (_NotFoundError, AirstoreError):
+            continue
+        try:
+            snap = await snapshot(store, since=args.since, tool=args.tool, layer=args.layer,
+                                  server=args.server, instance=args.instance)  # fmt: skip
+        except AirstoreError:
+            continue
+        finally:
+            await store.close()
+        if snap.total_calls:
+            found.append((url, snap))
+    return found
+
+
+def format_elsewhere(found: list[tuple[str, Snapshot]]) -> str:
+    """The other data locations' servers, each labelled with its location."""
+    if not found:
+        return ""
+    lines = ["", "other data locations on this machine (air meter report --store URL for one):"]
+    rows = [[row.server or "-", str(row.calls), str(row.errors),
+             f"{row.error_rate * 100:.1f}%", _ms(row.p95_ms), url]
+            for url, snap in found for row in snap.servers]  # fmt: skip
+    lines += _table(["server", "calls", "errors", "err%", "p95 ms", "data"], rows)
+    return "\n".join(lines)
+
+
 async def _report(args: argparse.Namespace) -> str:
+    elsewhere = await _elsewhere(args)
     store = await _open(args.store)
     try:
         snap = await snapshot(
@@ -141,13 +188,20 @@ async def _report(args: argparse.Namespace) -> str:
         data = snap.to_dict()
         data["context"] = context.to_dict()
         data["gateway"] = hops.to_dict()
+        data["data"] = args.store
+        data["other_locations"] = [
+            {"data": url, "total_calls": snap.total_calls,
+             "servers": [{"server": r.server, "instance_id": r.instance_id, "calls": r.calls,
+                          "errors": r.errors, "p95_ms": r.p95_ms} for r in snap.servers]}
+            for url, snap in elsewhere
+        ]  # fmt: skip
         return orjson.dumps(data).decode()
     if args.format == "prometheus":
         from airmeter.health import render_health
         from airmeter.prometheus_snapshot import render_snapshot
 
         return render_snapshot(snap) + render_health(healths)
-    return format_table(snap, context) + format_hops(hops)
+    return format_table(snap, context) + format_hops(hops) + format_elsewhere(elsewhere)
 
 
 def format_hops(hops: HopSummary) -> str:

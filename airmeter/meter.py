@@ -196,6 +196,13 @@ class Meter:
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task = asyncio.create_task(self._run(), name="airmeter-delivery")
+        from airstore.file import FileStore
+        from airstore.locations_index import register_location
+
+        store = self._store
+        if isinstance(store, FileStore) and not store.read_only:
+            # one machine, one view: readers find every data directory a meter writes to
+            register_location(store.path)
 
     async def stop(self) -> None:
         """Deliver everything pending, close the sinks and stop. Idempotent."""
