@@ -30,35 +30,37 @@ from aircore.protocol.framing import (
     KIND_RESPONSE,
     cancelled_response,
     check,
-    decode,
     error_response,
-    parse_error,
+)
+from aircore.transports.streamable import (
+    SESSION_HEADER,
+    HttpRequest,
+    RefusedError,
+    SseResponse,
+    StreamableEndpoint,
+    answer,
+    disconnected,
+    may_talk_first,
+    reply,
+    reply_json,
+    watch,
 )
 from airgateway import eras
 from airgateway._listing import LIST_METHODS, page
-from airgateway._wire import (
-    HOP_HEADER,
-    Receive,
-    Scope,
-    Send,
-    SseResponse,
-    read_body,
-    reply,
-    reply_json,
-    status_of,
-)
+from airgateway._wire import HOP_HEADER
 from airgateway.access import Unauthorized
 from airgateway.config import ClientConfig
 from airgateway.errors import GatewayError
+from airgateway.fast import FastPath
 from airgateway.gateway import Gateway
 from airgateway.rounds import HeldCall
 from airgateway.sessions import Session
 from airgateway.tasks import TASK_METHODS
 from airgateway.types import JSONDict
 from airhttp.guards import bearer_token
-from airhttp.media import accepts, media_type
+from airhttp.media import accepts
 
-__all__ = ["DEFAULT_MAX_BODY", "GatewayEndpoint"]
+__all__ = ["DEFAULT_MAX_BODY", "GatewayEndpoint", "GatewayHandler"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +70,6 @@ MAX_LISTENERS = 1024
 LISTENER_BACKLOG = 64
 CLIENT_ANSWER_TIMEOUT = 300.0
 MAX_INPUT_ROUNDS = 10
-SESSION_HEADER = "mcp-session-id"
 _REMOVED_IN_MODERN = frozenset(
     {"ping", "initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
@@ -111,17 +112,21 @@ _Owner = tuple[str | None, str | None]
 """Who a server→client request was sent to: the legacy session id and the client's name."""
 
 
-class GatewayEndpoint:
-    """The ASGI endpoint serving ``/mcp`` for a :class:`~airgateway.gateway.Gateway`.
+class GatewayHandler:
+    """The gateway's side of ``/mcp``: a
+    :class:`~aircore.transports.streamable.StreamableHandler` over the router (the shared
+    endpoint does the HTTP: body, media types, SSE, the fast path).
 
     Args:
         gateway: the started gateway.
-        max_body: the request body limit in bytes.
     """
 
-    def __init__(self, gateway: Gateway, *, max_body: int = DEFAULT_MAX_BODY) -> None:
+    allow = b"GET, POST, DELETE"
+
+    def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
-        self.max_body = max_body
+        self.fast = FastPath(gateway)
+        """The fast path's call (a 2026-07-28 ``tools/call`` answered with JSON)."""
         self._inflight: dict[tuple[str, Any], asyncio.Task[Any]] = {}
         self._pending: dict[str, tuple[_Owner, asyncio.Future[JSONDict]]] = {}
         """Server→client requests awaiting an answer: id → (who was asked, the answer)."""
@@ -141,94 +146,68 @@ class GatewayEndpoint:
             **{method: self._task_method(method) for method in TASK_METHODS},
         }
 
-    # ---- guards ---------------------------------------------------------------------------
-    async def admit(
-        self, headers: Mapping[str, str], send: Send
-    ) -> tuple[bool, ClientConfig | None]:
-        """The client the bearer token names; answers 401 itself when it names none.
+    # ---- admission (the seam authorization uses) -------------------------------------------
+    def identify(self, headers: Mapping[str, str]) -> ClientConfig | None:
+        """The client the bearer token names (``None``: the gateway names no clients).
 
         Host and Origin are checked before (``airhttp.GuardedApp``, see :mod:`airgateway.serve`).
+
+        Raises:
+            RefusedError: 401, the token names no client.
         """
         try:
-            client = self.gateway.access.identify(bearer_token(headers.get("authorization")))
+            return self.gateway.access.identify(bearer_token(headers.get("authorization")))
         except Unauthorized:
-            body = error_response(None, INVALID_REQUEST, "Unauthorized")
-            await reply_json(send, body, 401, [(b"www-authenticate", b"Bearer")])
-            return False, None
-        return True, client
+            raise RefusedError(
+                401, INVALID_REQUEST, "Unauthorized", headers=[(b"www-authenticate", b"Bearer")]
+            ) from None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    def admit(self, method: str, headers: Mapping[str, str]) -> ClientConfig | None:
+        """Who sends this request, before its body is read: a loop (508), the bearer token
+        (401), and a ``tools/call`` whose ``Mcp-Name`` the client may not call (403, routed
+        from the headers).
+
+        Raises:
+            RefusedError: the request is refused.
+        """
         if headers.get(HOP_HEADER) == self.gateway.id:
-            message = "the gateway is its own upstream here (a loop): refused"
-            await reply_json(send, error_response(None, INVALID_REQUEST, message), 508)
-            return
-        ok, client = await self.admit(headers, send)
-        if not ok:
-            return
-        method = scope["method"]
-        if method == "POST":
-            await self._post(headers, client, receive, send)
-        elif method == "GET":
-            await self._get(headers, receive, send)
-        elif method == "DELETE":
-            sid = headers.get(SESSION_HEADER)
-            found = sid is not None and await self.gateway.sessions.end(sid)
-            await reply(send, 200 if found else 404)
-        else:
-            await reply(send, 405, None, [(b"allow", b"GET, POST, DELETE")])
-
-    # ---- POST -----------------------------------------------------------------------------
-    async def _post(
-        self, headers: dict[str, str], client: ClientConfig | None, receive: Receive, send: Send
-    ) -> None:
-        accept = headers.get("accept")  # media types, never substrings (RFC 9110 §12.5.1)
-        accepts_json = accepts(accept, "application/json")
-        accepts_sse = accepts(accept, "text/event-stream")
-        if headers.get("mcp-method") == "tools/call" and client is not None:
+            text = "the gateway is its own upstream here (a loop): refused"
+            raise RefusedError(508, INVALID_REQUEST, text)
+        client = self.identify(headers)
+        if method == "POST" and headers.get("mcp-method") == "tools/call" and client is not None:
             name = headers.get("mcp-name")  # route from headers before reading the body
             if name is not None and not name.startswith("=?"):
                 try:
                     self.gateway.access.check(client, name)
                 except GatewayError as exc:
-                    await reply_json(
-                        send, error_response(None, exc.code, exc.message, exc.data), 403
-                    )
-                    return
-        body = await read_body(headers, receive, self.max_body)
-        if body is None:
-            message = f"Request body larger than {self.max_body} bytes"
-            await reply_json(send, error_response(None, INVALID_REQUEST, message), 413)
-            return
-        if media_type(headers.get("content-type")) != "application/json":
-            message = "Unsupported Media Type: use application/json"
-            await reply_json(send, error_response(None, INVALID_REQUEST, message), 415)
-            return
-        if not (accepts_json or accepts_sse):
-            message = "Not Acceptable: accept application/json or text/event-stream"
-            await reply_json(send, error_response(None, INVALID_REQUEST, message), 406)
-            return
-        try:
-            message = decode(body)
-        except ValueError as exc:
-            await reply_json(send, parse_error(str(exc)), 400)
-            return
+                    raise RefusedError(403, exc.code, exc.message, data=exc.data) from exc
+        return client
+
+    # ---- DELETE ---------------------------------------------------------------------------
+    async def delete(self, request: HttpRequest[ClientConfig | None]) -> None:
+        sid = request.headers.get(SESSION_HEADER)
+        found = sid is not None and await self.gateway.sessions.end(sid)
+        await reply(request.send, 200 if found else 404)
+
+    # ---- POST -----------------------------------------------------------------------------
+    async def post(self, message: Any, request: HttpRequest[ClientConfig | None]) -> None:
         kind, error = check(message)
         if error is not None:
-            await reply_json(send, error, 400)
+            await reply_json(request.send, error, 400)
             return
+        headers, client = request.headers, request.identity
         if kind == KIND_RESPONSE:  # as aircore: an id not asked of this responder is ignored
             pending = self._pending.get(str(message.get("id")))
             responder = (headers.get(SESSION_HEADER), None if client is None else client.name)
             if pending is not None and pending[0] == responder and not pending[1].done():
                 pending[1].set_result(message)
-            await reply(send, 202)
+            await reply(request.send, 202)
             return
         if "id" not in message:
             self._notification(message, headers.get(SESSION_HEADER))
-            await reply(send, 202)
+            await reply(request.send, 202)
             return
-        await self._request(message, headers, client, accepts_json, accepts_sse, receive, send)
+        await self._request(message, request)
 
     def _notification(self, message: JSONDict, sid: str | None) -> None:
         if message["method"] != "notifications/cancelled" or sid is None:
@@ -241,18 +220,10 @@ class GatewayEndpoint:
         if task is not None:
             task.cancel()
 
-    async def _request(
-        self,
-        message: JSONDict,
-        headers: dict[str, str],
-        client: ClientConfig | None,
-        accepts_json: bool,
-        accepts_sse: bool,
-        receive: Receive,
-        send: Send,
-    ) -> None:
+    async def _request(self, message: JSONDict, request: HttpRequest[ClientConfig | None]) -> None:
         method, msg_id = message["method"], message["id"]
         params = message.get("params") or {}
+        headers, client, send = request.headers, request.identity, request.send
         extra: list[tuple[bytes, bytes]] = []
         is_modern = modern.is_modern(method, params)
         if is_modern:
@@ -261,8 +232,7 @@ class GatewayEndpoint:
                 if method in _REMOVED_IN_MODERN:
                     raise AirError(METHOD_NOT_FOUND, f"Method not found: {method}", data=method)
             except AirError as exc:
-                response = error_response(msg_id, exc.code, exc.message, exc.data)
-                await reply_json(send, response, status_of(response, modern=True))
+                await reply_json(send, error_response(msg_id, exc.code, exc.message, exc.data))
                 return
             call = _Call(client, msg_id, version, None)
         elif method == "initialize":
@@ -274,34 +244,26 @@ class GatewayEndpoint:
                 text = (
                     "Bad Request: Mcp-Session-Id header is required"
                     if sid is None
-                    else ("Session not found")
+                    else "Session not found"
                 )
-                await reply_json(
-                    send, error_response(msg_id, INVALID_REQUEST, text), 400 if sid is None else 404
-                )
+                refusal = error_response(msg_id, INVALID_REQUEST, text)
+                await reply_json(send, refusal, 400 if sid is None else 404)
                 return
             call = _Call(client, msg_id, session.version, session)
         streams = method == "subscriptions/listen" or (
-            accepts_sse and (not accepts_json or _may_talk_first(method, params, is_modern))
+            request.accepts_sse
+            and (not request.accepts_json or may_talk_first(method, params, is_modern))
         )
         if streams:
             call.stream = SseResponse(send, extra)
         task = asyncio.ensure_future(self._dispatch(call, method, params, extra))
         if call.session is not None:
             self._inflight[(call.session.sid, msg_id)] = task
-        answer = await self._watch(task, call, receive, cancel_on_disconnect=is_modern)
-        if call.session is not None:
-            self._inflight.pop((call.session.sid, msg_id), None)
-        await self._answer(answer, call, is_modern, extra, send)
-
-    async def _answer(
-        self,
-        response: JSONDict | None,
-        call: _Call,
-        is_modern: bool,
-        extra: list[tuple[bytes, bytes]],
-        send: Send,
-    ) -> None:
+        try:
+            response = await watch(task, request.receive, cancel_on_disconnect=is_modern)
+        finally:
+            if call.session is not None:
+                self._inflight.pop((call.session.sid, msg_id), None)
         if response is None:
             if is_modern:  # the client closed the POST: nobody is left to answer
                 if call.stream is not None:
@@ -310,33 +272,7 @@ class GatewayEndpoint:
             # legacy: notifications/cancelled ended the call, but its POST is still open and
             # the 2025-era wire ends a request only with a response (so does the SDK's server)
             response = cancelled_response(call.msg_id)
-        status = status_of(response, modern=is_modern)
-        if call.stream is not None and (call.stream.started or status == 200):
-            await call.stream.event(response)
-            await call.stream.close()
-            return
-        await reply_json(send, response, status, extra)
-
-    async def _watch(
-        self, task: asyncio.Task[JSONDict], call: _Call, receive: Receive, *,
-        cancel_on_disconnect: bool,
-    ) -> JSONDict | None:  # fmt: skip
-        """Wait for the call; 2026-07-28: the client closing the POST cancels it."""
-        watcher: asyncio.Future[Any] | None = None
-        if cancel_on_disconnect:
-            watcher = asyncio.ensure_future(receive())
-            watcher.add_done_callback(lambda _w: task.cancel())  # a no-op once the task is done
-        try:
-            return await task
-        except asyncio.CancelledError:
-            me = asyncio.current_task()
-            if me is not None and me.cancelling():
-                task.cancel()  # we are being cancelled (shutdown): take the call with us
-                raise
-            return None  # the client closed the POST, or notifications/cancelled: no answer
-        finally:
-            if watcher is not None:
-                watcher.cancel()
+        await answer(send, response, call.stream, extra)
 
     async def _dispatch(
         self, call: _Call, method: str, params: JSONDict, extra: list[tuple[bytes, bytes]]
@@ -587,8 +523,9 @@ class GatewayEndpoint:
             stop()
             self._listeners -= 1
 
-    async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+    async def get(self, request: HttpRequest[ClientConfig | None]) -> None:
         """Legacy: the session's stream of list-changed notifications."""
+        headers, send = request.headers, request.send
         sid = headers.get(SESSION_HEADER)
         if sid is None or not accepts(headers.get("accept"), "text/event-stream"):
             await reply(send, 405, None, [(b"allow", b"POST, DELETE")])
@@ -597,24 +534,9 @@ class GatewayEndpoint:
             await reply_json(send, error_response(None, INVALID_REQUEST, "Session not found"), 404)
             return
         stream = SseResponse(send)
-
-        async def gone() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-
-        disconnected = asyncio.ensure_future(gone())
+        gone = asyncio.ensure_future(disconnected(request.receive))
         try:
-            await stream.send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [
-                        (b"content-type", b"text/event-stream"),
-                        (b"cache-control", b"no-cache"),
-                    ],
-                }
-            )
-            stream.started = True
+            await stream.open()
             # the head leaves with the first body part: send it now, so the client knows its
             # stream is open before the first change (and a disconnect finds it answered)
             await send({"type": "http.response.body", "body": b"", "more_body": True})
@@ -623,9 +545,7 @@ class GatewayEndpoint:
             try:
                 while True:
                     nxt = asyncio.ensure_future(anext(changes))
-                    done, _ = await asyncio.wait(
-                        {nxt, disconnected}, return_when=asyncio.FIRST_COMPLETED
-                    )
+                    done, _ = await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
                     if nxt not in done:
                         break
                     await stream.event(nxt.result())
@@ -638,16 +558,22 @@ class GatewayEndpoint:
                 await changes.aclose()
             await stream.close()
         finally:
-            disconnected.cancel()
+            gone.cancel()
 
 
-def _may_talk_first(method: str, params: Mapping[str, Any], is_modern: bool) -> bool:
-    if method not in ("tools/call", "prompts/get", "resources/read"):
-        return False
-    if not is_modern:
-        return method == "tools/call"
-    meta = params.get("_meta")
-    return isinstance(meta, Mapping) and ("progressToken" in meta or modern.LOG_LEVEL_KEY in meta)
+class GatewayEndpoint(StreamableEndpoint["ClientConfig | None"]):
+    """The ASGI endpoint serving ``/mcp`` for a :class:`~airgateway.gateway.Gateway`: the shared
+    :class:`~aircore.transports.streamable.StreamableEndpoint` over a :class:`GatewayHandler`
+    (its :meth:`fast` is the server's raw-request hook).
+
+    Args:
+        gateway: the started gateway.
+        max_body: the request body limit in bytes.
+    """
+
+    def __init__(self, gateway: Gateway, *, max_body: int = DEFAULT_MAX_BODY) -> None:
+        self.gateway_handler = GatewayHandler(gateway)
+        super().__init__(self.gateway_handler, max_body=max_body)
 
 
 def _wanted(message: JSONDict, call: _Call) -> bool:

@@ -1,15 +1,16 @@
-"""The fast path: a 2026-07-28 ``tools/call`` answered with JSON, before the ASGI endpoint.
+"""The gateway's fast path: a 2026-07-28 ``tools/call`` answered with JSON, before ASGI.
 
-Most of a gateway's traffic is stateless ``tools/call`` requests. :class:`FastPath` is
-:class:`airhttp.HttpServer`'s raw-request hook (behind :meth:`airhttp.GuardedApp.guard_fast`,
-so the same guards and in-flight count apply; the server cancels the call when the client
-closes the POST). One request is taken here when its
-headers say so (``Mcp-Method: tools/call``, ``Mcp-Name``, no session) and it passes exactly the
-checks the ASGI endpoint would make: the same ``airhttp`` guards (Host, Origin, the in-flight
-cap, shared with :class:`airhttp.GuardedApp`), the bearer token naming a client, the client's
-allow list, the envelope (headers against body), and a tool that exists. Anything else —
-a refusal, a bad envelope, an unknown tool, a call that may send progress or logs first, a
-legacy session — is left to the endpoint, which answers it as before.
+Most of a gateway's traffic is stateless ``tools/call`` requests. The shared endpoint's fast
+path (:meth:`aircore.transports.streamable.StreamableEndpoint.fast`, :class:`airhttp.HttpServer`'s
+raw-request hook behind :meth:`airhttp.GuardedApp.guard_fast`, so the same guards and in-flight
+count apply; the server cancels the call when the client closes the POST) makes the checks
+every handler shares — admitted (the bearer token naming a client, the client's allow list for
+``Mcp-Name``, no loop), no session, JSON in and accepted, a well-formed 2026-07-28 request —
+then hands the request to :class:`FastPath`, which takes it when its headers say
+``Mcp-Method: tools/call`` and it passes the rest of what the ASGI endpoint would check: the
+envelope (headers against body) and a tool that exists. Anything else — a bad envelope, an
+unknown tool, a call that may send progress or logs first — is left to the endpoint, which
+answers it as before.
 
 The request body is forwarded as it came (a 2026-07-28 HTTP replica gets the client's bytes,
 its own id included, when the tool keeps its upstream name and no trace context is added), and
@@ -27,9 +28,8 @@ import orjson
 from aircore.errors import AirError
 from aircore.protocol import modern
 from aircore.protocol.framing import encode, error_response
+from aircore.transports.streamable import JSON_HEADERS, status_of
 from airgateway import eras
-from airgateway._wire import HOP_HEADER, status_of
-from airgateway.access import Unauthorized
 from airgateway.config import ClientConfig
 from airgateway.errors import GatewayError
 from airgateway.gateway import Gateway
@@ -37,21 +37,9 @@ from airgateway.index import IndexedTool
 from airgateway.replica import Replica
 from airgateway.types import JSONDict
 from airgateway.upstream_http import HttpUpstream
-from airhttp import Answer, Scope
-from airhttp.guards import bearer_token
-from airhttp.media import accepts, media_type
+from airhttp import Answer
 
 __all__ = ["FastPath"]
-
-_HOP = HOP_HEADER.encode()
-_WANTED = frozenset(
-    {
-        b"host", b"origin", b"authorization", b"content-type", b"accept", b"mcp-method",
-        b"mcp-name", b"mcp-protocol-version", b"mcp-session-id", _HOP,
-    }
-)  # fmt: skip
-_JSON = ((b"content-type", b"application/json"),)
-_JSON_TYPE = "application/json"
 
 
 def _refuse_input(_message: JSONDict) -> Awaitable[JSONDict | None]:
@@ -64,62 +52,32 @@ def _refuse_input(_message: JSONDict) -> Awaitable[JSONDict | None]:
 
 
 class FastPath:
-    """Takes the requests it can (see the module docstring): an :data:`airhttp.FastHandler`.
+    """Takes the requests it can (see the module docstring): the gateway handler's ``fast``.
 
     Args:
         gateway: the started gateway.
-        path: the MCP endpoint path.
     """
 
-    def __init__(self, gateway: Gateway, *, path: str = "/mcp") -> None:
+    def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
-        self.path = path
-        self._me = gateway.id.encode()
 
-    def __call__(self, scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
+    def __call__(
+        self,
+        message: dict[str, Any],
+        body: bytes,
+        headers: dict[str, str],
+        client: ClientConfig | None,
+    ) -> Coroutine[Any, Any, Answer] | None:
         """The coroutine answering the request, or ``None`` to leave it to the endpoint."""
-        if scope["method"] != "POST" or scope["path"] != self.path:
-            return None
-        found: dict[bytes, bytes] = {}
-        for name, value in scope["headers"]:
-            if name in _WANTED and name not in found:
-                found[name] = value
-        if found.get(b"mcp-method") != b"tools/call" or b"mcp-session-id" in found:
-            return None
-        if found.get(_HOP) == self._me:
-            return None  # a loop: the endpoint refuses it
-        text = {k.decode("latin-1"): v.decode("latin-1") for k, v in found.items()}
-        # parsed as media types (never substrings): the endpoint answers 415/406 to the rest
-        if media_type(text.get("content-type")) != _JSON_TYPE or not accepts(
-            text.get("accept"), _JSON_TYPE
-        ):
-            return None
-        try:
-            client = self.gateway.access.identify(bearer_token(text.get("authorization")))
-        except Unauthorized:
-            return None
-        name = text.get("mcp-name")
-        if client is not None and name is not None:
-            try:  # refused from the header, before the body is parsed: the endpoint's answer
-                self.gateway.access.check(client, name)
-            except GatewayError:
-                return None
-        try:
-            message = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return None
-        msg_id = message.get("id")
         params = message.get("params")
         if (
-            message.get("method") != "tools/call"
+            headers.get("mcp-method") != "tools/call"
+            or message["method"] != "tools/call"
             or not isinstance(params, dict)
-            or not (isinstance(msg_id, str) or type(msg_id) is int)
         ):
             return None
         try:
-            version, _caps, _info = modern.check_envelope("tools/call", params, text)
+            version, _caps, _info = modern.check_envelope("tools/call", params, headers)
         except AirError:
             return None
         meta = params.get("_meta")
@@ -129,7 +87,7 @@ class FastPath:
         entry = self.gateway.index.tool(tool) if isinstance(tool, str) else None
         if entry is None or self.gateway.legacy_era(entry.server):
             return None  # a legacy upstream may ask mid-call: input rounds, the endpoint's
-        return self._call(body, params, entry, client, msg_id, version)
+        return self._call(body, params, entry, client, message["id"], version)
 
     async def _call(
         self, body: bytes, params: JSONDict, entry: IndexedTool, client: ClientConfig | None,
@@ -139,8 +97,8 @@ class FastPath:
             response, raw = await self._route(body, params, entry, client, msg_id, version)
         except (GatewayError, AirError) as exc:
             error = error_response(msg_id, exc.code, exc.message, exc.data)
-            return status_of(error, modern=True), _JSON, encode(error)
-        return 200, _JSON, raw if raw is not None else encode(response)
+            return status_of(error), JSON_HEADERS, encode(error)
+        return 200, JSON_HEADERS, raw if raw is not None else encode(response)
 
     async def _route(
         self, body: bytes, params: JSONDict, entry: IndexedTool, client: ClientConfig | None,

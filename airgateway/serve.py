@@ -1,6 +1,6 @@
 """Serving the gateway: a small ASGI app (``/mcp``, ``/status``) and the fast path
-(:mod:`airgateway.fast`, the server's raw-request hook) on :class:`airhttp.HttpServer`,
-stopped cleanly.
+(the shared endpoint's, :mod:`airgateway.fast` behind it: the server's raw-request hook) on
+:class:`airhttp.HttpServer`, stopped cleanly.
 
 SIGTERM and SIGINT (Ctrl+C) stop accepting, let calls in flight finish (5 s at most), then
 stop the gateway: health checks end, stdio children are stopped, metering is flushed.
@@ -9,20 +9,54 @@ stop the gateway: health checks end, stdio children are stopped, metering is flu
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
-from airgateway._wire import Receive, Scope, Send, reply, reply_json
+from aircore.transports.streamable import RefusedError, reply, reply_json
 from airgateway.endpoint import DEFAULT_MAX_BODY, GatewayEndpoint
-from airgateway.fast import FastPath
 from airgateway.gateway import Gateway
-from airhttp import AccessPolicy, GuardedApp, Limits, json_refusal, serve
+from airhttp import AccessPolicy, Answer, GuardedApp, Limits, json_refusal, serve
 from airhttp.guards import is_loopback
+from airhttp.types import Receive, Scope, Send
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_gateway_app", "serve_gateway"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4000
 GRACE_S = 5
+
+
+class _Routes:
+    """``path`` (MCP) and ``GET /status``; the MCP endpoint's fast path at ``path``."""
+
+    def __init__(self, gateway: Gateway, endpoint: GatewayEndpoint, path: str) -> None:
+        self.gateway = gateway
+        self.endpoint = endpoint
+        self.path = path
+
+    def fast(self, scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
+        """The raw-request hook (:data:`airhttp.FastHandler`) at ``path``."""
+        return self.endpoint.fast(scope, body) if scope["path"] == self.path else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        where = scope["path"]
+        if where == self.path:
+            await self.endpoint(scope, receive, send)
+        elif where == "/status":
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            try:
+                self.endpoint.gateway_handler.identify(headers)
+            except RefusedError as refused:
+                await reply_json(send, refused.response, refused.status, refused.headers)
+                return
+            if scope["method"] not in ("GET", "HEAD"):
+                await reply(send, 405, None, [(b"allow", b"GET")])
+                return
+            await reply_json(send, self.gateway.status(), 200)
+        else:
+            await reply(send, 404)
 
 
 def build_gateway_app(
@@ -54,28 +88,8 @@ def build_gateway_app(
     limits = limits or Limits(max_body=max_body)
     policy = AccessPolicy(check_host=check_host, allowed_hosts=allowed_hosts,
                           allowed_origins=allowed_origins)  # fmt: skip
-    endpoint = GatewayEndpoint(gateway, max_body=limits.max_body)  # fmt: skip
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        where = scope["path"]
-        if where == path:
-            await endpoint(scope, receive, send)
-        elif where == "/status":
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                       for k, v in scope["headers"]}  # fmt: skip
-            ok, _client = await endpoint.admit(headers, send)
-            if not ok:
-                return
-            if scope["method"] not in ("GET", "HEAD"):
-                await reply(send, 405, None, [(b"allow", b"GET")])
-                return
-            await reply_json(send, gateway.status(), 200)
-        else:
-            await reply(send, 404)
-
-    return GuardedApp(app, policy=policy, limits=limits, render=json_refusal)
+    routes = _Routes(gateway, GatewayEndpoint(gateway, max_body=limits.max_body), path)
+    return GuardedApp(routes, policy=policy, limits=limits, render=json_refusal)
 
 
 async def serve_gateway(
@@ -121,7 +135,8 @@ async def serve_gateway(
         app = build_gateway_app(gateway, path=path, allowed_origins=allowed_origins,
                                 check_host=is_loopback(host) or bool(allowed_hosts),
                                 allowed_hosts=allowed_hosts, limits=limits)  # fmt: skip
-        fast = app.guard_fast(FastPath(gateway, path=path))
+        routes = app.app
+        fast = app.guard_fast(routes.fast) if isinstance(routes, _Routes) else None
         # until SIGTERM/SIGINT (or cancellation) stop it gracefully; a second signal: at once
         await serve(app, host=host, port=port, limits=limits, grace=GRACE_S, fast=fast,
                     ready=listening)  # fmt: skip

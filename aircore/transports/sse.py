@@ -25,6 +25,7 @@ from urllib.parse import parse_qs
 from aircore.errors import INVALID_REQUEST
 from aircore.protocol.framing import decode, encode, error_response, parse_error
 from aircore.protocol.session import Connection
+from aircore.transports.streamable import disconnected, read_body
 from airhttp import DEFAULT_MAX_BODY, media_type
 from airhttp.types import Receive, Scope, Send
 
@@ -62,12 +63,6 @@ async def _plain(send: Send, status: int, text: str, extra: list[tuple[bytes, by
     headers = [*extra, (b"content-type", _TEXT), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-async def _disconnected(receive: Receive) -> None:
-    """Return when the client goes away (the request's own body messages are skipped)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 def _forget(conn: Connection, msg_id: Any, task: asyncio.Task[None]) -> None:
@@ -173,7 +168,7 @@ class SseEndpoint:
             (b"x-accel-buffering", b"no"),
         ]
         endpoint = f"{self.messages_path}?session_id={sid}".encode()
-        disconnect = asyncio.ensure_future(_disconnected(receive))
+        disconnect = asyncio.ensure_future(disconnected(receive))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             first = b"event: endpoint\ndata: " + endpoint + b"\n\n"
@@ -226,7 +221,7 @@ class SseEndpoint:
         if media_type(ctype.decode("latin-1")) != "application/json":
             await _plain(send, 415, "Unsupported Media Type: use application/json", [])
             return
-        body = await self._read_body(receive)
+        body = await read_body({}, receive, self.max_body)
         if body is None:
             await _plain(send, 413, f"request body larger than {self.max_body} bytes", [])
             return
@@ -258,15 +253,3 @@ class SseEndpoint:
         response = await self.server.dispatcher.handle(message, session.conn)
         if response is not None:
             await session.send(response)
-
-    async def _read_body(self, receive: Receive) -> bytes | None:
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return bytes(body)
-            body += message.get("body", b"")
-            if len(body) > self.max_body:
-                return None
-            if not message.get("more_body"):
-                return bytes(body)

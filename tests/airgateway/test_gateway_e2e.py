@@ -349,6 +349,27 @@ async def test_an_input_round_of_a_legacy_upstream_answers_only_its_own_retry(ri
         assert again["error"]["code"] == -32602  # a round is answered once
 
 
+async def test_a_legacy_prompts_get_is_answered_on_a_stream_as_aircore_answers_it(
+    rig: Rig,
+) -> None:
+    """A legacy prompt handler may ask the client (elicitation) before its answer, so a client
+    accepting SSE gets one, as from aircore (the gateway's copy of the rule had drifted: JSON)."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        sid = await _legacy_session(http, rig.url)
+        body = {"jsonrpc": "2.0", "id": 5, "method": "prompts/get",
+                "params": {"name": "greet", "arguments": {"name": "Bo"}}}  # fmt: skip
+        headers = {"mcp-session-id": sid, "accept": "application/json, text/event-stream"}
+        answer = await http.post(rig.url, json=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"] == "text/event-stream"
+    data = [
+        line.removeprefix("data: ")
+        for line in answer.text.splitlines()
+        if line.startswith("data: ")
+    ]
+    assert "Hello Bo" in str(orjson.loads(data[-1])["result"]["messages"][0]["content"])
+
+
 async def _legacy_session(http: httpx.AsyncClient, url: str) -> str:
     """A fresh legacy session that declares elicitation; returns its id."""
     params = {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
