@@ -34,10 +34,11 @@ from aircore.failure_log import FAILURES
 from aircore.middleware import as_middleware, compose
 from aircore.plugins import plugin_hook, validate_plugins
 from aircore.prompt import Prompt
+from aircore.protocol.session import Connection
 from aircore.registry import Registry
 from aircore.resource import Resource
 from aircore.tool import Tool
-from aircore.types import GatedMeterHook, ToolAwareMeterHook
+from aircore.types import GatedMeterHook, MeterHook, MeterSlot, Middleware, ToolAwareMeterHook
 from airstore import MemoryStore, Store, StoreLocation, create_storage, resolve_store_location
 
 __all__ = ["AirServer", "define_server"]
@@ -53,7 +54,7 @@ async def _call_hook(hook: Any, *args: Any) -> None:
         await value
 
 
-def _load_meter(meter: Any) -> Any:
+def _load_meter(meter: MeterSlot | bool | None) -> MeterSlot | None:
     if meter is None or meter is False:
         return None
     if meter is True:
@@ -83,9 +84,9 @@ class AirServer(Registry):
         resources: Sequence[Resource] = (),
         prompts: Sequence[Prompt] = (),
         storage: str | Store | None = None,
-        meter: Any = None,
+        meter: MeterSlot | bool | None = None,
         use: Sequence[Any] = (),
-        middleware: Sequence[Any] = (),
+        middleware: Sequence[Middleware] = (),
         page_size: int = 100,
         definitions: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -177,7 +178,7 @@ class AirServer(Registry):
         self._owns_store = isinstance(storage, str)
         self.store = storage if isinstance(storage, Store) else None
 
-    def use_meter(self, meter: Any) -> None:
+    def use_meter(self, meter: MeterSlot | bool | None) -> None:
         """Replace the meter hook before the server starts (``air serve --otel`` gives one
         that exports).
 
@@ -206,9 +207,8 @@ class AirServer(Registry):
                     await _call_hook(plugin_hook(plugin, "on_init"), self)
                 for plugin in self.plugins:
                     await _call_hook(plugin_hook(plugin, "on_start"), self)
-                start = getattr(self.meter, "start", None)
-                if start is not None:
-                    await start(server_name=self.name, store=self.store)
+                if isinstance(self.meter, MeterHook):
+                    await self.meter.start(server_name=self.name, store=self.store)
                     meter_started = True
                 for name in list(self.tools):
                     self._register_with_plugins(name)
@@ -242,10 +242,9 @@ class AirServer(Registry):
         """Undo a failed :meth:`start`: stop a started meter, close an owned store (logged)."""
         self._chains.clear()
         self._listing = None
-        stop = getattr(self.meter, "stop", None)
-        if meter_started and stop is not None:
+        if meter_started and isinstance(self.meter, MeterHook):
             try:
-                await stop()
+                await self.meter.stop()
             except Exception:
                 logger.exception("meter stop failed after a failed start")
         if self.store is not None and self._owns_store:
@@ -318,10 +317,9 @@ class AirServer(Registry):
                     await _call_hook(plugin_hook(plugin, "on_stop"), self)
                 except Exception:
                     logger.exception("plugin %s on_stop failed", plugin_hook(plugin, "meta"))
-            stop = getattr(self.meter, "stop", None)
-            if stop is not None:
+            if isinstance(self.meter, MeterHook):
                 try:
-                    await stop()
+                    await self.meter.stop()
                 except Exception:
                     logger.exception("meter stop failed")
             if self.store is not None and self._owns_store:
@@ -399,18 +397,18 @@ class AirServer(Registry):
             if self._lazy is token:  # not stopped (and started again) since
                 await self.stop()
 
-    async def handle_message(self, message: Any, conn: Any = None) -> dict[str, Any] | None:
+    async def handle_message(
+        self, message: Any, conn: Connection | None = None
+    ) -> dict[str, Any] | None:
         """Handle one decoded JSON-RPC message in-process; return the response or ``None``."""
         if conn is None:
             conn = self._inproc
         return await self.dispatcher.handle(message, conn)
 
     @property
-    def _inproc(self) -> Any:
-        conn = self.__dict__.get("_inproc_conn")
+    def _inproc(self) -> Connection:
+        conn: Connection | None = self.__dict__.get("_inproc_conn")
         if conn is None:
-            from aircore.protocol.session import Connection
-
             conn = Connection(transport="inproc")
             self.__dict__["_inproc_conn"] = conn
         return conn
@@ -454,9 +452,9 @@ def define_server(
     resources: Sequence[Resource] = (),
     prompts: Sequence[Prompt] = (),
     storage: str | Store | None = None,
-    meter: Any = None,
+    meter: MeterSlot | bool | None = None,
     use: Sequence[Any] = (),
-    middleware: Sequence[Any] = (),
+    middleware: Sequence[Middleware] = (),
     title: str | None = None,
     instructions: str | None = None,
     page_size: int = 100,

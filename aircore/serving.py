@@ -20,7 +20,7 @@ from aircore.transports.detect import TRANSPORT_ENV, detect_transport
 from aircore.transports.loop import run_loop
 from aircore.transports.options import check_options
 from aircore.transports.table import get_transport
-from aircore.types import MessageHandler, MeterHook, Served, Transport
+from aircore.types import MessageHandler, MeterSlot, Served, Transport
 
 if TYPE_CHECKING:
     from airstore import StoreLocation
@@ -74,7 +74,7 @@ class _Announced:
         return self.server.tools
 
     @property
-    def meter(self) -> MeterHook | None:
+    def meter(self) -> MeterSlot | None:
         return self.server.meter
 
     @property

@@ -21,13 +21,17 @@ if TYPE_CHECKING:
     from airstore import Store, StoreLocation
 
 __all__ = [
+    "AfterHook",
+    "BeforeHook",
     "CallInfo",
     "CallNext",
+    "ErrorHook",
     "GatedMeterHook",
     "Handler",
     "JSONDict",
     "MessageHandler",
     "MeterHook",
+    "MeterSlot",
     "Middleware",
     "MiddlewareFn",
     "NetworkTransport",
@@ -53,8 +57,31 @@ CallNext: TypeAlias = "Callable[[ToolContext], Awaitable[Any]]"
 MiddlewareFn: TypeAlias = "Callable[[ToolContext, CallNext], Awaitable[Any]]"
 """A plain middleware: ``async def mw(ctx, call_next)``."""
 
-Middleware: TypeAlias = Any
-"""A :data:`MiddlewareFn`, or an object with optional ``before``/``after``/``on_error`` hooks."""
+
+class BeforeHook(Protocol):
+    """A hook middleware's ``before(ctx)``: ``None`` (go on), ``{"params": …}``,
+    ``{"abort": True, "abort_response": …}`` or ``{"meta": …}``; sync or async."""
+
+    def before(self, ctx: ToolContext) -> Any: ...
+
+
+class AfterHook(Protocol):
+    """A hook middleware's ``after(ctx, result)``: a replacement result or ``None``."""
+
+    def after(self, ctx: ToolContext, result: Any) -> Any: ...
+
+
+class ErrorHook(Protocol):
+    """A hook middleware's ``on_error(ctx, error)``: a result that ends the error, or ``None``."""
+
+    def on_error(self, ctx: ToolContext, error: BaseException) -> Any: ...
+
+
+Middleware: TypeAlias = (
+    "MiddlewareFn | BeforeHook | AfterHook | ErrorHook | Mapping[str, Callable[..., Any]]"
+)
+"""A :data:`MiddlewareFn`, an object with any of the ``before``/``after``/``on_error`` hooks, or a
+dict of them."""
 
 
 @runtime_checkable
@@ -179,7 +206,7 @@ class Served(Protocol):
         """The tools by name (the HTTP status page counts them)."""
 
     @property
-    def meter(self) -> MeterHook | None:
+    def meter(self) -> MeterSlot | None:
         """The meter hook, if the server meters (HTTP then serves ``/metrics``)."""
 
     @property
@@ -195,6 +222,11 @@ class Served(Protocol):
 
     async def stop(self) -> None:
         """Stop (idempotent)."""
+
+
+MeterSlot: TypeAlias = "MeterHook | MiddlewareFn"
+"""What fills the meter slot: a :class:`MeterHook` (started and stopped with the server), or a
+plain :data:`MiddlewareFn` (no lifecycle)."""
 
 
 class Transport(Protocol):

@@ -370,6 +370,21 @@ async def test_a_legacy_prompts_get_is_answered_on_a_stream_as_aircore_answers_i
     assert "Hello Bo" in str(orjson.loads(data[-1])["result"]["messages"][0]["content"])
 
 
+async def test_a_legacy_initialize_answered_on_a_stream_carries_its_session_id(rig: Rig) -> None:
+    """A client accepting only SSE gets its ``initialize`` answer as an event: the session
+    header goes with that stream's head (it was read before the session existed)."""
+    params = {"protocolVersion": "2025-06-18", "capabilities": {},
+              "clientInfo": {"name": "raw", "version": "0"}}  # fmt: skip
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    async with httpx.AsyncClient(timeout=30) as http:
+        answer = await http.post(rig.url, json=body, headers={"accept": "text/event-stream"})
+        assert answer.headers["content-type"] == "text/event-stream"
+        sid = answer.headers.get("mcp-session-id")
+        assert sid, answer.headers
+        ping = await legacy_request(http, rig.url, "ping", {}, sid)
+    assert ping.json()["result"] == {}
+
+
 async def _legacy_session(http: httpx.AsyncClient, url: str) -> str:
     """A fresh legacy session that declares elicitation; returns its id."""
     params = {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
