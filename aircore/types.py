@@ -161,7 +161,7 @@ class ServerModel(Protocol):
     def tools(self) -> Mapping[str, Tool]: ...
 
     @property
-    def meter(self) -> MeterHook | None:
+    def meter(self) -> MeterSlot | None:
         """The server's meter (``None``: calls are not metered)."""
 
     @property
