@@ -10,8 +10,13 @@ runs. stdin and stdout are read and written by the path this OS and loop offer
 
 Backpressure: at most ``max_inflight`` frames are handled at once, and when answers pile up
 unread (more than ``max_buffer`` bytes waiting for the client), no new frame is read until
-they drain below a quarter of it. A client that never reads stdout stalls; the server's memory
-stays bounded.
+they drain below a quarter of it. The answers of calls already running when the client stopped
+reading cannot be refused, so how many run matters: requests of a kind (a tool, or a method)
+whose answers were over 4 KiB lately, or that has not answered yet, start at most four per loop
+turn, and once an answer of N bytes was seen, no more calls run at once than N-byte answers fit
+in ``max_buffer`` (at least four). A client that never reads stdout stalls; the unread answers
+stay near ``max_buffer`` (1 MiB answers to small requests: 12 MiB above the idle RSS, where 64
+calls at once took 128 MiB).
 """
 
 from __future__ import annotations
@@ -59,6 +64,29 @@ DEFAULT_MAX_BUFFER = 4 * 1024 * 1024
 quarter of it)."""
 
 _CHUNK = 256 * 1024
+_ADMIT_PER_TURN = 4
+"""Requests started in one loop turn whose answers may be large (their kind — a tool, or a
+method — answered more than :data:`_SMALL` bytes lately, or never yet); the rest start in the
+next turns, so the answers of the first can fill the output (and pause reading) before a whole
+burst is running. Requests of kinds that answer small are not paced."""
+_KINDS = 1024
+"""Kinds of request whose answer sizes are remembered (a client's made-up names are dropped
+beyond it)."""
+_SMALL = 4096
+"""Answers up to this size never slow admission down (``max_buffer`` holds plenty)."""
+_MIN_WINDOW = 4
+"""Calls that may run at once however large the answers are."""
+
+
+def _kind(message: dict[str, Any]) -> Any:
+    """What a request's answer size is remembered by: its method, and a tool's name."""
+    method = message.get("method")
+    params = message.get("params")
+    if method == "tools/call" and type(params) is dict:
+        name = params.get("name")
+        if type(name) is str:
+            return name
+    return (method,) if type(method) is str else None
 
 
 def _request_id(message: Any) -> str | int | None:
@@ -105,6 +133,10 @@ class StdioSession:
         self._discarding = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._write_blocked = False
+        self._big = 0  # the largest recent answer, decaying
+        self._window = max_inflight  # calls that may run at once (see _fit)
+        self._sizes: dict[Any, int] = {}  # the recent answer size of each kind of request
+        self._capped = False
         self._loop = asyncio.get_running_loop()
         self._ready = asyncio.Event()
         self._ready.set()
@@ -116,27 +148,51 @@ class StdioSession:
 
     def emit(self, message: dict[str, Any]) -> None:
         """Queue one message; written at the end of this loop turn."""
-        self._out += encode(message)
+        self._emit(message)
+
+    def _emit(self, message: dict[str, Any]) -> int:
+        data = encode(message)
+        size = len(data)
+        if size > self._big:
+            self._big = size
+            self._fit()
+        self._out += data
         self._out += b"\n"
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self.flush)
+        return size
 
     def flush(self) -> None:
         """Write everything queued."""
         self._flush_scheduled = False
+        if self._big > _SMALL:  # large answers are forgotten gradually, once per write
+            self._big -= self._big >> 3
+            self._fit()
         if self._out:
             data = bytes(self._out)
-            self._out.clear()
+            self._out = bytearray()  # not clear(): a large one's memory goes back at once
             self._write(data)
             if not self._write_blocked and self._buffered() > self.max_buffer:
                 self.writing_paused(True)
 
     # ---- backpressure -------------------------------------------------------------------
+    def _fit(self) -> None:
+        """Calls that may run at once: as many as answers of the largest recent size fit in
+        ``max_buffer`` (at least :data:`_MIN_WINDOW`, at most ``max_inflight``). The answers of
+        calls already running cannot be refused when the client stops reading; this keeps
+        what they add to the unread bytes near ``max_buffer``."""
+        if self._big:
+            fits = self.max_buffer // self._big
+            self._window = min(self.max_inflight, max(_MIN_WINDOW, fits))
+        if self._capped and len(self._tasks) < self._window:
+            self._capped = False
+            self._settle()
+
     @property
     def paused(self) -> bool:
         """Whether new frames wait (too many in flight, or too many answers unread)."""
-        return self._write_blocked or len(self._tasks) >= self.max_inflight
+        return self._write_blocked or len(self._tasks) >= self._window
 
     def writing_paused(self, blocked: bool) -> None:
         """The output side's flow control: ``True`` above the high-water mark, ``False``
@@ -146,14 +202,17 @@ class StdioSession:
 
     def _settle(self) -> None:
         if self.paused:
+            self._capped = True
             if self._ready.is_set():
                 self.pauses += 1
                 self._ready.clear()
             return
         if self._has_frame():
-            self._loop.call_soon(self._frames)
-        else:
-            self._ready.set()
+            self._loop.call_soon(self._frames)  # the next few, in the next turn
+            if len(self._buf) > _CHUNK:
+                self._ready.clear()  # read on once these are taken
+                return
+        self._ready.set()
 
     def _has_frame(self) -> bool:
         return self._buf.find(b"\n") >= 0
@@ -171,7 +230,8 @@ class StdioSession:
     def _frames(self) -> None:
         buf = self._buf
         start = 0
-        while not self.paused:
+        admitted = 0
+        while not self.paused and admitted < _ADMIT_PER_TURN:
             nl = buf.find(b"\n", start)
             if nl < 0:
                 break
@@ -179,8 +239,8 @@ class StdioSession:
                 self._discarding = False
             elif nl - start > self.max_frame:
                 self._oversize()
-            else:
-                self._frame(bytes(buf[start:nl]))
+            elif self._frame(bytes(buf[start:nl])):
+                admitted += 1
             start = nl + 1
         del buf[:start]
         if len(buf) > self.max_frame and not self._has_frame():
@@ -197,15 +257,17 @@ class StdioSession:
             )
         )
 
-    def _frame(self, line: bytes) -> None:
+    def _frame(self, line: bytes) -> bool:
+        """Handle one frame; whether it started a request whose answer may be large (its kind
+        answered more than :data:`_SMALL` bytes lately, or has not answered yet)."""
         line = line.strip()
         if not line:
-            return
+            return False
         try:
             message = decode(line)
         except ValueError as exc:
             self.emit(parse_error(str(exc)))
-            return
+            return False
         # a request is tracked by id (``notifications/cancelled`` finds it); the dispatcher
         # checks and routes every frame, malformed ones included
         msg_id = _request_id(message)
@@ -213,27 +275,37 @@ class StdioSession:
             self.emit(
                 error_response(msg_id, INVALID_REQUEST, "Invalid Request: duplicate id in flight")
             )
-            return
-        task = self._loop.create_task(self._run(message))
+            return False
+        kind = _kind(message) if msg_id is not None else None
+        task = self._loop.create_task(self._run(message, kind))
         self._tasks.add(task)
         task.add_done_callback(self._finished)
-        if msg_id is not None:
-            self.conn.inflight[msg_id] = task
-            task.add_done_callback(functools.partial(self._done, msg_id))
+        if msg_id is None:
+            return False
+        self.conn.inflight[msg_id] = task
+        task.add_done_callback(functools.partial(self._done, msg_id))
+        return not 0 <= self._sizes.get(kind, -1) <= _SMALL
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        if len(self._tasks) == self.max_inflight - 1:
+        if self._capped and len(self._tasks) < self._window:
+            self._capped = False
             self._settle()  # we were at the cap: take more input
 
     def _done(self, msg_id: Any, task: asyncio.Task[None]) -> None:
         if self.conn.inflight.get(msg_id) is task:
             del self.conn.inflight[msg_id]
 
-    async def _run(self, message: Any) -> None:
+    async def _run(self, message: Any, kind: Any) -> None:
         response = await self.dispatcher.handle(message, self.conn)
         if response is not None:
-            self.emit(response)
+            size = self._emit(response)
+            if kind is not None:
+                sizes = self._sizes
+                if len(sizes) >= _KINDS:
+                    sizes.clear()  # names a client made up: forget them all
+                former = sizes.get(kind, 0)
+                sizes[kind] = size if size > former else former - (former >> 3)
 
     async def drain(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for in-flight calls (and frames still waiting behind
