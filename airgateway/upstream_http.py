@@ -173,10 +173,14 @@ class HttpUpstream:
         except (ConnectFailedError, ConnectionLostError) as exc:
             raise self._unavailable(exc) from exc
 
-    async def forward(self, body: bytes, name: str, *, timeout: float) -> tuple[JSONDict, bytes]:
+    async def forward(
+        self, body: bytes, name: str, *, timeout: float, resend: bool = False
+    ) -> tuple[JSONDict, bytes]:
         """Send a 2026-07-28 ``tools/call`` whose body needs no change, as it is.
 
         The client's own id travels (each POST is its own exchange, so ids cannot collide).
+        ``resend``: the tool may run twice (read-only or idempotent), so a pooled connection
+        that closes without an answer may be replaced and the call sent again on it.
 
         Returns:
             The JSON-RPC response (parsed, to inspect) and its bytes (to pass on unchanged).
@@ -197,7 +201,7 @@ class HttpUpstream:
         }
         try:
             async with asyncio.timeout(timeout):
-                resp = await self._pool.request("POST", body, headers)
+                resp = await self._pool.request("POST", body, headers, resend=resend)
                 if resp.body is None:  # an SSE answer: the response is one of its events
                     async for _name, data in events(resp.lines()):
                         raw = data.encode()

@@ -322,3 +322,42 @@ async def test_an_informational_answer_before_the_answer_is_skipped() -> None:
             assert "link" not in resp.headers
         await pool.close()
     assert len(connections) == 1  # still in step: the connection was reused
+
+
+@pytest.mark.parametrize("safe", [False, True])
+async def test_the_fast_path_forward_resends_only_a_call_that_may_run_twice(safe: bool) -> None:
+    """``HttpUpstream.forward`` (the fast path's ``tools/call``) on a pooled connection closed
+    without an answer: sent again for a read-only / idempotent tool, else the call may have
+    run and the error says it was sent (the router does not run it elsewhere)."""
+    from airgateway import eras
+    from airgateway.errors import UpstreamUnavailableError
+    from airgateway.upstream_http import HttpUpstream
+
+    seen: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for answered in (True, False):  # each connection: one answer, then a silent close
+            try:
+                body = await _read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            seen.append(body)
+            if answered:
+                writer.write(_json_answer(b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}'))
+                await writer.drain()
+
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'
+    async with _server(handler) as (url, connections):
+        upstream = HttpUpstream("s#0", url)
+        upstream.era = eras.MODERN  # as after its handshake
+        await upstream.forward(call, "t", timeout=10, resend=safe)
+        if safe:
+            message, _raw = await upstream.forward(call, "t", timeout=10, resend=True)
+            assert message["result"] == {"content": []}
+        else:
+            with pytest.raises(UpstreamUnavailableError) as raised:
+                await upstream.forward(call, "t", timeout=10)
+            assert raised.value.sent is True
+        await upstream.close()
+    assert len(seen) == (3 if safe else 2)  # resent once on a new connection, or never
+    assert len(connections) == (2 if safe else 1)
