@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aircli._platform import interrupt_on_terminate
-from aircli.locate import STORE_HELP, elsewhere_hint, store_location
+from aircli.locate import STORE_HELP, elsewhere_hint, other_metered_locations, store_location
 from aircli.remote import port_number, refuse_remote_bind
 from aircli.settings import DASHBOARD_TOKEN_ENV, cli_settings
 
@@ -164,6 +164,10 @@ def _run(args: argparse.Namespace) -> int:
         hint = elsewhere_hint(location)
         if hint:
             print(f"air dashboard: nothing recorded in {location.url}; {hint}", file=sys.stderr)
+    elif args.store is None:  # one machine, one view: say where else calls are metered
+        for url in other_metered_locations(location):
+            print(f"air dashboard: calls are metered in {url} too (air dashboard --store {url})",
+                  file=sys.stderr)  # fmt: skip
     return serve_dashboard(
         location.url,
         host=args.host,

@@ -10,6 +10,7 @@ exit status 2, like a usage error.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from airstore import (
     InvalidArgumentError,
@@ -19,7 +20,13 @@ from airstore import (
     resolve_store_location,
 )
 
-__all__ = ["BAD_LOCATION_EXIT", "STORE_HELP", "elsewhere_hint", "store_location"]
+__all__ = [
+    "BAD_LOCATION_EXIT",
+    "STORE_HELP",
+    "elsewhere_hint",
+    "other_metered_locations",
+    "store_location",
+]
 
 BAD_LOCATION_EXIT = 2
 """The exit status of a command whose store location cannot be used (a usage error)."""
@@ -59,6 +66,21 @@ def store_location(prog: str, given: str | None, *, reading: bool) -> StoreLocat
     return location
 
 
+def other_metered_locations(location: StoreLocation) -> list[str]:
+    """The URLs of the other data directories on this machine that hold metered calls (from
+    the per-user locations index, :mod:`airstore.locations_index`), newest first."""
+    from airstore.locations_index import known_locations
+
+    here = None if location.path is None else location.path.resolve()
+    if here is None and location.url.startswith("file://"):
+        here = Path(location.url.removeprefix("file://")).resolve()
+    return [
+        f"file://{path}"
+        for path in known_locations()
+        if path != here and any(path.glob("meter.calls.log*"))
+    ]
+
+
 def elsewhere_hint(location: StoreLocation) -> str | None:
     """For an empty default location: the other default locations that hold data, as a hint.
 
@@ -70,6 +92,7 @@ def elsewhere_hint(location: StoreLocation) -> str | None:
     others = [
         other.url for other in default_locations() if other.path != location.path and other.exists()
     ]
+    others += [url for url in other_metered_locations(location) if url not in others]
     if not others:
         return None
     return f"data found in {' and '.join(others)}: pass --store URL, or set AIR_DATA_DIR"

@@ -53,6 +53,18 @@ def test_a_desktop_clients_calls_show_in_the_report_run_in_the_project(tmp_path:
                     "--store", f"file://{project / '.air' / 'data'}")  # fmt: skip
     assert orjson.loads(narrowed.stdout)["other_locations"] == []  # --store narrows to one
 
+    dashboard = subprocess.Popen(
+        air("dashboard", "--port", "0"), cwd=project, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert dashboard.stdout is not None
+        assert "http://127.0.0.1:" in dashboard.stdout.readline()  # serving: said it before
+    finally:
+        dashboard.terminate()
+        _, said = dashboard.communicate(timeout=60)
+    assert f"calls are metered in file://{user_data} too" in said
+
 
 def test_the_index_is_bounded_and_forgets_directories_that_are_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
