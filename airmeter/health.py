@@ -47,9 +47,11 @@ PERSIST_INTERVAL: Final = 5.0
 class MeterHealth:
     """The counters of one meter instance (cumulative since it started).
 
-    ``dropped`` counts records lost to a full pending queue; ``sink_errors`` failed sink
-    calls; ``sink_timeouts`` sink calls that did not finish within the meter's timeout (their
-    batch is lost for that sink); ``updated_ms`` when the document was written.
+    ``dropped`` counts records lost to a full pending queue and records a store sink could not
+    persist (a full disk); ``delivered`` only records the store sinks persisted; ``pending``
+    includes records waiting in a sink's retry backlog; ``sink_errors`` failed sink calls;
+    ``sink_timeouts`` sink calls that did not finish within the meter's timeout (their batch is
+    lost for that sink); ``updated_ms`` when the document was written.
     """
 
     instance_id: str
@@ -174,7 +176,7 @@ def render_health(healths: Sequence[MeterHealth]) -> str:
     for name, kind, field, text in (
         ("air_meter_records_total", "counter", "recorded", "Calls the meter took."),
         ("air_meter_records_dropped_total", "counter", "dropped",
-         "Records dropped because the meter's pending queue was full."),
+         "Records lost: the meter's pending queue was full, or a store could not persist them."),
         ("air_meter_sink_errors_total", "counter", "sink_errors", "Sink calls that failed."),
         ("air_meter_sink_timeouts_total", "counter", "sink_timeouts",
          "Sink calls abandoned after the meter's timeout."),

@@ -215,9 +215,10 @@ class Meter:
             await task  # (a task the loop's end cancelled delivered what it held then)
         await self._deliver()
         self._closed = True
-        await self._report_health(final=True)
         for sink in self._sinks:
             await self._calls.call(sink, sink.close(), "close", 0)
+        # after the sinks closed: what they could not persist by then is counted as dropped
+        await self._report_health(final=True)
 
     async def flush(self) -> None:
         """Deliver everything pending now (also without a running delivery task)."""
@@ -326,21 +327,42 @@ class Meter:
         """Whether :meth:`stop` ran (a stopped meter cannot start again)."""
         return self._closed
 
+    def _counts(self) -> tuple[int, int, int]:
+        """``(delivered, dropped, pending)``: a record a store sink could not persist is not
+        delivered: dropped when lost for good (or left in its backlog once the meter
+        stopped), pending while it waits in the sink's backlog for a retry."""
+        lost = waiting = 0
+        for sink in self._sinks:
+            if isinstance(sink, StoreSink):  # several stores: the one that lost most
+                lost = max(lost, sink.unpersisted)
+                waiting = max(waiting, sink.backlog)
+        if self._closed:
+            lost, waiting = lost + waiting, 0
+        delivered = max(0, self._delivered - lost - waiting)
+        return delivered, self._dropped + lost, len(self._pending) + waiting
+
     @property
     def stats(self) -> MeterStats:
-        """The meter's counters right now."""
+        """The meter's counters right now (see :attr:`health` for what counts as delivered)."""
+        delivered, dropped, pending = self._counts()
         return MeterStats(
-            recorded=self._recorded, delivered=self._delivered, dropped=self._dropped,
-            pending=len(self._pending), sink_errors=self._calls.errors,
-            sink_timeouts=self._calls.timeouts,
+            recorded=self._recorded, delivered=delivered, dropped=dropped, pending=pending,
+            sink_errors=self._calls.errors, sink_timeouts=self._calls.timeouts,
         )  # fmt: skip
 
     @property
     def health(self) -> MeterHealth:
-        """The counters as the :class:`~airmeter.health.MeterHealth` this meter reports."""
+        """The counters as the :class:`~airmeter.health.MeterHealth` this meter reports.
+
+        ``delivered`` counts records every store sink persisted; ``dropped`` the records lost
+        to a full pending queue and those a store sink could not persist (a full disk: dropped
+        from its retry backlog, refused, or acknowledged and then lost by the store); records
+        waiting in a sink's retry backlog are ``pending`` until the meter stops.
+        """
+        delivered, dropped, pending = self._counts()
         return MeterHealth(
             instance_id=self.instance_id, server=self.server, recorded=self._recorded,
-            delivered=self._delivered, dropped=self._dropped, pending=len(self._pending),
+            delivered=delivered, dropped=dropped, pending=pending,
             sink_errors=self._calls.errors, sink_timeouts=self._calls.timeouts,
             updated_ms=int(time.time() * 1000),
         )  # fmt: skip

@@ -8,6 +8,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from typing import Protocol, runtime_checkable
 
 from airmeter.errors import MeterConfigError
 from airmeter.record import CALLS_NAMESPACE, HOPS_NAMESPACE, CallRecord
@@ -56,6 +57,15 @@ APPEND_CHUNK = 2048
 
 def _stripped(rec: CallRecord) -> CallRecord:
     return replace(rec, arguments=None, result=None)
+
+
+@runtime_checkable
+class _CountsLostWrites(Protocol):
+    """A store that can lose writes it acknowledged (FileStore when its disk refuses a commit)
+    and counts them."""
+
+    @property
+    def lost_writes(self) -> int: ...
 
 
 class StoreSink:
@@ -127,6 +137,9 @@ class StoreSink:
         self.written = 0
         self.rejected = 0
         self.dropped = 0
+        self.lost = 0
+        self._unconfirmed = 0  # records of the last write whose commit is not known yet
+        self._lost_seen = self._store_lost()
         self._retention: tuple[float | None, int | None] | None = (log_max_age, log_max_bytes)
 
     async def write(self, records: Sequence[CallRecord]) -> None:
@@ -142,6 +155,7 @@ class StoreSink:
         Raises:
             airstore.AirstoreError: the store failed (the meter counts it as a sink error).
         """
+        self._check_lost()
         if self._retention is not None:
             await self._set_retention()
         if self._backlog:
@@ -174,6 +188,7 @@ class StoreSink:
             raise
         finally:
             self.written += done
+            self._unconfirmed += done
         if time.monotonic() - self._last_persist >= self._interval:
             await self.persist()
 
@@ -251,6 +266,30 @@ class StoreSink:
     def backlog(self) -> int:
         """Records kept after a store failure, waiting for the next write."""
         return len(self._backlog)
+
+    @property
+    def unpersisted(self) -> int:
+        """Records this sink could not persist, for good: dropped from a full backlog
+        (:attr:`dropped`), refused as invalid (:attr:`rejected`), or acknowledged by the store
+        and then lost when its commit failed (:attr:`lost`)."""
+        return self.dropped + self.rejected + self.lost
+
+    def _store_lost(self) -> int | None:
+        store = self.store
+        return store.lost_writes if isinstance(store, _CountsLostWrites) else None
+
+    def _check_lost(self) -> None:
+        """Count the records of the writes since the last check that the store acknowledged
+        and then lost (its commit failed: a full disk). A store counts lost writes of any
+        kind; at most the records written since the last check are counted (a commit happens
+        by the end of the loop turn that wrote: a later check sees its outcome)."""
+        now = self._store_lost()
+        if now is None or self._lost_seen is None:
+            return
+        grew, self._lost_seen = now - self._lost_seen, now
+        if grew > 0:
+            self.lost += min(grew, self._unconfirmed)
+        self._unconfirmed = 0
 
     async def persist(self) -> None:
         """Write the rollups of every minute that changed since the last time.
@@ -336,8 +375,11 @@ class StoreSink:
         Idempotent."""
         if self._closed:
             return
-        if self._backlog:
-            await self.write([])
-        await self.persist()
-        await self.store.flush()
+        try:
+            if self._backlog:
+                await self.write([])
+            await self.persist()
+            await self.store.flush()
+        finally:
+            self._check_lost()  # the last commit's outcome
         self._closed = True  # only now: a close that failed can be retried
