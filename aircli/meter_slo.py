@@ -22,7 +22,6 @@ from pathlib import Path
 
 import orjson
 
-from aircli._demo_history import DEMO_OBJECTIVES_FILE
 from aircli.locate import STORE_HELP, store_location
 from airmeter import AirmeterError, MeterConfigError, slo_alerts
 from airmeter.settings import slo_webhook_url
@@ -56,6 +55,8 @@ FAIL_ON: dict[str, frozenset[str]] = {
 def slo_file_candidates(store_url: str | None) -> list[Path]:
     """Where objectives are looked for without ``--config``, in order: ``.air/slo.yml``, then
     the file ``air demo`` writes beside the store's data directory, then ``.air/``'s."""
+    from aircli._demo_history import DEMO_OBJECTIVES_FILE  # `air demo`'s; imported when needed
+
     out = [Path(DEFAULT_SLO_FILE)]
     if store_url is not None:
         try:
@@ -104,7 +105,7 @@ def add_slo_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser])
     slo = actions.add_parser("slo", help="SLO budgets, burn rates and states (--watch alerts)")
     slo.add_argument("--config", default=None,
                      help=f"objectives file (default {DEFAULT_SLO_FILE}, else the one "
-                     f"`air demo` wrote, .air/{DEMO_OBJECTIVES_FILE})")  # fmt: skip
+                     "`air demo` wrote beside the data)")  # fmt: skip
     slo.add_argument("--store", default=None, help=STORE_HELP)
     slo.add_argument("--format", choices=("table", "json"), default="table")
     slo.add_argument(
