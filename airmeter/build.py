@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import orjson
 
+from airhttp.identity import Identity, current_identity
 from airmeter.errors import MeterConfigError
 from airmeter.fields import (
     DEFAULT_MAX_FIELD_BYTES,
@@ -25,8 +26,10 @@ from airmeter.fields import (
     utf8_size,
 )
 from airmeter.layers import Layer
+from airmeter.pseudonym import PROCESS_KEY, pseudonym
 from airmeter.record import FIELD_NAMES, CallRecord, assemble
 from airmeter.redact import Redactor
+from airmeter.settings import raw_subject_setting
 from airmeter.tokens import TokenCounter, TokenCounting, context_text
 from airmeter.types import CallInfo
 
@@ -40,7 +43,8 @@ ResultEncoder = Callable[[Any], bytes | None]
 _MIN_FIELD_BYTES: Final = 64
 _ID_FIELDS: Final = (
     "server", "tool", "error_type", "request_id", "call_id", "session_id", "protocol_version",
-    "transport", "client_name", "instance_id", "category", "tool_version",
+    "transport", "client_name", "instance_id", "category", "tool_version", "client_id",
+    "subject", "auth",
 )  # fmt: skip
 
 assert FIELD_NAMES == (
@@ -49,7 +53,7 @@ assert FIELD_NAMES == (
     "instance_id", "input_bytes", "output_bytes", "tokens_in", "tokens_out", "cost",
     "error_message", "error_message_bytes", "category", "tool_version", "arguments",
     "arguments_bytes", "result", "result_bytes", "result_tokens", "kind", "upstream_call_id",
-    "upstream_latency_ms",
+    "upstream_latency_ms", "client_id", "subject", "auth",
 ), "RecordBuilder.build passes values in this order"  # fmt: skip
 
 
@@ -92,6 +96,7 @@ class PendingCall:
         "cost",
         "error_class",
         "error_type",
+        "identity",
         "info",
         "latency_ms",
         "message",
@@ -111,6 +116,7 @@ class PendingCall:
         cost: float | None,
     ) -> None:  # fmt: skip
         self.builder = builder
+        self.identity = current_identity()  # who called (set by the HTTP guards), or None
         self.call = call
         self.info = info
         self.ts = ts
@@ -187,6 +193,9 @@ class RecordBuilder:
         self.capture_arguments = capture_arguments
         self.capture_results = capture_results
         self.redactor = redactor or Redactor()
+        self.subject_key = PROCESS_KEY
+        """The key of the subject's pseudonym (the meter's store sets its own at start)."""
+        self.raw_subject = raw_subject_setting()
         self.measure_sizes = measure_sizes
         self.max_field_bytes = max_field_bytes
         self.encode_result = encode_result
@@ -247,7 +256,18 @@ class RecordBuilder:
             p.tokens_in, p.tokens_out, p.cost, message, message_bytes, info.category,
             info.version, arguments, arguments_bytes, captured, result_bytes, result_tokens,
             None, None, None,  # kind, upstream_call_id, upstream_latency_ms: a call
+            *self._caller(p.identity),
         ))  # fmt: skip
+
+    def _caller(self, identity: Identity | None) -> tuple[str | None, str | None, str | None]:
+        """``(client_id, subject, auth)`` of the caller; the subject pseudonymised (a keyed
+        hash) unless the builder keeps it raw."""
+        if identity is None:
+            return None, None, None
+        subject = identity.subject
+        if subject is not None and not self.raw_subject:
+            subject = pseudonym(self.subject_key, subject)
+        return cut_id(identity.client_id), cut_id(subject), identity.auth
 
     def _count(self, counter: TokenCounter, result: Any) -> int | None:
         try:

@@ -27,6 +27,7 @@ from airmeter.fields import DEFAULT_MAX_FIELD_BYTES
 from airmeter.meter import Meter
 from airmeter.otel_settings import otel_enabled
 from airmeter.outcome import CANCELLED_ERROR_TYPE, error_type_of
+from airmeter.pseudonym import subject_key
 from airmeter.redact import Redactor
 from airmeter.settings import TokenMode
 from airmeter.tokens import EstimateCounter, TokenCounting, counting_for
@@ -155,6 +156,8 @@ class MeterMiddleware:
             self._meter = Meter(store=store, sinks=sinks, **options)
         self._engine = self._engine_for(self._meter, server_name)
         await self._meter.start()
+        if self._meter.store is not None:
+            self._engine.builder.subject_key = await subject_key(self._meter.store)
         tokens = self._builder_options["tokens"]
         if tokens is not None:
             tokens.preload()  # in the background: the first records may carry no count

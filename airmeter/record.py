@@ -43,11 +43,15 @@ _OPTIONAL_FIELDS = (
     "kind",
     "upstream_call_id",
     "upstream_latency_ms",
+    "client_id",
+    "subject",
+    "auth",
 )
 
 _TEXT_FIELDS = (
     "error_class", "call_id", "session_id", "protocol_version", "transport", "client_name",
     "instance_id", "error_message", "category", "tool_version", "kind", "upstream_call_id",
+    "client_id", "subject", "auth",
 )  # fmt: skip
 _NUMBER_FIELDS = (
     "input_bytes", "output_bytes", "tokens_in", "tokens_out", "cost", "error_message_bytes",
@@ -126,6 +130,9 @@ class CallRecord:
     kind: str | None = None
     upstream_call_id: str | None = None
     upstream_latency_ms: float | None = None
+    client_id: str | None = None
+    subject: str | None = None
+    auth: str | None = None
 
     def to_log(self) -> dict[str, Any]:
         """The log form: snake_case keys, ``_ts`` and ``layer`` as ``"L1"``…; ``None`` omitted
@@ -188,6 +195,12 @@ class CallRecord:
             out["kind"] = self.kind
             out["upstream_call_id"] = self.upstream_call_id
             out["upstream_latency_ms"] = self.upstream_latency_ms
+        if self.auth is not None:
+            out["auth"] = self.auth
+            if self.client_id is not None:
+                out["client_id"] = self.client_id
+            if self.subject is not None:
+                out["subject"] = self.subject
         return out
 
     @classmethod

@@ -9,10 +9,12 @@ from typing import Final, Literal
 
 __all__ = [
     "INSTANCE_ID_ENV",
+    "RAW_SUBJECT_ENV",
     "SLO_WEBHOOK_ENV",
     "TOKENS_ENV",
     "TokenMode",
     "instance_id_setting",
+    "raw_subject_setting",
     "slo_webhook_url",
     "token_mode",
 ]
@@ -23,6 +25,9 @@ TOKENS_ENV: Final = "AIR_TOKENS"
 """How context tokens are counted: ``exact`` (default), ``estimate`` or ``off``."""
 SLO_WEBHOOK_ENV: Final = "AIR_SLO_WEBHOOK_URL"
 """Where SLO alerts are POSTed (JSON), when set."""
+
+RAW_SUBJECT_ENV: Final = "AIR_METER_RAW_SUBJECT"
+"""``1``: meter records keep the caller's token subject raw (default: a keyed pseudonym)."""
 
 TokenMode = Literal["exact", "estimate", "off"]
 _MODES: Final[tuple[TokenMode, ...]] = ("exact", "estimate", "off")
@@ -52,3 +57,8 @@ def token_mode(env: Mapping[str, str] | None = None) -> TokenMode:
 def slo_webhook_url(env: Mapping[str, str] | None = None) -> str | None:
     """``$AIR_SLO_WEBHOOK_URL``, or ``None``."""
     return _get(env, SLO_WEBHOOK_ENV)
+
+
+def raw_subject_setting(env: Mapping[str, str] | None = None) -> bool:
+    """``$AIR_METER_RAW_SUBJECT`` is ``1``/``true``/``yes``: keep subjects raw."""
+    return (_get(env, RAW_SUBJECT_ENV) or "").lower() in ("1", "true", "yes")

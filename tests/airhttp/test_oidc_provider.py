@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -38,6 +39,7 @@ def delete_note(params):
 
 server = define_server(
     name="notes",
+    meter=True,
     tools=[
         define_tool(name="read_note", params={"id": "string"}, handler=read_note),
         define_tool(name="delete_note", params={"id": "string"}, handler=delete_note),
@@ -69,10 +71,11 @@ def _ready(proc: subprocess.Popen[str], pattern: str) -> str:
 
 
 class Setup:
-    def __init__(self, issuer: str, resource: str, url: str) -> None:
+    def __init__(self, issuer: str, resource: str, url: str, data: Path) -> None:
         self.issuer = issuer
         self.resource = resource
         self.url = url
+        self.data = data
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +131,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         assert server.stderr is not None
         line = server.stderr.readline()
         assert "http://" in line, line
-        yield Setup(issuer, resource, resource)
+        yield Setup(issuer, resource, resource, tmp / "data")
     finally:
         for proc in (server, provider):
             if proc is not None and proc.poll() is None:
@@ -228,3 +231,26 @@ async def test_without_a_token_the_challenge_leads_to_the_metadata(setup: Setup)
         assert metadata["authorization_servers"] == [setup.issuer]
         server_meta = (await http.get(f"{setup.issuer}/.well-known/openid-configuration")).json()
         assert server_meta["issuer"] == setup.issuer
+
+
+async def test_the_meter_records_who_called(setup: Setup) -> None:
+    from airmeter import CALLS_NAMESPACE
+    from airstore import create_storage
+
+    async with _client(setup, "air-writer", "mcp:tools") as client:
+        await client.call_tool("read_note", {"id": "meter"})
+    for _ in range(300):  # the server delivers records within its flush interval
+        store = await create_storage(f"file://{setup.data}", read_only=True)
+        try:
+            records = await store.query(CALLS_NAMESPACE, limit=1000)
+        finally:
+            await store.close()
+        mine = [r for r in records if r.get("client_id") == "air-writer"]
+        if mine:
+            break
+        await asyncio.sleep(0.1)
+    assert mine, records
+    record = mine[0]
+    assert record["auth"] == "oauth"
+    assert record["subject"].startswith("p:")  # pseudonymised: the raw sub is "air-writer"
+    assert "air-writer" not in record["subject"]
