@@ -123,6 +123,8 @@ def serve_dashboard(
     slo_config: str | None = None,
 ) -> int:
     """Serve until Ctrl+C (or ``stop`` is set); print the URL. Returns the exit code."""
+    from dashboard.ranges import AUTO
+
     server = open_dashboard(
         store_url,
         prog="air dashboard",
@@ -134,6 +136,7 @@ def serve_dashboard(
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
         slo_config=slo_config,
+        initial_range=AUTO,  # the smallest range that holds the data
     )
     if server is None:
         return 2

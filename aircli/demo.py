@@ -277,11 +277,12 @@ def _start_dashboard(args: argparse.Namespace) -> Any:
     Its SLO panel reads ``.air/slo.yml`` when there is one, else the demo's own objectives
     (written beside the server's log: the incident on ``fetch_url`` shows in them)."""
     from aircli._demo_history import demo_objectives
+    from dashboard.ranges import AUTO
 
     slo_config = None if Path(DEFAULT_SLO_FILE).is_file() else demo_objectives(args.log_path.parent)
     ports = [args.port, 0] if args.port else [0]
     server = open_dashboard(args.store, prog="air demo: dashboard", host=args.host, ports=ports,
-                            initial_range="15m", slo_config=slo_config)  # fmt: skip
+                            initial_range=AUTO, slo_config=slo_config)  # fmt: skip
     return None if server is None else server.start()
 
 

@@ -18,6 +18,7 @@ from airmeter import Snapshot, meter_health, snapshot
 from airmeter.context_cost import ContextReport, context_report
 from airmeter.errors import AirmeterError
 from airmeter.hops import HopSummary, hop_summary, same_store
+from airmeter.tokens import ESTIMATE
 from airstore import (
     AirstoreError,
     ReadOnlyUnsupportedError,
@@ -315,8 +316,12 @@ def format_table(snap: Snapshot, context: ContextReport | None = None) -> str:
         tool_rows,
     )
     if context is not None and context.tools:
-        kind = "exact" if context.exact else "estimated"
-        lines += ["", f"context tokens ({kind}, {context.tokenizer}): definitions "
+        if context.exact:
+            kind = f"exact, {context.tokenizer}"
+        else:  # the estimate's own name ("estimate") is not said twice
+            others = [n for n in context.tokenizer.split(", ") if n not in (ESTIMATE, "none", "")]
+            kind = f"partly estimated, also {', '.join(others)}" if others else "estimated"
+        lines += ["", f"context tokens ({kind}): definitions "
                       f"{context.definition_tokens_total} in total"]  # fmt: skip
         lines += _table(
             ["server/tool", "definition", "result p50", "result p95", "results total"],

@@ -10,15 +10,19 @@ from dash.dash_table.DataTable import DataTable
 
 from airmeter import Layer
 from dashboard.data import RECENT_ERRORS
+from dashboard.errors import DashboardError
 from dashboard.figures import LAYER_COLOURS, warm_up
 from dashboard.meter_panels import context_card, slo_card
-from dashboard.ranges import CUSTOM, DEFAULT_RANGE, RANGES
+from dashboard.ranges import AUTO, CUSTOM, DEFAULT_RANGE, RANGES
 from dashboard.reader import SyncReader
 
 __all__ = ["DEFAULT_REFRESH_MS", "create_app"]
 
 DEFAULT_REFRESH_MS = 3000
 """Live refresh interval of the page."""
+
+DEFAULT_FALLBACK = "1h"
+"""The range a page fitting the data opens on when the store cannot be read."""
 
 _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 
@@ -38,6 +42,13 @@ ERRORS_NOTE = (
     "arguments refused before the handler, protocol errors, cancelled and budget-blocked calls"
 )
 """What the failed-calls card's note splits (shown on hover)."""
+TOOL_COLUMN_NOTES: dict[str | float | int, Any] = {
+    "tool_errors": "the tool's own failures: isError results, exceptions and timeouts",
+    "error_pct": "tool errors over all calls (refused calls are not counted)",
+    "refused": "failed before the tool ran or without it failing: arguments refused before "
+    "the handler, protocol errors, cancelled and budget-blocked calls",
+}
+"""The tools table's headers, explained on hover: the two error columns count apart."""
 """What the cost figures mean (the meter's definition); shown under the cost card and in hovers."""
 
 _TABLE_STYLE: dict[str, Any] = {
@@ -144,11 +155,12 @@ def _header(store_url: str) -> html.Header:
     )
 
 
-def _controls(initial_range: str) -> html.Div:
+def _controls(initial_range: str, *, fitted: bool) -> html.Div:
     ranges = [{"label": label, "value": key} for key, (label, _, _) in RANGES.items()]
     return html.Div(
         className="controls",
         children=[
+            dcc.Store(id="fitted-range", data=initial_range if fitted else None),
             dcc.RadioItems(
                 id="range",
                 options=[*ranges, {"label": "custom", "value": CUSTOM}],
@@ -171,6 +183,7 @@ def _controls(initial_range: str) -> html.Div:
                     dcc.Input(id="custom-end", type="text", debounce=True, placeholder="now"),
                 ],
             ),
+            html.Div(id="range-shown", className="range-shown"),
             html.Div(
                 className="filters",
                 children=[
@@ -271,8 +284,9 @@ def _tables() -> tuple[html.Div, html.Div]:
         {"name": "tool", "id": "tool"},
         {"name": "layer", "id": "layer"},
         {"name": "calls", "id": "calls", "type": "numeric", "format": count},
-        {"name": "errors", "id": "errors", "type": "numeric", "format": count},
-        {"name": "error %", "id": "error_pct", "type": "numeric", "format": fixed},
+        {"name": "tool errors", "id": "tool_errors", "type": "numeric", "format": count},
+        {"name": "tool error %", "id": "error_pct", "type": "numeric", "format": fixed},
+        {"name": "refused", "id": "refused", "type": "numeric", "format": count},
         {"name": "p50 ms", "id": "p50", "type": "numeric", "format": fixed},
         {"name": "p95 ms", "id": "p95", "type": "numeric", "format": fixed},
         {"name": "p99 ms", "id": "p99", "type": "numeric", "format": fixed},
@@ -299,6 +313,7 @@ def _tables() -> tuple[html.Div, html.Div]:
                 data=[],
                 sort_action="native",
                 sort_by=[{"column_id": "calls", "direction": "desc"}],
+                tooltip_header=TOOL_COLUMN_NOTES,
                 page_size=15,
                 style_data_conditional=[
                     *_layer_cells(),
@@ -392,7 +407,10 @@ def create_app(
         reader: the open data reader (the app does not close it).
         store_url: shown in the header.
         refresh_ms: live refresh interval.
-        initial_range: the range selected when the page opens (``"15m"`` … ``"7d"``).
+        initial_range: the range selected when the page opens (``"15m"`` … ``"7d"``), or
+            ``"auto"`` (as ``air dashboard`` and ``air demo`` open it): each time the page
+            opens, the smallest range that holds the last 24 hours' calls
+            (:meth:`~dashboard.reader.SyncReader.fitting_range`).
 
     Returns:
         The app; serve ``app.server`` (a WSGI app) with :class:`dashboard.server.DashboardServer`.
@@ -406,19 +424,34 @@ def create_app(
         update_title="",
         serve_locally=True,
     )
-    app.layout = html.Div(
-        className="page",
-        children=[
-            dcc.Interval(id="tick", interval=refresh_ms, n_intervals=0),
-            dcc.Store(id="selected-tool", data=None),
-            _header(store_url),
-            _controls(initial_range),
-            _legend(),
-            html.Div(id="banner", className="banner", style={"display": "none"}),
-            _empty_state(store_url),
-            _content(),
-        ],
-    )
+
+    def page(range_key: str, *, fitted: bool) -> html.Div:
+        return html.Div(
+            className="page",
+            children=[
+                dcc.Interval(id="tick", interval=refresh_ms, n_intervals=0),
+                dcc.Store(id="selected-tool", data=None),
+                _header(store_url),
+                _controls(range_key, fitted=fitted),
+                _legend(),
+                html.Div(id="banner", className="banner", style={"display": "none"}),
+                _empty_state(store_url),
+                _content(),
+            ],
+        )
+
+    if initial_range == AUTO:
+
+        def fitted_page() -> html.Div:  # each page load: the range that fits the data now
+            try:
+                key = reader.fitting_range()
+            except DashboardError:
+                return page(DEFAULT_FALLBACK, fitted=False)  # the banner will say why
+            return page(key, fitted=True)
+
+        app.layout = fitted_page
+    else:
+        app.layout = page(initial_range, fitted=False)
     register_callbacks(app, reader)
     warm_up()
     return app

@@ -68,14 +68,18 @@ PAGE_OUTPUTS: dict[str, Output] = {
     "banner": Output("banner", "children"),
     "banner_style": Output("banner", "style"),
     "updated": Output("updated", "children"),
+    "range_shown": Output("range-shown", "children"),
     "alerts": Output("alerts", "children"),
     **{name: Output(cid, prop) for name, (cid, prop) in PANEL_OUTPUTS.items()},
 }
 
 
-def page_values(view: DashboardView, sent: str | None = None) -> dict[str, Any]:
+def page_values(
+    view: DashboardView, sent: str | None = None, fitted: str | None = None
+) -> dict[str, Any]:
     """Every output of :data:`PAGE_OUTPUTS` for a view that was read (``sent``: the stamp of
-    the meter panels the page already shows; see :func:`dashboard.meter_panels.panel_values`)."""
+    the meter panels the page already shows; see :func:`dashboard.meter_panels.panel_values`;
+    ``fitted``: the range the page opened on because it holds the data)."""
     texts = present.kpis(view.headline)
     errors = present.error_rows(view)
     empty = view.store_empty
@@ -95,6 +99,7 @@ def page_values(view: DashboardView, sent: str | None = None) -> dict[str, Any]:
         "banner": "",
         "banner_style": _HIDE,
         "updated": f"updated {present.fmt_time(view.generated_at_ms)[11:]}",
+        "range_shown": present.range_shown(view.range, fitted=view.range.key == fitted),
         "alerts": [
             html.Span(a.text, className=f"alert alert-{a.kind}", title=a.text) for a in view.alerts
         ],
@@ -121,7 +126,7 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
     @app.callback(
         output=PAGE_OUTPUTS,
         inputs=[Input("tick", "n_intervals"), *_RANGE_INPUTS],
-        state=[State("panels-stamp", "data")],
+        state=[State("panels-stamp", "data"), State("fitted-range", "data")],
     )
     def refresh(
         _n: int,
@@ -132,13 +137,14 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
         layer: Any,
         server: Any,
         sent: str | None,
+        fitted: str | None,
     ) -> dict[str, Any]:
         try:
             kwargs, flt = _query_args(range_key, start, end, tool, layer, server)
             view = reader.view(range_key, flt, **kwargs)
         except DashboardError as exc:
             return problem_values(exc)
-        return page_values(view, sent)
+        return page_values(view, sent, fitted)
 
     @app.callback(
         Output("tick", "disabled"),

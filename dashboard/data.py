@@ -18,6 +18,7 @@ from typing import Any
 
 from airmeter import (
     ERROR_CLASSES,
+    RATE_CLASSES,
     AirmeterError,
     CallRecord,
     Layer,
@@ -41,7 +42,7 @@ from airstore import (
 )
 from dashboard.errors import StoreUnavailableError
 from dashboard.meter_watch import MeterWatch
-from dashboard.ranges import resolve_range
+from dashboard.ranges import FIT_LIMIT, RANGES, fitting_range, resolve_range
 from dashboard.servers import parse_server_choice, server_choices
 from dashboard.types import (
     CallRow,
@@ -249,6 +250,21 @@ class DashboardData:
                 f"cannot read store {self.url}: {exc}", url=self.url, hint="check the store"
             ) from exc
 
+    async def fitting_range(self) -> str:
+        """The smallest preset range that holds the calls of the last 24 hours (``"24h"``
+        when there are none, or they are older): what a page opens on at first sight.
+
+        Raises:
+            StoreUnavailableError: the store can no longer be read.
+        """
+        now = self.now_ms()
+        length = RANGES[FIT_LIMIT][1]
+        minute = RANGES["15m"][2]
+        rng = TimeRange(key=FIT_LIMIT, since_ms=now - length, until_ms=now + 1, bucket_ms=minute)
+        snap = await self._snapshot(rng, Filters())
+        oldest = next((p.start_ms for p in snap.series if p.calls), None)
+        return fitting_range(oldest, now_ms=now)
+
     async def _snapshot(self, rng: TimeRange, filters: Filters) -> Snapshot:
         try:
             return await snapshot(
@@ -364,6 +380,7 @@ def _tool_row(t: ToolStats) -> ToolRow:
         calls=t.calls,
         errors=t.errors,
         error_rate=t.error_rate,
+        tool_errors=sum(n for c, n in t.errors_by_class.items() if c in RATE_CLASSES),
         p50_ms=t.p50_ms,
         p95_ms=t.p95_ms,
         p99_ms=t.p99_ms,

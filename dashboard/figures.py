@@ -39,6 +39,10 @@ _PCT_STYLE = {
 _FONT = "Inter, ui-sans-serif, system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 
 
+_FEW_POINTS = 20
+"""Below this many points a series gets larger markers."""
+
+
 def _layout(fig: go.Figure, *, height: int = 280, **extra: Any) -> go.Figure:
     fig.update_layout(
         template="plotly_white",
@@ -122,21 +126,25 @@ def calls_figure(view: DashboardView) -> go.Figure:
 
 
 def latency_figure(view: DashboardView) -> go.Figure:
-    """p50/p95/p99 latency per bucket (ms, log scale)."""
+    """p50/p95/p99 latency per bucket (ms, log scale).
+
+    Only buckets with calls are points, joined by lines: with few calls spread over the range,
+    a line broken at every empty bucket was a scatter of isolated dots.
+    """
     if view.headline.calls == 0:
         return empty_figure()
     fig = go.Figure()
     x = _times(view, centre=True)
     for name in ("p50", "p95", "p99"):
-        ys = [getattr(b, f"{name}_ms") for b in view.series]
+        values = [getattr(b, f"{name}_ms") for b in view.series]
+        points = [(t, v) for t, v in zip(x, values, strict=True) if v is not None]
         fig.add_trace(
             go.Scatter(
-                x=x,
-                y=ys,
+                x=[t for t, _ in points],
+                y=[v for _, v in points],
                 name=name,
                 mode="lines+markers",
-                marker={"size": 5},
-                connectgaps=False,
+                marker={"size": 7 if len(points) < _FEW_POINTS else 5},
                 line=_PCT_STYLE[name],
                 hovertemplate=f"{name}: %{{y:.1f}} ms<extra></extra>",
             )

@@ -15,7 +15,7 @@ from dash.dash_table.DataTable import DataTable
 
 from airmeter import RATE_CLASSES
 from dashboard.meter_watch import IN_CODE
-from dashboard.present import fmt_count
+from dashboard.present import counted_how, fmt_count
 from dashboard.types import ContextPanel, DashboardView, SloPanel, SloRow
 
 __all__ = [
@@ -223,9 +223,9 @@ def _context_values(panel: ContextPanel | None) -> tuple[list[dict[str, Any]], s
             "no context data yet: a metered server records its tools' definition tokens when "
             "it starts, and each result's tokens as calls are recorded"
         )
-    how = f"counted with {panel.tokenizer}" if panel.exact else (
-        f"an estimate ({panel.tokenizer}); install the tokens extra for exact counts"
-    )  # fmt: skip
+    how = counted_how(exact=panel.exact, tokenizer=panel.tokenizer)
+    if not panel.exact:
+        how += "; install the tokens extra for exact counts"
     note = (
         f"{fmt_count(panel.definition_tokens_total)} tokens of tool definitions in tools/list; "
         f"results in the {panel.range_key} range; {how}"

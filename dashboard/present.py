@@ -5,10 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from dashboard.types import DashboardView, Headline, ToolDetail
+from airmeter.tokens import ESTIMATE
+from dashboard.ranges import RANGES
+from dashboard.types import DashboardView, Headline, TimeRange, ToolDetail
 
 __all__ = [
     "call_rows",
+    "counted_how",
     "error_label",
     "error_rows",
     "error_summary",
@@ -19,6 +22,7 @@ __all__ = [
     "fmt_rate",
     "fmt_time",
     "kpis",
+    "range_shown",
     "tool_rows",
 ]
 
@@ -98,6 +102,31 @@ def error_summary(view: DashboardView) -> str:
     return f"{fmt_count(total)} {noun} in this range: {parts}"
 
 
+def range_shown(rng: TimeRange, *, fitted: bool = False) -> str:
+    """Which range the page shows: ``Showing the last 6 hours (11-30 08:05 → 14:05)``, with
+    ``— the smallest range that holds the data`` when the page opened on it for that reason."""
+    start = fmt_time(rng.since_ms)[5:16]
+    end = fmt_time(rng.until_ms - 1)[5:16]
+    if end[:5] == start[:5]:
+        end = end[6:]  # the same day: the time is enough
+    preset = RANGES.get(rng.key)
+    what = f"the last {preset[0]}" if preset else "a custom range"
+    text = f"Showing {what} ({start} → {end})"
+    return f"{text} — the smallest range that holds the data" if fitted else text
+
+
+def counted_how(*, exact: bool, tokenizer: str) -> str:
+    """How context tokens were counted, said once: ``counted with o200k_base``, ``an estimate
+    (about 4 bytes a token)``, or ``partly an estimate (also o200k_base)`` for a mix (the
+    estimate's own name, ``estimate``, is not repeated)."""
+    if exact:
+        return f"counted with {tokenizer}"
+    others = [n for n in tokenizer.split(", ") if n and n not in (ESTIMATE, "none")]
+    if others:
+        return f"partly an estimate (also {', '.join(others)})"
+    return "an estimate (about 4 bytes a token)"
+
+
 def kpis(h: Headline) -> dict[str, str]:
     """The headline cards' texts, keyed by card id."""
     return {
@@ -116,15 +145,18 @@ def _num(value: float | None) -> float | None:
 
 
 def tool_rows(view: DashboardView) -> list[dict[str, Any]]:
-    """Rows of the per-tool table (numbers stay numbers so sorting is numeric)."""
+    """Rows of the per-tool table (numbers stay numbers so sorting is numeric): the tool's
+    own errors and their rate, apart from the calls refused (or cancelled, budget-blocked,
+    protocol errors) that the rate does not count."""
     return [
         {
             "id": row.tool,
             "tool": row.tool,
             "layer": row.layer.code,
             "calls": row.calls,
-            "errors": row.errors,
+            "tool_errors": row.tool_errors,
             "error_pct": round(row.error_rate * 100, 2),
+            "refused": row.errors - row.tool_errors,
             "p50": _num(row.p50_ms),
             "p95": _num(row.p95_ms),
             "p99": _num(row.p99_ms),

@@ -1,4 +1,5 @@
-"""Time ranges: the preset keys (15 min … 7 days), custom ranges, and their bucket sizes."""
+"""Time ranges: the preset keys (15 min … 7 days), custom ranges, their bucket sizes, and the
+range a page opens on when asked to fit the data (:data:`AUTO`, :func:`fitting_range`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from datetime import datetime
 from dashboard.errors import InvalidRangeError
 from dashboard.types import TimeRange
 
-__all__ = ["CUSTOM", "DEFAULT_RANGE", "RANGES", "parse_instant", "resolve_range"]
+__all__ = [
+    "AUTO",
+    "CUSTOM",
+    "DEFAULT_RANGE",
+    "FIT_LIMIT",
+    "RANGES",
+    "fitting_range",
+    "parse_instant",
+    "resolve_range",
+]
 
 _MIN = 60_000
 
@@ -20,7 +30,11 @@ RANGES: dict[str, tuple[str, int, int]] = {
     "7d": ("7 days", 7 * 24 * 60 * _MIN, 3 * 60 * _MIN),
 }
 CUSTOM = "custom"
+AUTO = "auto"
+"""Open on the smallest preset range that holds the data (:func:`fitting_range`)."""
 DEFAULT_RANGE = "1h"
+FIT_LIMIT = "24h"
+"""The range a page fitting the data opens on when the data is older (or there is none)."""
 
 # Bucket sizes a custom range may use: the smallest that gives at most ~90 buckets.
 _NICE_BUCKETS = (
@@ -41,6 +55,23 @@ def _bucket_for(span_ms: int) -> int:
         if span_ms / size <= _MAX_BUCKETS:
             return size
     return _NICE_BUCKETS[-1] * max(1, span_ms // (_NICE_BUCKETS[-1] * _MAX_BUCKETS) + 1)
+
+
+def fitting_range(oldest_ms: int | None, *, now_ms: int) -> str:
+    """The smallest preset range that holds every call since ``oldest_ms`` (at most
+    :data:`FIT_LIMIT`; :data:`FIT_LIMIT` too when there is none).
+
+    Args:
+        oldest_ms: the start of the oldest minute with calls within :data:`FIT_LIMIT`.
+        now_ms: the current time in epoch ms.
+    """
+    if oldest_ms is None:
+        return FIT_LIMIT
+    span = now_ms - oldest_ms
+    for key, (_, length, _) in RANGES.items():
+        if span <= length or key == FIT_LIMIT:
+            return key
+    return FIT_LIMIT
 
 
 def parse_instant(text: str) -> int:

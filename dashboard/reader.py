@@ -111,6 +111,10 @@ class SyncReader:
         self._after_view()
         return view
 
+    def fitting_range(self) -> str:
+        """The range a page opens on at first sight; see :meth:`DashboardData.fitting_range`."""
+        return self.run(self.data.fitting_range())
+
     def _after_view(self) -> None:
         """Keep the long-lived data (parsed rollups, caches) out of the cyclic GC's way.
 

@@ -122,13 +122,17 @@ class LayerSlice:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRow:
-    """One row of the per-tool table."""
+    """One row of the per-tool table: ``errors`` counts every failed call, ``tool_errors``
+    the tool's own failures (isError results, exceptions, timeouts: what ``error_rate``
+    counts); the rest were refused before the handler, cancelled, budget-blocked or protocol
+    errors."""
 
     tool: str
     layer: Layer
     calls: int
     errors: int
     error_rate: float
+    tool_errors: int = 0
     p50_ms: float | None
     p95_ms: float | None
     p99_ms: float | None

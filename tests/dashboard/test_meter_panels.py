@@ -160,7 +160,8 @@ async def test_context_cost_gives_definition_tokens_per_tool_and_result_percenti
     assert ping.result_tokens_p50 == pytest.approx(counter.count("pong"), rel=0.02)
     note = panel_values(view)["context_note"]
     assert note.startswith(f"{sum(want.values()):,} tokens of tool definitions in tools/list")
-    assert "an estimate (estimate)" in note
+    assert "an estimate (about 4 bytes a token)" in note
+    assert "(estimate)" not in note  # said once
 
 
 async def test_objectives_given_in_code_need_no_file(shop: tuple[Path, Path]) -> None:
