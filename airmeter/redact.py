@@ -44,7 +44,7 @@ MAX_DEPTH = 32
 _MAX_CACHED_NAMES = 4096
 _MAX_CACHED_NAME_CHARS = 128
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}"
+_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}+"
 _SCHEME = r"(?:[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN)"
 _SHAPES: Final = re.compile(
     "|".join(
@@ -53,7 +53,7 @@ _SHAPES: Final = re.compile(
             r"(?P<pem>-----BEGIN [A-Z ]{0,64}PRIVATE KEY(?: BLOCK)?-----.*?"
             r"(?:-----END [A-Z ]{0,64}PRIVATE KEY(?: BLOCK)?-----|$))",
             # JSON Web Tokens: header.payload.signature, base64url, header and payload JSON
-            r"(?P<jwt>\beyJ[A-Za-z0-9_-]{4,1024}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)",
+            r"(?P<jwt>\beyJ[A-Za-z0-9_-]{4,1024}+\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)",
             # provider tokens
             r"(?P<provider>\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,}"
             r"|sk-[A-Za-z0-9_-]{16,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
@@ -67,13 +67,13 @@ _SHAPES: Final = re.compile(
             r"(?P<hook>\bhooks\.slack\.com/)(?P<hookpath>(?:services|workflows|triggers)/"
             r"[A-Za-z0-9/_+-]+)",
             # credentials in a URL or DSN: scheme://user: — the password is found after it
-            r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@\"'<>]{0,256}:)",
+            r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]{0,31}+://[^\s:/@\"'<>]{0,256}+:)",
             # Authorization schemes inside text: "Bearer abc…", "Basic dXNl…"
             rf"(?P<scheme>\b{_SCHEME}\s{{1,16}})(?P<cred>[A-Za-z0-9._~+/=-]{{8,}})",
             # NAME=value, NAME: value, "name": "value", \"name\": \"value\" — the value is read
             # after it, only when the name looks secret
             rf"(?P<pair>(?<![A-Za-z0-9_.\-])(?P<q>\\?[\"']|)(?P<name>{_NAME})(?P=q)"
-            r"\s{0,16}[=:]\s{0,16})",
+            r"\s{0,16}+[=:]\s{0,16})",
         )
     ),
     re.DOTALL,
