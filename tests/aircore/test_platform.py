@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pty
 import re
 import signal
 import subprocess
@@ -20,10 +21,14 @@ from mcp import Client, StdioServerParameters
 import aircore._platform as plat
 from airmeter import CALLS_NAMESPACE, snapshot
 from airstore import FileStore
-from tests.aircore.conftest import DEMO, LIFECYCLE, ROOT
+from tests.aircore.conftest import DEMO, LIFECYCLE, ROOT, serve_args
 
 METERED = str(ROOT / "tests" / "airmeter" / "aircore_metered_server.py")
 WAIT = 30.0
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 @pytest.fixture
@@ -187,3 +192,33 @@ def test_http_without_uvloop_or_loop_signal_handlers_serves_the_official_client_
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_ctrl_c_ends_a_server_whose_stdin_is_a_terminal(tmp_path: Path) -> None:
+    """stdin that is no pipe (a developer's terminal) is read by a daemon thread: Ctrl+C ends
+    the process. It hung before, after ``on_stop``: the read blocked a thread of the loop's
+    executor, which the loop's shutdown waits for."""
+    events = tmp_path / "events.txt"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        serve_args(LIFECYCLE, "--transport", "stdio"),
+        stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+        env={**os.environ, "AIR_TEST_EVENTS": str(events)},
+    )  # fmt: skip
+    os.close(slave)
+    try:
+        assert proc.stdout is not None
+        frame = {"jsonrpc": "2.0", "id": "up", "method": "server/discover",
+                 "params": {"_meta": MODERN_META}}  # fmt: skip
+        os.write(master, orjson.dumps(frame) + b"\n")  # typed at the terminal
+        assert orjson.loads(proc.stdout.readline())["id"] == "up"  # serving, handlers set
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=WAIT) == 0
+        assert events.read_text().split()[-1] == "stop"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+        if proc.stdout is not None:
+            proc.stdout.close()
