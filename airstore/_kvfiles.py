@@ -142,6 +142,9 @@ def parse_snapshot(data: bytes, path: str) -> Snapshot:
         raise ValueError(str(exc)) from exc
     if not isinstance(doc, dict):
         raise ValueError("snapshot is not a JSON object")
+    bad_key = _damaged_key(doc)
+    if bad_key is not None:
+        return _damaged(doc, bad_key, path)
     if "format" in doc and any(k in doc for k in _OURS):
         # ours (a later format may drop "items"): never read as the seed's plain object
         version = check_version(doc["format"], path)
@@ -161,6 +164,44 @@ def parse_snapshot(data: bytes, path: str) -> Snapshot:
         return Snapshot(version, position, items, bad)
     # the seed's plain {key: value} file
     return Snapshot(1, 0, {k: (v, None) for k, v in doc.items()})
+
+
+def _damaged_key(doc: dict[str, Any]) -> str | None:
+    """The one key of a snapshot of format 2 or later that a changed byte made unknown (its
+    ``"format"`` or ``"pos"``), else ``None``: the document is ``format``, ``pos`` and
+    ``items`` with one of the first two missing and one unknown key holding an int."""
+    if len(doc) != 3 or "items" not in doc or ("format" in doc) == ("pos" in doc):
+        return None
+    (unknown,) = (k for k in doc if k not in ("format", "pos", "items"))
+    if unknown in _OURS or type(doc[unknown]) is not int:  # format 1's "seq": intact
+        return None
+    return unknown
+
+
+def _damaged(doc: dict[str, Any], unknown: str, path: str) -> Snapshot:
+    """A snapshot whose ``format`` or ``pos`` key was damaged: its items are read by their shape
+    (an array: format 3 and later; an object: format 2), and a lost ``pos`` is taken from the
+    journal (position -1: replaying records the snapshot already holds leaves the same keys).
+    The damage is reported as a corrupt line; nothing is dropped.
+
+    Raises:
+        UnsupportedFormatError: an intact format key names a newer format.
+        ValueError: the items are neither shape.
+    """
+    raw = doc["items"]
+    if "format" in doc:
+        version = check_version(doc["format"], path)
+        position, what = -1, "position (pos)"
+    else:
+        version, position, what = (3 if isinstance(raw, list) else 2), doc["pos"], "format"
+    if version >= 3:
+        items, bad = _items_v3(raw)
+    elif isinstance(raw, dict):
+        items, bad = _items_v2(raw)
+    else:
+        raise ValueError("snapshot items are not an object")
+    detail = f"the snapshot's {what} key is damaged ({unknown!r}); its items are read"
+    return Snapshot(version, position, items, [detail, *bad])
 
 
 def _items_v2(raw: dict[str, Any]) -> tuple[dict[str, tuple[Any, float | None]], list[str]]:

@@ -154,15 +154,21 @@ class KVSpace(Compaction):
             for key, (value, exp) in snap.items.items():
                 self._apply_set(key, value, exp, now)
         if not self.journal.open():  # no journal yet: the first commit starts one at P
-            self._snapshot_pos = snap.position if snap is not None and snap.format >= 2 else 0
+            self._snapshot_pos = (
+                max(snap.position, 0) if snap is not None and snap.format >= 2 else 0
+            )
             return True
         if self.journal.legacy:
             return self._load_legacy(snap, last=last)
         if self.journal.header_damaged:  # its records follow the snapshot's position
-            self.journal.base = snap.position if snap is not None and snap.format >= 2 else 0
+            self.journal.base = (
+                max(snap.position, 0) if snap is not None and snap.format >= 2 else 0
+            )
             self._report_once("corrupt_line", self.journal.path, 1, DAMAGED_HEADER)
         if snap is not None and snap.format >= 2:
-            position = snap.position
+            # (-1: its position key was damaged; replaying from the journal's start is safe,
+            # the records are sets and deletes, the last of each key winning)
+            position = snap.position if snap.position >= 0 else self.journal.base
         elif not last and (
             (data is None and self.journal.base > 0) or _sig(self.snapshot_path) != sig
         ):

@@ -224,3 +224,34 @@ async def test_a_new_namespace_without_a_snapshot_yet_is_no_finding(tmp_path: Pa
         async with FileStore(tmp_path, read_only=True) as reader:
             assert await reader.get("ns", "a") == 1
             assert reader.recovery == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b'"format"', b'"formaT"'),  # was read as the seed's plain object: keys gone, silently
+        (b'"pos"', b'"poz"'),  # every get and set failed: "keeps changing under the loader"
+    ],
+)
+async def test_one_changed_byte_in_a_snapshot_key_costs_no_key(
+    tmp_path: Path, old: bytes, new: bytes
+) -> None:
+    async with FileStore(tmp_path) as store:
+        for i in range(3):
+            await store.set("ns", f"k{i}", i)  # at close: in the snapshot
+    snapshot = tmp_path / "ns.json"
+    data = snapshot.read_bytes()
+    assert data.count(old) == 1
+    snapshot.write_bytes(data.replace(old, new))
+    expected = {"k0": 0, "k1": 1, "k2": 2}
+    checked = _seen((await check_directory(str(tmp_path))).findings)
+    assert [(kind, name) for kind, name, _, _ in checked] == [("corrupt_line", "ns.json")]
+    for read_only in (True, False):
+        async with FileStore(tmp_path, read_only=read_only) as store:
+            assert dict(await store.entries("ns")) == expected
+            assert _seen(store.recovery) == checked
+            if not read_only:
+                await store.set("ns", "after", 9)  # a write, then a compaction at close
+    async with FileStore(tmp_path, read_only=True) as store:
+        assert dict(await store.entries("ns")) == {**expected, "after": 9}
+    assert (await check_directory(str(tmp_path))).ok
