@@ -18,8 +18,9 @@ Each caller gets a fair share: at most :data:`MAX_TASKS_PER_CALLER` running task
 task-required tool gets a -32603 error saying so (with ``data.reason: "task share"``) and any
 other tool runs inline, while other callers still start tasks. A caller is told apart, until
 authorization names it, by what its requests carry (:func:`task_owner`): the bearer token
-(digested), the long-lived connection (stdio, a legacy session) and the ``clientInfo`` it
-declares. A caller that claims many names gets many shares, still within :data:`MAX_TASKS`.
+(digested), a legacy session and the ``clientInfo`` it declares. A server's only client
+(stdio, in process) has no share to keep. A caller that claims many names gets many shares,
+still within :data:`MAX_TASKS`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ __all__ = [
     "DEFAULT_TASK_TTL_MS",
     "MAX_TASKS",
     "MAX_TASKS_PER_CALLER",
+    "SOLE_CLIENT",
     "TASKS_EXTENSION",
     "TERMINAL",
     "CallTasking",
@@ -72,6 +74,8 @@ MAX_TASKS = 1024
 MAX_TASKS_PER_CALLER = MAX_TASKS // 8
 """Running tasks one caller may hold at once (its fair share of :data:`MAX_TASKS`)."""
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+SOLE_CLIENT = ""
+"""The owner of a server's only client (stdio, in process): held to no share."""
 TASK_SHARE = "task share"
 """``data.reason`` of the error a caller gets past its share."""
 
@@ -94,8 +98,11 @@ def client_has_tasks(capabilities: Mapping[str, Any] | None) -> bool:
 
 def task_owner(conn: Connection) -> str:
     """Who holds a task started on ``conn`` (a :class:`~aircore.protocol.session.Connection`):
-    the bearer token's digest, the connection when it lasts (stdio, a legacy session), and
-    the declared ``clientInfo`` name and version."""
+    the bearer token's digest, a legacy session, and the declared ``clientInfo`` name and
+    version; :data:`SOLE_CLIENT` on stdio or in process, where the server has one client
+    (no share to keep: it may use every slot)."""
+    if conn.transport != "tcp" and conn.session_id is None:
+        return SOLE_CLIENT
     parts = []
     authorization = conn.authorization
     if authorization:
@@ -103,8 +110,6 @@ def task_owner(conn: Connection) -> str:
         parts.append("token:" + digest[:16])
     if conn.session_id is not None:
         parts.append("session:" + conn.session_id)
-    elif conn.transport != "tcp":  # stdio or in-process: one connection per client
-        parts.append(f"conn:{id(conn):x}")
     info = conn.client_info
     if isinstance(info, Mapping):
         parts.append(f"client:{str(info.get('name'))[:64]}/{str(info.get('version'))[:32]}")
@@ -261,10 +266,16 @@ class TaskStore:
             },
         )
 
-    def create(self, *, status_message: str | None = None, owner: str = "") -> TaskRecord | None:
+    def over_share(self, owner: str) -> bool:
+        """Whether ``owner`` holds its share (:attr:`max_per_caller`; never the sole client)."""
+        return owner != SOLE_CLIENT and self.running(owner) >= self.max_per_caller
+
+    def create(
+        self, *, status_message: str | None = None, owner: str = SOLE_CLIENT
+    ) -> TaskRecord | None:
         """A new working task held by ``owner``, or ``None`` when the store is full of
-        running tasks or ``owner`` holds its share (:attr:`max_per_caller`)."""
-        if self.running(owner) >= self.max_per_caller:
+        running tasks or ``owner`` holds its share (:meth:`over_share`)."""
+        if self.over_share(owner):
             return None
         while len(self._tasks) >= self.max_tasks:
             finished = next((r for r in self._tasks.values() if r.status in TERMINAL), None)
@@ -394,7 +405,7 @@ class CallTasking:
 
     __slots__ = ("available", "owner", "record", "refusal", "started", "store")
 
-    def __init__(self, store: TaskStore, *, available: bool, owner: str = "") -> None:
+    def __init__(self, store: TaskStore, *, available: bool, owner: str = SOLE_CLIENT) -> None:
         self.store = store
         self.available = available
         self.owner = owner
@@ -410,7 +421,7 @@ class CallTasking:
         store = self.store
         record = store.create(status_message=status_message, owner=self.owner)
         if record is None:
-            if store.running(self.owner) >= store.max_per_caller:
+            if store.over_share(self.owner):
                 self.refusal = store.share_error(self.owner)
             else:
                 self.refusal = AirError(INTERNAL_ERROR, "too many tasks in flight; try again later")

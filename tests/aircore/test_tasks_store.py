@@ -11,7 +11,13 @@ import pytest
 
 from aircore import ToolContext, define_server, define_tool
 from aircore.errors import InvalidParamsError
-from aircore.protocol.tasks import MAX_TASKS, TASKS_EXTENSION, TaskInputs, TaskStore
+from aircore.protocol.tasks import (
+    MAX_TASKS,
+    SOLE_CLIENT,
+    TASKS_EXTENSION,
+    TaskInputs,
+    TaskStore,
+)
 from aircore.request_context import InputRequest
 
 META = {
@@ -81,6 +87,8 @@ async def test_each_caller_holds_at_most_its_share_of_running_tasks() -> None:
     assert store.running("b") == 0
     default = TaskStore()
     assert default.max_per_caller == MAX_TASKS // 8
+    sole = TaskStore(max_tasks=8, max_per_caller=2)  # stdio: the server's only client
+    assert all(sole.create(owner=SOLE_CLIENT) is not None for _ in range(8))
 
 
 async def test_an_expired_task_is_forgotten_and_its_work_cancelled() -> None:
