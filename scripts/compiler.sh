@@ -5,14 +5,25 @@
 # scripts/apt_install.sh (apt-get when root; otherwise says what is missing). Usage: scripts/compiler.sh PYTHON
 set -euo pipefail
 python="${1:-python3}"
-cc=$("$python" -c 'import os, shlex, sysconfig; print(shlex.split(os.environ.get("LDSHARED") or sysconfig.get_config_var("LDSHARED") or "cc")[0])')
+# the compiler hatch_build.py runs: LDSHARED (environment, else this Python's), whose compiler
+# CC from the environment replaces as setuptools does
+cc=$("$python" -c '
+import os, shlex, sysconfig
+ld = os.environ.get("LDSHARED")
+if not ld:
+    ld = sysconfig.get_config_var("LDSHARED") or ""
+    built, cc = sysconfig.get_config_var("CC") or "", os.environ.get("CC")
+    if ld and cc and built and ld.startswith(built):
+        ld = cc + ld[len(built):]
+print(shlex.split(ld or "cc")[0])')
 headers=$("$python" -c 'import os, sysconfig; print(int(os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h"))))')
 need=()
 if ! command -v "$cc" >/dev/null 2>&1; then
   case "$(basename "$cc")" in
     gcc* | cc) need+=(gcc libc6-dev) ;;
+    clang*) need+=(clang libc6-dev) ;;
     *)
-      echo "==> the C compiler this Python was built with is missing: $cc" >&2
+      echo "==> the C compiler the build runs (LDSHARED, or CC) is missing: $cc" >&2
       echo "    install it, set LDSHARED to another one, or: AIR_SPEEDUPS=off make install" >&2
       exit 1
       ;;

@@ -101,3 +101,18 @@ def test_a_compiler_that_is_not_installed_gives_a_pure_wheel_unless_required(
     assert done.returncode != 0
     assert wheels == []
     assert "AIR_SPEEDUPS=require" in done.stdout + done.stderr
+
+
+def test_the_compiler_script_checks_the_compiler_the_build_will_run() -> None:
+    """``scripts/compiler.sh`` (``make install``'s check) follows ``CC`` as ``hatch_build.py``
+    does: a compiler that is not installed is named, and nothing is installed for it."""
+    keep = {k: v for k, v in os.environ.items() if k not in ("LDSHARED", "CC")}
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "compiler.sh"), sys.executable],
+        env={**keep, "CC": "no-such-cc-for-air"}, capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "the C compiler the build runs (LDSHARED, or CC) is missing: no-such-cc-for-air" in (
+        done.stderr
+    )
