@@ -12,7 +12,9 @@ More keys: ``issuers`` (a list, instead of ``issuer``), ``jwks_uri`` (skip disco
 ``introspection`` (``{endpoint, client_id, client_secret_env}`` for opaque tokens, RFC 7662),
 ``leeway_s`` (default 30), ``algorithms`` (a subset of RS256, PS256, ES256, EdDSA, Ed25519),
 ``cache_max_s`` (the longest a verified token is trusted without a new check, default 300),
-``cache_size`` (default 10,000), ``jwks_min_refresh_s`` (default 30), ``timeout_s`` (the
+``cache_size`` (default 10,000), ``jwks_min_refresh_s`` (default 30), ``jwks_max_age_s`` (keys
+are fetched again when older, default 600: a key the issuer removed stops being trusted),
+``timeout_s`` (the
 issuer's endpoints, default 5), ``authorization_servers`` (advertised, default the issuers).
 Issuer, resource and endpoint URLs must be ``https://``, except on loopback hosts.
 """
@@ -50,6 +52,7 @@ _KEYS = frozenset(
         "cache_max_s",
         "cache_size",
         "jwks_min_refresh_s",
+        "jwks_max_age_s",
         "timeout_s",
         "authorization_servers",
     }
@@ -71,6 +74,9 @@ class Introspection:
     endpoint: str
     client_id: str
     client_secret: str
+    require_audience: bool = True
+    """Refuse an active token whose introspection answer names no ``aud`` (it could be for
+    any API of the issuer); ``require_audience: false`` accepts it (an issuer with one API)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,6 +96,7 @@ class AuthConfig:
     cache_max_s: float = 300.0
     cache_size: int = 10_000
     jwks_min_refresh_s: float = 30.0
+    jwks_max_age_s: float = 600.0
     timeout_s: float = 5.0
     authorization_servers: tuple[str, ...] = ()
 
@@ -169,6 +176,12 @@ def auth_config_from(doc: object, *, environ: Mapping[str, str] | None = None) -
     if not isinstance(raw_issuers, list) or not raw_issuers:
         raise AuthConfigError("issuer (or issuers) is required", key="issuer")
     issuers = tuple(_url(i, "issuer") for i in raw_issuers)
+    if doc.get("jwks_uri") and len(issuers) > 1:
+        raise AuthConfigError(
+            "jwks_uri names one key set: with several issuers each would trust the others' "
+            "keys; leave it out (each issuer's metadata names its own)",
+            key="jwks_uri",
+        )
     if "resource" not in doc:
         raise AuthConfigError("resource (this server's canonical URI) is required", key="resource")
     resource = _url(doc["resource"], "resource")
@@ -198,10 +211,17 @@ def auth_config_from(doc: object, *, environ: Mapping[str, str] | None = None) -
                 "introspection needs client_id and client_secret_env naming a set variable",
                 key="introspection",
             )
+        require = spec.get("require_audience", True)
+        if not isinstance(require, bool):
+            raise AuthConfigError(
+                "introspection.require_audience must be true or false",
+                key="introspection.require_audience",
+            )
         introspection = Introspection(
             endpoint=_url(spec.get("endpoint"), "introspection.endpoint"),
             client_id=spec["client_id"],
             client_secret=secret,
+            require_audience=require,
         )
     for key in ("client_claim", "group_claim"):
         if key in doc and not (isinstance(doc[key], str) and doc[key]):
@@ -225,6 +245,7 @@ def auth_config_from(doc: object, *, environ: Mapping[str, str] | None = None) -
         cache_max_s=_number(doc, "cache_max_s", 300.0, 0, 86_400),
         cache_size=int(_number(doc, "cache_size", 10_000, 0, 1_000_000)),
         jwks_min_refresh_s=_number(doc, "jwks_min_refresh_s", 30.0, 0.01, 86_400),
+        jwks_max_age_s=_number(doc, "jwks_max_age_s", 600.0, 1, 86_400),
         timeout_s=_number(doc, "timeout_s", 5.0, 0.05, 60),
         authorization_servers=tuple(_url(s, "authorization_servers") for s in servers),
     )

@@ -91,7 +91,7 @@ class OAuthGuard:
 
     async def _admit(self, scope: Scope) -> Identity:
         query = scope.get("query_string") or b""
-        if b"access_token" in query and any(
+        if query and any(  # decoded: access%5Ftoken is the same parameter
             k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"))
         ):
             raise AuthRefusedError(
@@ -174,10 +174,8 @@ class OAuthGuard:
         verifies or refuses it."""
 
         def guarded(scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
-            if scope["path"] in self._paths or b"access_token" in (
-                scope.get("query_string") or b""
-            ):
-                return None
+            if scope["path"] in self._paths or scope.get("query_string"):
+                return None  # the ASGI path answers metadata and judges query strings
             header = dict(scope["headers"]).get(b"authorization")
             token = bearer_token(None if header is None else header.decode("latin-1"))
             if token is None:
@@ -212,9 +210,9 @@ async def _with_identity(answer: Coroutine[Any, Any, Answer], identity: Identity
 
 
 def _called_tool(body: bytes) -> str | None:
-    """The tool a ``tools/call`` body names (``None`` for anything else or no JSON)."""
-    if b"tools/call" not in body:
-        return None
+    """The tool a ``tools/call`` body names (``None`` for anything else or no JSON). The body
+    is parsed whole, never searched for bytes: JSON may spell ``tools/call`` with escapes.
+    The MCP layer checks the scopes of the tool it runs too."""
     try:
         message = orjson.loads(body)
     except orjson.JSONDecodeError:

@@ -97,9 +97,11 @@ class _AiohttpFetch:
         async with self.session.request(
             method, url, headers=dict(headers), data=body, allow_redirects=False
         ) as response:
-            data = await response.content.read(MAX_DOCUMENT_BYTES + 1)
-            if len(data) > MAX_DOCUMENT_BYTES:
-                raise ValueError(f"{url} answered more than {MAX_DOCUMENT_BYTES} bytes")
+            data = bytearray()
+            async for chunk in response.content.iter_chunked(64 * 1024):  # to its end
+                data += chunk
+                if len(data) > MAX_DOCUMENT_BYTES:
+                    raise ValueError(f"{url} answered more than {MAX_DOCUMENT_BYTES} bytes")
             return int(response.status), bytes(data)
 
     async def close(self) -> None:
@@ -125,14 +127,24 @@ class _IssuerKeys:
         self.keys: Any = None  # a joserfc KeySet
         self.kids: frozenset[str] = frozenset()
         self.last_try = float("-inf")
+        self.fetched_at = float("-inf")
         self.fetches = 0
         self._lock = asyncio.Lock()
 
+    def _fresh(self, kid: str | None) -> bool:
+        """The cached keys serve ``kid`` and are younger than ``jwks_max_age_s`` (a key the
+        issuer removed stops being trusted within that age)."""
+        return (
+            self.keys is not None
+            and (kid is None or kid in self.kids)
+            and time.monotonic() - self.fetched_at < self.config.jwks_max_age_s
+        )
+
     async def key_set(self, kid: str | None, fetch: Fetch) -> Any:
-        if self.keys is not None and (kid is None or kid in self.kids):
+        if self._fresh(kid):
             return self.keys
         async with self._lock:  # one refresh at a time; the others wait for its result
-            if self.keys is not None and (kid is None or kid in self.kids):
+            if self._fresh(kid):
                 return self.keys
             if time.monotonic() - self.last_try >= self.config.jwks_min_refresh_s:
                 await self._refresh(fetch)
@@ -169,6 +181,7 @@ class _IssuerKeys:
             )
             return
         self.keys = keys
+        self.fetched_at = time.monotonic()
         self.kids = frozenset(str(k.kid) for k in keys.keys if k.kid is not None)
 
     async def _discover(self, fetch: Fetch) -> str:
@@ -354,8 +367,8 @@ class TokenVerifier:
             )
         if doc.get("active") is not True:
             raise _invalid("the token is not active")
-        if "aud" in doc:
-            self._check_audience(doc["aud"])
+        if "aud" in doc or spec.require_audience:  # no aud: a token for any API of the issuer
+            self._check_audience(doc.get("aud"))
         if "iss" in doc and doc["iss"] not in self.config.issuers:
             raise _invalid(f"the token's issuer {doc['iss']!r} is not trusted here")
         exp = doc.get("exp")

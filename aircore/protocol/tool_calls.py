@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aircore.context import InputRequired, ToolContext
-from aircore.errors import InvalidParamsError
+from aircore.errors import INVALID_REQUEST, AirError, InvalidParamsError
 from aircore.protocol import modern
 from aircore.protocol.mrtr import RoundInputs, StateSealer, read_responses
 from aircore.protocol.param_headers import ParamHeader, check_param_headers, param_headers
@@ -28,6 +28,7 @@ from aircore.protocol.tasks import (
     missing_tasks_capability,
     task_owner,
 )
+from airhttp.identity import current_identity
 from airmeter.hops import HOP_META_KEY, METERED_META_KEY
 from airmeter.trace_context import TRACEPARENT, remember_parent
 
@@ -84,6 +85,13 @@ class ToolCalls:
         tool = self.server.tools.get(name)
         if tool is None:
             raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
+        identity = current_identity()  # the HTTP guard answers 403 first; this holds anyway
+        if identity is not None and (missing := identity.missing_for(name)):
+            raise AirError(
+                INVALID_REQUEST,
+                f"insufficient_scope: calling {name!r} needs {' '.join(sorted(missing))}",
+                data={"name": name, "scope": sorted(missing)},
+            )
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}

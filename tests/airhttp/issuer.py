@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import orjson
 from aiohttp import web
 from joserfc import jwt
 from joserfc.errors import SecurityWarning
@@ -29,7 +30,7 @@ class Issuer:
 
     def __init__(self) -> None:
         self.url = ""
-        self.mode = "ok"  # ok | down | slow | garbage
+        self.mode = "ok"  # ok | down | slow | garbage | chunked
         self.slow_s = 10.0
         self.keys: list[Any] = [
             RSAKey.generate_key(2048, parameters={"kid": "rsa-1"}),
@@ -102,12 +103,22 @@ class Issuer:
             }
         )
 
-    async def jwks(self, _request: web.Request) -> web.Response:
+    async def jwks(self, request: web.Request) -> web.StreamResponse:
         self.jwks_requests += 1
         refused = await self._gate()
         if refused is not None:
             return refused
-        return web.json_response(KeySet(self.keys).as_dict(private=False))
+        body = orjson.dumps(KeySet(self.keys).as_dict(private=False))
+        if self.mode != "chunked":
+            return web.Response(body=body, content_type="application/json")
+        stream = web.StreamResponse(headers={"content-type": "application/json"})
+        stream.enable_chunked_encoding()
+        await stream.prepare(request)
+        for start in range(0, len(body), 512):  # arrives in pieces, as a slow network delivers
+            await stream.write(body[start : start + 512])
+            await asyncio.sleep(0.01)
+        await stream.write_eof()
+        return stream
 
     async def introspect(self, request: web.Request) -> web.Response:
         form = await request.post()

@@ -322,6 +322,8 @@ async def test_a_token_in_the_query_string_is_refused(
     token = issuer.token(resource=RESOURCE)
     answer = await client.post(f"/mcp?access_token={token}", content=b"{}")
     assert answer.status_code == 400
+    answer = await client.post(f"/mcp?access%5Ftoken={token}", content=b"{}")
+    assert answer.status_code == 400
 
 
 async def test_missing_server_scope_is_403_insufficient_scope(
@@ -368,3 +370,82 @@ def test_an_identity_without_oauth_misses_no_scope() -> None:
     )
     assert oauth.missing_for("delete_x") == {"w"}
     assert oauth.may_call("read_x")
+
+
+# ---- review findings --------------------------------------------------------------------------
+async def test_an_escaped_tools_call_is_checked_like_a_plain_one(
+    issuer: Issuer, client: httpx.AsyncClient
+) -> None:
+    token = issuer.token(resource=RESOURCE)  # mcp:tools only
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools\\/call",'
+        b'"params":{"name":"delete_note","arguments":{}}}'
+    )
+    assert orjson.loads(body)["method"] == "tools/call"
+    answer = await client.post("/mcp", headers={"authorization": f"Bearer {token}"}, content=body)
+    assert answer.status_code == 403
+
+
+async def test_a_jwks_that_arrives_in_pieces_is_read_whole(issuer: Issuer) -> None:
+    issuer.rotate()
+    for _ in range(30):  # a key set larger than one read
+        issuer.keys.append(ECKey.generate_key("P-256", parameters={"kid": f"pad-{_}"}))
+    issuer.mode = "chunked"
+    verifier = TokenVerifier(_config(issuer))
+    try:
+        identity = await verifier.verify(issuer.token(resource=RESOURCE, key=issuer.keys[0]))
+        assert identity.client_id == "client-1"
+    finally:
+        await verifier.close()
+
+
+async def test_a_key_the_issuer_removed_stops_being_trusted(issuer: Issuer) -> None:
+    verifier = TokenVerifier(_config(issuer, jwks_min_refresh_s=0.01))
+    try:
+        old_key = next(k for k in issuer.keys if k.kid == "ec-1")
+        await verifier.verify(issuer.token(resource=RESOURCE, key=old_key))
+        issuer.rotate()  # the old key is gone from the issuer's JWKS (revoked, say)
+        keys = verifier._issuers[issuer.url]
+        keys.fetched_at -= verifier.config.jwks_max_age_s + 1  # the cached set grew old
+        keys.last_try = float("-inf")
+        with pytest.raises(AuthRefusedError):  # a new token signed by the removed key
+            await verifier.verify(issuer.token(resource=RESOURCE, key=old_key, jti="later"))
+    finally:
+        await verifier.close()
+
+
+async def test_an_introspected_token_without_aud_is_refused_unless_allowed(
+    issuer: Issuer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INTROSPECT_SECRET", "s3cret")
+    spec = {
+        "endpoint": f"{issuer.url}/introspect",
+        "client_id": "rs",
+        "client_secret_env": "INTROSPECT_SECRET",
+    }
+    issuer.active_tokens["no-aud"] = {
+        "client_id": "c",
+        "scope": "mcp:tools",
+        "exp": int(time.time()) + 60,
+    }
+    strict = TokenVerifier(_config(issuer, introspection=spec))
+    lenient = TokenVerifier(_config(issuer, introspection={**spec, "require_audience": False}))
+    try:
+        with pytest.raises(AuthRefusedError):
+            await strict.verify("no-aud")
+        assert (await lenient.verify("no-aud")).client_id == "c"
+    finally:
+        await strict.close()
+        await lenient.close()
+
+
+def test_one_jwks_uri_for_several_issuers_is_refused() -> None:
+    with pytest.raises(AuthConfigError) as info:
+        auth_config_from(
+            {
+                "issuers": ["https://a.example/", "https://b.example/"],
+                "resource": "https://r.example/mcp",
+                "jwks_uri": "https://a.example/jwks",
+            }
+        )
+    assert info.value.key == "jwks_uri"
