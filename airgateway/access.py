@@ -6,6 +6,13 @@ one, each token names a client whose ``allow`` globs (``fnmatch``) say which too
 prompts it may use. Rate limits (per client, and per tool glob) count in fixed one-second
 windows in the store, so they hold across gateway processes sharing a ``redis://`` store;
 a store without an atomic ``incr`` counts in this process only.
+
+With ``auth:`` the gateway is an OAuth 2.1 resource server (:mod:`airgateway.serve`): an OAuth
+caller is the first client whose ``match:`` its verified token fits (``client_id``, ``sub``, a
+``scope`` it holds, a value of the group claim; ``match: {}`` fits every caller), so that
+entry's allow list and rate limit apply. When ``clients:`` is given, an OAuth caller no entry
+matches is refused (403), as a static token naming no client is (401). Static client tokens keep
+working beside OAuth.
 """
 
 from __future__ import annotations
@@ -21,10 +28,11 @@ from airgateway.config import ClientConfig
 from airgateway.errors import AccessDeniedError, RateLimitedError
 from airgateway.types import Counter
 from airhttp.guards import token_ok
+from airhttp.identity import Identity
 from airstore.errors import AirstoreError
 from airstore.types import Store
 
-__all__ = ["RATES_NAMESPACE", "Access", "Unauthorized"]
+__all__ = ["RATES_NAMESPACE", "Access", "Unauthorized", "Unmatched"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +43,23 @@ _MAX_VISIBLE = 1024
 
 class Unauthorized(Exception):  # noqa: N818 - a sentinel the endpoint answers 401 for
     """The request's bearer token admits no client."""
+
+
+class Unmatched(Exception):  # noqa: N818 - a sentinel the endpoint answers 403 for
+    """An OAuth caller whose token fits no ``clients:`` entry's ``match:``."""
+
+
+def _fits(identity: Identity, claim: str, value: str) -> bool:
+    if claim == "client_id":
+        return identity.client_id == value
+    if claim == "sub":
+        return identity.subject == value
+    if claim == "scope":
+        return value in identity.scopes
+    held = identity.claims.get(claim)
+    if isinstance(held, list | tuple):
+        return any(isinstance(item, str | int) and str(item) == value for item in held)
+    return isinstance(held, str | int) and not isinstance(held, bool) and str(held) == value
 
 
 class _LocalCounter:
@@ -92,15 +117,26 @@ class Access:
         """Whether requests need a bearer token at all."""
         return bool(self.clients) or self.token is not None
 
-    def identify(self, given: str | None) -> ClientConfig | None:
-        """The client a bearer token names (``None``: the anonymous client).
+    def identify(self, given: str | None, identity: Identity | None = None) -> ClientConfig | None:
+        """The client a bearer token names, or (an OAuth caller, ``identity``) the first client
+        whose ``match:`` its claims fit; ``None``: the anonymous client.
 
         Raises:
             Unauthorized: a token is required and this one admits no client.
+            Unmatched: an OAuth caller no ``clients:`` entry matches.
         """
+        if identity is not None and identity.auth == "oauth":
+            if not self.clients:
+                return None
+            for client in self.clients:
+                if client.match is not None and all(
+                    _fits(identity, claim, value) for claim, value in client.match.items()
+                ):
+                    return client
+            raise Unmatched
         if self.clients:
             for client in self.clients:
-                if token_ok(given, client.token):
+                if client.token is not None and token_ok(given, client.token):
                     return client
             if self.token is not None and token_ok(given, self.token):
                 return None

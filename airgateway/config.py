@@ -14,12 +14,15 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
 from airgateway.errors import ConfigError
 from airhttp.guards import http_url_problem
+
+if TYPE_CHECKING:
+    from airhttp.oauth_config import AuthConfig
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -96,14 +99,22 @@ class BalancerConfig:
     retries: int = DEFAULT_RETRIES
 
 
+MATCH_KEYS = ("client_id", "sub", "scope")
+"""The claims a ``clients:`` entry's ``match:`` may name (besides ``auth.group_claim``)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClientConfig:
-    """A client admitted by its bearer token (read from ``token_env``), with an allow list."""
+    """A client admitted by its static bearer token (read from ``token_env``), or, with
+    ``auth:``, an OAuth caller whose token claims fit ``match`` (claim -> value; ``scope``
+    and list-valued claims such as groups match when they hold the value), with an allow list
+    and a rate limit."""
 
     name: str
-    token: str
+    token: str | None = None
     allow: tuple[str, ...] = ("*",)
     rate_per_s: float | None = None
+    match: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +127,8 @@ class GatewayConfig:
     clients: tuple[ClientConfig, ...] = ()
     per_tool_rate_per_s: Mapping[str, float] = field(default_factory=dict)
     path: str = "<config>"
+    auth: AuthConfig | None = None
+    """The ``auth:`` section: the gateway is then an OAuth 2.1 resource server."""
 
 
 class _Reader:
@@ -245,7 +258,7 @@ def parse_config(
         raise ConfigError(f"not valid YAML: {problem}", path=path, line=line, key=None) from exc
     if root is None:
         raise ConfigError("the file is empty (servers: is required)", path=path, line=1, key=None)
-    top = reader.mapping(root, "", ("servers", "health", "balancer", "clients", "limits"))
+    top = reader.mapping(root, "", ("servers", "health", "balancer", "clients", "limits", "auth"))
     if "servers" not in top:
         raise reader.fail(root, "servers", "is required (a list of upstream servers)")
     base = Path(path).parent if path != "<config>" else Path.cwd()
@@ -256,10 +269,13 @@ def parse_config(
     if not servers:
         raise reader.fail(top["servers"][1], "servers", "needs at least one server")
     _check_prefixes(reader, servers, top["servers"][1])
+    auth = _auth(reader, top["auth"][1]) if "auth" in top else None
     clients: tuple[ClientConfig, ...] = ()
     if "clients" in top:
         items = reader.sequence(top["clients"][1], "clients")
-        clients = tuple(_client(reader, node, f"clients[{i}]") for i, node in enumerate(items))
+        clients = tuple(
+            _client(reader, node, f"clients[{i}]", auth) for i, node in enumerate(items)
+        )
     limits: dict[str, float] = {}
     if "limits" in top:
         parts = reader.mapping(top["limits"][1], "limits", ("per_tool_rate_per_s",))
@@ -276,6 +292,7 @@ def parse_config(
         clients=clients,
         per_tool_rate_per_s=limits,
         path=path,
+        auth=auth,
     )
 
 
@@ -459,19 +476,50 @@ def _balancer(reader: _Reader, node: yaml.Node) -> BalancerConfig:
     return BalancerConfig(strategy=strategy, retries=retries)  # fmt: skip
 
 
-def _client(reader: _Reader, node: yaml.Node, key: str) -> ClientConfig:
-    p = reader.mapping(node, key, ("name", "token_env", "allow", "rate_per_s"))
-    for required in ("name", "token_env"):
-        if required not in p:
-            raise reader.fail(node, f"{key}.{required}", "is required")
+def _auth(reader: _Reader, node: yaml.Node) -> AuthConfig:
+    """The ``auth:`` section: the keys of ``air serve --auth-config`` (checked by airhttp)."""
+    from airhttp.oauth_config import AuthConfigError, auth_config_from
+
+    reader.mapping(node, "auth", ())  # a mapping, no duplicate keys
+    try:
+        return auth_config_from(yaml.safe_load(yaml.serialize(node)), environ=reader.environ)
+    except AuthConfigError as exc:
+        where = node
+        assert isinstance(node, yaml.MappingNode)
+        for knode, vnode in node.value:
+            if knode.value == exc.key.split(".")[0]:
+                where = vnode
+        raise reader.fail(where, f"auth.{exc.key}" if exc.key else "auth", str(exc)) from None
+
+
+def _match(reader: _Reader, node: yaml.Node, key: str, auth: AuthConfig | None) -> dict[str, str]:
+    if auth is None:
+        raise reader.fail(node, key, "needs the auth: section (it matches OAuth token claims)")
+    claims = (*MATCH_KEYS, *((auth.group_claim,) if auth.group_claim else ()))
+    out: dict[str, str] = {}
+    for claim, (_knode, vnode) in reader.mapping(node, key, claims).items():
+        value = reader.scalar(vnode, f"{key}.{claim}")
+        if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+            raise reader.fail(vnode, f"{key}.{claim}", "must be a string")
+        out[claim] = str(value)
+    return out
+
+
+def _client(reader: _Reader, node: yaml.Node, key: str, auth: AuthConfig | None) -> ClientConfig:
+    p = reader.mapping(node, key, ("name", "token_env", "match", "allow", "rate_per_s"))
+    if "name" not in p:
+        raise reader.fail(node, f"{key}.name", "is required")
+    if "token_env" not in p and "match" not in p:
+        raise reader.fail(node, f"{key}.token_env", "is required (or match: with auth:)")
     allow: tuple[str, ...] = ("*",)
     if "allow" in p:
         items = reader.sequence(p["allow"][1], f"{key}.allow")
         allow = tuple(reader.string(n, f"{key}.allow[{i}]") for i, n in enumerate(items))
     return ClientConfig(
         name=reader.string(p["name"][1], f"{key}.name"),
-        token=reader.env_value(p["token_env"][1], f"{key}.token_env"),
+        token=reader.env_value(p["token_env"][1], f"{key}.token_env") if "token_env" in p else None,
         allow=allow,
+        match=_match(reader, p["match"][1], f"{key}.match", auth) if "match" in p else None,
         rate_per_s=reader.number(p["rate_per_s"][1], f"{key}.rate_per_s")
         if "rate_per_s" in p
         else None,

@@ -48,7 +48,7 @@ from aircore.transports.streamable import (
 from airgateway import eras
 from airgateway._listing import LIST_METHODS, page
 from airgateway._wire import HOP_HEADER
-from airgateway.access import Unauthorized
+from airgateway.access import Unauthorized, Unmatched
 from airgateway.config import ClientConfig
 from airgateway.errors import GatewayError
 from airgateway.fast import FastPath
@@ -58,6 +58,7 @@ from airgateway.sessions import Session
 from airgateway.tasks import TASK_METHODS
 from airgateway.types import JSONDict
 from airhttp.guards import bearer_token
+from airhttp.identity import current_identity
 from airhttp.media import accepts
 
 __all__ = ["DEFAULT_MAX_BODY", "GatewayEndpoint", "GatewayHandler"]
@@ -148,19 +149,27 @@ class GatewayHandler:
 
     # ---- admission (the seam authorization uses) -------------------------------------------
     def identify(self, headers: Mapping[str, str]) -> ClientConfig | None:
-        """The client the bearer token names (``None``: the gateway names no clients).
+        """The client the bearer token names, or the ``clients:`` entry an OAuth caller (the
+        current :class:`~airhttp.Identity`, set by the OAuth guard) matches (``None``: the
+        gateway names no clients).
 
-        Host and Origin are checked before (``airhttp.GuardedApp``, see :mod:`airgateway.serve`).
+        Host and Origin are checked before (``airhttp.GuardedApp``, see :mod:`airgateway.serve`);
+        with ``auth:``, the token too (``airhttp.OAuthGuard``).
 
         Raises:
-            RefusedError: 401, the token names no client.
+            RefusedError: 401, the token names no client; 403, no entry matches the caller.
         """
         try:
-            return self.gateway.access.identify(bearer_token(headers.get("authorization")))
+            return self.gateway.access.identify(
+                bearer_token(headers.get("authorization")), current_identity()
+            )
         except Unauthorized:
             raise RefusedError(
                 401, INVALID_REQUEST, "Unauthorized", headers=[(b"www-authenticate", b"Bearer")]
             ) from None
+        except Unmatched:
+            text = "Forbidden: no clients: entry of the gateway matches this caller"
+            raise RefusedError(403, INVALID_REQUEST, text) from None
 
     def admit(self, method: str, headers: Mapping[str, str]) -> ClientConfig | None:
         """Who sends this request, before its body is read: a loop (508), the bearer token

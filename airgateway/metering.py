@@ -35,10 +35,14 @@ import orjson
 from airgateway.config import ClientConfig
 from airgateway.index import IndexedTool
 from airgateway.replica import Replica
+from airhttp.identity import current_identity
+from airmeter.fields import cut_id
 from airmeter.hops import HOP_META_KEY, metered_answer
 from airmeter.layers import Layer
 from airmeter.meter import Meter
+from airmeter.pseudonym import PROCESS_KEY, pseudonym, subject_key
 from airmeter.record import HOP_KIND, CallRecord
+from airmeter.settings import raw_subject_setting
 
 if TYPE_CHECKING:  # OpenTelemetry is imported only when export is on
     from airmeter.otel import OtelSink
@@ -60,8 +64,8 @@ _now = time.time
 class MeteredCall:
     """One call on its way: what the record needs when it ends."""
 
-    __slots__ = ("call_id", "client", "entry", "params", "protocol_version", "request_id",
-                 "session_id", "span", "started", "ts")  # fmt: skip
+    __slots__ = ("auth", "call_id", "client", "client_id", "entry", "params", "protocol_version",
+                 "request_id", "session_id", "span", "started", "subject", "ts")  # fmt: skip
 
     def __init__(self, entry: IndexedTool, params: dict[str, Any], call_id: str) -> None:
         self.entry = entry
@@ -75,6 +79,9 @@ class MeteredCall:
         self.request_id: str | None = None
         self.session_id: str | None = None
         self.protocol_version: str | None = None
+        self.client_id: str | None = None
+        self.subject: str | None = None
+        self.auth: str | None = None
 
 
 class GatewayMeter:
@@ -98,6 +105,8 @@ class GatewayMeter:
         self._otel = otel
         self._prefix = f"gw{os.getpid():x}{secrets.token_hex(3)}-"
         self._ids = itertools.count(1)
+        self._subject_key = PROCESS_KEY
+        self._raw_subject = raw_subject_setting()
 
     @property
     def tracing(self) -> bool:
@@ -105,8 +114,10 @@ class GatewayMeter:
         return self._otel is not None
 
     async def start(self) -> None:
-        """Start the meter's delivery."""
+        """Start the meter's delivery (and read the store's pseudonym key)."""
         await self.meter.start()
+        if self.meter.store is not None:
+            self._subject_key = await subject_key(self.meter.store)
 
     async def stop(self) -> None:
         """Deliver everything pending and stop."""
@@ -145,6 +156,13 @@ class GatewayMeter:
         call.request_id = None if request_id is None else str(request_id)
         call.session_id = session_id
         call.protocol_version = protocol_version
+        identity = current_identity()  # who called (set by the HTTP guards), or None
+        if identity is not None:
+            subject = identity.subject
+            if subject is not None and not self._raw_subject:
+                subject = pseudonym(self._subject_key, subject)
+            call.client_id, call.subject = cut_id(identity.client_id), cut_id(subject)
+            call.auth = identity.auth
         meta = params.get("_meta")
         call.params = {**params, "_meta": {**(meta if isinstance(meta, dict) else {}),
                                            HOP_META_KEY: call.call_id}}  # fmt: skip
@@ -215,6 +233,7 @@ class GatewayMeter:
             category=_text(meta.get("categoryKey", meta.get("category_key"))),
             tool_version=_text(meta.get("version")),
             kind=kind, upstream_call_id=upstream_id, upstream_latency_ms=upstream_ms,
+            client_id=call.client_id, subject=call.subject, auth=call.auth,
         )  # fmt: skip
         if call.span is not None:
             extra = {UPSTREAM_ATTRIBUTE: entry.server}

@@ -2,6 +2,11 @@
 (the shared endpoint's, :mod:`airgateway.fast` behind it: the server's raw-request hook) on
 :class:`airhttp.HttpServer`, stopped cleanly.
 
+With an ``auth:`` section the gateway is an OAuth 2.1 resource server exactly as ``air serve
+--auth-config`` is (the same :func:`airhttp.protect.guard_app`): protected resource metadata,
+401/403 challenges, the fast path behind the same guard. The gateway's ``--token`` and the
+``clients:`` static tokens are still accepted beside OAuth tokens.
+
 SIGTERM and SIGINT (Ctrl+C) stop accepting, let calls in flight finish (5 s at most), then
 stop the gateway: health checks end, stdio children are stopped, metering is flushed.
 """
@@ -17,6 +22,7 @@ from airgateway.endpoint import DEFAULT_MAX_BODY, GatewayEndpoint
 from airgateway.gateway import Gateway
 from airhttp import AccessPolicy, Answer, GuardedApp, Limits, json_refusal, serve
 from airhttp.guards import is_loopback
+from airhttp.protect import guard_app, guarded_fast, oauth_of
 from airhttp.types import Receive, Scope, Send
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_gateway_app", "serve_gateway"]
@@ -71,7 +77,8 @@ def build_gateway_app(
 ) -> GuardedApp:
     """The ASGI app: ``path`` (MCP) and ``GET /status`` (the upstreams, JSON), both behind
     ``airhttp.GuardedApp`` (Host 421, Origin 403, body 413, in-flight 503) and the gateway's
-    bearer tokens (401).
+    bearer tokens (401); with the configuration's ``auth:``, behind an
+    :class:`airhttp.OAuthGuard` too (the app's ``app``).
 
     Args:
         gateway: the gateway (started before requests arrive).
@@ -86,10 +93,17 @@ def build_gateway_app(
         The guarded ASGI app.
     """
     limits = limits or Limits(max_body=max_body)
-    policy = AccessPolicy(check_host=check_host, allowed_hosts=allowed_hosts,
+    auth = gateway.config.auth
+    access = gateway.access
+    # without auth: the endpoint checks the tokens (they name clients); with it, the OAuth
+    # guard admits them beside OAuth tokens and the endpoint still maps them to clients
+    policy = AccessPolicy(token=access.token if auth is not None else None,
+                          check_host=check_host, allowed_hosts=allowed_hosts,
                           allowed_origins=allowed_origins)  # fmt: skip
+    statics = {c.token: c.name for c in access.clients if c.token is not None}
     routes = _Routes(gateway, GatewayEndpoint(gateway, max_body=limits.max_body), path)
-    return GuardedApp(routes, policy=policy, limits=limits, render=json_refusal)
+    return guard_app(routes, policy=policy, limits=limits, render=json_refusal, auth=auth,
+                     static_clients=statics)  # fmt: skip
 
 
 async def serve_gateway(
@@ -135,10 +149,15 @@ async def serve_gateway(
         app = build_gateway_app(gateway, path=path, allowed_origins=allowed_origins,
                                 check_host=is_loopback(host) or bool(allowed_hosts),
                                 allowed_hosts=allowed_hosts, limits=limits)  # fmt: skip
-        routes = app.app
-        fast = app.guard_fast(routes.fast) if isinstance(routes, _Routes) else None
-        # until SIGTERM/SIGINT (or cancellation) stop it gracefully; a second signal: at once
-        await serve(app, host=host, port=port, limits=limits, grace=GRACE_S, fast=fast,
-                    ready=listening)  # fmt: skip
+        oauth = oauth_of(app)
+        routes = app.app if oauth is None else oauth.app
+        fast = guarded_fast(app, routes.fast) if isinstance(routes, _Routes) else None
+        try:
+            # until SIGTERM/SIGINT (or cancellation) stop it gracefully; a second signal: at once
+            await serve(app, host=host, port=port, limits=limits, grace=GRACE_S, fast=fast,
+                        ready=listening)  # fmt: skip
+        finally:
+            if oauth is not None:
+                await oauth.verifier.close()
     finally:
         await gateway.stop()

@@ -11,7 +11,8 @@
 - An admitted request runs with its :class:`~airhttp.Identity` current
   (:func:`~airhttp.current_identity`), which the MCP layer and the meter read.
 - A static token (``air serve --token``) may be accepted beside OAuth: it admits as
-  ``auth="token"`` with every scope.
+  ``auth="token"`` with every scope; so may static client tokens (the gateway's ``clients:``),
+  each metered as its client.
 
 Put it inside :class:`~airhttp.GuardedApp` (Host, Origin, body and in-flight limits first),
 with the static token given here rather than to the guard's policy.
@@ -20,7 +21,7 @@ with the static token given here rather than to the guard's policy.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -49,15 +50,26 @@ class OAuthGuard:
         app: the ASGI app (the MCP endpoint, the gateway).
         verifier: checks tokens for the configuration.
         static_token: also admit this bearer token (``auth="token"``), or ``None``.
+        static_clients: also admit these bearer tokens (``auth="token"``), each with the client
+            id it maps to.
     """
 
     def __init__(
-        self, app: ASGIApp, verifier: TokenVerifier, *, static_token: str | None = None
+        self,
+        app: ASGIApp,
+        verifier: TokenVerifier,
+        *,
+        static_token: str | None = None,
+        static_clients: Mapping[str, str] | None = None,
     ) -> None:
         self.app = app
         self.verifier = verifier
         self.config: AuthConfig = verifier.config
         self.static_token = static_token
+        statics = dict(static_clients or {})
+        if static_token is not None:
+            statics[static_token] = "token"
+        self._statics = tuple((token.encode(), client) for token, client in statics.items())
         parts = urlsplit(self.config.resource)
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{self.config.metadata_path}"
         self._metadata = orjson.dumps(self.config.metadata())
@@ -103,10 +115,9 @@ class OAuthGuard:
         token = bearer_token(None if header is None else header.decode("latin-1"))
         if token is None:
             raise AuthRefusedError(401, "", "an access token is required")
-        if self.static_token is not None and hmac.compare_digest(
-            token.encode(), self.static_token.encode()
-        ):
-            return Identity(auth="token", client_id="token")
+        static = self._static(token)
+        if static is not None:
+            return static
         identity = await self.verifier.verify(token)
         missing = self.config.scopes - identity.scopes
         if missing:
@@ -117,6 +128,15 @@ class OAuthGuard:
                 " ".join(sorted(self.config.scopes)),
             )
         return identity
+
+    def _static(self, token: str) -> Identity | None:
+        """The identity a static token admits, or ``None`` (each compared in constant time)."""
+        given = token.encode()
+        found = None
+        for known, client in self._statics:
+            if hmac.compare_digest(given, known) and found is None:
+                found = Identity(auth="token", client_id=client)
+        return found
 
     def _tool_failure(self, identity: Identity, body: bytes) -> AuthRefusedError | None:
         name = _called_tool(body)
@@ -180,12 +200,8 @@ class OAuthGuard:
             token = bearer_token(None if header is None else header.decode("latin-1"))
             if token is None:
                 return None
-            identity: Identity | None
-            if self.static_token is not None and hmac.compare_digest(
-                token.encode(), self.static_token.encode()
-            ):
-                identity = Identity(auth="token", client_id="token")
-            else:
+            identity = self._static(token)
+            if identity is None:
                 identity = self.verifier.cached(token)
                 if identity is None or self.config.scopes - identity.scopes:
                     return None

@@ -27,12 +27,11 @@ from airhttp import (
     AuthConfig,
     GuardedApp,
     Limits,
-    OAuthGuard,
-    TokenVerifier,
     is_loopback,
     json_refusal,
     on_stop_signals,
 )
+from airhttp.protect import guard_app, guarded_fast, oauth_of
 from airhttp.server import HttpServer, listen_socket
 from airhttp.types import Answer, ASGIApp, Receive, Scope, Send
 
@@ -159,18 +158,16 @@ def build_app(
     """
     limits = limits or Limits(max_body=max_body)
     policy = AccessPolicy(
-        token=None if auth is not None else token,  # with OAuth, the guard takes the token
+        token=token,  # with OAuth, guard_app hands it to the OAuth guard
         check_host=check_host,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
     )
     endpoint = McpEndpoint(server, max_body=limits.max_body)
     legacy = SseEndpoint(server, max_body=limits.max_body) if sse else None
-    routes = HttpApp(server, endpoint, path=path, metrics=_metrics_app(server, policy), sse=legacy)
-    if auth is None:
-        return GuardedApp(routes, policy=policy, limits=limits, render=json_refusal)
-    guard = OAuthGuard(routes, TokenVerifier(auth), static_token=token)
-    return GuardedApp(guard, policy=policy, limits=limits, render=json_refusal)
+    metrics = _metrics_app(server, policy if auth is None else replace(policy, token=None))
+    routes = HttpApp(server, endpoint, path=path, metrics=metrics, sse=legacy)
+    return guard_app(routes, policy=policy, limits=limits, render=json_refusal, auth=auth)
 
 
 async def serve_http(
@@ -233,11 +230,9 @@ async def serve_http(
         await server.stop()
         raise
     bound = sock.getsockname()[1]
-    oauth = app.app if isinstance(app.app, OAuthGuard) else None
+    oauth = oauth_of(app)
     routes = app.app if oauth is None else oauth.app
-    fast = app.guard_fast(routes.fast) if isinstance(routes, HttpApp) else None
-    if isinstance(routes, HttpApp) and oauth is not None:
-        fast = app.guard_fast(oauth.guard_fast(routes.fast))
+    fast = guarded_fast(app, routes.fast) if isinstance(routes, HttpApp) else None
     http = HttpServer(app, limits=limits, fast=fast)
 
     def _exit() -> None:
