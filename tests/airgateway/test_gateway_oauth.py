@@ -358,3 +358,38 @@ async def test_no_client_token_reaches_the_upstream_and_the_meter_knows_who_call
     ops = [r for r in records if r.get("auth") == "token"]
     assert ops, records
     assert ops[0]["client_id"] == "ops"
+
+
+async def _token(world: World, client_id: str, scope: str) -> str:
+    """A client-credentials access token for the gateway (resource indicator: its URL)."""
+    async with httpx.AsyncClient() as http:
+        found = await http.get(f"{world.issuer}/.well-known/openid-configuration")
+        answer = await http.post(
+            found.json()["token_endpoint"],
+            data={"grant_type": "client_credentials", "scope": scope, "resource": world.url},
+            auth=(client_id, f"{client_id}-secret"),
+        )
+        answer.raise_for_status()
+        token: str = answer.json()["access_token"]
+        return token
+
+
+async def test_stateless_calls_with_a_jwt_take_both_paths_under_the_allow_list(
+    world: World,
+) -> None:
+    from tests.airgateway.rpc import modern_call
+
+    token = await _token(world, "air-reader", "mcp:tools")
+    async with httpx.AsyncClient(timeout=30) as http:
+        # the first call verifies the token (ASGI path); the next ones find it cached and go
+        # the server's fast path: the same identity, the same allow list
+        for n in range(3):
+            answer = await modern_call(http, world.url, "read_note", {"id": f"f{n}"}, token=token)
+            assert answer["result"]["content"][0]["text"] == f"note f{n}", answer
+            refused = await modern_call(http, world.url, "delete_note", {"id": "x"}, token=token)
+            assert "error" in refused, refused
+            assert "may not use" in refused["error"]["message"]
+        bad = await modern_call(
+            http, world.url, "read_note", {"id": "x"}, token=token[:-4] + "AAAA"
+        )
+        assert "error" in bad
