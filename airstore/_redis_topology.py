@@ -27,6 +27,7 @@ __all__ = [
     "check_server",
     "connect",
     "hash_tag",
+    "no_retry",
     "parse_hosts",
 ]
 
@@ -126,6 +127,16 @@ def topology_of(url: str) -> Topology:
     )
 
 
+def no_retry() -> Any:
+    """redis-py's automatic retry turned off: it resends a command whose connection broke or
+    timed out after the server may have run it, which would store a write twice (an append, an
+    incr). A failed batch fails its callers instead; the store's callers decide."""
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    return Retry(NoBackoff(), 0)
+
+
 def connect(topo: Topology, options: dict[str, Any]) -> tuple[Any, list[Any]]:
     """A redis.asyncio client for a cluster or sentinel topology (redis is imported here), and
     the other clients to close with it (Sentinel's connections to the sentinels)."""
@@ -140,6 +151,7 @@ def connect(topo: Topology, options: dict[str, Any]) -> tuple[Any, list[Any]]:
             socket_connect_timeout=options["connect_timeout"],
             max_connections=options["max_connections"],
             require_full_coverage=True,
+            retry=no_retry(),
         )
         return cluster, []
     from redis.asyncio.sentinel import Sentinel
@@ -156,6 +168,7 @@ def connect(topo: Topology, options: dict[str, Any]) -> tuple[Any, list[Any]]:
     client = sentinel.master_for(
         topo.master,
         db=topo.db,
+        retry=no_retry(),
         username=topo.username,
         password=topo.password,
         socket_timeout=options["socket_timeout"],

@@ -14,8 +14,6 @@ from typing import Any
 import orjson
 import redis.asyncio as aioredis
 from redis import exceptions as rex
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 
 from airstore import _exit
 from airstore._batch import Batcher
@@ -38,7 +36,7 @@ from airstore._redis_replication import (
     ReplicationStats,
     ReplicationWatch,
 )
-from airstore._redis_topology import check_server, connect, hash_tag, topology_of
+from airstore._redis_topology import check_server, connect, hash_tag, no_retry, topology_of
 from airstore._retention import Retention
 from airstore._validate import (
     check_filter,
@@ -229,6 +227,11 @@ class RedisStore(RedisOps, StoreBase):
             params.get("replicas", replicas),
             params.get("replication_timeout", replication_timeout),
         )
+        if durability == "replicated" and replication_timeout >= socket_timeout:
+            raise InvalidArgumentError(
+                f"replication_timeout ({replication_timeout} s) must be below socket_timeout "
+                f"({socket_timeout} s): a WAIT outlasting the socket would fail its batch"
+            )
         self._replicas = replicas
         self._wait_ms = max(1, int(replication_timeout * 1000))
         self._default_ttl = check_ttl(default_ttl)
@@ -259,7 +262,7 @@ class RedisStore(RedisOps, StoreBase):
                 socket_connect_timeout=connect_timeout,
                 max_connections=max_connections,
                 timeout=socket_timeout,
-                retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), retries=2),
+                retry=no_retry(),  # a resent write could run twice (see _redis_topology)
             )
             self._client = aioredis.Redis.from_pool(pool)
         except ValueError as exc:
@@ -503,6 +506,7 @@ class RedisStore(RedisOps, StoreBase):
         if client is None:
             kwargs = self._client.connection_kwargs
             client = self._node_clients[where] = aioredis.Redis(
+                retry=no_retry(),
                 host=where[0],
                 port=where[1],
                 username=kwargs.get("username"),

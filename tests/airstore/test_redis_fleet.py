@@ -65,6 +65,16 @@ def test_bad_topology_url_is_refused_with_a_clear_error(url: str) -> None:
         RedisStore(url)
 
 
+def test_a_replication_timeout_past_the_socket_timeout_is_refused() -> None:
+    with pytest.raises(InvalidArgumentError, match="socket_timeout"):
+        RedisStore(
+            "redis://127.0.0.1:1/0",
+            durability="replicated",
+            replication_timeout=6,
+            socket_timeout=5,
+        )
+
+
 def test_bad_replication_options_are_refused() -> None:
     with pytest.raises(InvalidArgumentError, match="durability"):
         RedisStore("redis://127.0.0.1:1/0?durability=sometimes")
@@ -202,7 +212,7 @@ async def test_replicated_mode_refuses_at_once_without_a_replica(tmp_path: Any) 
             lone.url(),
             prefix=unique_prefix(str(tmp_path)),
             durability="replicated",
-            replication_timeout=5,
+            replication_timeout=4,  # a refusal waits for none of it
         )
         async with store:
             with pytest.raises(ReplicationError) as info:
@@ -326,6 +336,8 @@ async def _missing(url: str, results: dict[str, dict[str, Any]]) -> int:
     async with store:
         entries = await store.query("meter.calls", limit=10_000_000)
         logged = {(e["writer"], e["i"]) for e in entries}
+        # nothing stored twice (an automatic resend of a batch that ran would append again)
+        assert len(logged) == len(entries), len(entries) - len(logged)
         missing = 0
         for name, result in results.items():
             for i in result["acked"]:
