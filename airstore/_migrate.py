@@ -131,12 +131,16 @@ def enter_as_writer(root: str) -> int:
                 continue  # another writer took it exclusively in between: it moves
             _refuse_earlier_writers(root, lock_path)
             if time.monotonic() > deadline:
-                raise StoreLockedError(
-                    f"data directory {root!r} is being moved to format {FORMAT} by another "
-                    f"writer, which did not finish within {WAIT:.0f} s",
-                    path=lock_path,
-                    pid=None,
+                found, moving = read_datadir_marker(marker)
+                why = (
+                    f"is being moved to format {FORMAT} by another writer, which did not "
+                    f"finish within {WAIT:.0f} s"
+                    if moving or found != FORMAT
+                    else f"is held exclusively by another process for over {WAIT:.0f} s (a "
+                    "writer of an older air release, which holds it so; this release's writers "
+                    "share it)"
                 )
+                raise StoreLockedError(f"data directory {root!r} {why}", path=lock_path, pid=None)
             time.sleep(0.01)
     except BaseException:
         os.close(fd)
