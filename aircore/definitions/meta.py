@@ -14,7 +14,7 @@ manifest and a gateway's registry:
 | ``legacy_interface_id`` (or ``mci_service_id``) | ``legacyInterfaceId`` | when set |
 | ``required_env_keys`` | ``requiredEnvKeys`` | when set |
 | ``owner_org`` | ``ownerOrg`` | when set |
-| ``timeout_ms`` | ``timeoutMillis`` | when set (the manifest: always, the effective one) |
+| ``timeout_ms`` | ``timeoutMillis`` | always (``null``: none; a server's: the effective one) |
 | ``enabled`` | ``enabled`` | always |
 | ``register`` | ``register`` | always |
 | ``layer`` | ``layer`` | when set |

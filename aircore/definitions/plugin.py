@@ -17,10 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aircore.builtin_plugins import run_with_timeout
+from aircore.builtin_plugins import cancelling_timeout_ms, run_with_timeout
 from aircore.definitions.binding import BoundTool, ToolSpec, bind_tools, check_tools
 from aircore.definitions.config import GateConfig
 from aircore.definitions.errors import DefinitionNotFoundError, ToolDefinitionError
+from aircore.definitions.meta import META_TIMEOUT_MILLIS
 from aircore.plugins import Plugin
 from aircore.tool import Tool
 from aircore.validation import SchemaValidator
@@ -137,7 +138,15 @@ class _Definitions:
                 raise ToolDefinitionError(
                     [], summary=f"tool {tool.name!r} is disabled by its definition"
                 )
-        return apply_definition(original, bound)
+        defined = apply_definition(original, bound)
+        # the standard's _meta lists timeoutMillis: the effective one, as the manifest says it
+        limits = [t for t in (bound.definition.timeout_ms, cancelling_timeout_ms(server.plugins))
+                  if t is not None]  # fmt: skip
+        defined.meta = {
+            **(defined.meta or {}),
+            META_TIMEOUT_MILLIS: min(limits) if limits else None,
+        }
+        return defined
 
 
 def definitions_plugin(directory: str | Path, *, config: GateConfig | None = None) -> Plugin:

@@ -68,7 +68,8 @@ def render_meta(definition: ToolDefinition) -> JSONObject:
     """``_meta``: operational metadata kept out of the description (it costs the model no tokens).
 
     Keys are the standard's camelCase names (see :mod:`aircore.definitions.meta`); optional
-    fields appear only when the definition sets them; ``enabled`` and ``register`` always do.
+    fields appear only when the definition sets them; ``timeoutMillis`` (``null`` without a
+    timeout), ``enabled`` and ``register`` always do.
     The meter reads ``version`` and ``categoryKey`` from here.
     """
     meta: JSONObject = {
@@ -85,8 +86,7 @@ def render_meta(definition: ToolDefinition) -> JSONObject:
         meta[keys.META_REQUIRED_ENV_KEYS] = list(definition.required_env_keys)
     if definition.owner_org is not None:
         meta[keys.META_OWNER_ORG] = definition.owner_org
-    if definition.timeout_ms is not None:
-        meta[keys.META_TIMEOUT_MILLIS] = definition.timeout_ms
+    meta[keys.META_TIMEOUT_MILLIS] = definition.timeout_ms  # the standard lists it: null = none
     meta[keys.META_ENABLED] = definition.enabled
     meta[keys.META_REGISTER] = definition.register
     if definition.layer is not None:

@@ -64,6 +64,7 @@ def test_tool_mapping_title_hints_schemas_and_meta(tmp_path: Path) -> None:
         "legacyInterfaceId": "EIMS-DOC-0042",
         "requiredEnvKeys": ["DOCS_INDEX_PATH"],
         "ownerOrg": "platform-team",
+        "timeoutMillis": None,
         "enabled": True,
         "register": True,
         "layer": "L2",
@@ -83,7 +84,8 @@ def test_meta_omits_optional_fields_that_are_not_set(tmp_path: Path) -> None:
     write_definition(tmp_path, data)
     d = load_definitions(tmp_path)["search_documents"]
     assert set(render_meta(d)) == {
-        "version", "categoryKey", "exampleQueries", "displayDescription", "enabled", "register",
+        "version", "categoryKey", "exampleQueries", "displayDescription", "timeoutMillis",
+        "enabled", "register",
     }  # fmt: skip
     tool = render_tool(d)
     assert "outputSchema" not in tool
@@ -134,8 +136,7 @@ def test_manifest_from_definitions_serializes_sorted_entries(tmp_path: Path) -> 
     assert search["_meta"]["timeoutMillis"] is None
     assert search["_meta"]["enabled"] is True
     # an entry is the MCP Tool object: operational keys live inside _meta
-    listed = render_tool(defs["search_documents"])
-    assert search == {**listed, "_meta": {**listed["_meta"], "timeoutMillis": None}}
+    assert search == render_tool(defs["search_documents"])
     assert archive == render_tool(defs["archive_documents"])
 
 
