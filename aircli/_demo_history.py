@@ -4,7 +4,8 @@ Only into an empty store, through the meter path (:func:`airmeter.history.backfi
 :class:`~airmeter.Meter` writing to the store the demo server then meters to), oldest first:
 a daily load curve over the demo server's tools, denser in the last 24 hours, a slow tool
 (``plan_trip``), an incident on ``fetch_url`` three hours ago (an error burst and a latency
-spike that breached its availability SLO, recovered since) and a daily budget that the
+spike that breached its availability SLO and spent its error budget: no longer burning, but
+``exhausted`` for its period) and a daily budget that the
 busiest days run over (a warning line).
 """
 
