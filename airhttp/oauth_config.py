@@ -31,7 +31,14 @@ from urllib.parse import urlsplit
 from airhttp.errors import AirhttpError
 from airhttp.guards import is_loopback
 
-__all__ = ["ALGORITHMS", "AuthConfig", "AuthConfigError", "auth_config_from", "load_auth_config"]
+__all__ = [
+    "ALGORITHMS",
+    "AuthConfig",
+    "AuthConfigError",
+    "auth_config_from",
+    "checked_url",
+    "load_auth_config",
+]
 
 ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA", "Ed25519")
 """Asymmetric algorithms only: never ``none``, never an HMAC (which a public key would sign)."""
@@ -116,6 +123,15 @@ class AuthConfig:
             "bearer_methods_supported": ["header"],
         }
         return doc
+
+
+def checked_url(value: object, key: str) -> str:
+    """``value`` if it is an ``https://`` URL (or ``http://`` on a loopback host).
+
+    Raises:
+        AuthConfigError: naming ``key``.
+    """
+    return _url(value, key)
 
 
 def _url(value: object, key: str) -> str:

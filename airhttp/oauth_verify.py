@@ -31,7 +31,7 @@ import orjson
 
 from airhttp.errors import AirhttpError
 from airhttp.identity import Identity
-from airhttp.oauth_config import AuthConfig
+from airhttp.oauth_config import AuthConfig, checked_url
 
 __all__ = ["MAX_TOKEN_BYTES", "AuthRefusedError", "Fetch", "TokenVerifier"]
 
@@ -196,12 +196,19 @@ class _IssuerKeys:
                     continue
                 if status != 200:
                     continue
-                doc = orjson.loads(body)
-                if not isinstance(doc, dict) or doc.get("issuer") != self.issuer:
+                try:
+                    doc = orjson.loads(body)
+                except orjson.JSONDecodeError:
+                    continue  # an HTML page at a well-known path: try the next place
+                if not isinstance(doc, dict):
+                    continue
+                if doc.get("issuer") != self.issuer:
                     raise ValueError(
                         f"{url} names issuer {doc.get('issuer')!r}, not {self.issuer!r}"
                     )
                 jwks = doc.get("jwks_uri")
+                if isinstance(jwks, str):
+                    jwks = checked_url(jwks, "jwks_uri")  # https, as the issuer: no http keys
                 if not isinstance(jwks, str):
                     raise ValueError(f"{url} names no jwks_uri")
                 return jwks

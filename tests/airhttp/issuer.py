@@ -38,6 +38,8 @@ class Issuer:
             OKPKey.generate_key("Ed25519", parameters={"kid": "ed-1"}),
         ]
         self.jwks_requests = 0
+        self.html_rfc8414 = False  # the RFC 8414 path answers an HTML page (a proxied app)
+        self.jwks_uri = ""  # another jwks_uri in the metadata
         self.active_tokens: dict[str, dict[str, Any]] = {}
 
     def rotate(self) -> None:
@@ -90,14 +92,16 @@ class Issuer:
             return web.Response(body=b"\x00not json{", content_type="application/json")
         return None
 
-    async def metadata(self, _request: web.Request) -> web.Response:
+    async def metadata(self, request: web.Request) -> web.Response:
         refused = await self._gate()
         if refused is not None:
             return refused
+        if self.html_rfc8414 and "oauth-authorization-server" in request.path:
+            return web.Response(text="<html>an app's page</html>", content_type="text/html")
         return web.json_response(
             {
                 "issuer": self.url,
-                "jwks_uri": f"{self.url}/jwks",
+                "jwks_uri": self.jwks_uri or f"{self.url}/jwks",
                 "token_endpoint": f"{self.url}/token",
                 "introspection_endpoint": f"{self.url}/introspect",
             }
@@ -134,6 +138,7 @@ async def running_issuer() -> AsyncIterator[Issuer]:
     issuer = Issuer()
     app = web.Application()
     app.router.add_get("/.well-known/oauth-authorization-server", issuer.metadata)
+    app.router.add_get("/.well-known/openid-configuration", issuer.metadata)
     app.router.add_get("/jwks", issuer.jwks)
     app.router.add_post("/introspect", issuer.introspect)
     runner = web.AppRunner(app, access_log=None)

@@ -449,3 +449,23 @@ def test_one_jwks_uri_for_several_issuers_is_refused() -> None:
             }
         )
     assert info.value.key == "jwks_uri"
+
+
+async def test_discovery_passes_an_html_page_for_openid_configuration(issuer: Issuer) -> None:
+    issuer.html_rfc8414 = True
+    verifier = TokenVerifier(_config(issuer))
+    try:
+        assert (await verifier.verify(issuer.token(resource=RESOURCE))).auth == "oauth"
+    finally:
+        await verifier.close()
+
+
+async def test_a_discovered_jwks_uri_over_plain_http_is_refused(issuer: Issuer) -> None:
+    issuer.jwks_uri = "http://keys.example.com/jwks"  # not loopback: a man in the middle's keys
+    verifier = TokenVerifier(_config(issuer))
+    try:
+        with pytest.raises(AuthRefusedError) as info:
+            await verifier.verify(issuer.token(resource=RESOURCE))
+        assert info.value.status == 503
+    finally:
+        await verifier.close()
