@@ -52,7 +52,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP) $(SYSDEPS_STAMP) $(OIDC_STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	AIR_TEST_OIDC=require $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
