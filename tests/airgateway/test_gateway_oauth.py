@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import re
 import socket
 import subprocess
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ import pytest
 from airgateway.config import parse_config
 from airgateway.errors import ConfigError
 from tests.airgateway.procs import air, free_port, started
+from tests.airhttp.oauth_client import oauth_client, signing_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / ".oidc" / "node_modules" / ".bin" / "node"
@@ -176,13 +175,6 @@ class World:
         self.recorder = recorder
 
 
-def _signing_keys() -> str:
-    from joserfc.jwk import ECKey, KeySet
-
-    key = ECKey.generate_key("P-256", parameters={"kid": "es-1", "alg": "ES256", "use": "sig"})
-    return json.dumps(KeySet([key]).as_dict(private=True))
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     if not NODE.exists():
@@ -192,7 +184,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     resource = f"http://127.0.0.1:{port}/mcp"
     provider = subprocess.Popen(
         [str(NODE), str(PROVIDER)],
-        env={**os.environ, "PORT": "0", "RESOURCE": resource, "JWKS": _signing_keys(),
+        env={**os.environ, "PORT": "0", "RESOURCE": resource, "JWKS": signing_keys(),
              "OIDC_PROVIDER": str(NODE.parents[1] / "oidc-provider")},
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
@@ -233,42 +225,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             provider.stdout.close()
 
 
-class _Tokens:
-    """In-memory token storage for the SDK's OAuth provider."""
-
-    def __init__(self) -> None:
-        self.tokens: Any = None
-        self.client: Any = None
-
-    async def get_tokens(self) -> Any:
-        return self.tokens
-
-    async def set_tokens(self, tokens: Any) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> Any:
-        return self.client
-
-    async def set_client_info(self, info: Any) -> None:
-        self.client = info
-
-
-@asynccontextmanager
-async def _client(world: World, client_id: str, scope: str) -> AsyncIterator[Any]:
-    import httpx2
-    from mcp import Client
-    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
-    from mcp.client.streamable_http import streamable_http_client
-
-    auth = ClientCredentialsOAuthProvider(
-        server_url=world.url, storage=_Tokens(), client_id=client_id,
-        client_secret=f"{client_id}-secret", scope=scope, issuer=world.issuer,
-    )  # fmt: skip
-    async with (
-        httpx2.AsyncClient(auth=auth, timeout=30) as http,
-        Client(streamable_http_client(world.url, http_client=http)) as client,
-    ):
-        yield client
+def _client(world: World, client_id: str, scope: str) -> Any:
+    return oauth_client(world.url, world.issuer, client_id, scope)
 
 
 async def test_the_official_client_lists_and_calls_through_the_gateway(world: World) -> None:

@@ -5,19 +5,19 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from tests.airhttp.oauth_client import oauth_client, signing_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / ".oidc" / "node_modules" / ".bin" / "node"
@@ -56,13 +56,6 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _signing_keys() -> str:
-    from joserfc.jwk import ECKey, KeySet
-
-    key = ECKey.generate_key("P-256", parameters={"kid": "es-1", "alg": "ES256", "use": "sig"})
-    return json.dumps(KeySet([key]).as_dict(private=True))
-
-
 def _ready(proc: subprocess.Popen[str], pattern: str) -> str:
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -91,7 +84,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             **os.environ,
             "PORT": "0",
             "RESOURCE": resource,
-            "JWKS": _signing_keys(),
+            "JWKS": signing_keys(),
             "OIDC_PROVIDER": str(NODE.parents[1] / "oidc-provider"),
         },
         stdout=subprocess.PIPE,
@@ -144,46 +137,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                     pipe.close()
 
 
-class _Tokens:
-    """In-memory token storage for the SDK's OAuth provider."""
-
-    def __init__(self) -> None:
-        self.tokens: Any = None
-        self.client: Any = None
-
-    async def get_tokens(self) -> Any:
-        return self.tokens
-
-    async def set_tokens(self, tokens: Any) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> Any:
-        return self.client
-
-    async def set_client_info(self, info: Any) -> None:
-        self.client = info
-
-
-@asynccontextmanager
-async def _client(setup: Setup, client_id: str, scope: str) -> AsyncIterator[Any]:
-    import httpx2
-    from mcp import Client
-    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
-    from mcp.client.streamable_http import streamable_http_client
-
-    auth = ClientCredentialsOAuthProvider(
-        server_url=setup.url,
-        storage=_Tokens(),
-        client_id=client_id,
-        client_secret=f"{client_id}-secret",
-        scope=scope,
-        issuer=setup.issuer,
-    )
-    async with (
-        httpx2.AsyncClient(auth=auth, timeout=30) as http,
-        Client(streamable_http_client(setup.url, http_client=http)) as client,
-    ):
-        yield client
+def _client(setup: Setup, client_id: str, scope: str) -> Any:
+    return oauth_client(setup.url, setup.issuer, client_id, scope)
 
 
 async def test_the_official_client_discovers_gets_a_token_and_calls(setup: Setup) -> None:
