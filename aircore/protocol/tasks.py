@@ -41,6 +41,7 @@ from aircore.errors import (
     AirError,
     InvalidParamsError,
 )
+from airhttp.identity import current_identity
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL_MS",
@@ -98,14 +99,19 @@ def client_has_tasks(capabilities: Mapping[str, Any] | None) -> bool:
 
 def task_owner(conn: Connection) -> str:
     """Who holds a task started on ``conn`` (a :class:`~aircore.protocol.session.Connection`):
-    the bearer token's digest, a legacy session, and the declared ``clientInfo`` name and
-    version; :data:`SOLE_CLIENT` on stdio or in process, where the server has one client
-    (no share to keep: it may use every slot)."""
+    the OAuth caller (client and subject, whatever token it sends), else the bearer token's
+    digest, a legacy session, and the declared ``clientInfo`` name and version;
+    :data:`SOLE_CLIENT` on stdio or in process, where the server has one client (no share to
+    keep: it may use every slot)."""
     if conn.transport != "tcp" and conn.session_id is None:
         return SOLE_CLIENT
     parts = []
+    identity = current_identity()
     authorization = conn.authorization
-    if authorization:
+    if identity is not None and identity.auth == "oauth":  # one share per caller, whatever token
+        who = f"{identity.client_id}\0{identity.subject}".encode("utf-8", "replace")
+        parts.append("oauth:" + hashlib.sha256(who).hexdigest()[:16])
+    elif authorization:
         digest = hashlib.sha256(authorization.strip().encode("utf-8", "replace")).hexdigest()
         parts.append("token:" + digest[:16])
     if conn.session_id is not None:

@@ -178,3 +178,25 @@ async def test_start_task_goes_on_inline_or_refuses_when_no_task_can_be_made() -
         # legacy era: no tasks at all, the call just goes on
         legacy = await server.call_tool("maybe", {})
         assert legacy["content"][0]["text"] == "task=False"
+
+
+def test_an_oauth_caller_holds_one_share_whatever_token_it_sends() -> None:
+    from aircore.protocol.session import Connection
+    from aircore.protocol.tasks import task_owner
+    from airhttp.identity import Identity, use_identity
+
+    def owner(token: str, identity: Identity | None) -> str:
+        conn = Connection(transport="tcp")
+        conn.authorization = f"Bearer {token}"
+        handle = use_identity(identity)
+        try:
+            return task_owner(conn)
+        finally:
+            handle.var.reset(handle)
+
+    alice = Identity(auth="oauth", client_id="app", subject="alice")
+    bob = Identity(auth="oauth", client_id="app", subject="bob")
+    # a client that fetches a new token per call must not get a new share per token
+    assert owner("token-1", alice) == owner("token-2", alice)
+    assert owner("token-1", alice) != owner("token-1", bob)
+    assert owner("token-1", None) != owner("token-2", None)  # static tokens: one share each
