@@ -23,14 +23,30 @@ import pytest
 from airgateway.config import parse_config
 from airgateway.errors import ConfigError
 from tests.airgateway.procs import air, free_port, started
-from tests.airhttp.oauth_client import notes_server, oauth_client, signing_keys
+from tests.airhttp.oauth_client import oauth_client, signing_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / ".oidc" / "node_modules" / ".bin" / "node"
 PROVIDER = ROOT / "tests" / "airhttp" / "oidc_provider.mjs"
 OPS_TOKEN = "ops-static-token-123"
 
-NOTES = notes_server(meter=False)
+NOTES = """
+from aircore import define_server, define_tool
+
+def read_note(params):
+    return "note " + params["id"]
+
+def delete_note(params):
+    return "deleted " + params["id"]
+
+server = define_server(
+    name="notes",
+    tools=[
+        define_tool(name="read_note", params={"id": "string"}, handler=read_note),
+        define_tool(name="delete_note", params={"id": "string"}, handler=delete_note),
+    ],
+)
+"""
 
 AUTH = """
 auth:

@@ -8,30 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-__all__ = ["Tokens", "notes_server", "oauth_client", "signing_keys"]
-
-
-def notes_server(*, meter: bool) -> str:
-    """The source of the notes server both OAuth end-to-end tests serve: ``read_note`` (the
-    server-wide scope) and ``delete_note`` (which their configurations guard with more)."""
-    return f"""
-from aircore import define_server, define_tool
-
-def read_note(params):
-    return "note " + params["id"]
-
-def delete_note(params):
-    return "deleted " + params["id"]
-
-server = define_server(
-    name="notes",
-    meter={meter!r},
-    tools=[
-        define_tool(name="read_note", params={{"id": "string"}}, handler=read_note),
-        define_tool(name="delete_note", params={{"id": "string"}}, handler=delete_note),
-    ],
-)
-"""
+__all__ = ["Tokens", "oauth_client", "signing_keys"]
 
 
 def signing_keys() -> str:

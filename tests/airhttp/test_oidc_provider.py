@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.airhttp.oauth_client import notes_server, oauth_client, signing_keys
+from tests.airhttp.oauth_client import oauth_client, signing_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / ".oidc" / "node_modules" / ".bin" / "node"
@@ -30,7 +30,24 @@ pytestmark = pytest.mark.skipif(
     not NODE.exists(), reason="oidc-provider is not installed (make test runs scripts/oidc.sh)"
 )
 
-SERVER = notes_server(meter=True)
+SERVER = """
+from aircore import define_server, define_tool
+
+def read_note(params):
+    return "note " + params["id"]
+
+def delete_note(params):
+    return "deleted " + params["id"]
+
+server = define_server(
+    name="notes",
+    meter=True,
+    tools=[
+        define_tool(name="read_note", params={"id": "string"}, handler=read_note),
+        define_tool(name="delete_note", params={"id": "string"}, handler=delete_note),
+    ],
+)
+"""
 
 
 def _free_port() -> int:

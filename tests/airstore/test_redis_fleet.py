@@ -222,22 +222,16 @@ async def test_replicated_mode_refuses_at_once_without_a_replica(tmp_path: Any) 
             assert store.replication.refused_writes == 1
 
 
-async def _synced_replica(replica: RedisServer) -> Any:
-    """A client on ``replica`` once its link to the master is up (bounded wait)."""
-    client = aioredis.Redis(port=replica.port)
-    for _ in range(200):
-        if (await client.info("replication")).get("master_link_status") == "up":
-            break
-        await asyncio.sleep(0.05)
-    return client
-
-
 async def test_replicated_mode_with_a_replica_acknowledges(tmp_path: Any) -> None:
     with (
         RedisServer() as master,
         RedisServer(extra_args=("--replicaof", "127.0.0.1", str(master.port))) as replica,
     ):
-        client = await _synced_replica(replica)
+        client = aioredis.Redis(port=replica.port)
+        for _ in range(200):
+            if (await client.info("replication")).get("master_link_status") == "up":
+                break
+            await asyncio.sleep(0.05)
         store = RedisStore(
             master.url(), prefix=unique_prefix(str(tmp_path)), durability="replicated"
         )
@@ -255,7 +249,11 @@ async def test_replicated_write_unconfirmed_in_time_is_refused(tmp_path: Any) ->
         RedisServer() as master,
         RedisServer(extra_args=("--replicaof", "127.0.0.1", str(master.port))) as replica,
     ):
-        client = await _synced_replica(replica)
+        client = aioredis.Redis(port=replica.port)
+        for _ in range(200):
+            if (await client.info("replication")).get("master_link_status") == "up":
+                break
+            await asyncio.sleep(0.05)
         store = RedisStore(
             master.url(),
             prefix=unique_prefix(str(tmp_path)),
