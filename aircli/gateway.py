@@ -1,7 +1,8 @@
 """``air gateway --config gateway.yml``: one MCP endpoint in front of many servers.
 
 Serves Streamable HTTP on ``/mcp`` (both eras) and ``GET /status``; prints its URL on stderr.
-A non-loopback ``--host`` needs ``--allow-remote`` and ``--token``. SIGTERM / Ctrl+C stop it
+A non-loopback ``--host`` needs ``--allow-remote`` and ``--token`` (or an ``auth:`` section:
+OAuth callers prove who they are). SIGTERM / Ctrl+C stop it
 cleanly: stdio children are stopped and metering is flushed. Sessions, rate counters and
 metering go to ``--store`` (else the default location every ``air`` command uses); a store
 given with ``--store`` (or ``AIR_DATA_DIR``) also shares the Server Registry between gateways.
@@ -69,11 +70,6 @@ def _run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"air gateway: --port {args.port} is not a port (0-65535)", file=sys.stderr)
         return 2
-    refused = refuse_remote_bind(
-        "air gateway", args.host, allow_remote=args.allow_remote, token=args.token
-    )
-    if refused is not None:
-        return refused
     from airgateway.config import load_config
 
     try:
@@ -81,6 +77,15 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"air gateway: {exc}", file=sys.stderr)
         return 2
+    # callers prove who they are with --token, or with OAuth tokens when the config has auth:
+    refused = refuse_remote_bind(
+        "air gateway",
+        args.host,
+        allow_remote=args.allow_remote,
+        token=args.token or ("oauth" if config.auth is not None else None),
+    )
+    if refused is not None:
+        return refused
     location = store_location("air gateway", args.store, reading=False)
     try:
         from aircore.transports.loop import run_loop  # uvloop where installed

@@ -51,7 +51,17 @@ def test_a_bad_flag_before_any_subcommand_still_gets_the_top_level_usage(tmp_pat
     assert done.stderr.startswith("usage: air [-h]")
 
 
+GATEWAY_YML = "servers:\n  - {name: a, url: 'http://127.0.0.1:9/mcp'}\n"
+AUTH_YML = (
+    "auth:\n"
+    "  issuer: https://login.example.com/\n"
+    "  resource: https://gw.example.com/mcp\n"
+    "  scopes: [mcp:tools]\n"
+)
+
+
 def _commands(tmp_path: Path) -> dict[str, tuple[str, ...]]:
+    (tmp_path / "gateway.yml").write_text(GATEWAY_YML)  # its auth: section decides (below)
     return {
         "air serve": ("serve", DEMO, "--transport", "http", "--port", "0"),
         "air serve (stdio)": ("serve", DEMO, "--transport", "stdio"),
@@ -103,3 +113,19 @@ def test_the_demo_refuses_a_dashboard_beyond_loopback_before_making_any_call(
     assert "binds loopback only" in lines[0]
     assert "air dashboard --host HOST --allow-remote --token TOKEN" in lines[0]
     assert not (tmp_path / ".air" / "data").exists()  # no history, no traffic
+
+
+def test_a_gateway_with_an_auth_section_needs_no_token_beyond_loopback(tmp_path: Path) -> None:
+    # OAuth callers prove who they are: --allow-remote is enough. 192.0.2.1 (TEST-NET-1) is no
+    # address of this machine, so the bind itself fails after the rule let it through.
+    (tmp_path / "gateway.yml").write_text(GATEWAY_YML + AUTH_YML)
+    argv = ("gateway", "--config", str(tmp_path / "gateway.yml"), "--port", "0")
+    done = _air(*argv, "--host", "192.0.2.1", "--allow-remote", "--store", "memory://",
+                cwd=tmp_path)  # fmt: skip
+    assert "needs both --allow-remote and --token" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr
+    assert "192.0.2.1" in done.stderr or "assign" in done.stderr, done.stderr
+    # without --allow-remote it is still refused, naming only that flag
+    done = _air(*argv, "--host", "192.0.2.1", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().endswith("(missing: --allow-remote)"), done.stderr
