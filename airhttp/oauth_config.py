@@ -15,7 +15,10 @@ More keys: ``issuers`` (a list, instead of ``issuer``), ``jwks_uri`` (skip disco
 ``cache_size`` (default 10,000), ``jwks_min_refresh_s`` (default 30), ``jwks_max_age_s`` (keys
 are fetched again when older, default 600: a key the issuer removed stops being trusted),
 ``timeout_s`` (the
-issuer's endpoints, default 5), ``authorization_servers`` (advertised, default the issuers).
+issuer's endpoints, default 5), ``authorization_servers`` (advertised, default the issuers),
+``require_at_jwt`` (default true: a JWT access token must carry ``typ: at+jwt``, RFC 9068 §4, so
+an ID token or another JWT of the issuer is not taken for one; false for issuers that do not set
+it, such as Auth0 and Entra ID v1 tokens).
 Issuer, resource and endpoint URLs must be ``https://``, except on loopback hosts.
 """
 
@@ -62,6 +65,7 @@ _KEYS = frozenset(
         "jwks_max_age_s",
         "timeout_s",
         "authorization_servers",
+        "require_at_jwt",
     }
 )
 
@@ -106,6 +110,8 @@ class AuthConfig:
     jwks_max_age_s: float = 600.0
     timeout_s: float = 5.0
     authorization_servers: tuple[str, ...] = ()
+    require_at_jwt: bool = True
+    """A JWT access token must say ``typ: at+jwt`` (or ``application/at+jwt``), RFC 9068 §4."""
 
     @property
     def metadata_path(self) -> str:
@@ -242,6 +248,9 @@ def auth_config_from(doc: object, *, environ: Mapping[str, str] | None = None) -
     for key in ("client_claim", "group_claim"):
         if key in doc and not (isinstance(doc[key], str) and doc[key]):
             raise AuthConfigError(f"{key} must be a claim name", key=key)
+    require_at_jwt = doc.get("require_at_jwt", True)
+    if not isinstance(require_at_jwt, bool):
+        raise AuthConfigError("require_at_jwt must be true or false", key="require_at_jwt")
     servers = doc.get("authorization_servers") or []
     if not isinstance(servers, list):
         raise AuthConfigError(
@@ -264,6 +273,7 @@ def auth_config_from(doc: object, *, environ: Mapping[str, str] | None = None) -
         jwks_max_age_s=_number(doc, "jwks_max_age_s", 600.0, 1, 86_400),
         timeout_s=_number(doc, "timeout_s", 5.0, 0.05, 60),
         authorization_servers=tuple(_url(s, "authorization_servers") for s in servers),
+        require_at_jwt=require_at_jwt,
     )
 
 

@@ -6,7 +6,9 @@
   ``jwks_min_refresh_s`` (so 10,000 tokens with a made-up ``kid`` cost one fetch), which is how
   rotation is honoured. Only RS256, PS256, ES256 and EdDSA are accepted (never ``none``, never
   an HMAC a public key could sign). ``iss``, ``exp``, ``nbf`` are checked with a leeway, and
-  ``aud`` must name this server's canonical URI (RFC 8707), which stops token passthrough.
+  ``aud`` must name this server's canonical URI (RFC 8707), which stops token passthrough. The
+  header must say ``typ: at+jwt`` (RFC 9068 §4: an ID token is not an access token) unless the
+  configuration's ``require_at_jwt`` is false.
 - Opaque tokens are checked by introspection (RFC 7662) when configured.
 - A verified token is cached by its SHA-256, bounded in number, for no longer than its ``exp``
   and ``cache_max_s``: a token revoked at the issuer stays usable here until then.
@@ -39,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 MAX_TOKEN_BYTES = 16 * 1024
 """A longer bearer token is refused before any parsing."""
+_ACCESS_TOKEN_TYPES = frozenset({"at+jwt", "application/at+jwt"})
+"""RFC 9068 §2.1 (media types compare case-insensitively, RFC 7515 §4.1.9)."""
 MAX_DOCUMENT_BYTES = 1024 * 1024
 """The largest metadata, JWKS or introspection answer read."""
 
@@ -296,6 +300,14 @@ class TokenVerifier:
         alg = header.get("alg")
         if alg not in self.config.algorithms:
             raise _invalid(f"the token's algorithm {alg!r} is not accepted")
+        typ = header.get("typ")
+        if self.config.require_at_jwt and (
+            not isinstance(typ, str) or typ.lower() not in _ACCESS_TOKEN_TYPES
+        ):
+            raise _invalid(
+                f"the token's typ is {typ!r}, not 'at+jwt' (RFC 9068): not an access token "
+                "(require_at_jwt: false accepts issuers that do not set it)"
+            )
         issuer = _b64json(payload).get("iss")
         keys = self._issuers.get(issuer) if isinstance(issuer, str) else None
         if keys is None:

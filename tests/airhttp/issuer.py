@@ -55,6 +55,7 @@ class Issuer:
         kid: str | None = None,
         key: Any = None,
         lifetime: float = 300.0,
+        typ: str | None = "at+jwt",
         **claims: Any,
     ) -> str:
         """A signed access token (RFC 9068 shape) for ``resource``."""
@@ -78,7 +79,9 @@ class Issuer:
             "jti": str(time.time_ns()),
         }
         body.update(claims)
-        header = {"alg": alg, "typ": "at+jwt", "kid": kid if kid is not None else signer.kid}
+        header = {"alg": alg, "kid": kid if kid is not None else signer.kid}
+        if typ is not None:
+            header["typ"] = typ
         with warnings.catch_warnings():  # "EdDSA" is deprecated by RFC 9864, still issued
             warnings.simplefilter("ignore", SecurityWarning)
             return jwt.encode(header, body, signer, algorithms=[alg])

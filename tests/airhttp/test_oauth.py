@@ -81,6 +81,10 @@ async def verifier(issuer: Issuer) -> AsyncIterator[TokenVerifier]:
             {"issuer": "https://a/", "resource": "https://b/mcp", "scopes": "a b", "leeway_s": -1},
             "leeway_s",
         ),
+        (
+            {"issuer": "https://a/", "resource": "https://b/mcp", "require_at_jwt": "no"},
+            "require_at_jwt",
+        ),
     ],
 )
 def test_a_bad_configuration_names_its_key(doc: dict[str, Any], key: str) -> None:
@@ -169,7 +173,9 @@ async def test_every_bad_token_is_refused(issuer: Issuer, verifier: TokenVerifie
         "expired": issuer.token(resource=RESOURCE, exp=now - 600, iat=now - 900),
         "not yet valid": issuer.token(resource=RESOURCE, nbf=now + 600),
         "wrong iss": issuer.token(resource=RESOURCE, iss="http://127.0.0.1:1"),
-        "no exp": _forged({"alg": "ES256", "kid": "ec-1"}, {"iss": issuer.url, "aud": RESOURCE}),
+        "no exp": _forged(
+            {"alg": "ES256", "typ": "at+jwt", "kid": "ec-1"}, {"iss": issuer.url, "aud": RESOURCE}
+        ),
         "64 KB": "a" * 65536,
         "not a JWT": "opaque-without-introspection",
         "garbage JWT": "a.b.c",
@@ -179,6 +185,41 @@ async def test_every_bad_token_is_refused(issuer: Issuer, verifier: TokenVerifie
             await verifier.verify(token)
         assert info.value.status == 401, why
         assert info.value.error == "invalid_token", why
+
+
+@pytest.mark.parametrize("typ", [None, "JWT", "jwt", "id_token+jwt", "at+jwt2"])
+async def test_a_jwt_that_is_not_typed_as_an_access_token_is_refused(
+    issuer: Issuer, verifier: TokenVerifier, typ: str | None
+) -> None:
+    # RFC 9068 §4: an ID token (typ JWT or none) signed by the same issuer is not an access token
+    with pytest.raises(AuthRefusedError) as info:
+        await verifier.verify(issuer.token(resource=RESOURCE, typ=typ))
+    assert info.value.status == 401
+    assert info.value.error == "invalid_token"
+    assert "at+jwt" in info.value.description
+    assert "require_at_jwt" in info.value.description
+
+
+@pytest.mark.parametrize("typ", ["at+jwt", "application/at+jwt", "AT+JWT", "Application/At+Jwt"])
+async def test_each_spelling_of_the_access_token_typ_verifies(
+    issuer: Issuer, verifier: TokenVerifier, typ: str
+) -> None:
+    identity = await verifier.verify(issuer.token(resource=RESOURCE, typ=typ))
+    assert identity.client_id == "client-1"
+
+
+@pytest.mark.parametrize("typ", [None, "JWT"])
+async def test_require_at_jwt_false_accepts_issuers_that_do_not_set_it(
+    issuer: Issuer, typ: str | None
+) -> None:
+    verifier = TokenVerifier(_config(issuer, require_at_jwt=False))
+    try:
+        identity = await verifier.verify(issuer.token(resource=RESOURCE, typ=typ))
+        assert identity.client_id == "client-1"
+        with pytest.raises(AuthRefusedError):  # every other check still holds
+            await verifier.verify(issuer.token(resource="https://elsewhere.example.com/mcp"))
+    finally:
+        await verifier.close()
 
 
 async def test_an_unknown_kid_sent_10000_times_fetches_the_keys_at_most_twice(
