@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,13 +14,14 @@ from opentelemetry import trace
 from airmeter.build import PendingCall, RecordBuilder, ResultEncoder, encode_json
 from airmeter.classify import Classifier
 from airmeter.engine import ErrorResult, ErrorTyper, MeterEngine, RefusedResult
+from airmeter.hops import HOP_META_KEY, METERED_META_KEY
 from airmeter.layers import Layer
 from airmeter.meter import Meter
 from airmeter.otel_span import annotate_current_span
 from airmeter.tokens import counting_for
 from airmeter.types import Recorder
 
-__all__ = ["CallFacts", "LayerOf", "make_engine"]
+__all__ = ["CallFacts", "HopAnswer", "LayerOf", "make_engine", "store_url_of"]
 
 LayerOf = Callable[[str], Layer]
 """Maps a tool name to its layer; :meth:`airmeter.Classifier.layer_of` is one."""
@@ -92,3 +95,44 @@ def make_engine(
         on_record=_annotate,
     )
     return engine, layer_of
+
+
+def store_url_of(recorder: Recorder) -> str | None:
+    """The URL of the store a :class:`~airmeter.Meter` writes to (a file store's directory),
+    which a hop's answer names so a gateway metering into the same store knows the call is
+    counted here; ``None`` for any other recorder or store (the gateway then counts it too,
+    as each store counts the call once)."""
+    from pathlib import Path
+
+    from airstore.file import FileStore
+
+    store = recorder.store if isinstance(recorder, Meter) else None
+    return f"file://{Path(store.path).resolve()}" if isinstance(store, FileStore) else None
+
+
+class HopAnswer:
+    """A gateway's hop (``params._meta`` carries :data:`~airmeter.hops.HOP_META_KEY`): the
+    call gets a call id (which the gateway's hop record links to) and its answer's ``_meta``
+    says it was metered here (:data:`~airmeter.hops.METERED_META_KEY`: that call id, the time
+    it took here, the store), as an aircore server answers; see :mod:`airmeter.hops`."""
+
+    __slots__ = ("call_id", "started", "store_url")
+
+    def __init__(self, store_url: str | None) -> None:
+        self.call_id = uuid.uuid4().hex
+        self.started = time.perf_counter()
+        self.store_url = store_url
+
+    @staticmethod
+    def asked(meta: object) -> bool:
+        """Whether a request's ``_meta`` marks the call as a gateway's hop."""
+        return isinstance(meta, Mapping) and HOP_META_KEY in meta
+
+    def meta(self, meta: object) -> dict[str, Any]:
+        """``meta`` (a result's ``_meta``, or ``None``) with the metered marker added."""
+        said = {
+            "callId": self.call_id,
+            "latencyMs": (time.perf_counter() - self.started) * 1000.0,
+            "store": self.store_url,
+        }
+        return {**(meta if isinstance(meta, Mapping) else {}), METERED_META_KEY: said}

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError as PydanticValidationError
 
 from airmeter.classify import Classifier
-from airmeter.integrations._common import CallFacts, LayerOf, make_engine
+from airmeter.integrations._common import CallFacts, HopAnswer, LayerOf, make_engine, store_url_of
 from airmeter.outcome import INVALID_PARAMS, TOOL_ERROR, UNKNOWN_TOOL, error_type_of
 from airmeter.types import Recorder
 
@@ -67,6 +67,15 @@ def _encode(result: Any) -> bytes | None:
     return None
 
 
+def _request_meta(context: MiddlewareContext[mt.CallToolRequestParams]) -> object:
+    """The request's ``_meta`` (FastMCP keeps it on the request context, not the message)."""
+    if context.message.meta is not None:
+        return context.message.meta
+    fctx = context.fastmcp_context
+    rctx = None if fctx is None else fctx.request_context
+    return None if rctx is None else rctx.meta
+
+
 class FastMCPMeterMiddleware(Middleware):
     """Records every tool call of a FastMCP server as a :class:`~airmeter.CallRecord`.
 
@@ -109,6 +118,7 @@ class FastMCPMeterMiddleware(Middleware):
             encode_result=_encode,
         )
         self._transport = transport
+        self._store_url = store_url_of(recorder)
 
     async def on_call_tool(
         self,
@@ -121,6 +131,9 @@ class FastMCPMeterMiddleware(Middleware):
         name asked for stays in the message), so made-up names stay one series.
         """
         facts = self._facts(context)
+        hop = HopAnswer(self._store_url) if HopAnswer.asked(_request_meta(context)) else None
+        if hop is not None:  # behind `air gateway`: counted here, once (airmeter.hops)
+            facts.call_id = hop.call_id
 
         async def call(ctx: MiddlewareContext[mt.CallToolRequestParams]) -> ToolResult:
             try:
@@ -129,7 +142,10 @@ class FastMCPMeterMiddleware(Middleware):
                 facts.tool_name = UNKNOWN_TOOL
                 raise
 
-        return await self._engine.run(facts, call, context)
+        result = await self._engine.run(facts, call, context)
+        if hop is not None:
+            result.meta = hop.meta(result.meta)
+        return result
 
     def _facts(self, context: MiddlewareContext[mt.CallToolRequestParams]) -> CallFacts:
         message = context.message

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from airmeter.build import encode_json
 from airmeter.classify import Classifier
 from airmeter.engine import RefusedResult
-from airmeter.integrations._common import CallFacts, LayerOf, make_engine
+from airmeter.integrations._common import CallFacts, HopAnswer, LayerOf, make_engine, store_url_of
 from airmeter.outcome import UNKNOWN_TOOL, error_type_of
 from airmeter.types import CallInfo, Recorder
 
@@ -157,6 +157,7 @@ class SdkMeterMiddleware:
             encode_result=_encode,
         )
         self._transport = transport
+        self._store_url = store_url_of(recorder)
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -166,7 +167,13 @@ class SdkMeterMiddleware:
         if ctx.method != _TOOLS_CALL or not isinstance(name, str):
             return await call_next(ctx)
         arguments = params.get("arguments") if params is not None else None
-        return await self._engine.run(self._facts(ctx, name, arguments), call_next, ctx)
+        facts = self._facts(ctx, name, arguments)
+        meta = params.get("_meta") if params is not None else None
+        if not HopAnswer.asked(ctx.meta if meta is None else meta):
+            return await self._engine.run(facts, call_next, ctx)
+        hop = HopAnswer(self._store_url)  # behind `air gateway`: counted here, once
+        facts.call_id = hop.call_id
+        return _with_meta(await self._engine.run(facts, call_next, ctx), hop)
 
     def _facts(self, ctx: ServerRequestContext[Any, Any], tool: str, arguments: Any) -> CallFacts:
         request = ctx.request
@@ -183,6 +190,15 @@ class SdkMeterMiddleware:
             client_name=client.client_info.name if client is not None else None,
             layer=None if layer_of is None else int(layer_of(tool)),
         )
+
+
+def _with_meta(result: HandlerResult, hop: HopAnswer) -> HandlerResult:
+    """``result`` whose ``_meta`` tells the gateway the call was metered here."""
+    if isinstance(result, BaseModel) and "meta" in type(result).model_fields:
+        return result.model_copy(update={"meta": hop.meta(getattr(result, "meta", None))})
+    if isinstance(result, Mapping):
+        return {**result, "_meta": hop.meta(result.get("_meta"))}
+    return result
 
 
 def instrument_mcp_server(
