@@ -74,6 +74,8 @@ _SHAPES: Final = re.compile(
             # after it, only when the name looks secret
             rf"(?P<pair>(?<![A-Za-z0-9_.\-])(?P<q>\\?[\"']|)(?P<name>{_NAME})(?P=q)"
             r"\s{0,16}+[=:]\s{0,16})",
+            # command-line flags: --password hunter2, --api-key=abc, -token x
+            rf"(?P<flag>(?<![A-Za-z0-9_.\-])--?(?P<fname>{_NAME})(?:=|\s{{1,16}}+)(?=[^\s-]))",
         )
     ),
     re.DOTALL,
@@ -82,12 +84,13 @@ _SHAPES: Final = re.compile(
 # "@" inside it are covered: mysql://u:pa/ss@db, postgres://u:p@ss@host), at most 512 characters.
 _URL_PASSWORD: Final = re.compile(r"[^\s\"'<>?#]{1,512}(?=@)")
 # The value of a secret pair: an optional auth scheme, then a JSON string inside JSON text
-# (\"…\", escapes kept), a quoted string (escaped quotes inside it kept), an unterminated quote
-# (to the end of the line), or a bare word.
+# (\"…\", escapes kept), a quoted string (escaped quotes inside it kept; it may run over several
+# lines, up to 4 KiB), an unterminated quote (to the end of the line), or a bare word. A quoted
+# scan stops at the next quote, so no text is scanned twice by failed scans: linear time.
 _VALUE: Final = re.compile(
     rf"(?:{_SCHEME}\s{{1,16}})?"
     r"(?:\\\"(?:\\\\\\\\(?:\\.|[^\\\n])|[^\\\"\n]|\\[^\\\"\n])*\\\""
-    r"|\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
+    r"|\"(?:[^\"\\]|\\.){0,4096}+\"|'(?:[^'\\]|\\.){0,4096}+'"
     r"|[\"'][^\n]*"
     r"|(?:[^\s,;&\"'}\]\\]|\\.)+)"
 )
@@ -150,7 +153,7 @@ class Redactor:
         while match is not None:
             kind = match.lastgroup
             resume = match.end()
-            if kind == "pair":
+            if kind in ("pair", "flag"):
                 resume = self._pair(text, match, out, done)
                 if resume != match.end():
                     done = resume
@@ -180,7 +183,7 @@ class Redactor:
         """Mask the value after a ``name=`` / ``"name":`` whose name is secret; where to go on
         (the pair's end when it is not, so its value is searched like any text)."""
         end = match.end()
-        if not self.is_secret(match["name"]):
+        if not self.is_secret(match["name"] or match["fname"]):
             return end
         value = _VALUE.match(text, end)
         if value is None:

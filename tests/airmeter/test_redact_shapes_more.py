@@ -124,3 +124,27 @@ async def test_no_new_shape_reaches_the_call_log(tmp_path: Path) -> None:
     assert on_disk
     for _, _, secret, _ in SHAPES:
         assert secret.encode() not in on_disk, secret
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [('secret: "line1\nline2"', "line2"), ("token='one\ntwo'", "two"),
+     ('{"password": "a\nb\nc"}', "b\nc"), ("--password hunter2pw", "hunter2pw"),
+     ("run --api-key=abc123xyz --verbose", "abc123xyz"), ("-token  s3cr3tvalue", "s3cr3tvalue"),
+     ("cli --client-secret 'q w e'", "q w e")],
+)  # fmt: skip
+def test_multi_line_quoted_values_and_cli_flags_are_masked(text: str, secret: str) -> None:
+    out = redact_text(text)
+    assert secret not in out, out
+    assert REDACTED in out
+
+
+@pytest.mark.parametrize(
+    "text", ["ls --all --color auto", "git --no-pager log", "--token -x", "run --verbose"]
+)
+def test_flags_without_a_secret_name_or_value_are_left_alone(text: str) -> None:
+    assert redact_text(text) is text
+
+
+def test_a_quoted_value_ends_at_its_quote_and_the_next_lines_stay() -> None:
+    assert redact_text('password="pw"\nuser="bob"') == f'password="{REDACTED}"\nuser="bob"'
