@@ -35,8 +35,9 @@ import time
 from dataclasses import dataclass, field
 
 from airstore._atomic import is_temp_file
-from airstore._format import DATADIR_FILE, FORMAT
+from airstore._format import DATADIR_FILE, FORMAT, read_datadir_marker
 from airstore._names import decode, decode_legacy, encode
+from airstore.errors import UnsupportedFormatError
 
 __all__ = [
     "NamespaceFiles",
@@ -73,19 +74,25 @@ def use_legacy_names(root: str, legacy: bool) -> None:
     """Say whether ``root`` may still hold files named as before format 4 (a reader of an
     earlier directory, which it leaves as it is)."""
     if legacy:
-        _legacy_roots.add(root)
+        _legacy_roots.add(_key(root))
     else:
-        _legacy_roots.discard(root)
+        _legacy_roots.discard(_key(root))
+
+
+def _key(root: str) -> str:
+    """``root`` as :data:`_legacy_roots` holds it: ``./data`` and ``/abs/data`` are one root."""
+    return os.path.normcase(os.path.abspath(root))
 
 
 def _legacy_marker(root: str) -> bool:
     """Whether ``root``'s marker names an earlier format, or a move under way (or is missing)."""
     try:
-        with open(os.path.join(root, DATADIR_FILE), "rb") as fh:
-            marker = fh.read(256)
+        found, moving = read_datadir_marker(os.path.join(root, DATADIR_FILE))
+    except UnsupportedFormatError:
+        return False  # a newer directory: refused where it is opened, never read by old names
     except OSError:
         return True
-    return b'"moving"' in marker or (b'"format":%d}' % FORMAT) not in marker
+    return moving or found is None or found < FORMAT
 
 
 def _still_legacy(root: str) -> bool:
@@ -93,7 +100,7 @@ def _still_legacy(root: str) -> bool:
     stops being looked at once it names this one."""
     if _legacy_marker(root):
         return True
-    _legacy_roots.discard(root)
+    _legacy_roots.discard(_key(root))
     return False
 
 
@@ -104,7 +111,7 @@ def _path(root: str, ns: str, suffix: str) -> str:
     namespace's file.)"""
     stem = encode(ns)
     path = os.path.join(root, stem + suffix)
-    if stem == ns or root not in _legacy_roots or os.path.exists(path):
+    if stem == ns or not _legacy_roots or _key(root) not in _legacy_roots or os.path.exists(path):
         return path
     old = os.path.join(root, ns + suffix)
     if os.path.exists(old) and _still_legacy(root):
@@ -115,7 +122,7 @@ def _path(root: str, ns: str, suffix: str) -> str:
 def namespace_of(root: str, stem: str) -> str | None:
     """The namespace whose files are named by ``stem`` in ``root`` (``None``: none)."""
     ns = decode(stem)
-    if ns is None and root in _legacy_roots:
+    if ns is None and _legacy_roots and _key(root) in _legacy_roots:
         ns = decode_legacy(stem)
     return ns
 
@@ -218,7 +225,7 @@ def _log_names(root: str, ns: str) -> list[tuple[int, int | None, str]]:
     """(slot, segment number or None for the active file, path) of every log file of ``ns``."""
     found: list[tuple[int, int | None, str]] = []
     prefixes = {encode(ns) + ".log."}
-    if root in _legacy_roots:
+    if _legacy_roots and _key(root) in _legacy_roots:
         prefixes.add(ns + ".log.")
     try:
         names = listdir_settled(root)

@@ -28,7 +28,7 @@ from airstore._atomic import fsync_dir, is_temp_file, write_atomic
 from airstore._format import DATADIR_FILE, FORMAT, datadir_marker, read_datadir_marker
 from airstore._lock import LOCK_NAME, live_earlier_writer, read_holder_pid
 from airstore._names import decode_legacy, encode
-from airstore.errors import StorageIOError, StoreLockedError
+from airstore.errors import CorruptDataError, StorageIOError, StoreLockedError
 
 __all__ = ["WAIT", "enter_as_writer", "moves"]
 
@@ -79,19 +79,31 @@ def _move(root: str, found: int | None) -> None:
     planned = moves(root)
     if planned:
         write_atomic(marker, datadir_marker(moving=found or 1))
+    both: list[tuple[str, str]] = []
     for old, new in planned:
         src, dst = os.path.join(root, old), os.path.join(root, new)
-        if os.path.exists(dst):  # never overwrite: both stay, and this says why
+        if os.path.exists(dst):  # never overwrite: both stay, and the move does not finish
             if old.endswith(".lock"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(src)  # a lock file holds no data
                 continue
-            logger.warning("airstore: %s not renamed to %s, which exists already", src, dst)
+            both.append((src, dst))
             continue
         _rename(src, dst)
         logger.info("airstore: %s renamed %s to %s (format %d names)", root, old, new, FORMAT)
     if planned:
         fsync_dir(root)
+    if both:
+        # Finishing the move would hide the old-named file's data for good (readers of format 4
+        # look at format-4 names only): the marker keeps saying "moving", and the user decides.
+        pairs = "; ".join(f"{src!r} and {dst!r}" for src, dst in both)
+        raise CorruptDataError(
+            f"data directory {root!r} holds a file under its old name and under its format-"
+            f"{FORMAT} name ({pairs}): the move to format {FORMAT} stopped so that neither is "
+            "hidden; keep one of each pair (merge them, or remove the one you do not need), "
+            "then open the directory again",
+            path=both[0][0],
+        )
 
 
 def enter_as_writer(root: str) -> int:
@@ -103,6 +115,8 @@ def enter_as_writer(root: str) -> int:
         StoreLockedError: a writer of an earlier release has the directory open, or another
             writer of this release did not finish moving it within :data:`WAIT` seconds.
         UnsupportedFormatError: the directory is of a newer format.
+        CorruptDataError: a file is there under its old name and under its new one (the move
+            stops unfinished, so that neither is hidden).
         OSError: a file cannot be read, written or renamed.
     """
     marker = os.path.join(root, DATADIR_FILE)

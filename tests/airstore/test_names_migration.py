@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import pytest
 
-from airstore import FileStore, StoreLockedError, UnsupportedFormatError
+from airstore import CorruptDataError, FileStore, StoreLockedError, UnsupportedFormatError
 from airstore._filenames import discover
 from airstore._format import FORMAT
 from airstore._migrate import moves
@@ -353,3 +353,59 @@ async def test_this_release_refuses_a_newer_directory_before_moving_anything(
         with pytest.raises(UnsupportedFormatError):
             await FileStore(data, read_only=read_only, handle_sigterm=False).init()
     assert _files(data) == before
+
+
+async def test_a_move_that_finds_a_file_under_both_names_stops_and_names_them(
+    tmp_path: Path,
+) -> None:
+    """A half-restored directory holding a file under its old and its new name: finishing the
+    move would hide the old-named file's data for good, so the writer refuses, naming both, and
+    the directory stays readable as it was; once the user keeps one, the move completes."""
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURE, data)
+    old, new = next((o, n) for o, n in moves(str(data)) if o.endswith(".json") and o != n)
+    shutil.copyfile(data / old, data / new)
+    with pytest.raises(CorruptDataError) as caught:
+        async with FileStore(data, handle_sigterm=False):
+            pass
+    assert str(data / old) in str(caught.value)
+    assert str(data / new) in str(caught.value)
+    assert (data / old).exists()
+    assert (data / new).exists()
+    assert "moving" in _marker(data)
+    async with FileStore(data, read_only=True) as reader:
+        assert (await _content(reader))["logs"] == _expected()["logs"]
+    (data / new).unlink()
+    async with FileStore(data, handle_sigterm=False) as store:
+        assert await _content(store) == _expected()
+    _assert_moved(data)
+
+
+def test_a_format_4_marker_is_read_as_json_not_as_bytes(tmp_path: Path) -> None:
+    """A format-4 marker with a space or a later key is format 4: its directory is not taken
+    for an earlier one (old names honoured, an extra look-up per path, for good)."""
+    from airstore._filenames import _legacy_marker
+
+    for text in ('{"format": 4}', '{"format":4,"note":"x"}', '{\n  "format": 4\n}\n'):
+        (tmp_path / ".airstore").write_text(text)
+        assert not _legacy_marker(str(tmp_path)), text
+    for text in ('{"format":3}', '{"format":4,"moving":3}', '{"form'):
+        (tmp_path / ".airstore").write_text(text)
+        assert _legacy_marker(str(tmp_path)), text
+
+
+def test_the_legacy_roots_are_one_root_however_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airstore._filenames import _legacy_roots, namespace_of, use_legacy_names
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    use_legacy_names("./data", True)
+    try:
+        assert namespace_of(str(tmp_path / "data"), "Calls") == "Calls"  # an old-format name
+        use_legacy_names(str(tmp_path / "data") + os.sep, False)
+        assert namespace_of("data", "Calls") is None
+        assert os.path.normcase(str(tmp_path / "data")) not in _legacy_roots
+    finally:
+        use_legacy_names("./data", False)
