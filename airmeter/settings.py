@@ -7,15 +7,19 @@ import os
 from collections.abc import Mapping
 from typing import Final, Literal
 
+from airmeter.errors import MeterConfigError
+
 __all__ = [
     "INSTANCE_ID_ENV",
     "RAW_SUBJECT_ENV",
     "SLO_WEBHOOK_ENV",
+    "SUBJECT_KEY_ENV",
     "TOKENS_ENV",
     "TokenMode",
     "instance_id_setting",
     "raw_subject_setting",
     "slo_webhook_url",
+    "subject_key_setting",
     "token_mode",
 ]
 
@@ -26,6 +30,8 @@ TOKENS_ENV: Final = "AIR_TOKENS"
 SLO_WEBHOOK_ENV: Final = "AIR_SLO_WEBHOOK_URL"
 """Where SLO alerts are POSTed (JSON), when set."""
 
+SUBJECT_KEY_ENV: Final = "AIR_METER_SUBJECT_KEY"
+"""The key of subject pseudonyms (64 hex digits); default: one made once and kept in the store."""
 RAW_SUBJECT_ENV: Final = "AIR_METER_RAW_SUBJECT"
 """``1``: meter records keep the caller's token subject raw (default: a keyed pseudonym)."""
 
@@ -62,3 +68,25 @@ def slo_webhook_url(env: Mapping[str, str] | None = None) -> str | None:
 def raw_subject_setting(env: Mapping[str, str] | None = None) -> bool:
     """``$AIR_METER_RAW_SUBJECT`` is ``1``/``true``/``yes``: keep subjects raw."""
     return (_get(env, RAW_SUBJECT_ENV) or "").lower() in ("1", "true", "yes")
+
+
+def subject_key_setting(env: Mapping[str, str] | None = None) -> bytes | None:
+    """``$AIR_METER_SUBJECT_KEY`` as bytes, or ``None`` when unset.
+
+    Raises:
+        MeterConfigError: it is set but not 64 hex digits (32 bytes).
+    """
+    value = _get(env, SUBJECT_KEY_ENV)
+    if value is None:
+        return None
+    try:
+        key = bytes.fromhex(value)
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise MeterConfigError(
+            f"{SUBJECT_KEY_ENV} must be 64 hex digits (a 32-byte key, e.g. from "
+            "`python -c 'import secrets; print(secrets.token_hex(32))'`), got "
+            f"{len(value)} characters"
+        )
+    return key
