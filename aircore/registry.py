@@ -84,6 +84,7 @@ class Registry:
         layer: int | str | None = None,
         tags: Sequence[str] = (),
         structured_output: bool | None = None,
+        required_scopes: Sequence[str] = (),
     ) -> Callable[[Callable[..., Any]], Tool]: ...
 
     def tool(
@@ -100,6 +101,7 @@ class Registry:
         layer: int | str | None = None,
         tags: Sequence[str] = (),
         structured_output: bool | None = None,
+        required_scopes: Sequence[str] = (),
     ) -> Tool | Callable[[Callable[..., Any]], Tool]:
         """Decorator: register a function as a tool, its schemas derived from type hints.
 
@@ -123,6 +125,7 @@ class Registry:
                     layer=layer,
                     tags=tags,
                     structured_output=structured_output,
+                    required_scopes=required_scopes,
                 )
             )
 

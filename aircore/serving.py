@@ -23,6 +23,7 @@ from aircore.transports.table import get_transport
 from aircore.types import MessageHandler, MeterSlot, Served, Transport
 
 if TYPE_CHECKING:
+    from aircore.tool import Tool
     from airstore import StoreLocation
 
 __all__ = ["AUTO", "announce_store", "choose_transport", "run_server"]
@@ -70,7 +71,7 @@ class _Announced:
         return self.server.version
 
     @property
-    def tools(self) -> Mapping[str, object]:
+    def tools(self) -> Mapping[str, Tool]:
         return self.server.tools
 
     @property

@@ -72,6 +72,9 @@ class Tool:
     # object JSON Schema), "derived" (params shorthand/object forms, type hints) or "none".
     input_origin: str = "none"
     output_origin: str = "none"
+    # OAuth scopes a caller needs to see and call this tool over HTTP (checked with the
+    # resource server's own; see docs/authorization.md); empty: the server-wide ones only.
+    required_scopes: frozenset[str] = frozenset()
 
     def describe(self) -> dict[str, Any]:
         """The ``tools/list`` entry."""
@@ -192,6 +195,7 @@ def define_tool(
     meta: Mapping[str, Any] | None = None,
     layer: int | str | None = None,
     tags: Sequence[str] = (),
+    required_scopes: Sequence[str] = (),
 ) -> Tool:
     """Define a tool.
 
@@ -207,12 +211,16 @@ def define_tool(
         meta: ``_meta`` passed through to ``tools/list``.
         layer: the L1-L7 hint for the meter (``3`` or ``"L3"``).
         tags: free-form tags.
+        required_scopes: OAuth scopes a caller needs to list and call this tool over HTTP,
+            on top of the server-wide ones (403 ``insufficient_scope`` without them). An HTTP
+            server serving such a tool refuses to start without ``--auth-config`` or
+            ``--token``; over stdio they do not apply (see docs/authorization.md).
 
     Returns:
         The :class:`Tool`, with its validators compiled.
 
     Raises:
-        DefinitionError: a bad name, params spec, schema, annotation or layer.
+        DefinitionError: a bad name, params spec, schema, annotation, layer or scope.
     """
     if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
         raise DefinitionError(f"tool name {name!r} must be 1-128 characters of A-Za-z0-9_-.")
@@ -231,6 +239,7 @@ def define_tool(
         tags=tags,
         call_style="params",
         wants_ctx=_params_handler_shape(handler),
+        required_scopes=required_scopes,
     )
     tool.input_origin = _origin(params)
     return tool
@@ -261,6 +270,7 @@ def _build(
     ctx_param: str | None = None,
     accepts_extra: bool = True,
     typed_formats: bool = False,
+    required_scopes: Sequence[str] = (),
 ) -> Tool:
     if annotations is not None:
         unknown = set(annotations) - ANNOTATION_KEYS
@@ -288,6 +298,7 @@ def _build(
         ctx_param=ctx_param,
         accepts_extra=accepts_extra,
         is_async=inspect.iscoroutinefunction(handler),
+        required_scopes=_scopes(name, required_scopes),
     )
     tool.output_origin = _origin(output_schema)
     tool.validator = SchemaValidator(
@@ -296,6 +307,24 @@ def _build(
     if out_schema is not None:
         tool.output_validator = SchemaValidator(out_schema, what=f"tool {name!r} outputSchema")
     return tool
+
+
+_SCOPE_TOKEN = re.compile(r"^[\x21\x23-\x5B\x5D-\x7E]+$")  # RFC 6749 §3.3 scope-token
+
+
+def _scopes(name: str, scopes: Sequence[str]) -> frozenset[str]:
+    """``required_scopes`` checked: a list of RFC 6749 scope tokens (no spaces, no quotes)."""
+    if isinstance(scopes, str) or not all(isinstance(s, str) for s in scopes):
+        raise DefinitionError(
+            f"tool {name!r}: required_scopes must be a list of scope names, got {scopes!r}"
+        )
+    bad = [s for s in scopes if not _SCOPE_TOKEN.fullmatch(s)]
+    if bad:
+        raise DefinitionError(
+            f"tool {name!r}: {bad[0]!r} is not a scope name (RFC 6749: printable ASCII "
+            "without spaces, quotes or backslashes)"
+        )
+    return frozenset(scopes)
 
 
 def tool_from_function(
@@ -310,6 +339,7 @@ def tool_from_function(
     layer: int | str | None = None,
     tags: Sequence[str] = (),
     structured_output: bool | None = None,
+    required_scopes: Sequence[str] = (),
 ) -> Tool:
     """Build a tool from a function whose parameters are the tool's arguments (decorator form).
 
@@ -318,7 +348,7 @@ def tool_from_function(
         name: the tool's name (default: the function's).
         description: default: the docstring without its parameter section.
         output_schema: an explicit ``outputSchema`` (wins over the return annotation).
-        annotations, title, meta, layer, tags: as in :func:`define_tool`.
+        annotations, title, meta, layer, tags, required_scopes: as in :func:`define_tool`.
         structured_output: ``None`` derives ``outputSchema`` from the return annotation when
             it has a JSON shape; ``False`` never; ``True`` requires one.
 
@@ -349,6 +379,7 @@ def tool_from_function(
         ctx_param=sig.ctx_param,
         accepts_extra=sig.accepts_extra,
         typed_formats=sig.typed_formats,
+        required_scopes=required_scopes,
     )
     tool.input_origin = "derived"
     tool.convert = sig.convert

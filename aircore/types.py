@@ -202,8 +202,9 @@ class Served(Protocol):
         """The server's version (the HTTP status page)."""
 
     @property
-    def tools(self) -> Mapping[str, object]:
-        """The tools by name (the HTTP status page counts them)."""
+    def tools(self) -> Mapping[str, Tool]:
+        """The tools by name (the HTTP status page counts them; their ``required_scopes``
+        join the resource server's per-tool scopes)."""
 
     @property
     def meter(self) -> MeterSlot | None:

@@ -303,8 +303,13 @@ class Dispatcher:
     async def _tools_list(self, p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
         tools = self.server.tool_listing()
         identity = current_identity()  # an OAuth caller sees only the tools it may call
-        if identity is not None and identity.tool_scopes:
-            tools = [tool for tool in tools if identity.may_call(tool["name"])]
+        if identity is not None and identity.auth == "oauth":
+            known = self.server.tools
+            tools = [
+                tool
+                for tool in tools
+                if identity.may_call(tool["name"], known[tool["name"]].required_scopes)
+            ]
         return self._page(tools, "tools", p)
 
     async def _resources_list(

@@ -86,7 +86,7 @@ class ToolCalls:
         if tool is None:
             raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
         identity = current_identity()  # the HTTP guard answers 403 first; this holds anyway
-        if identity is not None and (missing := identity.missing_for(name)):
+        if identity is not None and (missing := identity.missing_for(name, tool.required_scopes)):
             raise AirError(
                 INVALID_REQUEST,
                 f"insufficient_scope: calling {name!r} needs {' '.join(sorted(missing))}",

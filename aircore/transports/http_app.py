@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from aircore.errors import DefinitionError
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT, McpEndpoint
 from aircore.transports.options import check_options
 from aircore.transports.sse import SseEndpoint
@@ -127,6 +128,34 @@ class HttpApp:
             await _plain(send, 404, b"not found\n", b"text/plain; charset=utf-8")
 
 
+def with_tool_scopes(
+    server: Served, auth: AuthConfig | None, *, token: str | None
+) -> AuthConfig | None:
+    """``auth`` with each tool's own ``required_scopes`` added to its per-tool scopes (as the
+    tool's exact name: names hold no glob characters), so the OAuth guard answers ``403
+    insufficient_scope`` for them before the body reaches the server, as for the configured
+    globs. Tools added after the server starts are checked by ``tools/call`` itself.
+
+    Raises:
+        DefinitionError: a tool requires scopes but no ``auth`` is given and no ``token``
+            either: refused rather than served to anyone (a static token holds every scope).
+    """
+    scoped = [(name, tool.required_scopes) for name, tool in server.tools.items()]
+    scoped = [(name, scopes) for name, scopes in scoped if scopes]
+    if not scoped:
+        return auth
+    if auth is None:
+        if token is not None:
+            return None  # the static token's holder may call every tool (documented)
+        names = ", ".join(sorted(name for name, _ in scoped)[:5])
+        raise DefinitionError(
+            f"tool(s) {names} require OAuth scopes (required_scopes) but this HTTP server has "
+            "no authorization: serve it with --auth-config FILE (OAuth), or --token (a static "
+            "token holds every scope), or drop required_scopes"
+        )
+    return replace(auth, tools=auth.tools + tuple(scoped))
+
+
 def build_app(
     server: Served,
     *,
@@ -155,8 +184,11 @@ def build_app(
 
     Raises:
         airhttp.LimitsError: a token no client could send, or invalid limits.
+        DefinitionError: a tool has ``required_scopes`` and neither ``auth`` nor ``token``
+            is given (anyone reaching the port could call it).
     """
     limits = limits or Limits(max_body=max_body)
+    auth = with_tool_scopes(server, auth, token=token)
     policy = AccessPolicy(
         token=token,  # with OAuth, guard_app hands it to the OAuth guard
         check_host=check_host,

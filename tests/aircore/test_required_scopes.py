@@ -1,0 +1,196 @@
+"""A tool definition's own ``required_scopes``: ``air serve --auth-config`` (a real process, a
+local issuer's tokens, the official ``mcp`` client over Streamable HTTP) answers 403
+``insufficient_scope`` for them like the configured globs and lists only the tools a caller may
+call; without any authorization an HTTP server refuses to start; over stdio they do not apply."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from aircore import DefinitionError, define_server, define_tool
+from tests.air_process import run_air
+from tests.airhttp.issuer import Issuer, running_issuer
+
+SERVER = """
+from aircore import define_server, define_tool
+
+def read_note(params):
+    return "note " + params["id"]
+
+def delete_note(params):
+    return "deleted " + params["id"]
+
+server = define_server(
+    name="notes",
+    meter=True,
+    tools=[
+        define_tool(name="read_note", params={"id": "string"}, handler=read_note),
+        define_tool(name="delete_note", params={"id": "string"}, handler=delete_note,
+                    required_scopes=["notes:write"]),
+    ],
+)
+
+@server.tool(required_scopes=["notes:admin"])
+def purge_notes() -> str:
+    return "purged"
+"""
+
+
+def _noop(params: Any) -> str:
+    return "ok"
+
+
+def test_required_scopes_must_be_a_list_of_scope_names() -> None:
+    with pytest.raises(DefinitionError, match="must be a list"):
+        define_tool("t", handler=_noop, required_scopes="notes:write")
+    with pytest.raises(DefinitionError, match="is not a scope name"):
+        define_tool("t", handler=_noop, required_scopes=["notes write"])
+    with pytest.raises(DefinitionError, match="is not a scope name"):
+        define_tool("t", handler=_noop, required_scopes=[""])
+    tool = define_tool("t", handler=_noop, required_scopes=["a", "b", "a"])
+    assert tool.required_scopes == frozenset({"a", "b"})
+    server = define_server(name="s")
+
+    @server.tool(required_scopes=["notes:admin"])
+    def purge() -> str:
+        return "purged"
+
+    assert server.tools["purge"].required_scopes == frozenset({"notes:admin"})
+
+
+@dataclass
+class Served:
+    issuer: Issuer
+    url: str
+    resource: str
+
+
+async def _line_with_url(stream: asyncio.StreamReader) -> str:
+    while True:
+        line = (await stream.readline()).decode()
+        if not line:
+            raise RuntimeError("air serve exited before it served")
+        found = re.search(r"(http://\S+)", line)
+        if found:
+            return found.group(1)
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[Served]:
+    async with running_issuer() as issuer:
+        (tmp_path / "notes.py").write_text(SERVER)
+        sock_probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = sock_probe.sockets[0].getsockname()[1]
+        sock_probe.close()
+        await sock_probe.wait_closed()
+        resource = f"http://127.0.0.1:{port}/mcp"
+        (tmp_path / "auth.yml").write_text(
+            f"issuer: {issuer.url}\nresource: {resource}\nscopes: [mcp:tools]\n"
+        )  # no tools: globs: every per-tool scope here comes from the definitions
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "aircli", "serve", str(tmp_path / "notes.py"),
+            "--transport", "http", "--port", str(port),
+            "--store", f"file://{tmp_path / 'data'}",
+            "--auth-config", str(tmp_path / "auth.yml"),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert proc.stderr is not None
+            url = await asyncio.wait_for(_line_with_url(proc.stderr), 60)
+            yield Served(issuer, url, resource)
+        finally:
+            if proc.returncode is None:
+                proc.terminate()
+                await asyncio.wait_for(proc.wait(), 30)
+
+
+def _token(served: Served, scope: str) -> str:
+    return served.issuer.token(resource=served.resource, scope=scope)
+
+
+async def _names(served: Served, scope: str) -> set[str]:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {_token(served, scope)}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(served.url, http_client=http)) as client,
+    ):
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        for name in names:  # every tool listed is one the caller may call
+            args = {} if name == "purge_notes" else {"id": "1"}
+            assert not (await client.call_tool(name, args)).is_error
+        return names
+
+
+async def test_tools_list_shows_only_the_tools_the_callers_scopes_allow(served: Served) -> None:
+    assert await _names(served, "mcp:tools") == {"read_note"}
+    assert await _names(served, "mcp:tools notes:write") == {"read_note", "delete_note"}
+    everything = "mcp:tools notes:write notes:admin"
+    assert await _names(served, everything) == {"read_note", "delete_note", "purge_notes"}
+
+
+async def test_calling_a_tool_without_its_required_scope_is_403_insufficient_scope(
+    served: Served,
+) -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "delete_note", "arguments": {"id": "7"}},
+    }
+    headers = {
+        "Authorization": f"Bearer {_token(served, 'mcp:tools')}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    async with httpx.AsyncClient(timeout=30) as http:
+        answer = await http.post(served.url, json=body, headers=headers)
+        assert answer.status_code == 403
+        challenge = answer.headers["www-authenticate"]
+        assert 'error="insufficient_scope"' in challenge
+        assert re.search(r'scope="[^"]*notes:write', challenge), challenge
+        # the metadata announces the definitions' scopes, so a client knows what to ask for
+        well_known = "/.well-known/oauth-protected-resource/mcp"
+        meta = await http.get(served.url.replace("/mcp", well_known))
+        assert {"mcp:tools", "notes:write", "notes:admin"} <= set(meta.json()["scopes_supported"])
+
+
+def test_an_http_server_without_authorization_refuses_to_start(tmp_path: Path) -> None:
+    (tmp_path / "notes.py").write_text(SERVER)
+    done = run_air(
+        "serve", str(tmp_path / "notes.py"), "--transport", "http", "--port", "0",
+        "--store", "memory://", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "delete_note, purge_notes require OAuth scopes" in done.stderr
+    assert "--auth-config" in done.stderr
+
+
+async def test_over_stdio_required_scopes_do_not_apply(tmp_path: Path) -> None:
+    (tmp_path / "notes.py").write_text(SERVER)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aircli", "serve", str(tmp_path / "notes.py"), "--transport", "stdio",
+              "--store", "memory://"],
+        cwd=str(tmp_path),
+    )  # fmt: skip
+    with (tmp_path / "stderr.txt").open("w", encoding="utf-8") as err:
+        async with Client(stdio_client(params, err)) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert names == {"read_note", "delete_note", "purge_notes"}
+            result = await client.call_tool("delete_note", {"id": "7"})
+            assert not result.is_error
