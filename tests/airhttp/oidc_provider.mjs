@@ -2,11 +2,18 @@
 // (OpenID Certified), installed by scripts/oidc.sh into .oidc/, on 127.0.0.1.
 //
 // Environment: PORT (0: any free one; the URL is printed as "ready <issuer>"), RESOURCE (the
-// MCP server's canonical URI: the `aud` of every access token, RFC 8707), JWKS (the signing
-// keys, private, as a JSON key set; the tests rotate them by restarting with a new set).
-// OIDC_PROVIDER: the package's directory (.oidc/node_modules/oidc-provider; an ES module is
-// not found through NODE_PATH). Clients (client credentials): air-writer (mcp:tools
-// notes:write), air-reader (mcp:tools).
+// MCP server's canonical URI: the `aud` of every access token, RFC 8707; RESOURCES: more of
+// them, space-separated, e.g. the upstreams behind a gateway), JWKS (the signing keys, private,
+// as a JSON key set, the first signs; the tests rotate them by restarting on the same PORT with
+// a new set). OIDC_PROVIDER: the package's directory (.oidc/node_modules/oidc-provider; an ES
+// module is not found through NODE_PATH).
+//
+// Clients. Client credentials: air-writer (mcp:tools notes:write), air-reader (mcp:tools),
+// air-gateway (mcp:tools notes:write: the gateway's own, for its upstreams). Authorization
+// code + PKCE: air-desktop, a public native client (no secret, PKCE required, redirect URI
+// REDIRECT_URI), signing in through the package's own login and consent pages
+// (devInteractions: any login name, any password), which the tests fill in over HTTP.
+// CC_TTL: the lifetime of client-credentials tokens in seconds (default 600).
 import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -16,10 +23,12 @@ const { default: Provider } = await import(
 );
 
 const resource = process.env.RESOURCE;
+const resources = new Set([resource, ...(process.env.RESOURCES || '').split(' ').filter(Boolean)]);
 const jwks = JSON.parse(process.env.JWKS);
 const clients = [
   ['air-writer', 'mcp:tools notes:write'],
   ['air-reader', 'mcp:tools'],
+  ['air-gateway', 'mcp:tools notes:write'],
 ].map(([id, scope]) => ({
   client_id: id,
   client_secret: `${id}-secret`,
@@ -29,6 +38,16 @@ const clients = [
   scope,
   id_token_signed_response_alg: 'ES256',
 }));
+clients.push({
+  client_id: 'air-desktop',
+  application_type: 'native',
+  token_endpoint_auth_method: 'none',
+  grant_types: ['authorization_code'],
+  response_types: ['code'],
+  redirect_uris: [process.env.REDIRECT_URI || 'http://127.0.0.1/callback'],
+  scope: 'mcp:tools notes:write',
+  id_token_signed_response_alg: 'ES256',
+});
 
 function start(port) {
   const issuer = `http://127.0.0.1:${port}`;
@@ -36,8 +55,9 @@ function start(port) {
     clients,
     jwks,
     scopes: ['mcp:tools', 'notes:write'],
+    ttl: { ClientCredentials: Number(process.env.CC_TTL || 600) }, // seconds
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: true }, // its login and consent pages
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       resourceIndicators: {
@@ -45,10 +65,10 @@ function start(port) {
         defaultResource: () => resource,
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, requested) => {
-          if (requested !== resource) throw new Error(`unknown resource ${requested}`);
+          if (!resources.has(requested)) throw new Error(`unknown resource ${requested}`);
           return {
             scope: 'mcp:tools notes:write',
-            audience: resource,
+            audience: requested,
             accessTokenFormat: 'jwt',
             jwt: { sign: { alg: 'ES256' } },
           };
