@@ -23,6 +23,7 @@ from airmeter.prometheus_snapshot import render_snapshot
 from airmeter.readers import has_calls, recent_calls
 from airmeter.record import CALLS_NAMESPACE, CallRecord
 from airmeter.redact import Redactor, redact, redact_text
+from airmeter.rollup_reader import RollupReader
 from airmeter.rollups import ROLLUPS_NAMESPACE
 from airmeter.slo import SloStatus, evaluate_slos
 from airmeter.slo_alerts import SloAlert, SloWatcher
@@ -72,6 +73,7 @@ __all__ = [
     "PrometheusSink",
     "Recorder",
     "Redactor",
+    "RollupReader",
     "Rule",
     "SeriesPoint",
     "ServerStats",

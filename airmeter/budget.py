@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from airmeter.errors import BudgetExceededError, MeterConfigError
 from airmeter.layers import Layer
 from airmeter.outcome import BUDGET_ERROR_TYPE
+from airmeter.rollup_reader import RollupReader
 from airmeter.usage import CallUsage
 from airstore.types import Clock, Store
 
@@ -107,6 +108,7 @@ class Budget:
         self._day, self._month = _period_starts(clock())
         self._spent_day = 0.0
         self._spent_month = 0.0
+        self._reader: RollupReader | None = None
         self._before_today: tuple[int, float] | None = (
             None  # (day, stored cost of the month before it)
         )
@@ -190,14 +192,15 @@ class Budget:
         persisted and this budget refreshed: within a few seconds. The month before today is
         read once a day; a refresh reads today's rollups only.
         """
-        from airmeter.snapshot import load_groups
-
+        if self._reader is None or self._reader.store is not store:
+            self._reader = RollupReader(store)  # kept: a refresh parses only what changed
+        reader = self._reader
         self._roll()
         day, month = self._day, self._month
         if self._before_today is None or self._before_today[0] != day:
-            groups = await load_groups(store, since_ms=month, until_ms=day)
+            groups = await reader.load_groups(since_ms=month, until_ms=day)
             self._before_today = (day, _cost(groups, server))
-        today = _cost(await load_groups(store, since_ms=day), server)
+        today = _cost(await reader.load_groups(since_ms=day), server)
         before = self._before_today[1]
         self._roll()
         if (day, month) == (self._day, self._month):  # no new period began while reading

@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from airmeter.buckets import Bound, to_ms
+from airmeter.errors import MeterConfigError
 from airmeter.histogram import merge_into, percentiles
-from airmeter.snapshot import Bound, load_groups, to_ms
+from airmeter.rollup_reader import RollupReader
 from airmeter.tokens import TokenCounter, definition_text, load_counter
 from airstore.types import Store
 
@@ -135,16 +137,27 @@ class _Results:
 
 
 async def context_report(
-    store: Store, *, since: Bound = None, until: Bound = None, server: str | None = None
+    store: Store,
+    *,
+    since: Bound = None,
+    until: Bound = None,
+    server: str | None = None,
+    reader: RollupReader | None = None,
 ) -> ContextReport:
     """Definition and result tokens per server and tool (results within ``[since, until)``).
 
+    ``reader``: a :class:`~airmeter.RollupReader` of ``store`` to read the rollups through
+    (its cache makes a repeated report cheap); by default a fresh one.
+
     Raises:
-        MeterConfigError: a bad bound.
+        MeterConfigError: a bad bound, or a reader of another store.
         airstore.AirstoreError: the store cannot be read.
     """
     now = int(time.time() * 1000)
-    groups = await load_groups(store, since_ms=to_ms(since, now), until_ms=to_ms(until, now))
+    if reader is not None and reader.store is not store:
+        raise MeterConfigError("the reader given reads another store")
+    reader = reader if reader is not None else RollupReader(store)
+    groups = await reader.load_groups(since_ms=to_ms(since, now), until_ms=to_ms(until, now))
     results: dict[tuple[str, str], _Results] = {}
     for _, rows in groups:
         for row in rows:

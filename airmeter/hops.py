@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 from airmeter.record import HOPS_NAMESPACE, CallRecord
 
 if TYPE_CHECKING:  # servers import this module for its keys: start-up stays light
-    from airmeter.snapshot import Bound
+    from airmeter.buckets import Bound
     from airstore.types import Store
 
 __all__ = [
@@ -126,7 +126,7 @@ async def hop_summary(
     Raises:
         airstore.AirstoreError: the store cannot be read.
     """
-    from airmeter.snapshot import to_ms
+    from airmeter.buckets import to_ms
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     entries = await store.query(

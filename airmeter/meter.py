@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeAlias
 
+from airmeter.aggregate import aggregate
+from airmeter.buckets import DEFAULT_MAX_BUCKETS, Bound, to_ms
 from airmeter.build import PendingCall, RecordBuilder
 from airmeter.classify import Classifier
 from airmeter.errors import MeterClosedError, MeterConfigError
@@ -28,10 +30,10 @@ from airmeter.health import HealthReporter, MeterHealth
 from airmeter.layers import Layer
 from airmeter.record import CallRecord, from_legacy
 from airmeter.redact import Redactor
+from airmeter.rollup_reader import RollupReader
 from airmeter.rollups import RollupBook
 from airmeter.settings import INSTANCE_ID_ENV, instance_id_setting
 from airmeter.sink_calls import DEFAULT_SINK_TIMEOUT, SinkCalls
-from airmeter.snapshot import DEFAULT_MAX_BUCKETS, Bound, aggregate, snapshot, to_ms
 from airmeter.snapshot_types import Snapshot
 from airmeter.store_sink import DEFAULT_LOG_MAX_AGE, DEFAULT_LOG_MAX_BYTES, StoreSink
 from airmeter.tokens import count_all
@@ -133,6 +135,7 @@ class Meter:
                                             log_max_bytes=log_max_bytes))  # fmt: skip
         elif any(isinstance(s, StoreSink) for s in self._sinks):
             self._store = next(s.store for s in self._sinks if isinstance(s, StoreSink))
+        self._reader: RollupReader | None = None
         self._book = None if self._store is not None else RollupBook(
             retention_minutes=DEFAULT_MEMORY_RETENTION_MINUTES
         )  # fmt: skip
@@ -443,8 +446,10 @@ class Meter:
             for sink in self._sinks:
                 if isinstance(sink, StoreSink):  # bounded: a hung store answers what it has
                     await self._calls.call(sink, sink.persist(), "persist", 0)
-            return await snapshot(
-                self._store, since=since, until=until, tool=tool, layer=layer, server=server,
+            if self._reader is None or self._reader.store is not self._store:
+                self._reader = RollupReader(self._store)  # kept: a repeated snapshot is warm
+            return await self._reader.snapshot(
+                since=since, until=until, tool=tool, layer=layer, server=server,
                 instance=instance, bucket_ms=bucket_ms, max_buckets=max_buckets,
             )  # fmt: skip
         assert self._book is not None

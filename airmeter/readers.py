@@ -11,11 +11,11 @@ import logging
 import time
 from typing import Any, Final
 
+from airmeter.buckets import Bound, to_ms
 from airmeter.errors import MeterConfigError
 from airmeter.layers import Layer, parse_layer
 from airmeter.outcome import ERROR_CLASSES, error_class_of
 from airmeter.record import CALLS_NAMESPACE, CallRecord
-from airmeter.snapshot import Bound, to_ms
 from airstore.types import JSONValue, Store
 
 __all__ = ["MAX_RECENT", "has_calls", "recent_calls"]

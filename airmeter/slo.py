@@ -32,11 +32,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from airmeter.errors import MeterConfigError
 from airmeter.histogram import bucket_of, bucket_value
 from airmeter.outcome import RATE_CLASSES, error_class_of
+from airmeter.rollup_reader import Revision, RollupReader, unchanged
 from airmeter.rollups import HOUR_MS, MINUTE_MS, RollupRow, hour_namespace
 from airmeter.slo_config import Objective, SloTarget
-from airmeter.snapshot import Revision, _cache_of, stored_revisions, unchanged
 from airstore.types import Store
 
 __all__ = ["STATES", "SloEvaluator", "SloState", "SloStatus", "evaluate_slos"]
@@ -194,6 +195,9 @@ class SloEvaluator:
         store: an opened store holding rollups (read-only is enough).
         objectives: the objectives (or their targets).
         clock: seconds since the epoch (tests, back-filled histories).
+        reader: a :class:`~airmeter.RollupReader` of ``store`` whose parsed documents to share
+            (the dashboard's snapshots and its SLOs parse each document once); by default
+            the evaluator's own.
     """
 
     def __init__(
@@ -202,8 +206,12 @@ class SloEvaluator:
         objectives: Iterable[Objective | SloTarget],
         *,
         clock: Any = time.time,
+        reader: RollupReader | None = None,
     ) -> None:
         self._store = store
+        if reader is not None and reader.store is not store:
+            raise MeterConfigError("the reader given reads another store")
+        self._reader = reader if reader is not None else RollupReader(store)
         self.targets: list[SloTarget] = []
         for obj in objectives:
             self.targets += obj.targets() if isinstance(obj, Objective) else [obj]
@@ -226,9 +234,8 @@ class SloEvaluator:
         # burn_rate_6h must not depend on whether a 30 d objective sits beside it)
         reach_ms = max(int(longest * 1000), max(_WINDOWS_MIN) * MINUTE_MS)
         first_hour = (now_ms - reach_ms) // HOUR_MS
-        revisions = await stored_revisions(self._store, from_hour=first_hour)
+        revisions = await self._reader.revisions(from_hour=first_hour)
         hours = [h for h in revisions if h >= first_hour]
-        _cache_of(self._store).forget_except(set(revisions))
         kept = set(hours)
         for gone in [h for h in self._hours if h not in kept]:
             del self._hours[gone]
@@ -285,7 +292,7 @@ class SloEvaluator:
         earliest = min(instants_ms) - _HOUR_WINDOW_MIN * MINUTE_MS
         first_hour = (earliest - earliest % MINUTE_MS) // HOUR_MS
         last_hour = max(instants_ms) // HOUR_MS
-        revisions = await stored_revisions(self._store, from_hour=first_hour)
+        revisions = await self._reader.revisions(from_hour=first_hour)
         hours = [h for h in revisions if first_hour <= h <= last_hour]
         open_from = int(self._clock() * 1000) // HOUR_MS - 1
         for hour in hours:
@@ -311,7 +318,7 @@ class SloEvaluator:
         if cached is not None and cached.pairs == pairs:  # identity first: no parse, no walk
             cached.revision, cached.read_at = revision, now
             return
-        docs = _cache_of(self._store)  # parses only the documents that changed
+        docs = self._reader  # parses only the documents that changed
         parsed = [(key, docs.rows(hour, key, doc)) for key, doc in pairs]
         signature: list[Sequence[RollupRow]] = [rows for _, rows in parsed]
         if (

@@ -41,8 +41,8 @@ ERRORS = (("tool_error", "failed"), ("RuntimeError", "boom"), ("-32602", "invali
 
 BASELINE = """
 import contextlib, gc, sys
-import airmeter.snapshot as s
-s._gc_paused = contextlib.nullcontext  # the read as before: the collector runs throughout
+import airmeter.rollup_reader as s
+s.gc_paused = contextlib.nullcontext  # the read as before: the collector runs throughout
 gc.disable = lambda: None  # and the report command cannot turn it off
 from airstore._inspect import Inspection
 async def _count_keys(self, ns):  # stats as before: count through list(), keeping the namespace

@@ -2,8 +2,8 @@
 
 Plain typed async code with no Dash import, so tests call it directly. Everything is read
 through airmeter's public readers, which own the meter's storage format: the aggregate numbers
-(headline, series, layers, per-tool rows) from :func:`airmeter.snapshot`, the recent errors and
-a tool's latest calls as :class:`~airmeter.CallRecord` objects from
+(headline, series, layers, per-tool rows) from an :class:`airmeter.RollupReader`, the recent
+errors and a tool's latest calls as :class:`~airmeter.CallRecord` objects from
 :func:`airmeter.recent_calls`. The store is opened with airstore's ``read_only=True`` after
 :func:`airstore.store_exists`: no backend kind is named here.
 """
@@ -22,6 +22,7 @@ from airmeter import (
     AirmeterError,
     CallRecord,
     Layer,
+    RollupReader,
     SeriesPoint,
     Snapshot,
     ToolStats,
@@ -29,7 +30,6 @@ from airmeter import (
     has_calls,
     parse_layer,
     recent_calls,
-    snapshot,
 )
 from airmeter.slo_config import Objective
 from airstore import (
@@ -182,13 +182,18 @@ class DashboardData:
         objectives: Sequence[Objective] | None = None,
     ) -> None:
         self._store = store
+        # one reader for the page's snapshots and the meter panels: each rollup document is
+        # parsed once, and the cyclic GC stays off while the reads run (a dashboard's cold
+        # first view builds millions of long-lived rows; see airmeter.gc_pause)
+        self._reader = RollupReader(store, pause_gc=True)
         self.url = url
         self._clock = clock
         self._known_tools: set[str] = set()
         self._known_servers: dict[str, set[str]] = {}
         self.usage = UsageWatch(store)
         """Disk use against the retention caps, measured in the background."""
-        self.meter = MeterWatch(store, slo_config=slo_config, objectives=objectives, clock=clock)
+        self.meter = MeterWatch(store, slo_config=slo_config, objectives=objectives, clock=clock,
+                                reader=self._reader)  # fmt: skip
         """SLOs, meter health and context cost, evaluated in the background."""
 
     @classmethod
@@ -267,8 +272,7 @@ class DashboardData:
 
     async def _snapshot(self, rng: TimeRange, filters: Filters) -> Snapshot:
         try:
-            return await snapshot(
-                self._store,
+            return await self._reader.snapshot(
                 since=rng.since_ms,
                 until=rng.until_ms,
                 tool=filters.tool,
@@ -285,8 +289,9 @@ class DashboardData:
     async def view(self, rng: TimeRange, filters: Filters | None = None) -> DashboardView:
         """Everything the main page shows for ``rng`` and ``filters``.
 
-        The aggregates come from :func:`airmeter.snapshot` (minute-granular rollups: a minute
-        counts when it overlaps the range); recent errors come from the raw call log.
+        The aggregates come from :meth:`airmeter.RollupReader.snapshot` (minute-granular
+        rollups: a minute counts when it overlaps the range); recent errors come from the raw
+        call log.
 
         Raises:
             StoreUnavailableError: the store can no longer be read.

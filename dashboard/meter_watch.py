@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from airmeter import AirmeterError, MeterHealth, SloStatus, meter_health
+from airmeter import AirmeterError, MeterHealth, RollupReader, SloStatus, meter_health
 from airmeter.context_cost import ContextReport, ToolContextCost, context_report
 from airmeter.slo import SloEvaluator
 from airmeter.slo_config import DEFAULT_SLO_FILE, Objective, load_objectives
@@ -171,6 +171,8 @@ class MeterWatch:
         every: seconds between two evaluations.
         clock: seconds since the epoch (tests, back-dated histories).
         monotonic: monotonic seconds for the interval.
+        reader: the dashboard's :class:`~airmeter.RollupReader` of ``store``, shared with
+            its snapshots so each rollup document is parsed once (default: its own).
     """
 
     def __init__(
@@ -182,8 +184,10 @@ class MeterWatch:
         every: float = WATCH_EVERY,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        reader: RollupReader | None = None,
     ) -> None:
         self._store = store
+        self._reader = reader if reader is not None else RollupReader(store)
         self._every = every
         self._clock = clock
         self._monotonic = monotonic
@@ -198,7 +202,7 @@ class MeterWatch:
             self._slo = self._load(self.config)
         self._at: float = self._clock()
         self._evaluator = (
-            SloEvaluator(store, self._objectives, clock=lambda: self._at)
+            SloEvaluator(store, self._objectives, clock=lambda: self._at, reader=self._reader)
             if self._objectives
             else None
         )
@@ -278,7 +282,11 @@ class MeterWatch:
         await asyncio.sleep(0)  # each reading is a slice: refreshes interleave between them
         try:
             report = await context_report(
-                self._store, since=rng.since_ms, until=rng.until_ms, server=server
+                self._store,
+                since=rng.since_ms,
+                until=rng.until_ms,
+                server=server,
+                reader=self._reader,
             )
             self._context = _context_panel(report, rng.key, now_ms)
         except (AirstoreError, AirmeterError, OSError) as exc:

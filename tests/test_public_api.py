@@ -225,6 +225,7 @@ EXPECTED = {
         "PrometheusSink",
         "Recorder",
         "Redactor",
+        "RollupReader",
         "Rule",
         "SeriesPoint",
         "ServerStats",

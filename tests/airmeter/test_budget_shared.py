@@ -9,8 +9,8 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
+from airmeter import RollupReader
 from airmeter.budget import REFRESH_S
-from airmeter.snapshot import load_groups
 from airstore import FileStore
 
 HERE = Path(__file__).parent
@@ -72,7 +72,7 @@ async def _stored_cost_reaches(data: Path, cost: float) -> None:
     deadline = loop.time() + 30
     while True:
         async with FileStore(data, read_only=True) as store:
-            groups = await load_groups(store)
+            groups = await RollupReader(store).load_groups()
         if sum(r.cost for _, rows in groups for r in rows) >= cost:
             return
         assert loop.time() < deadline, "the rollups were never persisted"

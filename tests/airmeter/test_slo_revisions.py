@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from airmeter import CallRecord, Layer, StoreSink
+from airmeter.rollup_reader import RollupReader, stored_hours, stored_revisions
 from airmeter.rollups import (
     HOUR_MS,
     REVISIONS_KEY_PREFIX,
@@ -23,13 +24,12 @@ from airmeter.rollups import (
 )
 from airmeter.slo import SloEvaluator
 from airmeter.slo_config import Objective
-from airmeter.snapshot import snapshot, stored_revisions
+from airmeter.snapshot import snapshot
 from airmeter.store_sink import REVISIONS_TTL
 from airstore import MemoryStore, SqliteStore
 from airstore.types import Store
 
-snapshot_module = importlib.import_module("airmeter.snapshot")  # (the package's `snapshot` is
-# its function)
+reader_module = importlib.import_module("airmeter.rollup_reader")
 NOW_MS = 1_800_000_000_000 + 30 * 60_000  # half past an hour
 OBJECTIVES = [Objective(availability=0.99, period="7d")]
 
@@ -115,7 +115,7 @@ async def test_a_change_no_token_tells_is_seen_once_the_recheck_time_passed(
     for key, _ in await store.entries(hour_namespace(old_hour)):
         await store.delete(hour_namespace(old_hour), key)  # as if expired: no token changes
     assert [s.valid_calls for s in await warm.evaluate()] == [3]  # kept, within the recheck
-    monkeypatch.setattr(snapshot_module, "RECHECK_S", -3600.0)  # the recheck time has passed
+    monkeypatch.setattr(reader_module, "RECHECK_S", -3600.0)  # the recheck time has passed
     assert [s.valid_calls for s in await warm.evaluate()] == [1]
 
 
@@ -159,17 +159,18 @@ async def test_a_repeated_snapshot_reads_only_the_index_the_newest_hours_and_a_r
         store = _Counting(raw)
         await _write(store, _calls([-30, -20, -10, -5, -1, 0]))
         now_hour = NOW_MS // HOUR_MS
-        first = await snapshot(store, since=NOW_MS - 40 * HOUR_MS, until=NOW_MS + HOUR_MS)  # type: ignore[arg-type]
+        reader = RollupReader(store)  # type: ignore[arg-type]
+        first = await reader.snapshot(since=NOW_MS - 40 * HOUR_MS, until=NOW_MS + HOUR_MS)
         assert _totals(first) == (6, 0)
         store.read.clear()
-        again = await snapshot(store, since=NOW_MS - 40 * HOUR_MS, until=NOW_MS + HOUR_MS)  # type: ignore[arg-type]
+        again = await reader.snapshot(since=NOW_MS - 40 * HOUR_MS, until=NOW_MS + HOUR_MS)
         assert again == first
         assert store.read == [ROLLUPS_NAMESPACE, hour_namespace(now_hour - 1),
                               hour_namespace(now_hour)]  # fmt: skip
 
         await _write(store, _calls([-20, -20], fail=True, tag="late"))
         store.read.clear()
-        late = await snapshot(store, since=NOW_MS - 40 * HOUR_MS, until=NOW_MS + HOUR_MS)  # type: ignore[arg-type]
+        late = await reader.snapshot(since=NOW_MS - 40 * HOUR_MS, until=NOW_MS + HOUR_MS)
         assert _totals(late) == (8, 2)
         assert hour_namespace(now_hour - 20) in store.read
         assert hour_namespace(now_hour - 10) not in store.read
@@ -186,9 +187,10 @@ async def test_an_hour_read_in_part_is_read_again_for_a_wider_window(tmp_path: P
                    for m in (5, 50)]  # fmt: skip
         records += _calls([0, -1])
         await _write(store, records)
-        narrow = await snapshot(store, since=hour_start + 30 * 60_000, until=NOW_MS + HOUR_MS)
+        reader = RollupReader(store)
+        narrow = await reader.snapshot(since=hour_start + 30 * 60_000, until=NOW_MS + HOUR_MS)
         assert narrow.total_calls == 3  # minute 50 of that hour, and the two newest
-        wide = await snapshot(store, since=hour_start, until=NOW_MS + HOUR_MS)
+        wide = await reader.snapshot(since=hour_start, until=NOW_MS + HOUR_MS)
         assert wide.total_calls == 4  # minute 5 too: the hour read in part was not kept as whole
 
 
@@ -265,7 +267,7 @@ async def test_an_hour_before_from_hour_has_no_revision_even_on_its_day() -> Non
     revisions = await stored_revisions(store, from_hour=day_start + 3)
     assert revisions[day_start + 1] is None
     assert revisions[day_start + 5] is not None
-    assert await snapshot_module.stored_hours(store) == [day_start + 1, day_start + 5]
+    assert await stored_hours(store) == [day_start + 1, day_start + 5]
 
 
 async def test_odd_tokens_in_the_index_are_ignored() -> None:
@@ -284,7 +286,7 @@ async def test_odd_tokens_in_the_index_are_ignored() -> None:
 
 
 def test_a_document_the_cache_takes_in_unmarks_its_hour() -> None:
-    cache = snapshot_module._DocCache()
+    cache = reader_module._DocCache()
     doc = {"format": 2, "minute": 0, "rows": []}
     cache.rows(7, "k1", doc)
     cache.marks[7] = (None, 0.0)
@@ -318,8 +320,9 @@ async def test_a_snapshot_reads_the_hour_being_written_even_behind_future_stampe
                for h in (-3, 0, 3, 4)]  # two hours stamped ahead of the clock  # fmt: skip
     await _write(store, stamped)
     window = {"since": wall - 5 * HOUR_MS, "until": wall + 6 * HOUR_MS}
-    await snapshot(store, **window)  # type: ignore[arg-type]
+    reader = RollupReader(store)  # type: ignore[arg-type]
+    await reader.snapshot(**window)
     store.read.clear()
-    await snapshot(store, **window)  # type: ignore[arg-type]
+    await reader.snapshot(**window)
     assert hour_namespace(current) in store.read
     assert hour_namespace(current - 3) not in store.read
