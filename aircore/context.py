@@ -27,6 +27,8 @@ from aircore.request_context import (
 )
 from airmeter.types import CallInfo
 
+# Tool: a circle (tool -> signature -> context) kept on purpose: only ToolContext.tool's type,
+# never imported at run time (tests/test_architecture.py, DEFENDED_CIRCLES)
 if TYPE_CHECKING:
     from aircore.protocol.session import Peer
     from aircore.tool import Tool

@@ -37,9 +37,10 @@ from aircore.prompt import Prompt
 from aircore.protocol.session import Connection
 from aircore.registry import Registry
 from aircore.resource import Resource
+from aircore.storage import Storage, open_storage
 from aircore.tool import Tool
 from aircore.types import GatedMeterHook, MeterHook, MeterSlot, Middleware, ToolAwareMeterHook
-from airstore import MemoryStore, Store, StoreLocation, create_storage, resolve_store_location
+from airstore import Store, StoreLocation
 
 __all__ = ["AirServer", "define_server"]
 
@@ -83,7 +84,7 @@ class AirServer(Registry):
         tools: Sequence[Tool] = (),
         resources: Sequence[Resource] = (),
         prompts: Sequence[Prompt] = (),
-        storage: str | Store | None = None,
+        storage: Storage = None,
         meter: MeterSlot | bool | None = None,
         use: Sequence[Any] = (),
         middleware: Sequence[Middleware] = (),
@@ -200,7 +201,10 @@ class AirServer(Registry):
         async with self._lock:
             if self._started:
                 return
-            self.store = await self._open_store()
+            # which store (the default one included) is aircore.storage's choice, not ours
+            self.store, self.store_location = await open_storage(
+                self._storage, metering=self.meter is not None
+            )
             meter_started = False
             try:
                 for plugin in self.plugins:
@@ -218,25 +222,6 @@ class AirServer(Registry):
                 raise
             self._started = True
             self._stopped = False
-            location = self.store_location
-            if location is not None and location.source != "explicit":
-                logger.info("%s: metering to %s", self.name, location.describe())
-
-    async def _open_store(self) -> Store:
-        """The store of this run: the URL given, the default location when the server meters
-        (:func:`airstore.resolve_store_location`), else an in-memory store."""
-        if isinstance(self._storage, Store):
-            await self._storage.init()
-            return self._storage
-        if self._storage is None and self.meter is None:
-            self.store_location = None
-            memory = MemoryStore()
-            await memory.init()
-            return memory
-        location = resolve_store_location(self._storage)
-        store = await create_storage(location.url)
-        self.store_location = location
-        return store
 
     async def _abort_start(self, *, meter_started: bool) -> None:
         """Undo a failed :meth:`start`: stop a started meter, close an owned store (logged)."""
@@ -451,7 +436,7 @@ def define_server(
     tools: Sequence[Tool] = (),
     resources: Sequence[Resource] = (),
     prompts: Sequence[Prompt] = (),
-    storage: str | Store | None = None,
+    storage: Storage = None,
     meter: MeterSlot | bool | None = None,
     use: Sequence[Any] = (),
     middleware: Sequence[Middleware] = (),
@@ -472,7 +457,8 @@ def define_server(
             ``None``: when the server meters, the default location (``AIR_DATA_DIR``, else
             ``.air/data`` under the working directory when writable, else
             ``~/.local/share/air/data``; see :func:`airstore.resolve_store_location`), printed
-            on stderr by :meth:`AirServer.run`; otherwise an in-memory store.
+            on stderr by :meth:`AirServer.run`; otherwise an in-memory store. The choice is
+            :func:`aircore.storage.open_storage`'s.
         meter: ``None`` (no metering), a :class:`~aircore.types.MeterHook`, or ``True`` to use
             ``airmeter``'s default hook.
         use: plugins, in order.

@@ -5,7 +5,8 @@ It sits beside the server, not in it: the server knows no transport, and the tra
 the server only as a :class:`~aircore.types.Served` (a message handler with a lifecycle), so
 no import circle joins them. The transport is picked by name from
 :data:`aircore.transports.TRANSPORTS` (``"auto"`` or ``None``: detected), the server started,
-where it meters told on stderr, then served until EOF or a signal.
+where it meters told on stderr (:func:`aircore.storage.announce_store`: a script's ``run()``
+and ``air serve`` both say it once), then served until EOF or a signal.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from aircore.storage import announce_store
 from aircore.transports.detect import TRANSPORT_ENV, detect_transport
 from aircore.transports.loop import run_loop
 from aircore.transports.options import check_options
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from aircore.tool import Tool
     from airstore import StoreLocation
 
-__all__ = ["AUTO", "announce_store", "choose_transport", "run_server"]
+__all__ = ["AUTO", "choose_transport", "run_server"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +46,6 @@ def choose_transport(name: str | None = None) -> Transport:
     given = None if name is None or name.strip().lower() == AUTO else name
     kind = given or detect_transport(os.environ, sys.stdin)
     return get_transport(kind, source="" if given else TRANSPORT_ENV)
-
-
-def announce_store(server: Served) -> None:
-    """Tell the user on stderr where a started server meters, when it chose the place itself
-    (the default location): a script's ``run()`` and ``air serve`` both say it once."""
-    location = server.store_location
-    if location is not None and location.source != "explicit":
-        print(f"air: {server.name} metering to {location.describe()}", file=sys.stderr)
 
 
 class _Announced:
@@ -90,7 +84,7 @@ class _Announced:
         await self.server.start()
         if not self._told:
             self._told = True
-            announce_store(self.server)
+            announce_store(self.server.name, self.server.store_location)
 
     async def stop(self) -> None:
         await self.server.stop()

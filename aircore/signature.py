@@ -212,6 +212,8 @@ def read_signature(
         DefinitionError: unresolvable hints, a type with no JSON Schema, or two context
             parameters.
     """
+    # in the function: tool.py imports this module, and context.py names Tool (type only);
+    # the class itself finds a handler's context parameter
     from aircore.context import ToolContext
 
     try:

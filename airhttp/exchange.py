@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from airhttp.types import Message, Scope
 from airhttp.wire import CONTINUE, encode_head
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the owner's type only (a circle kept: tests/test_architecture.py)
     from airhttp.connection import Connection
 
 __all__ = ["HIGH_WATER", "Exchange"]

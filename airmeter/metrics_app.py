@@ -6,22 +6,35 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Collection
+from typing import Protocol
 
 from airhttp import AccessPolicy, GuardedApp
 from airhttp.types import Receive, Scope, Send
 from airmeter.errors import MeterConfigError
 from airmeter.health import render_health
 from airmeter.meter import Meter
+from airmeter.middleware import MeterMiddleware
 from airmeter.prometheus import CONTENT_TYPE, PrometheusSink
 from airmeter.prometheus_snapshot import render_snapshot
 
-__all__ = ["MetricsApp", "metrics_app", "prometheus_text", "server_metrics_app"]
+__all__ = ["MetricsApp", "MetricsSource", "metrics_app", "prometheus_text", "server_metrics_app"]
 
 logger = logging.getLogger(__name__)
 
 Render = Callable[[], str | Awaitable[str]]
 
 _TEXT = "text/plain; charset=utf-8"
+
+
+class MetricsSource(Protocol):
+    """What ``/metrics`` is served for: a server with a meter slot (aircore's ``AirServer``,
+    seen by its transports as ``aircore.types.Served``, is one). airmeter renders the slot
+    when it holds airmeter's hook (:class:`~airmeter.MeterMiddleware`), a :class:`Meter` or
+    a :class:`PrometheusSink`."""
+
+    @property
+    def meter(self) -> object | None:
+        """The server's meter hook; ``None``: the server does not meter."""
 
 
 async def _respond(
@@ -149,8 +162,8 @@ async def prometheus_text(source: object) -> str:
         source: A :class:`PrometheusSink`; a :class:`Meter` (its ``PrometheusSink`` when it
             has one, which carries the advised histogram buckets, else
             :func:`render_snapshot` of its whole history, both followed by the meter's own
-            counters: drops, sink errors and timeouts); or anything with a ``meter``
-            attribute holding one (the :class:`~airmeter.MeterMiddleware`).
+            counters: drops, sink errors and timeouts); or the
+            :class:`~airmeter.MeterMiddleware` holding one.
 
     Returns:
         The text; an empty exposition when the meter has not started yet.
@@ -160,13 +173,14 @@ async def prometheus_text(source: object) -> str:
     """
     if isinstance(source, PrometheusSink):
         return source.render()
-    meter: object = source
-    if not isinstance(meter, Meter):
+    if isinstance(source, MeterMiddleware):
         try:
-            meter = getattr(source, "meter", None)
+            meter = source.meter
         except MeterConfigError:  # a middleware before start(): nothing recorded yet
             return PrometheusSink().render()
-    if not isinstance(meter, Meter):
+    elif isinstance(source, Meter):
+        meter = source
+    else:
         raise MeterConfigError(f"no meter to render in {type(source).__name__}")
     health = render_health([meter.health])  # drops and sink failures, beside the calls
     for sink in meter.sinks:
@@ -176,7 +190,7 @@ async def prometheus_text(source: object) -> str:
 
 
 def server_metrics_app(
-    server: object,
+    server: MetricsSource,
     *,
     token: str | None = None,
     check_host: bool = False,
@@ -188,7 +202,7 @@ def server_metrics_app(
     aircore's HTTP transport mounts it beside ``/mcp`` for a metered server.
 
     Args:
-        server: An ``AirServer`` (anything with a ``meter`` attribute).
+        server: An ``AirServer`` (any :class:`MetricsSource`).
         token: The bearer token the MCP endpoint requires, required here too.
         check_host: Check ``Host`` as the MCP endpoint does.
         allowed_hosts: Extra ``Host`` names accepted.
@@ -197,11 +211,11 @@ def server_metrics_app(
     Returns:
         The app, or ``None``.
     """
-    if getattr(server, "meter", None) is None:
+    if server.meter is None:
         return None
 
     async def render() -> str:
-        return await prometheus_text(getattr(server, "meter", None))
+        return await prometheus_text(server.meter)
 
     return MetricsApp(
         render,

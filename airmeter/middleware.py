@@ -150,7 +150,7 @@ class MeterMiddleware:
             options.setdefault("server", server_name or "air")
             sinks: list[Sink] = [*options.pop("sinks", ()), *self._sinks]
             if otel_enabled():  # OTEL_EXPORTER_OTLP_*ENDPOINT set: export without --otel too
-                from airmeter.otel_attach import with_env_otel_sink
+                from airmeter.otel import with_env_otel_sink  # the OTel SDK: only when on
 
                 sinks = with_env_otel_sink(sinks, options["server"])
             self._meter = Meter(store=store, sinks=sinks, **options)

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from opentelemetry import metrics, trace
@@ -40,8 +40,9 @@ from airmeter.otel_settings import OtelSettings, otel_settings
 from airmeter.otel_span import CallSpan, parent_context, was_traced
 from airmeter.record import CallRecord
 from airmeter.trace_context import sink_closed, sink_opened
+from airmeter.types import Sink
 
-__all__ = ["CLOSE_TIMEOUT_S", "DEFAULT_MAX_PENDING_BATCHES", "OtelSink"]
+__all__ = ["CLOSE_TIMEOUT_S", "DEFAULT_MAX_PENDING_BATCHES", "OtelSink", "with_env_otel_sink"]
 
 logger = logging.getLogger(__name__)
 
@@ -315,3 +316,25 @@ class OtelSink:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def with_env_otel_sink(
+    sinks: Iterable[Sink], service_name: str, *, env: Mapping[str, str] | None = None
+) -> list[Sink]:
+    """``sinks`` plus an :class:`OtelSink` when the environment turns OpenTelemetry on and
+    none is there yet (the meter a :class:`MeterMiddleware` creates on start uses it).
+
+    Args:
+        sinks: The sinks already configured.
+        service_name: ``service.name`` unless ``OTEL_SERVICE_NAME`` says otherwise.
+        env: The environment to read; ``os.environ`` by default.
+
+    Returns:
+        A new list.
+    """
+    out = list(sinks)
+    if not any(isinstance(s, OtelSink) for s in out):
+        sink = OtelSink.from_env(env, service_name=service_name)
+        if sink is not None:
+            out.append(sink)
+    return out

@@ -1,17 +1,19 @@
 """Which meter hook exports over OpenTelemetry: decided here, wired by the composition root.
 
 ``air serve --otel`` asks :func:`otel_meter_hook` for the hook its server should use and hands
-it to ``AirServer.use_meter``; nothing reaches into a server from outside.
+it to ``AirServer.use_meter``; nothing reaches into a server from outside. (The meter's own
+start adds the sink the environment asks for with :func:`~airmeter.otel.with_env_otel_sink`,
+which lives beside :class:`~airmeter.otel.OtelSink` so that the middleware and this module do
+not import each other.)
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from airmeter.middleware import MeterMiddleware
-from airmeter.otel import OtelSink
-from airmeter.types import Sink
+from airmeter.otel import OtelSink, with_env_otel_sink
 
 __all__ = ["otel_meter_hook", "with_env_otel_sink"]
 
@@ -53,25 +55,3 @@ def otel_meter_hook(
         return MeterMiddleware(sinks=[sink])
     hook.add_sink(sink)
     return hook
-
-
-def with_env_otel_sink(
-    sinks: Iterable[Sink], service_name: str, *, env: Mapping[str, str] | None = None
-) -> list[Sink]:
-    """``sinks`` plus an :class:`OtelSink` when the environment turns OpenTelemetry on and
-    none is there yet (the meter a :class:`MeterMiddleware` creates on start uses it).
-
-    Args:
-        sinks: The sinks already configured.
-        service_name: ``service.name`` unless ``OTEL_SERVICE_NAME`` says otherwise.
-        env: The environment to read; ``os.environ`` by default.
-
-    Returns:
-        A new list.
-    """
-    out = list(sinks)
-    if not any(isinstance(s, OtelSink) for s in out):
-        sink = OtelSink.from_env(env, service_name=service_name)
-        if sink is not None:
-            out.append(sink)
-    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airstore._recovery import CheckReport, Finding, NamespaceCheck, NamespaceStats
+from airstore._reports import CheckReport, Finding, NamespaceCheck, NamespaceStats
 from airstore._validate import has_non_finite, to_epoch_ms
 from airstore.errors import (
     AirstoreError,

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
-    from airstore._recovery import CheckReport, NamespaceStats
+    from airstore._reports import CheckReport, NamespaceStats
 
 __all__ = ["Clock", "Entry", "Inspectable", "JSONValue", "Store", "TimeBound"]
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from aircore.definitions.config import GateConfig
-from aircore.definitions.loader import DefinitionFile
-from aircore.definitions.types import Problem
+from aircore.definitions.types import DefinitionFile, Problem
 from aircore.definitions.wording import tool_references
 
 __all__ = ["check_similar_tools"]

@@ -8,7 +8,6 @@ decoded mapping, or the reason it could not be read), the gate's rules run over 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,8 @@ import yaml
 from aircore.definitions.config import CONFIG_FILE_NAME, GateConfig, load_gate_config
 from aircore.definitions.errors import ToolDefinitionError
 from aircore.definitions.model import ToolDefinition, ToolDescription
-from aircore.definitions.types import Problem
+from aircore.definitions.rules import check_files
+from aircore.definitions.types import DefinitionFile, Problem
 from airmeter.layers import parse_layer
 
 __all__ = [
@@ -34,28 +34,6 @@ DEFAULT_DEFINITIONS_DIR = "tool-definitions"
 _SUFFIXES = (".yml", ".yaml")
 # libyaml's loader parses ~10x faster than the pure-Python one; same safe subset of YAML.
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DefinitionFile:
-    """One definition file as read from disk: its decoded mapping, or why it has none."""
-
-    path: Path
-    data: Mapping[str, Any] | None
-    error: str | None = None
-    folder: str | None = None
-    """The file's folder relative to the definitions directory (``""`` at its root; ``None``
-    when the file was not read from a definitions directory)."""
-
-    @property
-    def label(self) -> str:
-        """The path as shown in problem lines."""
-        return str(self.path)
-
-    @property
-    def stem(self) -> str:
-        """The file name without its suffix: the tool name the file is looked up by."""
-        return self.path.stem
 
 
 def read_definition_files(directory: str | Path) -> list[DefinitionFile]:
@@ -198,7 +176,6 @@ def load_definitions(
     Raises:
         ToolDefinitionError: the directory is missing or a file breaks a rule (see ``problems``).
     """
-    from aircore.definitions.rules import check_files  # rules import this module's types
 
     root = Path(directory)
     gate = config if config is not None else load_gate_config(root)

@@ -14,7 +14,6 @@ from typing import Any
 
 from aircore.definitions.config import GateConfig
 from aircore.definitions.cross_rules import check_similar_tools
-from aircore.definitions.loader import DefinitionFile
 from aircore.definitions.model import (
     DESCRIPTION_PARTS,
     NAME_PATTERN,
@@ -23,7 +22,7 @@ from aircore.definitions.model import (
 )
 from aircore.definitions.quality_rules import QUALITY_RULES, rule_category_folder
 from aircore.definitions.schema_rules import check_input_schema, check_output_schema
-from aircore.definitions.types import Problem
+from aircore.definitions.types import DefinitionFile, Problem
 from airmeter.layers import parse_layer
 
 __all__ = ["FILE_RULES", "STRUCTURE_RULES", "check_file", "check_files", "check_pairing"]

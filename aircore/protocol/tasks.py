@@ -34,13 +34,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from aircore.context import InputRequest
 from aircore.errors import (
     INTERNAL_ERROR,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     AirError,
     InvalidParamsError,
 )
+from aircore.request_context import InputRequest
 from airhttp.identity import current_identity
 
 __all__ = [
