@@ -14,7 +14,8 @@ import orjson
 
 from aircli.locate import STORE_HELP, elsewhere_hint, store_location
 from aircli.meter_slo import add_slo_parser
-from airmeter import Snapshot, meter_health, snapshot
+from airmeter import ClientUsage, Snapshot, client_usage, meter_health, snapshot
+from airmeter.clients import MAX_CLIENT_READ
 from airmeter.context_cost import ContextReport, context_report
 from airmeter.errors import AirmeterError
 from airmeter.hops import HopSummary, hop_summary, same_store
@@ -28,7 +29,14 @@ from airstore import (
 )
 from airstore.locations_index import known_locations
 
-__all__ = ["format_elsewhere", "format_hops", "format_table", "parse_since", "register"]
+__all__ = [
+    "format_clients",
+    "format_elsewhere",
+    "format_hops",
+    "format_table",
+    "parse_since",
+    "register",
+]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
@@ -89,12 +97,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report.add_argument("--server", help="only this server name")
     report.add_argument("--instance", help="only this server instance id")
     report.add_argument("--format", choices=("table", "json", "prometheus"), default="table")
+    report.add_argument(
+        "--by",
+        choices=("client",),
+        default=None,
+        help="client: calls, errors, latency, cost and subjects per OAuth client (from the "
+        f"newest {MAX_CLIENT_READ:,} calls of the window in the raw log)",
+    )
     report.set_defaults(func=_run)
     add_slo_parser(actions)
 
 
 def _run(args: argparse.Namespace) -> int:
-    args.everywhere = args.store is None  # no --store: every location on this machine
+    if args.by is not None and args.format == "prometheus":
+        print("air meter report: --by client prints a table or JSON; for Prometheus, scrape "
+              "/metrics (its client label)", file=sys.stderr)  # fmt: skip
+        return 2
+    # no --store: every location on this machine (the snapshot report only)
+    args.everywhere = args.store is None and args.by is None
     chosen = store_location("air meter report", args.store, reading=True)
     args.store = chosen.url
     # One report, then the process ends: the cyclic GC would only walk the millions of rollup
@@ -168,7 +188,38 @@ def format_elsewhere(found: list[tuple[str, Snapshot]]) -> str:
     return "\n".join(lines)
 
 
+async def _by_client(args: argparse.Namespace) -> str:
+    store = await _open(args.store)
+    try:
+        usage = await client_usage(store, since=args.since, tool=args.tool, layer=args.layer,
+                                   server=args.server, instance=args.instance)  # fmt: skip
+    finally:
+        await store.close()
+    if args.format == "json":
+        return orjson.dumps({**usage.to_dict(), "data": args.store}).decode()
+    return format_clients(usage)
+
+
+def format_clients(usage: ClientUsage) -> str:
+    """The per-client table of ``air meter report --by client``."""
+    lines = [f"calls      {usage.calls}" + ("  (the newest only: the window holds more)"
+                                             if usage.truncated else ""),
+             f"clients    {len(usage.clients)}",
+             f"subjects   {usage.subjects} distinct"]  # fmt: skip
+    if not usage.calls:
+        return "\n".join([*lines, "", "No calls recorded in this window."])
+    rows = [[c.client, c.auth, str(c.calls), str(c.errors), f"{c.error_rate * 100:.1f}%",
+             _ms(c.p50_ms), _ms(c.p95_ms), f"{c.cost:.2f}", str(c.subjects), str(c.tools)]
+            for c in usage.clients]  # fmt: skip
+    lines.append("")
+    lines += _table(["client", "auth", "calls", "errors", "err%", "p50 ms", "p95 ms", "cost",
+                     "subjects", "tools"], rows)  # fmt: skip
+    return "\n".join(lines)
+
+
 async def _report(args: argparse.Namespace) -> str:
+    if args.by == "client":
+        return await _by_client(args)
     elsewhere = await _elsewhere(args)
     store = await _open(args.store)
     try:

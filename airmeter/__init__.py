@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 from airmeter.budget import Budget, BudgetStatus
 from airmeter.classify import Classification, Classifier, Rule, classify, split_words
+from airmeter.clients import ClientRow, ClientUsage, client_usage
 from airmeter.engine import MeterEngine
 from airmeter.errors import (
     AirmeterError,
@@ -55,6 +56,8 @@ __all__ = [
     "CallUsage",
     "Classification",
     "Classifier",
+    "ClientRow",
+    "ClientUsage",
     "ErrorClass",
     "Layer",
     "LayerInfo",
@@ -86,6 +89,7 @@ __all__ = [
     "ToolStats",
     "annotate_current_span",
     "classify",
+    "client_usage",
     "create_meter_hook",
     "current_usage",
     "error_class_of",

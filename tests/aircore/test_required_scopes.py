@@ -5,11 +5,9 @@ call; without any authorization an HTTP server refuses to start; over stdio they
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from aircore import DefinitionError, define_server, define_tool
 from tests.air_process import run_air
-from tests.airhttp.issuer import Issuer, running_issuer
+from tests.airhttp.oauth_serve import OAuthServed, bearer_client, oauth_serving
 
 SERVER = """
 from aircore import define_server, define_tool
@@ -69,66 +67,15 @@ def test_required_scopes_must_be_a_list_of_scope_names() -> None:
     assert server.tools["purge"].required_scopes == frozenset({"notes:admin"})
 
 
-@dataclass
-class Served:
-    issuer: Issuer
-    url: str
-    resource: str
-
-
-async def _line_with_url(stream: asyncio.StreamReader) -> str:
-    while True:
-        line = (await stream.readline()).decode()
-        if not line:
-            raise RuntimeError("air serve exited before it served")
-        found = re.search(r"(http://\S+)", line)
-        if found:
-            return found.group(1)
-
-
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with running_issuer() as issuer:
-        (tmp_path / "notes.py").write_text(SERVER)
-        sock_probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-        port = sock_probe.sockets[0].getsockname()[1]
-        sock_probe.close()
-        await sock_probe.wait_closed()
-        resource = f"http://127.0.0.1:{port}/mcp"
-        (tmp_path / "auth.yml").write_text(
-            f"issuer: {issuer.url}\nresource: {resource}\nscopes: [mcp:tools]\n"
-        )  # no tools: globs: every per-tool scope here comes from the definitions
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "aircli", "serve", str(tmp_path / "notes.py"),
-            "--transport", "http", "--port", str(port),
-            "--store", f"file://{tmp_path / 'data'}",
-            "--auth-config", str(tmp_path / "auth.yml"),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        try:
-            assert proc.stderr is not None
-            url = await asyncio.wait_for(_line_with_url(proc.stderr), 60)
-            yield Served(issuer, url, resource)
-        finally:
-            if proc.returncode is None:
-                proc.terminate()
-                await asyncio.wait_for(proc.wait(), 30)
+async def served(tmp_path: Path) -> AsyncIterator[OAuthServed]:
+    # no tools: globs in the configuration: every per-tool scope here comes from the definitions
+    async with oauth_serving(tmp_path, SERVER) as found:
+        yield found
 
 
-def _token(served: Served, scope: str) -> str:
-    return served.issuer.token(resource=served.resource, scope=scope)
-
-
-async def _names(served: Served, scope: str) -> set[str]:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    headers = {"Authorization": f"Bearer {_token(served, scope)}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=30) as http,
-        Client(streamable_http_client(served.url, http_client=http)) as client,
-    ):
+async def _names(served: OAuthServed, scope: str) -> set[str]:
+    async with bearer_client(served.url, served.token(scope)) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
         for name in names:  # every tool listed is one the caller may call
             args = {} if name == "purge_notes" else {"id": "1"}
@@ -136,7 +83,9 @@ async def _names(served: Served, scope: str) -> set[str]:
         return names
 
 
-async def test_tools_list_shows_only_the_tools_the_callers_scopes_allow(served: Served) -> None:
+async def test_tools_list_shows_only_the_tools_the_callers_scopes_allow(
+    served: OAuthServed,
+) -> None:
     assert await _names(served, "mcp:tools") == {"read_note"}
     assert await _names(served, "mcp:tools notes:write") == {"read_note", "delete_note"}
     everything = "mcp:tools notes:write notes:admin"
@@ -144,7 +93,7 @@ async def test_tools_list_shows_only_the_tools_the_callers_scopes_allow(served: 
 
 
 async def test_calling_a_tool_without_its_required_scope_is_403_insufficient_scope(
-    served: Served,
+    served: OAuthServed,
 ) -> None:
     body = {
         "jsonrpc": "2.0",
@@ -153,7 +102,7 @@ async def test_calling_a_tool_without_its_required_scope_is_403_insufficient_sco
         "params": {"name": "delete_note", "arguments": {"id": "7"}},
     }
     headers = {
-        "Authorization": f"Bearer {_token(served, 'mcp:tools')}",
+        "Authorization": f"Bearer {served.token('mcp:tools')}",
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2025-06-18",
     }
