@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from airmeter.buckets import Bound, to_ms
 from airmeter.errors import MeterConfigError
 from airmeter.layers import LAYERS, Layer, parse_layer
 from airmeter.record import CALLS_NAMESPACE, CallRecord
-from airmeter.snapshot import Bound, to_ms
 from airstore.types import JSONValue, Store
 
 __all__ = ["MAX_CLIENT_READ", "ClientRow", "ClientUsage", "client_key", "client_usage"]
