@@ -1,6 +1,7 @@
-"""The key-value side of FileStore: namespaces loaded on first use, sets, counters, reads.
+"""The key-value part of a FileStore: namespaces loaded on first use, sets, counters, reads.
 
-Mixed into :class:`airstore.FileStore`; see ``_kvspace`` for how keys reach the shared journal.
+:class:`airstore.FileStore` holds one over its directory state (``_dirstate``) beside the log
+part; see ``_kvspace`` for how keys reach the shared journal.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import builtins
 import orjson
 
 from airstore import _accel
-from airstore._fileparts import FileParts
+from airstore._dirstate import DirState
 from airstore._kvspace import MISSING, KVSpace
 from airstore._persist import INLINE_WRITE_BYTES
 from airstore._validate import (
@@ -47,53 +48,67 @@ def _record(ns: str, key: str, value: JSONValue) -> bytes:
     return b"[%b,%b]" % (_dumps(key), encode_value(ns, key, value))
 
 
-class FileKeys(FileParts):
-    """Keys of a FileStore (relies on the attributes FileStore sets)."""
+class FileKeys:
+    """The keys of a FileStore: its KV namespaces over the directory state ``state``.
 
-    _closed: bool
-    _spaces: dict[str, KVSpace]
-    _loading: dict[str, asyncio.Future[KVSpace]]
+    Args:
+        state: the directory state the store's parts share.
+    """
+
+    def __init__(self, state: DirState) -> None:
+        self._dir = state
+        self.spaces: dict[str, KVSpace] = {}  # the namespaces loaded, by name
+        self.loading: dict[str, asyncio.Future[KVSpace]] = {}  # first loads under way
+
+    def close(self) -> None:
+        """Close every namespace's journal."""
+        for space in self.spaces.values():
+            space.close()
 
     # -- namespaces --------------------------------------------------------------------------
-    async def _space(self, ns: str) -> KVSpace:
+    async def space(self, ns: str) -> KVSpace:
         """The namespace's keys, loaded on first use with the files read off the loop; then
         what other writers appended since the last look, at most once per loop turn."""
         try:
-            space = self._spaces.get(ns)
+            space = self.spaces.get(ns)
         except TypeError:  # an unhashable namespace: _load names it
             space = None
         if space is None:
             space = await self._load(ns)
-        if self.read_only:  # a reader looks at every call
-            self._io(space.refresh, ns)
+        if self._dir.read_only:  # a reader looks at every call
+            self._dir.io(space.refresh, ns)
         elif not space.fresh:
             space.fresh = True
             asyncio.get_running_loop().call_soon(space.mark_stale)
-            self._io(space.refresh, ns)
+            self._dir.io(space.refresh, ns)
         return space
 
     async def _load(self, ns: str) -> KVSpace:
         check_namespace(ns)
-        loading = self._loading.get(ns)
+        loading = self.loading.get(ns)
         if loading is not None:  # another caller is loading it: share that load
             return await asyncio.shield(loading)
         fut: asyncio.Future[KVSpace] = asyncio.get_running_loop().create_future()
-        self._loading[ns] = fut
+        self.loading[ns] = fut
         try:
             space = KVSpace(
-                self.path, ns, read_only=self.read_only, clock=self._clock, findings=self._findings
+                self._dir.path,
+                ns,
+                read_only=self._dir.read_only,
+                clock=self._dir.clock,
+                findings=self._dir.findings,
             )
             try:
                 await space.load_async()
             except OSError as exc:
                 space.close()
                 raise StorageIOError(
-                    f"I/O error in namespace {ns!r}: {exc}", namespace=ns, path=self.path
+                    f"I/O error in namespace {ns!r}: {exc}", namespace=ns, path=self._dir.path
                 ) from exc
-            self._ensure_open()
+            self._dir.ensure_open()
             space.fresh = True
             asyncio.get_running_loop().call_soon(space.mark_stale)
-            self._spaces[ns] = space
+            self.spaces[ns] = space
             fut.set_result(space)
             return space
         except BaseException as exc:
@@ -101,7 +116,7 @@ class FileKeys(FileParts):
             fut.exception()  # retrieved: the waiters re-raise it
             raise
         finally:
-            del self._loading[ns]
+            del self.loading[ns]
 
     async def set(self, ns: str, key: str, value: JSONValue, ttl: float | None = None) -> None:
         """Store ``value``; see :meth:`airstore.Store.set`.
@@ -111,21 +126,21 @@ class FileKeys(FileParts):
                 bad input; nothing is changed.
             ReadOnlyStoreError: the store is read-only.
         """
-        persist = self._write_ok
+        persist = self._dir.write_ok
         if persist is None:
-            persist = self._writer()
+            persist = self._dir.writer()
         try:
-            space = self._spaces[ns]
+            space = self.spaces[ns]
         except (KeyError, TypeError):  # not loaded yet, or unhashable: _space names it
             space = None
         if space is None:
-            space = await self._space(ns)
+            space = await self.space(ns)
         fast = _accel.file_put
         pending = space.journal.pending
         if (
             fast is not None
             and ttl is None
-            and self._default_ttl is None
+            and self._dir.default_ttl is None
             and fast(key, value, space.items, space.entries, space.expires, pending, MAX_KEY_LENGTH)
         ):
             pass  # the C speedups did the TTL-less branch below in one call
@@ -146,7 +161,7 @@ class FileKeys(FileParts):
                 _DASH in record and record.count(_DASH, len(key) + 3) > 3
             ):  # and a uuid.UUID behind a string with four "-"
                 encode_value(ns, key, value)
-            if ttl is None and self._default_ttl is None:  # KVSpace.put's hot path, inlined
+            if ttl is None and self._dir.default_ttl is None:  # KVSpace.put's hot path, inlined
                 # A copy of exact size: orjson's own bytes object keeps its whole buffer.
                 line = record + b"\n"
                 space.items[key] = value
@@ -155,10 +170,10 @@ class FileKeys(FileParts):
                     space.expires.pop(key, None)
                 pending += line
             else:
-                seconds = self._default_ttl if ttl is None else check_ttl(ttl)
-                now = self._clock()
+                seconds = self._dir.default_ttl if ttl is None else check_ttl(ttl)
+                now = self._dir.clock()
                 space.put(key, value, record, None if seconds is None else now + seconds, now)
-        if self._sync:
+        if self._dir.sync:
             await persist.written(pending)
         elif persist.drain_handle is None or len(pending) >= INLINE_WRITE_BYTES:
             persist.schedule(pending)
@@ -176,15 +191,15 @@ class FileKeys(FileParts):
             ReadOnlyStoreError: the store is read-only.
             StorageIOError: the journal cannot be written (nothing is counted).
         """
-        persist = self._writer()
-        space = await self._space(ns)
+        persist = self._dir.writer()
+        space = await self.space(ns)
         check_key(ns, key)
         by = check_by(ns, key, by)
-        seconds = self._default_ttl if ttl is None else check_ttl(ttl)
+        seconds = self._dir.default_ttl if ttl is None else check_ttl(ttl)
         try:
             with space.journal.locked():
                 space.commit_locked()
-                now = self._clock()
+                now = self._dir.clock()
                 current = space.live(key, now)
                 if current is MISSING:
                     value = check_counter(ns, key, 0, by)
@@ -199,20 +214,20 @@ class FileKeys(FileParts):
             raise StorageIOError(
                 f"cannot write the journal of {ns!r}: {exc}", namespace=ns, key=key
             ) from exc
-        if self._sync:
+        if self._dir.sync:
             await persist.written(space.journal.pending)
         return value
 
     async def get(self, ns: str, key: str) -> JSONValue:
         """Return the value, or ``None`` when missing or expired."""
-        if self._closed:
-            self._ensure_open()
+        if self._dir.closed:
+            self._dir.ensure_open()
         try:
-            space = self._spaces.get(ns)
+            space = self.spaces.get(ns)
         except TypeError:  # an unhashable namespace: _space names it
             space = None
-        if space is None or not space.fresh or self.read_only:
-            space = await self._space(ns)
+        if space is None or not space.fresh or self._dir.read_only:
+            space = await self.space(ns)
         try:
             value = space.items.get(key, MISSING)
         except TypeError:  # unhashable key
@@ -222,16 +237,16 @@ class FileKeys(FileParts):
             return None
         if space.expires:
             exp = space.expires.get(key)
-            if exp is not None and exp <= self._clock():
+            if exp is not None and exp <= self._dir.clock():
                 return None  # the writer's sweep forgets it (readers never change anything)
         return value
 
     async def delete(self, ns: str, key: str) -> bool:
         """Remove ``key``; True if it existed and had not expired."""
-        persist = self._writer()
-        space = await self._space(ns)
+        persist = self._dir.writer()
+        space = await self.space(ns)
         check_key(ns, key)
-        live = space.delete(key, self._clock())
+        live = space.delete(key, self._dir.clock())
         if live is None:
             return False
         await persist.written(space.journal.pending)
@@ -246,11 +261,11 @@ class FileKeys(FileParts):
         return await self._live(ns, prefix)
 
     async def _live(self, ns: str, prefix: str) -> builtins.list[tuple[str, JSONValue]]:
-        self._ensure_open()
-        space = await self._space(ns)
+        self._dir.ensure_open()
+        space = await self.space(ns)
         check_prefix(prefix)
-        now = self._clock()
-        if not self.read_only:
+        now = self._dir.clock()
+        if not self._dir.read_only:
             space.sweep(now)
         expires = space.expires
         return sorted(

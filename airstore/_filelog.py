@@ -1,6 +1,7 @@
-"""The append-log side of FileStore: this writer's logs, retention caps, merged queries.
+"""The log part of a FileStore: this writer's logs, retention caps, merged queries.
 
-Mixed into :class:`airstore.FileStore`; see ``_logfile`` for the per-slot files.
+:class:`airstore.FileStore` holds one over its directory state (``_dirstate``) beside the
+key-value part; see ``_logfile`` for the per-slot files.
 """
 
 from __future__ import annotations
@@ -9,12 +10,10 @@ import builtins
 import os
 from collections.abc import Iterable
 
+from airstore._dirstate import DirState
 from airstore._entry import stamp
 from airstore._filenames import log_path
-from airstore._fileparts import FileParts
-from airstore._lock import DirLock
-from airstore._logfile import LogFile, LogOptions, QueryWindow, query_log
-from airstore._recovery import CorruptLineLog
+from airstore._logfile import LogFile, QueryWindow, query_log
 from airstore._retention import Retention, apply_retention, read_retention, write_retention
 from airstore._validate import check_filter, check_limits, check_namespace, to_epoch_ms
 from airstore.types import Entry, JSONValue, TimeBound
@@ -22,19 +21,29 @@ from airstore.types import Entry, JSONValue, TimeBound
 __all__ = ["FileLogs"]
 
 
-class FileLogs(FileParts):
-    """Logs of a FileStore (relies on the attributes FileStore sets)."""
+class FileLogs:
+    """The append logs of a FileStore: this writer's log files over the directory state ``state``.
 
-    _logs: dict[str, LogFile]
-    _lock: DirLock
-    _log_options: LogOptions
-    _corrupt_lines: CorruptLineLog
+    Args:
+        state: the directory state the store's parts share.
+    """
+
+    def __init__(self, state: DirState) -> None:
+        self._dir = state
+        self.logs: dict[str, LogFile] = {}  # this writer's open logs, by namespace
+
+    def close(self) -> None:
+        """Close every open log file."""
+        for log in self.logs.values():
+            log.close()
 
     def _log(self, ns: str) -> LogFile:
-        log = LogFile(self.path, check_namespace(ns), self._lock.slot, self._log_options)
-        self._io(lambda: log.open_reporting(self._findings), ns)
-        log.retention = read_retention(self.path, ns)
-        self._logs[ns] = log
+        log = LogFile(
+            self._dir.path, check_namespace(ns), self._dir.lock.slot, self._dir.log_options
+        )
+        self._dir.io(lambda: log.open_reporting(self._dir.findings), ns)
+        log.retention = read_retention(self._dir.path, ns)
+        self.logs[ns] = log
         return log
 
     async def set_log_retention(
@@ -51,13 +60,13 @@ class FileLogs(FileParts):
             InvalidArgumentError: a cap that is not positive and finite.
             ReadOnlyStoreError: the store is read-only.
         """
-        self._writer()
+        self._dir.writer()
         caps = Retention.checked(max_age, max_bytes)
         check_namespace(ns)
-        self._io(lambda: write_retention(self.path, ns, caps), ns)
-        if ns in self._logs:
-            self._logs[ns].retention = caps
-        self._io(lambda: apply_retention(self.path, ns, caps, self._clock()), ns)
+        self._dir.io(lambda: write_retention(self._dir.path, ns, caps), ns)
+        if ns in self.logs:
+            self.logs[ns].retention = caps
+        self._dir.io(lambda: apply_retention(self._dir.path, ns, caps, self._dir.clock()), ns)
 
     async def append(self, ns: str, entry: Entry) -> Entry:
         """Append ``entry`` to this writer's log of the namespace; returns it with ``_ts``.
@@ -65,34 +74,34 @@ class FileLogs(FileParts):
         The line reaches the file at the end of the current event-loop turn together with
         every other line of that turn (one ``write``); queries see it at once.
         """
-        persist = self._write_ok
+        persist = self._dir.write_ok
         if persist is None:
-            persist = self._writer()
+            persist = self._dir.writer()
         try:
-            log = self._logs.get(ns)
+            log = self.logs.get(ns)
         except TypeError:  # an unhashable namespace: _log names it
             log = None
         if log is None:
             log = self._log(ns)
-        stored, _, line = stamp(ns, entry, self._clock)
+        stored, _, line = stamp(ns, entry, self._dir.clock)
         buf = log.pending
         buf += line
         buf += b"\n"
         persist.schedule(buf)
-        if self._sync:
+        if self._dir.sync:
             await persist.written(buf)
         return stored
 
     async def append_many(self, ns: str, entries: Iterable[Entry]) -> builtins.list[Entry]:
         """Append every entry, all validated and encoded first (a bad one appends nothing)."""
-        persist = self._writer()
+        persist = self._dir.writer()
         try:
-            log = self._logs.get(ns)
+            log = self.logs.get(ns)
         except TypeError:  # an unhashable namespace: _log names it
             log = None
         if log is None:
             log = self._log(ns)
-        clock = self._clock
+        clock = self._dir.clock
         stamped = [stamp(ns, entry, clock) for entry in entries]
         buf = log.pending
         for _, _, line in stamped:
@@ -119,7 +128,7 @@ class FileLogs(FileParts):
         Raises:
             UnsupportedFormatError: a log file of a newer format.
         """
-        self._ensure_open()
+        self._dir.ensure_open()
         limit, offset = check_limits(limit, offset)
         window = QueryWindow(
             limit=limit,
@@ -128,14 +137,14 @@ class FileLogs(FileParts):
             hi=to_epoch_ms(until),
             flt=check_filter(filter),
         )
-        writer = None if self.read_only else self._logs.get(check_namespace(ns))
-        if writer is None and not self.read_only and self._has_own_log(ns):
+        writer = None if self._dir.read_only else self.logs.get(check_namespace(ns))
+        if writer is None and not self._dir.read_only and self._has_own_log(ns):
             writer = self._log(ns)  # opening it repairs a torn tail first
-        report = self._corrupt_lines.report
-        out: builtins.list[Entry] = self._io(
-            lambda: query_log(self.path, ns, window, writer, report), ns
+        report = self._dir.corrupt_lines.report
+        out: builtins.list[Entry] = self._dir.io(
+            lambda: query_log(self._dir.path, ns, window, writer, report), ns
         )
         return out
 
     def _has_own_log(self, ns: str) -> bool:
-        return os.path.exists(log_path(self.path, check_namespace(ns), self._lock.slot))
+        return os.path.exists(log_path(self._dir.path, check_namespace(ns), self._dir.lock.slot))

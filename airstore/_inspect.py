@@ -1,12 +1,13 @@
-"""The inspection side of FileStore: what recovery found, ``check()`` and ``stats()``."""
+"""The inspection part of a FileStore: what recovery found, ``check()`` and ``stats()``."""
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Callable
 from typing import Any
 
+from airstore._dirstate import DirState
+from airstore._filekv import FileKeys
 from airstore._kvspace import KVSpace
 from airstore._recovery import (
     CheckReport,
@@ -21,28 +22,22 @@ __all__ = ["Inspection"]
 
 
 class Inspection:
-    """Mixed into FileStore; relies on its ``path``, ``flush``, ``list`` and findings."""
+    """What recovery found, ``check()`` and ``stats()`` of a FileStore, over its directory state
+    and its key-value part.
 
-    path: str
-    read_only: bool
-    _findings: builtins.list[Finding]
-    _spaces: dict[str, KVSpace]
-    _loading: dict[str, asyncio.Future[KVSpace]]
-    _clock: Callable[[], float]
+    Args:
+        state: the directory state the store's parts share.
+        keys: the store's key-value part (live keys of the namespaces it has loaded).
+    """
 
-    def _ensure_open(self) -> None:
-        raise NotImplementedError
-
-    async def flush(self) -> None:
-        raise NotImplementedError
-
-    async def list(self, ns: str, prefix: str = "") -> builtins.list[str]:
-        raise NotImplementedError
+    def __init__(self, state: DirState, keys: FileKeys) -> None:
+        self._dir = state
+        self._keys = keys
 
     @property
     def recovery(self) -> builtins.list[Finding]:
         """What recovery found and repaired in the namespaces this store has opened."""
-        return list(self._findings)
+        return list(self._dir.findings)
 
     # -- inspection --------------------------------------------------------------------------
     async def check(self) -> CheckReport:
@@ -55,12 +50,14 @@ class Inspection:
         Raises:
             StorageIOError: the directory cannot be read.
         """
-        self._ensure_open()
-        await self.flush()
+        self._dir.ensure_open()
+        await self._dir.flush()
         try:
-            return await check_directory(self.path)
+            return await check_directory(self._dir.path)
         except OSError as exc:
-            raise StorageIOError(f"cannot read {self.path}: {exc}", path=self.path) from exc
+            raise StorageIOError(
+                f"cannot read {self._dir.path}: {exc}", path=self._dir.path
+            ) from exc
 
     async def stats(self) -> builtins.list[NamespaceStats]:
         """Per namespace: live keys, log entries, files and bytes on disk.
@@ -73,35 +70,37 @@ class Inspection:
             if not item.has_kv:
                 continue
             ns = item.namespace
-            if self.read_only and ns not in self._spaces and ns not in self._loading:
+            if self._dir.read_only and ns not in self._keys.spaces and ns not in self._keys.loading:
                 item.keys = await self._count_keys(ns)
             else:
-                item.keys = len(await self.list(ns))
+                item.keys = len(await self._keys.list(ns))
         return found
 
     async def _count_keys(self, ns: str) -> int:
         """Live keys of a namespace this reader has not opened, read and let go: a reader
         keeps every namespace it opens, so counting all of them through ``list`` held the whole
         directory in memory (723 rollup namespaces of a 30-day history: 1.7 GB)."""
-        self._ensure_open()
-        space = KVSpace(self.path, ns, read_only=True, clock=self._clock, findings=[])
+        self._dir.ensure_open()
+        space = KVSpace(self._dir.path, ns, read_only=True, clock=self._dir.clock, findings=[])
         try:
             await space.load_async()
             space.refresh()  # what other writers appended since (as a reader's every look)
-            now = self._clock()
+            now = self._dir.clock()
             expires = space.expires
             return sum(1 for k in space.items if (exp := expires.get(k)) is None or exp > now)
         except OSError as exc:
             raise StorageIOError(
-                f"I/O error in namespace {ns!r}: {exc}", namespace=ns, path=self.path
+                f"I/O error in namespace {ns!r}: {exc}", namespace=ns, path=self._dir.path
             ) from exc
         finally:
             space.close()
 
     async def _inspect(self, fn: Any) -> Any:
-        self._ensure_open()
-        await self.flush()
+        self._dir.ensure_open()
+        await self._dir.flush()
         try:
-            return await asyncio.to_thread(fn, self.path)
+            return await asyncio.to_thread(fn, self._dir.path)
         except OSError as exc:
-            raise StorageIOError(f"cannot read {self.path}: {exc}", path=self.path) from exc
+            raise StorageIOError(
+                f"cannot read {self._dir.path}: {exc}", path=self._dir.path
+            ) from exc

@@ -1,61 +1,45 @@
 """FileStore: JSON snapshots, a shared KV journal and per-writer JSONL logs in a data directory.
 
 Any number of writer processes share one directory (see ``docs/storage.md``: who writes what,
-what a reader sees and when, each durability mode's loss window, recovery). The parts:
-``_kvspace``/``_journal`` (keys), ``_logfile``/``_logread`` (logs), ``_persist`` (writes),
-``_lock`` (writer slots), ``_format`` (version markers), ``_recovery``, ``_exit``.
+what a reader sees and when, each durability mode's loss window, recovery). A FileStore is
+composed of parts over one directory state (``_dirstate.DirState``: the directory, options,
+writer slot, persister, findings): the key-value part (``_filekv``, namespaces in ``_kvspace``
+and ``_journal``), the log part (``_filelog``, files in ``_logfile``/``_logread``) and the
+inspection part (``_inspect``). Also: ``_persist`` (writes), ``_lock`` (writer slots),
+``_format`` (version markers), ``_recovery``, ``_exit``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import logging
 import os
 import time
-from typing import Any, Literal
-
-import orjson
+from collections.abc import Coroutine, Iterable
+from typing import Any
 
 from airstore import _exit
-from airstore._atomic import remove_stale_temp_files
+from airstore._dirstate import DirState, Durability
 from airstore._filekv import FileKeys
 from airstore._filelog import FileLogs
-from airstore._filenames import use_legacy_names
-from airstore._format import DATADIR_FILE, FORMAT, read_datadir_marker
 from airstore._inspect import Inspection
 from airstore._kvspace import KVSpace
 from airstore._lifecycle import StoreBase
-from airstore._lock import DirLock
-from airstore._logfile import LogFile, LogOptions
-from airstore._migrate import enter_as_writer
+from airstore._logfile import LogOptions
 from airstore._persist import Persister
-from airstore._recovery import CorruptLineLog, Finding, next_line_number
-from airstore._validate import (
-    check_ttl,
-)
-from airstore.errors import (
-    AirstoreError,
-    InvalidArgumentError,
-    ReadOnlyStoreError,
-    StorageIOError,
-    StoreClosedError,
-)
-from airstore.location import default_data_dir
-from airstore.types import Clock
+from airstore._recovery import CheckReport, Finding, NamespaceStats
+from airstore.errors import AirstoreError
+from airstore.types import Clock, Entry, JSONValue, TimeBound
 
 __all__ = ["DEFAULT_FLUSH_INTERVAL", "DEFAULT_MAX_LOG_BYTES", "Durability", "FileStore"]
 
 logger = logging.getLogger(__name__)
 
-Durability = Literal["journal", "snapshot", "sync"]
 DEFAULT_FLUSH_INTERVAL = 5.0
 DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
 
-_dumps = orjson.dumps
 
-
-class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
+class FileStore(StoreBase):
     """A store kept in a directory of JSON and JSONL files, shared by any number of processes.
 
     Args:
@@ -92,39 +76,48 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
         clock: Clock = time.time,
         handle_sigterm: bool = True,
     ) -> None:
-        if durability not in ("journal", "snapshot", "sync"):
-            raise InvalidArgumentError(
-                f"durability must be 'journal', 'snapshot' or 'sync', got {durability!r}"
-            )
-        if not flush_interval > 0:
-            raise InvalidArgumentError("flush_interval must be a positive number of seconds")
-        self.path = os.fspath(path) if path is not None else default_data_dir()
-        if "\0" in self.path:
-            raise InvalidArgumentError(f"a FileStore path cannot hold a NUL byte: {self.path!r}")
-        self.durability: Durability = durability
-        self.read_only = read_only
-        self._default_ttl = check_ttl(default_ttl)
-        self._flush_interval = float(flush_interval)
-        self._log_options = LogOptions(
+        log_options = LogOptions(
             max_bytes=max_log_bytes,
             max_segments=max_log_segments,
             max_age=max_log_age,
             compress=compress_segments,
         )
-        self._clock = clock
+        # One directory state, and the parts over it: they share it and nothing else.
+        self._dir = DirState(
+            path,
+            default_ttl=default_ttl,
+            durability=durability,
+            flush_interval=flush_interval,
+            read_only=read_only,
+            log_options=log_options,
+            clock=clock,
+        )
+        self._kv = FileKeys(self._dir)
+        self._log = FileLogs(self._dir)
+        self._inspection = Inspection(self._dir, self._kv)
         self._handle_sigterm = handle_sigterm
-        self._sync = durability == "sync"
-        self._spaces: dict[str, KVSpace] = {}
-        self._logs: dict[str, LogFile] = {}
-        self._findings: builtins.list[Finding] = []
-        self._corrupt_lines = CorruptLineLog(self._findings)
-        self._lock = DirLock(self.path)
-        self._persist: Persister | None = None  # created by init() on the running loop
-        self._write_ok: Persister | None = None  # the persister while writes are accepted
-        self._loading: dict[str, asyncio.Future[KVSpace]] = {}
         self._counted = False
         self._opened = False
-        self._closed = False
+
+    @property
+    def path(self) -> str:
+        """The data directory."""
+        return self._dir.path
+
+    @property
+    def durability(self) -> Durability:
+        """``"journal"``, ``"snapshot"`` or ``"sync"``; see docs/storage.md."""
+        return self._dir.durability
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store only reads (no lock taken, no file changed)."""
+        return self._dir.read_only
+
+    @property
+    def _spaces(self) -> dict[str, KVSpace]:
+        """The KV namespaces loaded (the key-value part's; tests look at a namespace's files)."""
+        return self._kv.spaces
 
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else self.durability
@@ -139,60 +132,33 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
             UnsupportedFormatError: the directory was written by a newer air release.
             StorageIOError: the directory cannot be created or locked.
         """
-        self._ensure_open()
+        state = self._dir
+        state.ensure_open()
         if self._opened:
             return
-        marker = os.path.join(self.path, DATADIR_FILE)
-        try:
-            found, moving = read_datadir_marker(marker)
-            if self.read_only:  # an earlier directory is read as it is (a writer moves it)
-                use_legacy_names(self.path, found is None or found < FORMAT or moving)
-            else:
-                self._open_writer()
-        except OSError as exc:
-            self._lock.release()
-            raise StorageIOError(f"cannot open {self.path}: {exc}", path=self.path) from exc
-        if not self.read_only:
-            self._persist = Persister(
-                self.path,
-                self._spaces,
-                self._logs,
-                sync=self._sync,
-                commit_each_turn=self.durability != "snapshot",
-                flush_interval=self._flush_interval,
-                clock=self._clock,
-                on_writable=self._writable,
+        state.open()
+        if not state.read_only:
+            persist = Persister(
+                state.path,
+                self._kv.spaces,
+                self._log.logs,
+                sync=state.sync,
+                commit_each_turn=state.durability != "snapshot",
+                flush_interval=state.flush_interval,
+                clock=state.clock,
+                on_writable=state.writable,
             )
-            self._write_ok = self._persist
-            self._persist.start()
+            state.persist = state.write_ok = persist
+            persist.start()
             self._counted = _exit.register(self, handle_sigterm=self._handle_sigterm)
         self._opened = True
-
-    def _open_writer(self) -> None:
-        os.makedirs(self.path, exist_ok=True)
-        entered = enter_as_writer(self.path)  # moves an earlier directory to this format
-        try:
-            self._lock.acquire()
-        finally:
-            os.close(entered)
-        use_legacy_names(self.path, False)
-        for ns, path, cut in self._lock.repair_dead_slots():  # a killed writer's last line
-            detail = f"cut {cut} bytes of an unfinished line (a writer that died mid-write)"
-            at = next_line_number(path)
-            self._findings.append(
-                Finding(kind="torn_tail", namespace=ns, path=path, line=at, detail=detail)
-            )
-        remove_stale_temp_files(self.path)
-
-    def _writable(self, ok: bool) -> None:
-        closing = self._persist is None or self._persist.closed
-        self._write_ok = self._persist if ok and not self._closed and not closing else None
 
     @property
     def lost_writes(self) -> int:
         """Acknowledged writes dropped because the disk refused them (``journal`` and
         ``snapshot`` modes; see docs/storage.md, "Disk full")."""
-        return self._persist.lost_writes if self._persist is not None else 0
+        persist = self._dir.persist
+        return persist.lost_writes if persist is not None else 0
 
     async def close(self) -> None:
         """Flush everything and release files and the writer slot. Idempotent.
@@ -204,9 +170,10 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
             InvalidValueError: a stored value was mutated (through ``get``) into something
                 that is not JSON; the store stays open the same way.
         """
-        if self._closed:
+        state = self._dir
+        if state.closed:
             return
-        persist = self._persist
+        persist = state.persist
         if persist is not None:
             await persist.stop()
             try:
@@ -215,26 +182,24 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
                 persist.start()  # keep retrying in the background; close() may be retried
                 raise
             persist.closed = True
-            self._write_ok = None  # from here on a write is refused: "the store is closing"
+            state.write_ok = None  # from here on a write is refused: "the store is closing"
             await persist.stop()
             try:  # what was acknowledged while the awaits above ran must land too
                 persist.flush_now()
             except AirstoreError:
                 persist.closed = False
-                self._writable(persist.refusing is None)  # a refusing disk stays refused
+                state.writable(persist.refusing is None)  # a refusing disk stays refused
                 persist.start()
                 raise
             try:
                 persist.record_loss()
             except OSError as exc:
                 logger.error("airstore: could not record lost writes in %s: %s", self.path, exc)
-        self._write_ok = None
-        for log in self._logs.values():
-            log.close()
-        for space in self._spaces.values():
-            space.close()
-        self._closed = True
-        self._lock.release()
+        state.write_ok = None
+        self._log.close()
+        self._kv.close()
+        state.closed = True
+        state.lock.release()
         _exit.unregister(self, counted=self._counted)
 
     async def flush(self) -> None:
@@ -243,40 +208,87 @@ class FileStore(FileKeys, FileLogs, Inspection, StoreBase):
         Raises:
             StorageIOError: the disk failed; the data stays in memory, pending.
         """
-        self._ensure_open()
-        if self._persist is not None:
-            await self._persist.flush()
+        await self._dir.flush()
 
     def flush_now(self) -> None:
         """Synchronous final flush for interpreter exit and SIGTERM (no event loop needed)."""
-        if not self._closed and self._persist is not None:
-            self._persist.flush_now()
+        persist = self._dir.persist
+        if not self._dir.closed and persist is not None:
+            persist.flush_now()
 
-    def _ensure_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError(f"FileStore {self.path!r} is closed", path=self.path)
+    # -- the parts' operations -----------------------------------------------------------------
+    # Each returns its part's coroutine as it is (no frame of its own on the hot paths); the
+    # parts document their errors.
+    def set(
+        self, ns: str, key: str, value: JSONValue, ttl: float | None = None
+    ) -> Coroutine[Any, Any, None]:
+        """Store ``value`` (see :meth:`airstore.Store.set` and ``FileKeys.set``)."""
+        return self._kv.set(ns, key, value, ttl)
 
-    def _writer(self) -> Persister:
-        """The persister, or the reason this store cannot be written to."""
-        persist = self._write_ok
-        if persist is not None:
-            return persist
-        self._ensure_open()
-        if self.read_only:
-            raise ReadOnlyStoreError(f"FileStore {self.path!r} is read-only", path=self.path)
-        if self._persist is not None and self._persist.closed:
-            raise StoreClosedError(f"FileStore {self.path!r} is closing", path=self.path)
-        if self._persist is not None and self._persist.refusing is not None:
-            raise StorageIOError(
-                f"FileStore {self.path!r} refuses writes: a write failed "
-                f"({self._persist.refusing}) and the disk has not taken one since; writes "
-                "resume by themselves once it does",
-                path=self.path,
-            )
-        raise StoreClosedError(f"FileStore {self.path!r} is not open; await init()")
+    def get(self, ns: str, key: str) -> Coroutine[Any, Any, JSONValue]:
+        """The value, or ``None`` when missing or expired."""
+        return self._kv.get(ns, key)
 
-    def _io(self, fn: Any, ns: str) -> Any:
-        try:
-            return fn()
-        except OSError as exc:
-            raise StorageIOError(f"I/O error in namespace {ns!r}: {exc}", namespace=ns) from exc
+    def incr(
+        self, ns: str, key: str, by: int = 1, ttl: float | None = None
+    ) -> Coroutine[Any, Any, int]:
+        """Add ``by`` to the counter at ``key`` (see ``FileKeys.incr``)."""
+        return self._kv.incr(ns, key, by, ttl)
+
+    def delete(self, ns: str, key: str) -> Coroutine[Any, Any, bool]:
+        """Remove ``key``; True if it existed and had not expired."""
+        return self._kv.delete(ns, key)
+
+    def list(self, ns: str, prefix: str = "") -> Coroutine[Any, Any, builtins.list[str]]:
+        """Live keys starting with ``prefix``, sorted."""
+        return self._kv.list(ns, prefix)
+
+    def entries(
+        self, ns: str, prefix: str = ""
+    ) -> Coroutine[Any, Any, builtins.list[tuple[str, JSONValue]]]:
+        """Live ``(key, value)`` pairs starting with ``prefix``, sorted by key."""
+        return self._kv.entries(ns, prefix)
+
+    def append(self, ns: str, entry: Entry) -> Coroutine[Any, Any, Entry]:
+        """Append ``entry`` to this writer's log of the namespace; returns it with ``_ts``
+        (see ``FileLogs.append``)."""
+        return self._log.append(ns, entry)
+
+    def append_many(
+        self, ns: str, entries: Iterable[Entry]
+    ) -> Coroutine[Any, Any, builtins.list[Entry]]:
+        """Append every entry, all validated and encoded first (a bad one appends nothing)."""
+        return self._log.append_many(ns, entries)
+
+    def query(
+        self,
+        ns: str,
+        limit: int = 100,
+        offset: int = 0,
+        since: TimeBound = None,
+        until: TimeBound = None,
+        filter: dict[str, JSONValue] | None = None,
+    ) -> Coroutine[Any, Any, builtins.list[Entry]]:
+        """Entries newest first within ``[since, until)`` matching ``filter``, from every
+        writer's files (see ``FileLogs.query``)."""
+        return self._log.query(ns, limit, offset, since, until, filter)
+
+    def set_log_retention(
+        self, ns: str, *, max_age: float | None = None, max_bytes: int | None = None
+    ) -> Coroutine[Any, Any, None]:
+        """Cap the append log of ``ns`` (see ``FileLogs.set_log_retention``)."""
+        return self._log.set_log_retention(ns, max_age=max_age, max_bytes=max_bytes)
+
+    @property
+    def recovery(self) -> builtins.list[Finding]:
+        """What recovery found and repaired in the namespaces this store has opened."""
+        return self._inspection.recovery
+
+    def check(self) -> Coroutine[Any, Any, CheckReport]:
+        """Read every file of the data directory (changing nothing) and report problems
+        (see ``Inspection.check``)."""
+        return self._inspection.check()
+
+    def stats(self) -> Coroutine[Any, Any, builtins.list[NamespaceStats]]:
+        """Per namespace: live keys, log entries, files and bytes on disk."""
+        return self._inspection.stats()

@@ -46,7 +46,7 @@ s.gc_paused = contextlib.nullcontext  # the read as before: the collector runs t
 gc.disable = lambda: None  # and the report command cannot turn it off
 from airstore._inspect import Inspection
 async def _count_keys(self, ns):  # stats as before: count through list(), keeping the namespace
-    return len(await self.list(ns))
+    return len(await self._keys.list(ns))
 Inspection._count_keys = _count_keys
 """
 
