@@ -22,7 +22,8 @@ from airstore._lock import DirLock
 from airstore._logfile import LogOptions
 from airstore._migrate import enter_as_writer
 from airstore._persist import Persister
-from airstore._recovery import CorruptLineLog, Finding, next_line_number
+from airstore._recovery import CorruptLineLog, next_line_number
+from airstore._reports import Finding
 from airstore._validate import check_ttl
 from airstore.errors import (
     InvalidArgumentError,

@@ -9,13 +9,8 @@ from typing import Any
 from airstore._dirstate import DirState
 from airstore._filekv import FileKeys
 from airstore._kvspace import KVSpace
-from airstore._recovery import (
-    CheckReport,
-    Finding,
-    NamespaceStats,
-    check_directory,
-    stats_directory,
-)
+from airstore._recovery import check_directory, stats_directory
+from airstore._reports import CheckReport, Finding, NamespaceStats
 from airstore.errors import StorageIOError
 
 __all__ = ["Inspection"]

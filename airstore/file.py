@@ -27,7 +27,7 @@ from airstore._kvspace import KVSpace
 from airstore._lifecycle import StoreBase
 from airstore._logfile import LogOptions
 from airstore._persist import Persister
-from airstore._recovery import CheckReport, Finding, NamespaceStats
+from airstore._reports import CheckReport, Finding, NamespaceStats
 from airstore.errors import AirstoreError
 from airstore.types import Clock, Entry, JSONValue, TimeBound
 
