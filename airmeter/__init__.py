@@ -33,7 +33,7 @@ from airmeter.snapshot import snapshot
 from airmeter.snapshot_types import LayerStats, SeriesPoint, ServerStats, Snapshot, ToolStats
 from airmeter.store_sink import StoreSink
 from airmeter.testing import MemorySink
-from airmeter.types import CallInfo, CallSuspended, Recorder, Sink
+from airmeter.types import CallInfo, CallSuspended, PersistingSink, Recorder, Sink
 from airmeter.usage import CallUsage, current_usage, report_usage
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ __all__ = [
     "Objective",
     "OtelSettings",
     "OtelSink",
+    "PersistingSink",
     "PrometheusSink",
     "Recorder",
     "Redactor",

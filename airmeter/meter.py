@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -27,17 +25,18 @@ from airmeter.classify import Classifier
 from airmeter.errors import MeterClosedError, MeterConfigError
 from airmeter.fields import DEFAULT_MAX_FIELD_BYTES
 from airmeter.health import HealthReporter, MeterHealth
+from airmeter.instance import default_instance_id
 from airmeter.layers import Layer
 from airmeter.record import CallRecord, from_legacy
 from airmeter.redact import Redactor
 from airmeter.rollup_reader import RollupReader
 from airmeter.rollups import RollupBook
-from airmeter.settings import INSTANCE_ID_ENV, instance_id_setting
+from airmeter.settings import INSTANCE_ID_ENV
 from airmeter.sink_calls import DEFAULT_SINK_TIMEOUT, SinkCalls
 from airmeter.snapshot_types import Snapshot
 from airmeter.store_sink import DEFAULT_LOG_MAX_AGE, DEFAULT_LOG_MAX_BYTES, StoreSink
 from airmeter.tokens import count_all
-from airmeter.types import Sink
+from airmeter.types import PersistingSink, Sink
 from airstore.types import Store
 
 __all__ = ["INSTANCE_ID_ENV", "Entry", "Meter", "MeterStats", "default_instance_id"]
@@ -53,14 +52,6 @@ DEFAULT_MEMORY_RETENTION_MINUTES = 24 * 60
 
 Entry: TypeAlias = CallRecord | PendingCall | tuple[Any, ...]
 """What :meth:`Meter.record` takes."""
-
-
-def default_instance_id() -> str:
-    """This server process's id: ``$AIR_INSTANCE_ID`` when set, else ``host-pid``."""
-    configured = instance_id_setting()
-    if configured is not None:
-        return configured
-    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,14 +118,18 @@ class Meter:
         self.server = server
         self.instance_id = instance_id or default_instance_id()
         self.classifier = classifier or Classifier()
-        self._sinks: list[Sink] = list(sinks)
+        self._sinks: list[Sink] = []
+        # the sinks that persist rollups and may hold records back (a StoreSink): sorted out
+        # once here, not matched on every delivery
+        self._persisting: list[PersistingSink] = []
         self._store = store
         if store is not None:
-            self._sinks.insert(0, StoreSink(store, writer=self.instance_id,
-                                            log_max_age=log_max_age,
-                                            log_max_bytes=log_max_bytes))  # fmt: skip
-        elif any(isinstance(s, StoreSink) for s in self._sinks):
-            self._store = next(s.store for s in self._sinks if isinstance(s, StoreSink))
+            self._add(StoreSink(store, writer=self.instance_id, log_max_age=log_max_age,
+                                log_max_bytes=log_max_bytes))  # fmt: skip
+        for sink in sinks:
+            self._add(sink)
+        if self._store is None and self._persisting:
+            self._store = self._persisting[0].store
         self._reader: RollupReader | None = None
         self._book = None if self._store is not None else RollupBook(
             retention_minutes=DEFAULT_MEMORY_RETENTION_MINUTES
@@ -267,8 +262,8 @@ class Meter:
         if lock is None:
             lock = self._lock = asyncio.Lock()
         async with lock:
-            for sink in self._sinks:
-                if isinstance(sink, StoreSink) and (every or sink.persist_due()):
+            for sink in self._persisting:
+                if every or sink.persist_due():
                     await self._calls.call(sink, sink.persist(), "persist", 0)
 
     async def _deliver(self) -> None:
@@ -335,10 +330,9 @@ class Meter:
         delivered: dropped when lost for good (or left in its backlog once the meter
         stopped), pending while it waits in the sink's backlog for a retry."""
         lost = waiting = 0
-        for sink in self._sinks:
-            if isinstance(sink, StoreSink):  # several stores: the one that lost most
-                lost = max(lost, sink.unpersisted)
-                waiting = max(waiting, sink.backlog)
+        for sink in self._persisting:  # several stores: the one that lost most
+            lost = max(lost, sink.unpersisted)
+            waiting = max(waiting, sink.backlog)
         if self._closed:
             lost, waiting = lost + waiting, 0
         delivered = max(0, self._delivered - lost - waiting)
@@ -383,7 +377,12 @@ class Meter:
         """
         if self._closed:
             raise MeterClosedError("the meter was stopped; create a new one")
+        self._add(sink)
+
+    def _add(self, sink: Sink) -> None:
         self._sinks.append(sink)
+        if isinstance(sink, PersistingSink):
+            self._persisting.append(sink)
 
     @property
     def store(self) -> Store | None:
@@ -443,9 +442,8 @@ class Meter:
         """
         await self._deliver()
         if self._store is not None:
-            for sink in self._sinks:
-                if isinstance(sink, StoreSink):  # bounded: a hung store answers what it has
-                    await self._calls.call(sink, sink.persist(), "persist", 0)
+            for sink in self._persisting:  # bounded: a hung store answers what it has
+                await self._calls.call(sink, sink.persist(), "persist", 0)
             if self._reader is None or self._reader.store is not self._store:
                 self._reader = RollupReader(self._store)  # kept: a repeated snapshot is warm
             return await self._reader.snapshot(

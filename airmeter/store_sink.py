@@ -8,9 +8,10 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from airmeter.errors import MeterConfigError
+from airmeter.instance import default_instance_id
 from airmeter.record import CALLS_NAMESPACE, HOPS_NAMESPACE, CallRecord
 from airmeter.rollups import (
     HOURS_KEY_PREFIX,
@@ -25,6 +26,9 @@ from airmeter.rollups import (
 )
 from airstore.errors import AirstoreError, InvalidValueError
 from airstore.types import Store
+
+if TYPE_CHECKING:
+    from airmeter.types import PersistingSink
 
 __all__ = [
     "DEFAULT_LOG_MAX_AGE",
@@ -114,8 +118,6 @@ class StoreSink:
         ):
             raise MeterConfigError("log_max_age and log_max_bytes must be positive or None")
         if writer is None:
-            from airmeter.meter import default_instance_id
-
             writer = default_instance_id()
         if not writer or ":" in writer:
             raise MeterConfigError(f"writer id must be non-empty without ':', got {writer!r}")
@@ -383,3 +385,7 @@ class StoreSink:
         finally:
             self._check_lost()  # the last commit's outcome
         self._closed = True  # only now: a close that failed can be retried
+
+
+if TYPE_CHECKING:  # mypy checks that a StoreSink is what the meter persists, reads and counts
+    _PERSISTING: type[PersistingSink] = StoreSink

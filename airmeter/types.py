@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from airmeter.record import CallRecord
+    from airstore.types import Store
 
-__all__ = ["CallInfo", "CallSuspended", "CodedError", "Recorder", "Sink"]
+__all__ = ["CallInfo", "CallSuspended", "CodedError", "PersistingSink", "Recorder", "Sink"]
 
 
 @runtime_checkable
@@ -102,6 +103,36 @@ class Sink(Protocol):
 
     async def close(self) -> None:
         """Deliver what is pending and release resources. Idempotent."""
+
+
+@runtime_checkable
+class PersistingSink(Sink, Protocol):
+    """A sink that keeps rollups in a store between deliveries and may hold back records it
+    could not persist yet (:class:`~airmeter.StoreSink`). The meter persists it on its own
+    interval and before a snapshot, reads its store, and counts what it holds back or lost
+    in its health."""
+
+    @property
+    def store(self) -> Store:
+        """The store it writes to (snapshots read it)."""
+        ...
+
+    @property
+    def backlog(self) -> int:
+        """Records taken but not yet in the store (waiting for a retry)."""
+        ...
+
+    @property
+    def unpersisted(self) -> int:
+        """Records lost for good: the store refused or lost them."""
+        ...
+
+    def persist_due(self) -> bool:
+        """Whether its persist interval has passed with rollups waiting."""
+        ...
+
+    async def persist(self) -> None:
+        """Write the rollups (and the backlog) it holds now."""
 
 
 @runtime_checkable

@@ -224,6 +224,7 @@ EXPECTED = {
         "Objective",
         "OtelSettings",
         "OtelSink",
+        "PersistingSink",
         "PrometheusSink",
         "Recorder",
         "Redactor",
