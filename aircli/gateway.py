@@ -2,8 +2,9 @@
 
 Serves Streamable HTTP on ``/mcp`` (both eras) and ``GET /status``; prints its URL on stderr.
 A non-loopback ``--host`` needs ``--allow-remote`` and ``--token`` (or an ``auth:`` section:
-OAuth callers prove who they are). SIGTERM / Ctrl+C stop it
-cleanly: stdio children are stopped and metering is flushed. Sessions, rate counters and
+OAuth callers prove who they are). SIGTERM / Ctrl+C stop it cleanly: stdio children are stopped
+and metering is flushed. SIGHUP (or, where there is none, a change of the file) reloads
+``--config``; a refused file leaves the running one in place. Sessions, rate counters and
 metering go to ``--store`` (else the default location every ``air`` command uses); a store
 given with ``--store`` (or ``AIR_DATA_DIR``) also shares the Server Registry between gateways.
 """
@@ -134,6 +135,7 @@ async def _serve(config: object, location: StoreLocation, args: argparse.Namespa
             port=args.port,
             allowed_origins=args.allow_origin,
             allowed_hosts=args.allow_host,
+            config_path=args.config,
         )
     finally:
         await store.close()

@@ -121,6 +121,15 @@ def format_table(status: dict[str, Any]) -> str:
         lines.append(f"gateways in the registry: {', '.join(live) or '-'}")
         if registry.get("error"):
             lines.append(f"registry not shared now: {registry['error']}")
+        if registry.get("fleet"):
+            lines.append(f"fleet servers (registered by other gateways): "
+                         f"{', '.join(map(str, registry['fleet']))}")  # fmt: skip
+        for d in registry.get("disagreements", []):
+            lines.append(
+                f"disagreement: gateway {d.get('gateway')} gives {d.get('server')} the prefix "
+                f"{d.get('theirs', {}).get('prefix')!r}; {d.get('kept', {}).get('prefix')!r} "
+                f"(by {d.get('kept_by')}) is followed"
+            )
     for warning in status.get("warnings", []):
         lines.append(f"warning: {warning}")
     for c in status.get("conflicts", []):

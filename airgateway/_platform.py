@@ -1,5 +1,9 @@
 """What the gateway needs from the OS: starting, stopping and killing a stdio upstream's process
-together with whatever it started.
+together with whatever it started, and the signal that reloads the configuration.
+
+The reload signal is SIGHUP where the interpreter has it (:func:`reload_signal`); elsewhere
+(Windows) the configuration file is watched instead (:func:`needs_file_watch`, the watch
+itself is portable: :class:`airgateway.reload.ConfigWatch`).
 
 The implementation is chosen by what the interpreter offers:
 
@@ -25,9 +29,19 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["PROCESSES", "ConsoleGroups", "Process", "ProcessGroups", "Processes"]
+__all__ = [
+    "PROCESSES",
+    "ConsoleGroups",
+    "Process",
+    "ProcessGroups",
+    "Processes",
+    "needs_file_watch",
+    "on_reload_signal",
+    "reload_signal",
+]
 
 _TASKKILL_TIMEOUT = 10.0
 
@@ -152,3 +166,30 @@ def _choose() -> Processes:
 
 PROCESSES: Processes = _choose()
 """The implementation in use (a test may put the other one here)."""
+
+
+def reload_signal() -> signal.Signals | None:
+    """The signal that asks the gateway to reload its configuration: SIGHUP, where the
+    interpreter has it (not on Windows)."""
+    found = getattr(signal, "SIGHUP", None)
+    return found if isinstance(found, signal.Signals) else None
+
+
+def needs_file_watch() -> bool:
+    """Whether the configuration file must be watched to be reloaded (no reload signal)."""
+    return reload_signal() is None
+
+
+def on_reload_signal(callback: Callable[[], None]) -> Callable[[], None] | None:
+    """Run ``callback`` on the running loop at each reload signal.
+
+    Returns:
+        The function that puts the former handler back, or ``None`` where there is no
+        reload signal (:func:`needs_file_watch`).
+    """
+    sig = reload_signal()
+    if sig is None:
+        return None
+    from airhttp import on_stop_signals  # loop handler, or a process handler (no loop one)
+
+    return on_stop_signals(callback, signals=[sig])

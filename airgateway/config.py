@@ -129,6 +129,10 @@ class GatewayConfig:
     path: str = "<config>"
     auth: AuthConfig | None = None
     """The ``auth:`` section: the gateway is then an OAuth 2.1 resource server."""
+    fleet_servers: bool = True
+    """``registry.fleet_servers``: serve the servers other gateways sharing the store register
+    that this file does not name (:mod:`airgateway.registry_sync`); ``False``: only adopt
+    replicas of the servers it names."""
 
 
 class _Reader:
@@ -258,7 +262,9 @@ def parse_config(
         raise ConfigError(f"not valid YAML: {problem}", path=path, line=line, key=None) from exc
     if root is None:
         raise ConfigError("the file is empty (servers: is required)", path=path, line=1, key=None)
-    top = reader.mapping(root, "", ("servers", "health", "balancer", "clients", "limits", "auth"))
+    top = reader.mapping(
+        root, "", ("servers", "health", "balancer", "clients", "limits", "auth", "registry")
+    )
     if "servers" not in top:
         raise reader.fail(root, "servers", "is required (a list of upstream servers)")
     base = Path(path).parent if path != "<config>" else Path.cwd()
@@ -285,6 +291,11 @@ def parse_config(
                 parts["per_tool_rate_per_s"][1], key, ()
             ).items():
                 limits[glob] = reader.number(vnode, f"{key}.{glob}")
+    fleet_servers = True
+    if "registry" in top:
+        parts = reader.mapping(top["registry"][1], "registry", ("fleet_servers",))
+        if "fleet_servers" in parts:
+            fleet_servers = reader.boolean(parts["fleet_servers"][1], "registry.fleet_servers")
     return GatewayConfig(
         servers=servers,
         health=_health(reader, top["health"][1]) if "health" in top else HealthConfig(),
@@ -293,6 +304,7 @@ def parse_config(
         per_tool_rate_per_s=limits,
         path=path,
         auth=auth,
+        fleet_servers=fleet_servers,
     )
 
 

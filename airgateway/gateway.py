@@ -8,6 +8,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import replace
 from typing import Any, Self
 
 from aircore.settings import REQUEST_STATE_KEY_ENV
@@ -22,7 +23,8 @@ from airgateway.health import HealthChecker
 from airgateway.index import IndexedTool, Listing, ToolIndex
 from airgateway.metering import GatewayMeter
 from airgateway.registry_sync import RegistrySync
-from airgateway.replica import Replica
+from airgateway.reload import diff_entries, unapplied_sections
+from airgateway.replica import Replica, close_when_idle, free_index
 from airgateway.rounds import InputRounds
 from airgateway.router import Router
 from airgateway.sessions import SessionBook
@@ -86,6 +88,7 @@ class Gateway:
         self._state_keys = request_state_keys(config.servers, self.warnings)
         self.index = ToolIndex(config.servers)
         groups: dict[str, list[Replica]] = {}
+        self._groups = groups
         for server in config.servers:
             group = groups.setdefault(server.name, [])
             group.append(Replica(server, len(group), self._client(server, len(group))))
@@ -98,6 +101,7 @@ class Gateway:
             on_state=self._state_changed,
         )
         marks = SharedHealth(store, interval_s=config.health.interval_s, me=self.id)
+        self._marks = marks
         self.health = HealthChecker(
             config.health, on_listing=self._listing, on_state=self._state_changed, shared=marks
         )
@@ -108,8 +112,8 @@ class Gateway:
                                     allow_remote=allow_remote)  # fmt: skip
             self.registry = RegistrySync(shared, config=config, groups=groups,
                                          make_client=self._client, on_added=self._adopted,
-                                         on_ranks=self._ranked,
-                                         on_dropped=marks.forget)  # fmt: skip
+                                         on_ranks=self._ranked, on_dropped=marks.forget,
+                                         on_fleet=self._servers_changed)  # fmt: skip
         self.rounds = InputRounds()
         """2026-07-28 clients' calls held for input from legacy-era upstreams."""
         self.sessions = SessionBook(store)
@@ -124,6 +128,8 @@ class Gateway:
         """Of those, the ones announced changed again meanwhile."""
         self._absence: dict[str, asyncio.TimerHandle] = {}
         """Per server with every replica down: when its tools leave the listing."""
+        self._retiring: dict[asyncio.Task[None], Replica] = {}
+        """Replicas a reload removed, closing once their last call is over."""
 
     def _client(self, server: ServerConfig, index: int) -> UpstreamClient:
         label = f"{server.name}#{index}"
@@ -189,7 +195,12 @@ class Gateway:
         for task in list(self._checks):
             task.cancel()
         await asyncio.gather(*self._checks, return_exceptions=True)
-        await asyncio.gather(*(r.client.close() for r in self.router.all()), return_exceptions=True)
+        retiring = dict(self._retiring)  # the gateway stops: no waiting for their last calls
+        for task in retiring:
+            task.cancel()
+        await asyncio.gather(*retiring, return_exceptions=True)
+        closing = [*self.router.all(), *retiring.values()]
+        await asyncio.gather(*(r.client.close() for r in closing), return_exceptions=True)
         if self.meter is not None:
             await self.meter.stop()
 
@@ -200,9 +211,72 @@ class Gateway:
     async def __aexit__(self, *_exc: object) -> None:
         await self.stop()
 
+    # ---- reload ----------------------------------------------------------------------------
+    async def reload(self, config: GatewayConfig) -> list[str]:
+        """Serve a reloaded configuration's ``servers:`` from now on (a checked one: see
+        :mod:`airgateway.reload`). An entry that did not change keeps its replica (its
+        connection, health and calls in flight); a new one is connected and checked at once;
+        one removed leaves the pool at once and is closed once its calls in flight are over.
+        Other gateways sharing the store learn of it at once (the registration is renewed).
+        ``registry.fleet_servers`` applies at once too; the other sections take effect at the
+        next start (each one changed is logged).
+
+        Returns:
+            What changed, one line each (logged too).
+        """
+        lines = [f"the {section} section changed: it takes effect when the gateway restarts"
+                 for section in unapplied_sections(self.config, config)]  # fmt: skip
+        own = [r for r in self.router.all() if r.registered_by is None]
+        kept, new, removed = diff_entries(own, config.servers)
+        self.config = replace(self.config, servers=config.servers, path=config.path,
+                              fleet_servers=config.fleet_servers)  # fmt: skip
+        self.warnings = []
+        keys = request_state_keys(config.servers, self.warnings)
+        self._state_keys = {name: self._state_keys.get(name, key) for name, key in keys.items()}
+        for replica, server in kept:
+            replica.config = server
+        for replica in removed:
+            group = self._groups.get(replica.name, [])
+            group.remove(replica)
+            if not group:
+                del self._groups[replica.name]
+            lines.append(f"{replica.label} ({replica.config.target}) is removed")
+        added: list[Replica] = []
+        for server in new:
+            group = self._groups.setdefault(server.name, [])
+            index = free_index(group)
+            replica = Replica(server, index, self._client(server, index))
+            group.append(replica)
+            added.append(replica)
+            lines.append(f"{replica.label} ({server.target}) is added")
+        if self.registry is not None:
+            self.registry.reconfigure(self.config)
+        self._servers_changed()
+        for line in lines:
+            logger.warning("reload: %s", line)
+        for replica in removed:
+            await self._marks.forget(replica)
+            task = asyncio.ensure_future(close_when_idle(replica))
+            self._retiring[task] = replica
+            task.add_done_callback(self._retiring.pop)
+        for replica in added:
+            self._check_soon(replica)
+        if self.registry is not None and self._started:
+            await self.registry.publish()
+            await self.registry.refresh()
+        return lines
+
+    def _servers_changed(self) -> None:
+        """The set of servers served changed (a reload, a fleet server joining or leaving)."""
+        fleet = [] if self.registry is None else list(self.registry.fleet.values())
+        if self.index.set_servers([*self.config.servers, *fleet]):
+            self._list_changed()
+        for name in [n for n in self._absence if n not in self._groups]:
+            self._absence.pop(name).cancel()
+
     # ---- index upkeep ---------------------------------------------------------------------
     async def _listing(self, replica: Replica, listing: Listing) -> None:
-        group = self.router.replicas[replica.name]
+        group = self.router.replicas.get(replica.name, ())
         source = next((r for r in group if r.healthy), None)
         if source is not replica:
             return  # the first healthy replica of a server speaks for it

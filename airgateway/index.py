@@ -108,6 +108,7 @@ class ToolIndex:
             if all(s.name != server.name for s in self._order):
                 self._order.append(server)
         self._configured = list(self._order)
+        self._ranks: Mapping[str, int] = {}
         self._listings: dict[str, Listing] = {}
         self._absent: set[str] = set()
         self._view = _View()
@@ -144,6 +145,27 @@ class ToolIndex:
         """Order the servers by the ranks gateways sharing a store agree on (see
         :mod:`airgateway.shared_registry`): ranked servers first, by rank, then the others in
         configuration order. Return True when what clients see changed."""
+        self._ranks = dict(ranks)
+        return self._reorder()
+
+    def set_servers(self, servers: Sequence[ServerConfig]) -> bool:
+        """Serve these servers from now on (a reloaded configuration, fleet servers joining
+        or leaving): a server gone loses its listing, a new one lists nothing until its
+        listing comes (:meth:`update`). Return True when what clients see changed."""
+        configured: list[ServerConfig] = []
+        for server in servers:
+            if all(s.name != server.name for s in configured):
+                configured.append(server)
+        names = {s.name for s in configured}
+        for gone in [n for n in self._listings if n not in names]:
+            del self._listings[gone]
+        self._absent &= names
+        self._configured = configured
+        reordered = self._reorder()
+        return self._rebuild() or reordered
+
+    def _reorder(self) -> bool:
+        ranks = self._ranks
         position = {s.name: i for i, s in enumerate(self._configured)}
 
         def key(server: ServerConfig) -> tuple[int, int, int]:

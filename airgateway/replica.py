@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
+from collections.abc import Sequence
 
 from airgateway.config import ServerConfig
 from airgateway.types import UpstreamClient
 
-__all__ = ["DOWN", "HEALTHY", "LATENCY_WEIGHT", "STARTING", "Replica"]
+__all__ = [
+    "DOWN",
+    "HEALTHY",
+    "LATENCY_WEIGHT",
+    "STARTING",
+    "Replica",
+    "close_when_idle",
+    "free_index",
+]
+
+logger = logging.getLogger(__name__)
 
 STARTING = "starting"
 HEALTHY = "healthy"
 DOWN = "down"
 LATENCY_WEIGHT = 0.2
 """Weight of the newest call in the moving average of latency (p2c_latency)."""
+DRAIN_POLL_S = 0.05
+"""How often a replica that left the pool is looked at until its last call is over."""
 
 
 class Replica:
@@ -141,3 +156,23 @@ class Replica:
             self.down_since = time.monotonic()
             return True
         return False
+
+
+def free_index(group: Sequence[Replica]) -> int:
+    """The lowest replica index no replica of ``group`` has (indices of replicas that left
+    are given again, so they never grow with churn)."""
+    taken = {r.index for r in group}
+    return next(i for i in range(len(taken) + 1) if i not in taken)
+
+
+async def close_when_idle(replica: Replica) -> None:
+    """Close a replica that left the pool once its calls in flight are over, or after its
+    per-call timeout at most (its connection is gone either way)."""
+    deadline = time.monotonic() + replica.config.timeout_s
+    # the router counts calls with a bare int (the call path stays free of events)
+    while replica.in_flight > 0 and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(DRAIN_POLL_S)
+    try:
+        await replica.client.close()
+    except Exception:  # its connection is gone either way
+        logger.debug("closing %s failed", replica.label, exc_info=True)

@@ -105,7 +105,7 @@ class Router:
             UpstreamError: the upstream answered with a JSON-RPC error.
             UpstreamUnavailableError: no replica could answer.
         """
-        group = self.replicas[server]
+        group = self.replicas.get(server, ())  # a server that just left: none to pick
         tried: list[Replica] = []
         last: UpstreamUnavailableError | None = None
         while True:

@@ -7,6 +7,9 @@ With an ``auth:`` section the gateway is an OAuth 2.1 resource server exactly as
 401/403 challenges, the fast path behind the same guard. The gateway's ``--token`` and the
 ``clients:`` static tokens are still accepted beside OAuth tokens.
 
+Given the configuration file's path, the gateway reloads it on SIGHUP (or when it changes,
+where there is no SIGHUP): :mod:`airgateway.reload`.
+
 SIGTERM and SIGINT (Ctrl+C) stop accepting, let calls in flight finish (5 s at most), then
 stop the gateway: health checks end, stdio children are stopped, metering is flushed.
 """
@@ -20,6 +23,7 @@ from typing import Any
 from aircore.transports.streamable import RefusedError, reply, reply_json
 from airgateway.endpoint import DEFAULT_MAX_BODY, GatewayEndpoint
 from airgateway.gateway import Gateway
+from airgateway.reload import ConfigReloader
 from airhttp import AccessPolicy, Answer, GuardedApp, Limits, json_refusal, serve
 from airhttp.guards import is_loopback
 from airhttp.protect import guard_app, guarded_fast, oauth_of
@@ -117,6 +121,7 @@ async def serve_gateway(
     max_body: int = DEFAULT_MAX_BODY,
     limits: Limits | None = None,
     ready: Callable[[str], None] | None = None,
+    config_path: str | None = None,
 ) -> None:
     """Start the gateway and serve it until SIGTERM/SIGINT (or cancellation), then stop it.
 
@@ -130,6 +135,8 @@ async def serve_gateway(
         max_body: the request body limit in bytes (when ``limits`` is not given).
         limits: the connection and request limits (airhttp's defaults otherwise).
         ready: called with the endpoint URL once listening (default: print it to stderr).
+        config_path: the configuration file, reloaded on SIGHUP (or a change of the file,
+            :class:`airgateway.reload.ConfigReloader`); ``None``: never reloaded.
 
     Raises:
         OSError: the address cannot be bound (the gateway is stopped again).
@@ -145,7 +152,10 @@ async def serve_gateway(
             print(f"air: gateway serving MCP on {url}", file=sys.stderr, flush=True)
 
     await gateway.start()
+    reloader = None if config_path is None else ConfigReloader(gateway, config_path)
     try:
+        if reloader is not None:
+            reloader.start()
         app = build_gateway_app(gateway, path=path, allowed_origins=allowed_origins,
                                 check_host=is_loopback(host) or bool(allowed_hosts),
                                 allowed_hosts=allowed_hosts, limits=limits)  # fmt: skip
@@ -160,4 +170,6 @@ async def serve_gateway(
             if oauth is not None:
                 await oauth.verifier.close()
     finally:
+        if reloader is not None:
+            await reloader.stop()
         await gateway.stop()

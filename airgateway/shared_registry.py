@@ -27,6 +27,7 @@ import math
 import os
 import re
 import socket
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,11 +106,19 @@ class Registration:
     servers: Mapping[str, tuple[Published, ...]]
     urls: tuple[str, ...] = ()
     """The gateway's own endpoint URLs: never adopted as replicas (a gateway calling itself)."""
+    since: float = math.inf
+    """When the gateway started (its own clock, seconds since the epoch; ``inf``: unknown).
+    The oldest gateway's definition of a server wins a disagreement (:mod:`airgateway.fleet`)."""
 
     def to_json(self, *, me: str) -> dict[str, Any]:
         """The status page's form (``self``: this is the gateway answering)."""
         return {"id": self.gateway, "pid": self.pid, "host": self.host,
                 "servers": sorted(self.servers), "self": self.gateway == me}  # fmt: skip
+
+    def order(self) -> tuple[float, str]:
+        """The key that sorts registrations oldest first (then by id): the same in every
+        gateway, and stable while the gateways live."""
+        return (self.since, self.gateway)
 
 
 def publishable(servers: Sequence[ServerConfig]) -> dict[str, list[Published]]:
@@ -232,6 +241,9 @@ def parse_registration(
             servers[name] = tuple(kept)
     pid = value.get("pid")
     host = value.get("host")
+    since = value.get("since")
+    if isinstance(since, bool) or not isinstance(since, int | float) or not math.isfinite(since):
+        since = math.inf
     urls_in = value.get("urls")
     urls = tuple(
         u for u in (urls_in if isinstance(urls_in, list) else [])[:MAX_LISTEN_URLS]
@@ -239,6 +251,7 @@ def parse_registration(
     )  # fmt: skip
     return Registration(
         urls=urls,
+        since=float(since),
         gateway=gateway,
         pid=pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None,
         host=host[:64] if isinstance(host, str) and host.isprintable() else None,
@@ -259,6 +272,7 @@ class SharedRegistry:
     def __init__(self, store: Store, *, me: str, interval_s: float, allow_remote: bool) -> None:
         self.store = store
         self.me = me
+        self.since = time.time()  # wall clock: compared between processes, never for waiting
         self.ttl = max(1.0, interval_s * TTL_CHECKS)
         self.allow_remote = allow_remote
         self.error: str | None = None
@@ -292,6 +306,7 @@ class SharedRegistry:
         if self._published is None or self._published[0] is not servers:
             fixed = {
                 "pid": os.getpid(),
+                "since": self.since,
                 "host": socket.gethostname(),
                 "servers": {k: [p.to_json() for p in v] for k, v in publishable(servers).items()},
             }

@@ -247,7 +247,7 @@ def test_ranks_order_the_index_and_decide_who_keeps_a_shared_name() -> None:
     assert _owner(index, "echo") == "a"
 
 
-async def test_a_gateway_adopts_only_safe_bounded_replicas_of_servers_its_config_declares() -> None:
+async def test_a_gateway_adopts_only_safe_bounded_replicas_and_serves_undeclared_as_fleet() -> None:
     store = await _store()
     port = free_port()  # nothing listens: every replica stays down, the pool is what counts
     config = parse_config(f"""
@@ -275,8 +275,11 @@ health:
         status = gateway.status()
     upstreams = [(u["name"], u["registered_by"]) for u in status["upstreams"]]
     adopted = [u for u in status["upstreams"] if u["registered_by"] is not None]
-    assert len(adopted) == MAX_ADOPTED
-    assert {u["name"] for u in adopted} == {"notes"}
+    notes = [u for u in adopted if u["name"] == "notes"]
+    assert len(notes) == MAX_ADOPTED
+    assert {u["name"] for u in adopted} == {"notes", "unknown"}  # unknown: a fleet server
+    assert [u["url"] for u in adopted if u["name"] == "unknown"] == [loopback[2]["url"]]
+    assert status["registry"]["fleet"] == ["unknown"]
     assert {u["url"] for u in adopted} <= {e["url"] for e in loopback}
     assert upstreams.count(("notes", None)) == 1
     assert ("secret", None) in upstreams
