@@ -20,7 +20,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from airgateway import _platform
 from airgateway.config import GatewayConfig, ServerConfig, load_config
@@ -28,10 +28,7 @@ from airgateway.errors import ConfigError
 from airgateway.replica import Replica
 from airgateway.settings import watch_config
 
-if TYPE_CHECKING:
-    from airgateway.gateway import Gateway
-
-__all__ = ["WATCH_INTERVAL_S", "ConfigReloader", "ConfigWatch", "diff_entries",
+__all__ = ["WATCH_INTERVAL_S", "ConfigReloader", "ConfigWatch", "Reloadable", "diff_entries",
            "unapplied_sections"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -42,6 +39,14 @@ MAX_CONFIG_BYTES = 16 * 1024 * 1024
 """The watch hashes at most this much of the file (a configuration is far smaller)."""
 _SECTIONS = ("health", "balancer", "clients", "per_tool_rate_per_s", "auth")
 _NAMES = {"per_tool_rate_per_s": "limits"}
+
+
+class Reloadable(Protocol):
+    """What is reloaded: :class:`airgateway.gateway.Gateway` satisfies it."""
+
+    async def reload(self, config: GatewayConfig) -> list[str]:
+        """Serve ``config`` from now on; what changed, one line each."""
+        ...
 
 
 def unapplied_sections(old: GatewayConfig, new: GatewayConfig) -> list[str]:
@@ -121,7 +126,7 @@ class ConfigReloader:
 
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: Reloadable,
         path: str,
         *,
         watch: bool | None = None,
