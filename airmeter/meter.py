@@ -22,16 +22,18 @@ from airmeter.aggregate import aggregate
 from airmeter.buckets import DEFAULT_MAX_BUCKETS, Bound, to_ms
 from airmeter.build import PendingCall, RecordBuilder
 from airmeter.classify import Classifier
+from airmeter.client_labels import TopClients
+from airmeter.clients import client_key
 from airmeter.errors import MeterClosedError, MeterConfigError
 from airmeter.fields import DEFAULT_MAX_FIELD_BYTES
 from airmeter.health import HealthReporter, MeterHealth
 from airmeter.instance import default_instance_id
-from airmeter.layers import Layer
+from airmeter.layers import LAYERS, Layer
 from airmeter.record import CallRecord, from_legacy
 from airmeter.redact import Redactor
 from airmeter.rollup_reader import RollupReader
 from airmeter.rollups import RollupBook
-from airmeter.settings import INSTANCE_ID_ENV
+from airmeter.settings import INSTANCE_ID_ENV, prom_top_clients
 from airmeter.sink_calls import DEFAULT_SINK_TIMEOUT, SinkCalls
 from airmeter.snapshot_types import Snapshot
 from airmeter.store_sink import DEFAULT_LOG_MAX_AGE, DEFAULT_LOG_MAX_BYTES, StoreSink
@@ -48,6 +50,7 @@ DEFAULT_MAX_PENDING = 100_000
 DEFAULT_BATCH_SIZE = 2_048
 DEFAULT_FLUSH_INTERVAL = 0.25
 DEFAULT_MEMORY_RETENTION_MINUTES = 24 * 60
+_WEIGHTS = tuple(info.weight for info in LAYERS)
 
 
 Entry: TypeAlias = CallRecord | PendingCall | tuple[Any, ...]
@@ -85,6 +88,8 @@ class Meter:
         log_max_age: seconds the store keeps the raw call log (7 days; ``None``: no cap); the
             rollups stay 400 days.
         log_max_bytes: most bytes of raw call log the store keeps (1 GiB; ``None``: no cap).
+        top_clients: clients named by the ``client`` label of ``/metrics`` (the rest:
+            ``other``; default ``AIR_METER_PROM_TOP_CLIENTS``, else 10).
         max_field_bytes: cap of the texts of records made elsewhere (the metering engine cuts
             its own with its own cap).
         redactor: redacts records made elsewhere (the engine redacts its own).
@@ -110,6 +115,7 @@ class Meter:
         sink_timeout: float = DEFAULT_SINK_TIMEOUT,
         log_max_age: float | None = DEFAULT_LOG_MAX_AGE,
         log_max_bytes: int | None = DEFAULT_LOG_MAX_BYTES,
+        top_clients: int | None = None,
     ) -> None:
         if min(ring_size, max_pending, batch_size) <= 0 or min(flush_interval, sink_timeout) <= 0:
             raise MeterConfigError(
@@ -154,6 +160,7 @@ class Meter:
         self._lock: asyncio.Lock | None = None
         self._stopping = False
         self._closed = False
+        self._clients = TopClients(top=prom_top_clients() if top_clients is None else top_clients)
 
     # -- hot path --------------------------------------------------------------------------
     def record(self, record: Entry) -> None:
@@ -280,6 +287,10 @@ class Meter:
                     add = self._book.add
                     for rec in batch:
                         add(rec)
+                observe = self._clients.observe
+                for rec in batch:
+                    cost = _WEIGHTS[rec.layer - 1] if rec.cost is None else rec.cost
+                    observe(client_key(rec.client_id, rec.auth), ok=rec.ok, cost=cost)
                 for sink in self._sinks:
                     await self._calls.call(sink, sink.write(batch), "write", len(batch))
                 self._delivered += len(batch)
@@ -363,6 +374,11 @@ class Meter:
             sink_errors=self._calls.errors, sink_timeouts=self._calls.timeouts,
             updated_ms=int(time.time() * 1000),
         )  # fmt: skip
+
+    @property
+    def clients(self) -> TopClients:
+        """Calls and cost per client since start, for the ``client`` label of ``/metrics``."""
+        return self._clients
 
     @property
     def sinks(self) -> Sequence[Sink]:

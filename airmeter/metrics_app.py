@@ -183,10 +183,11 @@ async def prometheus_text(source: object) -> str:
     else:
         raise MeterConfigError(f"no meter to render in {type(source).__name__}")
     health = render_health([meter.health])  # drops and sink failures, beside the calls
+    clients = "\n".join(meter.clients.render()) + "\n"  # the bounded client label
     for sink in meter.sinks:
         if isinstance(sink, PrometheusSink):
-            return sink.render() + health
-    return render_snapshot(await meter.snapshot()) + health
+            return sink.render() + clients + health
+    return render_snapshot(await meter.snapshot()) + clients + health
 
 
 def server_metrics_app(

@@ -11,12 +11,14 @@ from airmeter.errors import MeterConfigError
 
 __all__ = [
     "INSTANCE_ID_ENV",
+    "PROM_TOP_CLIENTS_ENV",
     "RAW_SUBJECT_ENV",
     "SLO_WEBHOOK_ENV",
     "SUBJECT_KEY_ENV",
     "TOKENS_ENV",
     "TokenMode",
     "instance_id_setting",
+    "prom_top_clients",
     "raw_subject_setting",
     "slo_webhook_url",
     "subject_key_setting",
@@ -32,6 +34,8 @@ SLO_WEBHOOK_ENV: Final = "AIR_SLO_WEBHOOK_URL"
 
 SUBJECT_KEY_ENV: Final = "AIR_METER_SUBJECT_KEY"
 """The key of subject pseudonyms (64 hex digits); default: one made once and kept in the store."""
+PROM_TOP_CLIENTS_ENV: Final = "AIR_METER_PROM_TOP_CLIENTS"
+"""How many clients the Prometheus ``client`` label names (the rest: ``other``); default 10."""
 RAW_SUBJECT_ENV: Final = "AIR_METER_RAW_SUBJECT"
 """``1``: meter records keep the caller's token subject raw (default: a keyed pseudonym)."""
 
@@ -90,3 +94,23 @@ def subject_key_setting(env: Mapping[str, str] | None = None) -> bytes | None:
             f"{len(value)} characters"
         )
     return key
+
+
+def prom_top_clients(env: Mapping[str, str] | None = None, *, default: int = 10) -> int:
+    """``AIR_METER_PROM_TOP_CLIENTS``: how many clients ``/metrics`` names (0 … 1000).
+
+    Raises:
+        MeterConfigError: not a whole number in that range.
+    """
+    raw = _get(env, PROM_TOP_CLIENTS_ENV)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 1000:
+        raise MeterConfigError(
+            f"{PROM_TOP_CLIENTS_ENV}={raw!r} must be a whole number from 0 to 1000"
+        )
+    return value
