@@ -27,7 +27,7 @@ from airmeter.settings import subject_key_setting
 from airstore.errors import AirstoreError
 from airstore.types import Store
 
-__all__ = ["KEYS_NAMESPACE", "PROCESS_KEY", "pseudonym", "subject_key"]
+__all__ = ["KEYS_NAMESPACE", "PROCESS_KEY", "PSEUDONYM_PREFIX", "pseudonym", "subject_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,9 @@ KEYS_NAMESPACE = "meter.keys"
 """The store's pseudonymisation keys (an append log; the oldest subject key wins)."""
 PROCESS_KEY = secrets.token_bytes(32)
 """The key of a meter without a store (pseudonyms are then stable within this process only)."""
-_PREFIX = "p:"
+PSEUDONYM_PREFIX = "p:"
+"""How every pseudonym starts (a raw subject is kept as given)."""
+_PREFIX = PSEUDONYM_PREFIX
 _CLAIM = "subject.claim"
 """The counter that elects the process writing the store's first key."""
 WAIT_S = 5.0

@@ -10,16 +10,21 @@ from __future__ import annotations
 from typing import Final
 
 from airmeter.outcome import error_class_of
+from airmeter.pseudonym import PSEUDONYM_PREFIX
 from airmeter.record import CallRecord
 
 __all__ = [
+    "AIR_AUTH",
     "AIR_CALL_ID",
     "AIR_ERROR_CLASS",
     "AIR_LAYER",
     "AIR_SERVER",
     "CALLS_COUNTER",
+    "CLIENT_ID",
     "DURATION_BUCKETS_S",
     "DURATION_HISTOGRAM",
+    "ENDUSER_ID",
+    "ENDUSER_PSEUDO_ID",
     "ERROR_TYPE",
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_TOOL_NAME",
@@ -47,6 +52,14 @@ AIR_LAYER: Final = "air.layer"
 AIR_ERROR_CLASS: Final = "air.error.class"
 AIR_CALL_ID: Final = "air.call.id"
 AIR_SERVER: Final = "air.server"
+ENDUSER_ID: Final = "enduser.id"
+"""The caller's subject as the record holds it: the keyed pseudonym (``p:…``) by default."""
+ENDUSER_PSEUDO_ID: Final = "enduser.pseudo.id"
+"""Set beside ``enduser.id`` when the subject is a pseudonym (semantic conventions 1.32+)."""
+CLIENT_ID: Final = "client.id"
+"""The OAuth client the call came from (spans only: its cardinality is the callers')."""
+AIR_AUTH: Final = "air.auth"
+"""How the call was admitted: ``none``, ``token`` or ``oauth``."""
 
 TOOLS_CALL: Final = "tools/call"
 EXECUTE_TOOL: Final = "execute_tool"
@@ -129,4 +142,13 @@ def span_attributes(record: CallRecord) -> dict[str, str]:
         attrs[MCP_SESSION_ID] = record.session_id
     if record.server:
         attrs[AIR_SERVER] = record.server
+    if record.auth is not None:  # who called: spans only, never metric points (cardinality)
+        attrs[AIR_AUTH] = record.auth
+        if record.client_id is not None:
+            attrs[CLIENT_ID] = record.client_id
+        subject = record.subject
+        if subject is not None:
+            attrs[ENDUSER_ID] = subject
+            if subject.startswith(PSEUDONYM_PREFIX):
+                attrs[ENDUSER_PSEUDO_ID] = subject
     return attrs
