@@ -161,7 +161,7 @@ class RegistrySync:
                 fleet[name] = ServerConfig(name=name, transport="http", prefix=prefix)
         if fleet != self.fleet:
             for name in sorted(set(fleet) - set(self.fleet)):
-                logger.info("%s joins from the fleet (registered by another gateway)", name)
+                logger.warning("%s joins from the fleet (registered by another gateway)", name)
             for name in sorted(set(self.fleet) - set(fleet)):
                 logger.warning("%s leaves: no live gateway registers it any more", name)
             self.fleet = fleet

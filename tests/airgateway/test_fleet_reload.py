@@ -213,6 +213,11 @@ async def test_three_gateways_over_a_cluster_share_added_and_removed_servers_los
                 assert g == "c" or task.exception() is None, task.exception()
         assert gw["a"].stop() == 0  # SIGTERM: metering flushed
         assert gw["b"].stop() == 0
+        said_a, said_b = "".join(gw["a"].lines), "".join(gw["b"].lines)
+        assert f"reload: beta#0 (http://127.0.0.1:{ports['u2']}/mcp) is added" in said_a
+        assert f"reload: beta#0 (http://127.0.0.1:{ports['u2']}/mcp) is removed" in said_a
+        assert "beta joins from the fleet" in said_b
+        assert "beta leaves: no live gateway registers it any more" in said_b
         stack.close()  # the upstreams stop (their meters flush) before the store is read
 
     ran: dict[str, list[str]] = collections.defaultdict(list)

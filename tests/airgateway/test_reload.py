@@ -6,7 +6,10 @@ log line and the running configuration is kept."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,10 +20,11 @@ import pytest
 
 from airgateway import _platform
 from airgateway.config import parse_config
+from airgateway.errors import GatewayError
 from airgateway.gateway import Gateway
 from airgateway.reload import ConfigReloader, ConfigWatch
 from airstore.memory import MemoryStore
-from tests.airgateway.procs import Proc, air, free_port, http_replica, started
+from tests.airgateway.procs import UPSTREAM, Proc, air, free_port, http_replica, started
 from tests.airgateway.rpc import envelope, modern_call
 
 pytestmark = pytest.mark.slow
@@ -162,3 +166,47 @@ def test_the_watch_sees_a_change_of_content_even_when_size_and_time_stay(tmp_pat
     assert not watch.changed()
     path.write_text("servers: [c]\n")
     assert watch.changed()
+
+
+def _stdio_config(names: list[str]) -> Any:
+    lines = ["servers:"]
+    for name in names:
+        lines += [f"  - name: {name}", f"    prefix: {name}",
+                  f"    command: [{json.dumps(sys.executable)}, '-m', 'aircli', 'serve', "
+                  f"{json.dumps(UPSTREAM)}]"]  # fmt: skip
+    return parse_config("\n".join(lines) + "\nhealth:\n  interval_s: 600\n")
+
+
+async def test_a_removed_stdio_server_finishes_its_call_in_flight_then_its_child_is_stopped() -> (
+    None
+):
+    import psutil
+
+    gateway = Gateway(_stdio_config(["one", "two"]), store=MemoryStore(), share_registry=False)
+    async with gateway:
+        child = int((await gateway.call_tool({"name": "two__pid", "arguments": {}}))
+                    ["content"][0]["text"])  # fmt: skip
+        in_flight = asyncio.ensure_future(
+            gateway.call_tool({"name": "two__slow_write", "arguments": {"seconds": 1.5}})
+        )
+        # the router counts calls with a bare int: nothing to wait on
+        while not any(r.in_flight for r in gateway.router.replicas["two"]):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        changes = await gateway.reload(_stdio_config(["one"]))
+        assert changes == [f"two#0 ({sys.executable} -m aircli serve {UPSTREAM}) is removed"]
+        assert not any(t["name"].startswith("two__") for t in gateway.index.tools())
+        with pytest.raises(GatewayError) as gone:
+            await gateway.call_tool({"name": "two__pid", "arguments": {}})
+        assert gone.value.code == -32602  # unknown tool now: nothing ran
+        assert psutil.pid_exists(child)  # still serving the call in flight
+        done = await asyncio.wait_for(in_flight, WAIT_S)
+        assert done["content"][0]["text"] == "solo"  # the call in flight got its answer
+        await asyncio.to_thread(psutil.Process(child).wait, WAIT_S)  # then the child stops
+        added = await gateway.reload(_stdio_config(["one", "two"]))
+        assert added == [f"two#0 ({sys.executable} -m aircli serve {UPSTREAM}) is added"]
+        deadline = time.monotonic() + WAIT_S
+        while not any(t["name"] == "two__pid" for t in gateway.index.tools()):
+            assert time.monotonic() < deadline, "two never listed again"
+            await asyncio.sleep(0.05)  # its first check runs in the background
+        again = await gateway.call_tool({"name": "two__pid", "arguments": {}})
+        assert int(again["content"][0]["text"]) != child
