@@ -5,6 +5,10 @@ The cost of a call is what the handler reported (``cost``), else its reported to
 ``unit_price``. Days and months are UTC calendar periods. With ``on_exceed="warn"`` an exceeded
 limit is logged (once per period) and calls go on; with ``"block"`` the meter middleware answers
 ``isError`` with a clear message and records the call with ``error_type="budget_exceeded"``.
+
+With a client selector (``client="*"``, ``client="ci-*"``) the limits hold for every matching
+client on its own, counted in the store (:mod:`airmeter.budget_counters`), and
+``calls_per_day`` limits each client's calls.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
+from airmeter.budget_counters import CALLS_PER_DAY, ClientCounters
 from airmeter.errors import BudgetExceededError, MeterConfigError
 from airmeter.layers import Layer
 from airmeter.outcome import BUDGET_ERROR_TYPE
@@ -74,10 +79,15 @@ class Budget:
         on_exceed: ``"warn"`` (log and go on) or ``"block"`` (refuse with ``isError``).
         unit_price: price of one unit of layer weight (L1 = 1 … L7 = 100).
         token_price: price of one token; when set, reported tokens are priced with it.
+        client: a glob over client ids (``"*"``: every client, ``"(none)"``: calls without
+            one): the limits then hold for each matching client on its own, through the
+            store; other clients' calls are neither limited nor counted by this budget.
+        calls_per_day: most calls per UTC day of each matching client (needs ``client``).
         clock: seconds since the epoch (injectable for tests).
 
     Raises:
-        MeterConfigError: a negative limit or price, or an unknown ``on_exceed``.
+        MeterConfigError: a negative limit or price, an unknown ``on_exceed``, an empty
+            ``client``, or ``calls_per_day`` without ``client``.
     """
 
     def __init__(
@@ -89,6 +99,8 @@ class Budget:
         on_exceed: OnExceed = "warn",
         unit_price: float = 1.0,
         token_price: float | None = None,
+        client: str | None = None,
+        calls_per_day: int | None = None,
         clock: Clock = time.time,
     ) -> None:
         if on_exceed not in ("warn", "block"):
@@ -98,6 +110,20 @@ class Budget:
                             ("token_price", token_price)):  # fmt: skip
             if value is not None and (not isinstance(value, int | float) or value < 0):
                 raise MeterConfigError(f"{name} must be a non-negative number, got {value!r}")
+        if client is not None and (not isinstance(client, str) or not client):
+            raise MeterConfigError(f"client must be a non-empty glob of client ids, got {client!r}")
+        if calls_per_day is not None:
+            if isinstance(calls_per_day, bool) or not isinstance(calls_per_day, int):
+                raise MeterConfigError(
+                    f"calls_per_day must be a whole number, got {calls_per_day!r}"
+                )
+            if calls_per_day < 0 or client is None:
+                raise MeterConfigError(
+                    "calls_per_day must be >= 0 and needs a client selector (client='*')"
+                )
+        self.client = client
+        self.calls_per_day = calls_per_day
+        self.counters = None if client is None else ClientCounters(client)
         self.daily_limit = daily_limit
         self.monthly_limit = monthly_limit
         self.tokens_per_call = tokens_per_call
@@ -136,10 +162,56 @@ class Budget:
             self._day, self._spent_day = day, 0.0
 
     def add(self, cost: float) -> None:
-        """Count the cost of a finished call in the current day and month."""
+        """Count the cost of a finished call in the current day and month (for a client
+        selector: the caller's, sent to the store's counters before the next admission)."""
         self._roll()
+        counters = self.counters
+        if counters is not None:
+            limited = self.daily_limit is not None or self.monthly_limit is not None
+            if cost and limited and (client := counters.scope()) is not None:
+                counters.charge(client, self._day, self._month, cost)
+            return
         self._spent_day += cost
         self._spent_month += cost
+
+    async def admit(self) -> BudgetExceededError | None:
+        """Before a call, for a client selector: take the caller's call slot of the day and
+        check its cost, through the store. The error refusing the call when a limit is
+        reached and blocking, else ``None`` (warn mode logs once per client and period).
+
+        Raises:
+            airstore.AirstoreError: the store cannot count (the call then fails, never runs
+                unaccounted).
+        """
+        counters = self.counters
+        if counters is None or (client := counters.scope()) is None:
+            return None
+        self._roll()
+        day, month, block = self._day, self._month, self.blocking
+        await counters.send()
+        took = self.calls_per_day is not None
+        if took:
+            assert self.calls_per_day is not None
+            over = await counters.take_call(client, day, self.calls_per_day, block=block)
+            if over is not None:
+                refusal = counters.exceeded("daily call", client, day, over, self.calls_per_day,
+                                            block=block, limit=CALLS_PER_DAY)  # fmt: skip
+                if refusal is not None:
+                    return refusal
+        periods = (("daily", day, self.daily_limit, False),
+                   ("monthly", month, self.monthly_limit, True))  # fmt: skip
+        for period, start, limit, monthly in periods:
+            if limit is None:
+                continue
+            spent = await counters.spent(client, start, monthly=monthly)
+            if spent >= limit:
+                refusal = counters.exceeded(f"{period} cost", client, start, spent, limit,
+                                            block=block, limit=period)  # fmt: skip
+                if refusal is not None:
+                    if took:
+                        await counters.give_back_call(client, day)
+                    return refusal
+        return None
 
     def check_call(self) -> str | None:
         """Before a call: the refusal message when a limit is reached and blocking, else
@@ -149,7 +221,10 @@ class Budget:
 
     def refusal(self) -> BudgetExceededError | None:
         """Before a call: the error refusing it when a limit is reached and blocking, else
-        ``None`` (in warn mode a reached limit is logged once per period)."""
+        ``None`` (in warn mode a reached limit is logged once per period). A budget with a
+        client selector answers in :meth:`admit` instead."""
+        if self.counters is not None:
+            return None
         self._roll()
         for period, spent, limit, start in (
             ("daily", self._spent_day, self.daily_limit, self._day),
@@ -191,7 +266,14 @@ class Budget:
         too, up to its last persist (~1 s). Another process's spending shows here once it
         persisted and this budget refreshed: within a few seconds. The month before today is
         read once a day; a refresh reads today's rollups only.
+
+        With a client selector it takes the store for its counters instead, and sends the
+        costs this process charged.
         """
+        if self.counters is not None:
+            self.counters.store, self.counters.server = store, server or ""
+            await self.counters.send()
+            return
         if self._reader is None or self._reader.store is not store:
             self._reader = RollupReader(store)  # kept: a refresh parses only what changed
         reader = self._reader

@@ -162,6 +162,8 @@ class MeterEngine:
         budget = self.budget
         if budget is not None:
             refusal = budget.refusal()
+            if refusal is None and budget.counters is not None:
+                refusal = await budget.admit()  # per client, through the store
             if refusal is not None:
                 raise refusal
         return await call_next(arg)
