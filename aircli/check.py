@@ -64,8 +64,9 @@ CONTENT_RULES = frozenset({
 PROFILES = ("full", "metering-only")
 """``full``: every rule fails; ``metering-only``: content and naming rules only warn."""
 ADOPT_NAMING = (
-    "naming: adopt the standard's names when you are ready: rename the tool in the server and "
-    "its definition (name: and file name) together, and tell clients; meanwhile "
+    "naming: adopt the standard's names when you are ready: `air migrate --rename` renames the "
+    "definitions and writes a rename map (renames.yml); the server and air gateway keep each "
+    "old name as a deprecated alias for one release; meanwhile "
     "`air check --profile metering-only` reports naming as warnings"
 )
 

@@ -27,7 +27,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="serve the dashboard of recorded tool calls",
         description="Serve the dashboard over a store (read-only). Binds 127.0.0.1 by default.",
     )
-    parser.add_argument("--store", default=None, help=STORE_HELP)
+    parser.add_argument(
+        "--store",
+        default=None,
+        help=f"{STORE_HELP}. Without it the page also lists every other data location's "
+        "servers (registered in the per-user locations.json), each with where its data is",
+    )
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"address (default: {DEFAULT_HOST})")
     parser.add_argument(
         "--port",
@@ -80,12 +85,14 @@ def open_dashboard(
     ports: Sequence[int],
     slo_config: str | None = None,
     slo_objectives: Sequence[Any] | None = None,
+    everywhere: bool = False,
     **options: Any,
 ) -> Any:
     """Open ``store_url`` read-only and bind a :class:`~dashboard.server.DashboardServer` (not
     started) on the first of ``ports`` that works; ``options`` go to it; ``slo_config`` is the
     SLO objectives file (default ``.air/slo.yml``), ``slo_objectives`` airmeter ``Objective``s
-    given in code instead. A failure is told on stderr as
+    given in code instead; ``everywhere``: list every data location's servers too. A failure
+    is told on stderr as
     ``prog: ...`` and gives ``None``."""
     from dashboard.errors import DashboardError, StoreUnavailableError
     from dashboard.reader import SyncReader
@@ -93,7 +100,11 @@ def open_dashboard(
 
     try:
         reader = SyncReader.open(
-            store_url, freeze_gc=True, slo_config=slo_config, objectives=slo_objectives
+            store_url,
+            freeze_gc=True,
+            slo_config=slo_config,
+            objectives=slo_objectives,
+            everywhere=everywhere,
         )
     except DashboardError as exc:
         print(f"{prog}: {exc.message}", file=sys.stderr)
@@ -121,6 +132,7 @@ def serve_dashboard(
     allowed_origins: Sequence[str] = (),
     stop: threading.Event | None = None,
     slo_config: str | None = None,
+    everywhere: bool = False,
 ) -> int:
     """Serve until Ctrl+C (or ``stop`` is set); print the URL. Returns the exit code."""
     from dashboard.ranges import AUTO
@@ -136,6 +148,7 @@ def serve_dashboard(
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
         slo_config=slo_config,
+        everywhere=everywhere,
         initial_range=AUTO,  # the smallest range that holds the data
     )
     if server is None:
@@ -167,10 +180,10 @@ def _run(args: argparse.Namespace) -> int:
         hint = elsewhere_hint(location)
         if hint:
             print(f"air dashboard: nothing recorded in {location.url}; {hint}", file=sys.stderr)
-    elif args.store is None:  # one machine, one view: say where else calls are metered
+    elif args.store is None:  # one machine, one view: the page lists them too
         for url in other_metered_locations(location):
-            print(f"air dashboard: calls are metered in {url} too (air dashboard --store {url})",
-                  file=sys.stderr)  # fmt: skip
+            print(f"air dashboard: calls are metered in {url} too: its servers are listed on the "
+                  f"page (air dashboard --store {url} opens it)", file=sys.stderr)  # fmt: skip
     return serve_dashboard(
         location.url,
         host=args.host,
@@ -181,6 +194,7 @@ def _run(args: argparse.Namespace) -> int:
         allowed_hosts=args.allow_host,
         allowed_origins=args.allow_origin,
         slo_config=_slo_file(args.slo_config, location.url),
+        everywhere=args.store is None,  # one machine, one view; --store narrows to one
     )
 
 

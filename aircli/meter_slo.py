@@ -6,9 +6,12 @@
 (``demo-slo.yml`` beside the store's data directory, or in ``.air/``). Once, it exits
 :data:`EXIT_FAILING` when an objective is at or past ``--fail-on`` (``breach``: in breach or
 its budget exhausted, the default; ``warning``: any state but ``ok``; ``never``), so it can
-gate CI. With ``--watch`` it evaluates every ``--interval`` seconds and alerts once per state
-change (a log line on stderr, and a webhook when ``AIR_SLO_WEBHOOK_URL`` is set), deduplicated
-through the store when it can write it.
+gate CI. Without ``--store`` (and without ``--watch``) the objectives are evaluated over every
+data location on this machine too (registered in the per-user ``locations.json``), each
+location's rows labelled with where its data is, and the exit status counts them all;
+``--store`` narrows to one. With ``--watch`` it evaluates one store every ``--interval``
+seconds and alerts once per state change (a log line on stderr, and a webhook when
+``AIR_SLO_WEBHOOK_URL`` is set), deduplicated through the store when it can write it.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ from pathlib import Path
 
 import orjson
 
-from aircli.locate import STORE_HELP, store_location
+from aircli.locate import STORE_HELP, other_metered_locations, store_location
 from airmeter import AirmeterError, MeterConfigError, slo_alerts
 from airmeter.settings import slo_webhook_url
 from airmeter.slo import SloStatus
 from airmeter.slo_alerts import AlertSink, SloWatcher, WebhookAlerts, log_alert
-from airmeter.slo_config import DEFAULT_SLO_FILE, load_objectives
+from airmeter.slo_config import DEFAULT_SLO_FILE, Objective, load_objectives
 from airstore import (
     AirstoreError,
     ReadOnlyUnsupportedError,
@@ -106,7 +109,10 @@ def add_slo_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser])
     slo.add_argument("--config", default=None,
                      help=f"objectives file (default {DEFAULT_SLO_FILE}, else the one "
                      "`air demo` wrote beside the data)")  # fmt: skip
-    slo.add_argument("--store", default=None, help=STORE_HELP)
+    slo.add_argument("--store", default=None,
+                     help=f"{STORE_HELP}. Without it (and without --watch) every other data "
+                     "location on this machine is evaluated too, each labelled with where its "
+                     "data is")  # fmt: skip
     slo.add_argument("--format", choices=("table", "json"), default="table")
     slo.add_argument(
         "--watch",
@@ -152,10 +158,46 @@ def format_slo_table(statuses: Sequence[SloStatus]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def _render(statuses: Sequence[SloStatus], fmt: str) -> str:
+def _render(
+    statuses: Sequence[SloStatus], fmt: str, *, here: str = "",
+    elsewhere: Sequence[tuple[str, Sequence[SloStatus]]] = (),
+) -> str:  # fmt: skip
+    """One store's rows; with ``elsewhere`` (other locations' rows), each location's rows
+    labelled with where its data is (``data`` in JSON)."""
     if fmt == "json":
-        return orjson.dumps({"objectives": [s.to_dict() for s in statuses]}).decode()
-    return format_slo_table(statuses)
+        rows = [{**s.to_dict(), "data": here} for s in statuses]
+        rows += [{**s.to_dict(), "data": url} for url, more in elsewhere for s in more]
+        return orjson.dumps({"objectives": rows}).decode()
+    if not elsewhere:
+        return format_slo_table(statuses)
+    parts = [f"data {here}", format_slo_table(statuses)]
+    for url, more in elsewhere:
+        parts += ["", f"data {url}", format_slo_table(more)]
+    return "\n".join(parts)
+
+
+async def _elsewhere(
+    urls: Sequence[str], objectives: Sequence[Objective]
+) -> list[tuple[str, list[SloStatus]]]:
+    """The objectives evaluated over each other data location (read-only; one that cannot be
+    read is skipped with a line on stderr)."""
+    found: list[tuple[str, list[SloStatus]]] = []
+    for url in urls:
+        try:
+            store = await _open(url, watch=False)
+        except (AirstoreError, MeterConfigError) as exc:
+            print(f"air meter slo: skipped {url}: {exc}", file=sys.stderr)
+            continue
+        try:
+            statuses = await SloWatcher(store, objectives, sinks=[]).evaluate()
+        except (AirstoreError, AirmeterError) as exc:
+            print(f"air meter slo: skipped {url}: {exc}", file=sys.stderr)
+            continue
+        finally:
+            await store.close()
+        if statuses:
+            found.append((url, list(statuses)))
+    return found
 
 
 async def _open(url: str, *, watch: bool) -> Store:
@@ -194,11 +236,14 @@ async def _slo(args: argparse.Namespace) -> int:
         while True:
             if args.watch:
                 statuses, _ = await watcher.check()
+                print(_render(statuses, args.format), flush=True)
             else:
                 statuses = await watcher.evaluate()  # no alerts without --watch
-            print(_render(statuses, args.format), flush=True)
-            if not args.watch:
-                return _exit_status(statuses, args.fail_on)
+                elsewhere = await _elsewhere(args.elsewhere, objectives)
+                print(_render(statuses, args.format, here=args.store, elsewhere=elsewhere),
+                      flush=True)  # fmt: skip
+                every = [*statuses, *(s for _, more in elsewhere for s in more)]
+                return _exit_status(every, args.fail_on)
             await asyncio.sleep(args.interval)
     finally:
         if webhook is not None:
@@ -220,7 +265,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         print("air meter slo: --interval must be positive", file=sys.stderr)
         return 2
-    args.store = store_location("air meter slo", args.store, reading=not args.watch).url
+    location = store_location("air meter slo", args.store, reading=not args.watch)
+    # one machine, one view: every other location too, unless --store narrows to one
+    args.elsewhere = [] if args.store is not None or args.watch else (
+        other_metered_locations(location))  # fmt: skip
+    args.store = location.url
     slo_alerts.logger.setLevel(logging.INFO)  # resolves are INFO lines
     try:
         return asyncio.run(_slo(args))

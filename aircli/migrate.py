@@ -1,5 +1,7 @@
 """``air migrate SERVER [--out DIR]``: write definition drafts for an existing server's tools.
 
+``air migrate --rename [--out DIR]`` adopts the standard's names later (:mod:`aircli._rename`).
+
 Reads what each tool already says about itself (``define_tool``/``@server.tool``: name, title,
 description, schemas, annotations, tags, layer) — of an air server, or of a server built on the
 official SDK's ``MCPServer`` or on FastMCP (their ``@tool`` decorators' metadata) — and writes
@@ -78,11 +80,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("server", metavar="SERVER",
-                        help="file.py[:server] or package.module[:server]")  # fmt: skip
+    parser.add_argument("server", metavar="SERVER", nargs="?",
+                        help="file.py[:server] or package.module[:server] (not with "
+                        "--rename)")  # fmt: skip
     parser.add_argument("--out", metavar="DIR",
                         help="definitions directory (default: ./tool-definitions, or "
                         "[tool.air] definitions)")  # fmt: skip
+    parser.add_argument("--rename", action="store_true",
+                        help="adopt the standard's names: rename each definition whose name "
+                        "breaks a naming rule and write the old -> new map to renames.yml; the "
+                        "server and air gateway keep each old name as a deprecated alias for "
+                        "one release")  # fmt: skip
     parser.set_defaults(func=_run)
 
 
@@ -250,7 +258,40 @@ def migrate_server(target: str, out: str | Path) -> MigrationResult:
     return MigrationResult(written=tuple(written), kept=tuple(kept))
 
 
+def _rename(out: Path) -> int:
+    from aircli._rename import rename_definitions
+
+    try:
+        result = rename_definitions(out)
+    except ToolDefinitionError as exc:
+        print(f"air migrate --rename: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"air migrate --rename: cannot write {out}: {exc.strerror or exc} "
+              f"({exc.filename})", file=sys.stderr)  # fmt: skip
+        return 1
+    for old, new in result.renamed.items():
+        print(f"renamed {old} -> {new}")
+    for why in result.skipped:
+        print(f"skipped {why}")
+    if result.map_file is None:
+        print("air migrate --rename: no definition breaks a naming rule; nothing renamed")
+        return 0
+    print(f"air migrate --rename: {len(result.renamed)} renamed; map in {result.map_file}. "
+          "Review the names (edit the definition and the map together). Servers with "
+          "definitions= serve the new names now and keep each old one as a deprecated alias "
+          "(so does air gateway); rename the handlers when you like, and delete the map's "
+          "entries in the next release.")  # fmt: skip
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.rename == (args.server is not None):
+        print("air migrate: give a SERVER to draft definitions from, or --rename (not both)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if args.rename:
+        return _rename(Path(args.out) if args.out else find_project(".").definitions)
     try:
         out = Path(args.out) if args.out else find_project(".").definitions
         find_project(".").import_paths()

@@ -110,6 +110,8 @@ class AirServer(Registry):
         }
         self.subscribers: weakref.WeakSet[Any] = weakref.WeakSet()
         self.state: dict[str, Any] = {}
+        self.aliases: dict[str, str] = {}
+        """Deprecated tool names → the tools' names (set from the definitions' rename map)."""
         Registry.__init__(self)
         self.plugins = list(use)
         self.definitions = None if definitions is None else Path(definitions)

@@ -161,6 +161,10 @@ class ServerModel(Protocol):
     def tools(self) -> Mapping[str, Tool]: ...
 
     @property
+    def aliases(self) -> Mapping[str, str]:
+        """Deprecated tool names → the tools' names (:mod:`aircore.definitions.renames`)."""
+
+    @property
     def meter(self) -> MeterSlot | None:
         """The server's meter (``None``: calls are not metered)."""
 

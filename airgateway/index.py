@@ -10,15 +10,20 @@
   says ``include_drafts: true``.
 - A server marked absent (every replica down for ``health.unhealthy_for_s``) lists nothing
   until it is back; its names stay reserved for it (no other server takes them meanwhile).
+- A renamed tool's old names (its ``_meta`` lists them, :mod:`aircore.protocol.renamed`) stay
+  callable as deprecated aliases, unlisted: a call by one goes upstream by the old name, so the
+  upstream answers with its deprecation notice; the gateway meters it under the new name.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
+from aircore.protocol.renamed import ALIASES_META_KEY
 from airgateway.config import PREFIX_SEPARATOR, ServerConfig
 
 __all__ = ["Conflict", "IndexedTool", "Listing", "ToolIndex", "is_draft"]
@@ -26,6 +31,8 @@ __all__ = ["Conflict", "IndexedTool", "Listing", "ToolIndex", "is_draft"]
 logger = logging.getLogger(__name__)
 
 _JSON = dict[str, Any]
+MAX_ALIASES: Final = 16
+"""Old names kept per tool at most."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +100,18 @@ class _View:
     prompts: dict[str, tuple[str, str]] = field(default_factory=dict)
     prompt_list: list[_JSON] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+    aliases: dict[str, IndexedTool] = field(default_factory=dict)
+    """Deprecated names (a renamed tool's old ones) → the tool, sent upstream by the old name
+    (the upstream answers with the deprecation notice, and meters it under the new one)."""
+
+
+def _aliases(tool: Mapping[str, Any]) -> list[str]:
+    """The old names a renamed tool lists in its ``_meta`` (bounded like the upstream's)."""
+    meta = tool.get("_meta")
+    names = meta.get(ALIASES_META_KEY) if isinstance(meta, Mapping) else None
+    if not isinstance(names, list):
+        return []
+    return [n for n in names[:MAX_ALIASES] if isinstance(n, str)]
 
 
 class ToolIndex:
@@ -230,6 +249,9 @@ class ToolIndex:
                     annotations=ann if isinstance(ann, Mapping) else None,
                 )
                 view.tool_list.append(shown)
+                for alias in _aliases(tool):  # kept only where no tool has that name
+                    view.aliases.setdefault(_exposed(server, alias), dataclasses.replace(
+                        view.tools[name], upstream_name=alias))  # fmt: skip
             for resource in listing.resources:
                 uri = resource.get("uri")
                 if not isinstance(uri, str):
@@ -259,6 +281,8 @@ class ToolIndex:
                 prompt_owner[name] = server.name
                 view.prompts[name] = (server.name, upstream)
                 view.prompt_list.append(prompt if name == upstream else {**prompt, "name": name})
+        for alias in [a for a in view.aliases if a in tool_owner]:
+            del view.aliases[alias]  # a tool of that name wins over an old name
         for conflict in view.conflicts:
             if conflict not in self._view.conflicts:
                 logger.warning(
@@ -274,8 +298,9 @@ class ToolIndex:
 
     # ---- lookups -----------------------------------------------------------------------
     def tool(self, name: str) -> IndexedTool | None:
-        """The exposed tool of that name."""
-        return self._view.tools.get(name)
+        """The exposed tool of that name (or of that deprecated old name)."""
+        view = self._view
+        return view.tools.get(name) or view.aliases.get(name)
 
     def tools(self) -> list[_JSON]:
         """Every exposed tool's definition, in server order."""

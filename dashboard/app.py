@@ -12,6 +12,7 @@ from airmeter import Layer
 from dashboard.data import RECENT_ERRORS
 from dashboard.errors import DashboardError
 from dashboard.figures import LAYER_COLOURS, warm_up
+from dashboard.machine_panels import gateway_card, machine_card
 from dashboard.meter_panels import context_card, slo_card
 from dashboard.ranges import AUTO, CUSTOM, DEFAULT_RANGE, RANGES
 from dashboard.reader import SyncReader
@@ -389,6 +390,8 @@ def _content() -> html.Div:
                 ],
             ),
             errors,
+            gateway_card(),
+            machine_card(),
             context_card(),
         ],
     )

@@ -9,6 +9,7 @@ from dash import Dash, Input, Output, State, ctx, html, no_update
 from airmeter import Layer, parse_layer
 from dashboard import figures, present
 from dashboard.errors import DashboardError, StoreUnavailableError
+from dashboard.machine_panels import MACHINE_OUTPUTS, machine_values
 from dashboard.meter_panels import PANEL_OUTPUTS, panel_values
 from dashboard.ranges import CUSTOM, parse_instant
 from dashboard.reader import SyncReader
@@ -71,6 +72,7 @@ PAGE_OUTPUTS: dict[str, Output] = {
     "range_shown": Output("range-shown", "children"),
     "alerts": Output("alerts", "children"),
     **{name: Output(cid, prop) for name, (cid, prop) in PANEL_OUTPUTS.items()},
+    **{name: Output(cid, prop) for name, (cid, prop) in MACHINE_OUTPUTS.items()},
 }
 
 
@@ -104,6 +106,7 @@ def page_values(
             html.Span(a.text, className=f"alert alert-{a.kind}", title=a.text) for a in view.alerts
         ],
         **panel_values(view, sent),
+        **machine_values(view),
     }
 
 

@@ -41,6 +41,7 @@ from airstore import (
     store_exists,
 )
 from dashboard.errors import StoreUnavailableError
+from dashboard.machine import LocationServer, MachineWatch
 from dashboard.meter_watch import MeterWatch
 from dashboard.ranges import FIT_LIMIT, RANGES, fitting_range, resolve_range
 from dashboard.servers import parse_server_choice, server_choices
@@ -170,6 +171,8 @@ class DashboardData:
         clock: seconds since the epoch; injectable for tests.
         slo_config: the SLO objectives file (default ``.air/slo.yml``, as ``air meter slo``).
         objectives: SLO objectives in code, instead of a file.
+        everywhere: also list every other data location's servers (registered in the
+            per-user ``locations.json``; :mod:`dashboard.machine`); ``False``: this store only.
     """
 
     def __init__(
@@ -180,6 +183,7 @@ class DashboardData:
         clock: Any = time.time,
         slo_config: str | None = None,
         objectives: Sequence[Objective] | None = None,
+        everywhere: bool = False,
     ) -> None:
         self._store = store
         # one reader for the page's snapshots and the meter panels: each rollup document is
@@ -195,6 +199,8 @@ class DashboardData:
         self.meter = MeterWatch(store, slo_config=slo_config, objectives=objectives, clock=clock,
                                 reader=self._reader)  # fmt: skip
         """SLOs, meter health and context cost, evaluated in the background."""
+        self.machine = MachineWatch(store, url=url, everywhere=everywhere)
+        """Every data location's servers and the gateway's hops, read in the background."""
 
     @classmethod
     async def open(
@@ -204,17 +210,20 @@ class DashboardData:
         clock: Any = time.time,
         slo_config: str | None = None,
         objectives: Sequence[Objective] | None = None,
+        everywhere: bool = False,
     ) -> DashboardData:
         """Open the store at ``url`` read-only; see :func:`open_store` for the errors.
 
         ``slo_config`` names the SLO objectives file (default ``.air/slo.yml``);
-        ``objectives`` gives them in code instead.
+        ``objectives`` gives them in code instead; ``everywhere``: see the class.
         """
         store = await open_store(url)
-        return cls(store, url=url, clock=clock, slo_config=slo_config, objectives=objectives)
+        return cls(store, url=url, clock=clock, slo_config=slo_config, objectives=objectives,
+                   everywhere=everywhere)  # fmt: skip
 
     async def close(self) -> None:
         """Stop measuring and close the store. Idempotent."""
+        await self.machine.close()
         await self.meter.close()
         await self.usage.close()
         await self._store.close()
@@ -298,6 +307,7 @@ class DashboardData:
         """
         filters = filters or Filters()
         self.meter.poll(rng, filters.server)
+        self.machine.poll(rng)
         snap = await self._snapshot(rng, filters)
         self._known_tools.update(t.tool for t in snap.tools)
         for row in snap.servers:
@@ -334,7 +344,23 @@ class DashboardData:
             ),
             slo=self.meter.slo,
             context=self.meter.context,
+            machine=self.machine.panel(await self._here(rng, filters, snap)),
+            gateway=self.machine.gateway,
         )
+
+    async def _here(
+        self, rng: TimeRange, filters: Filters, snap: Snapshot
+    ) -> tuple[LocationServer, ...]:
+        """This store's servers in ``rng`` for the machine panel (every server: the page's
+        filters narrow the views, not the list of what runs where)."""
+        if filters.tool or filters.layer or filters.server:
+            snap = await self._snapshot(rng, Filters())
+        return tuple(
+            LocationServer(server=r.server, instance_id=r.instance_id, calls=r.calls,
+                           errors=r.errors, error_rate=r.error_rate, p95_ms=r.p95_ms,
+                           data=self.url, here=True)
+            for r in snap.servers
+        )  # fmt: skip
 
     async def tool_detail(
         self, tool: str, rng: TimeRange, filters: Filters | None = None

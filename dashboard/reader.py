@@ -76,15 +76,20 @@ class SyncReader:
         freeze_gc: bool = False,
         slo_config: str | None = None,
         objectives: Sequence[Objective] | None = None,
+        everywhere: bool = False,
     ) -> SyncReader:
         """Open the store at ``url`` read-only (``freeze_gc``: see the class; ``slo_config``:
-        the SLO objectives file, default ``.air/slo.yml``; ``objectives``: in code instead).
+        the SLO objectives file, default ``.air/slo.yml``; ``objectives``: in code instead;
+        ``everywhere``: list every data location's servers too, see
+        :class:`~dashboard.data.DashboardData`).
 
         Raises:
             StoreUnavailableError: the store cannot be opened or read.
         """
         return cls(
-            lambda: DashboardData.open(url, slo_config=slo_config, objectives=objectives),
+            lambda: DashboardData.open(
+                url, slo_config=slo_config, objectives=objectives, everywhere=everywhere
+            ),
             timeout=timeout,
             freeze_gc=freeze_gc,
         )

@@ -7,8 +7,12 @@ an independent computation and the layout only formats it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from airmeter import Layer
+
+if TYPE_CHECKING:  # dashboard.machine builds on this module's TimeRange
+    from dashboard.machine import GatewayPanel, MachinePanel
 
 __all__ = [
     "Alert",
@@ -267,7 +271,8 @@ class DashboardView:
     ``alerts`` are the header's badges (see :class:`Alert`); ``errors_by_class`` counts the
     failed calls by airmeter's error class (``tool_error``, ``exception``, ``timeout`` count in
     a tool's error rate; ``refused``, ``protocol``, ``cancelled``, ``budget`` show apart);
-    ``slo`` and ``context`` are computed in the background (see :mod:`dashboard.meter_watch`).
+    ``slo`` and ``context`` are computed in the background (see :mod:`dashboard.meter_watch`),
+    ``machine`` and ``gateway`` too (see :mod:`dashboard.machine`).
     """
 
     range: TimeRange
@@ -286,6 +291,10 @@ class DashboardView:
     errors_by_class: tuple[tuple[str, int], ...] = ()
     slo: SloPanel | None = None
     context: ContextPanel | None = None
+    machine: MachinePanel | None = None
+    """Every data location's servers (:mod:`dashboard.machine`)."""
+    gateway: GatewayPanel | None = None
+    """The latency ``air gateway`` added, per upstream (:mod:`dashboard.machine`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

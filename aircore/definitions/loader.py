@@ -16,6 +16,7 @@ import yaml
 from aircore.definitions.config import CONFIG_FILE_NAME, GateConfig, load_gate_config
 from aircore.definitions.errors import ToolDefinitionError
 from aircore.definitions.model import ToolDefinition, ToolDescription
+from aircore.definitions.renames import RENAMES_FILE_NAME
 from aircore.definitions.rules import check_files
 from aircore.definitions.types import DefinitionFile, Problem
 from airmeter.layers import parse_layer
@@ -67,7 +68,7 @@ def read_definition_files(directory: str | Path) -> list[DefinitionFile]:
         rel = path.relative_to(root)
         if any(part.startswith(".") for part in rel.parts):
             continue
-        if rel == Path(CONFIG_FILE_NAME):
+        if rel in (Path(CONFIG_FILE_NAME), Path(RENAMES_FILE_NAME)):
             continue
         folder = "" if rel.parent == Path(".") else rel.parent.as_posix()
         files.append(_read_one(path, folder))

@@ -6,7 +6,9 @@ mismatch, a rule broken) fails the start with one :class:`ToolDefinitionError` l
 them. Then ``on_tool_register`` replaces each tool with a copy carrying the definition's
 metadata, so ``tools/list``, the manifest and the meter (``ctx.tool_meta``) see the same thing.
 A definition's ``timeout_ms`` wraps the tool's handler in a timeout; ``enabled: false`` keeps
-the tool out of the server.
+the tool out of the server. The directory's rename map (``renames.yml``,
+:mod:`aircore.definitions.renames`) renames a tool still registered under its old name, and
+keeps every old name as a deprecated alias (``server.aliases``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from aircore.definitions.binding import BoundTool, ToolSpec, bind_tools, check_t
 from aircore.definitions.config import GateConfig
 from aircore.definitions.errors import DefinitionNotFoundError, ToolDefinitionError
 from aircore.definitions.meta import META_TIMEOUT_MILLIS
+from aircore.definitions.renames import ALIASES_META_KEY, load_renames
 from aircore.plugins import Plugin
 from aircore.tool import Tool
 from aircore.validation import SchemaValidator
@@ -107,8 +110,18 @@ class _Definitions:
         self.config = config
         self.bound: dict[str, BoundTool] = {}
         self.originals: dict[str, Tool] = {}
+        self.renames: dict[str, str] = {}
 
     def on_init(self, server: Any) -> None:
+        self.renames = load_renames(self.directory)
+        for old, new in self.renames.items():  # still registered under its old name
+            tool = server.tools.get(old)
+            if tool is not None and new not in server.tools:
+                del server.tools[old]
+                server.tools[new] = dataclasses.replace(tool, name=new)
+        server.aliases.update(
+            {old: new for old, new in self.renames.items() if new in server.tools}
+        )
         for name, tool in server.tools.items():
             self.originals.setdefault(name, tool)
         # every tool as registered, disabled ones too (a restart must pair them again)
@@ -146,6 +159,9 @@ class _Definitions:
             **(defined.meta or {}),
             META_TIMEOUT_MILLIS: min(limits) if limits else None,
         }
+        aliases = sorted(old for old, new in self.renames.items() if new == tool.name)
+        if aliases:  # the old names, so a gateway in front keeps them too
+            defined.meta[ALIASES_META_KEY] = aliases
         return defined
 
 

@@ -10,6 +10,7 @@ called ``start_task``, the ``CreateTaskResult`` (:mod:`~aircore.protocol.tasks`)
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from aircore.errors import INVALID_REQUEST, AirError, InvalidParamsError
 from aircore.protocol import modern
 from aircore.protocol.mrtr import RoundInputs, StateSealer, read_responses
 from aircore.protocol.param_headers import ParamHeader, check_param_headers, param_headers
+from aircore.protocol.renamed import DEPRECATED_META_KEY, deprecation_notice
 from aircore.protocol.session import Connection, peer_for
 from aircore.protocol.tasks import (
     CallTasking,
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ToolCalls"]
 
+logger = logging.getLogger(__name__)
+
 
 class ToolCalls:
     """The ``tools/call`` and ``tasks/*`` methods of one server.
@@ -52,6 +56,7 @@ class ToolCalls:
         self.sealer = sealer
         self.tasks = tasks
         self._param_headers: dict[str, tuple[Any, tuple[ParamHeader, ...]]] = {}
+        self._warned: set[str] = set()  # deprecated aliases already logged (bounded by them)
 
     def check_param_headers(self, params: Mapping[str, Any], headers: Mapping[str, str]) -> None:
         """Check the ``Mcp-Param-*`` headers of an HTTP ``tools/call`` against its arguments.
@@ -84,6 +89,9 @@ class ToolCalls:
             raise InvalidParamsError("tools/call: params.name must be a string")
         tool = self.server.tools.get(name)
         if tool is None:
+            renamed = self.server.aliases.get(name)
+            if renamed is not None and renamed in self.server.tools:
+                return await self._deprecated(name, renamed, params, conn, msg_id)
             raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
         identity = current_identity()  # the HTTP guard answers 403 first; this holds anyway
         if identity is not None and (missing := identity.missing_for(name, tool.required_scopes)):
@@ -141,6 +149,21 @@ class ToolCalls:
             return await (self._metered_hop(ctx) if hop else self.server.call_tool_ctx(ctx))
         except InputRequired as need:
             return inputs.result(need, self.sealer)
+
+    async def _deprecated(
+        self, old: str, new: str, params: Mapping[str, Any], conn: Connection, msg_id: Any
+    ) -> dict[str, Any]:
+        """A call by a deprecated alias (:mod:`aircore.definitions.renames`): the tool runs
+        (and is metered) under its new name; the result's ``_meta`` says so, and the log once
+        per alias."""
+        notice = deprecation_notice(old, new)
+        if old not in self._warned:
+            self._warned.add(old)
+            logger.warning("air: %s", notice["message"])
+        result = await self.call({**params, "name": new}, conn, msg_id)
+        meta = result.get("_meta")
+        return {**result, "_meta": {**(meta if isinstance(meta, dict) else {}),
+                                    DEPRECATED_META_KEY: notice}}  # fmt: skip
 
     async def _metered_hop(self, ctx: ToolContext) -> dict[str, Any]:
         """A gateway's hop: when this server meters the call, the answer's ``_meta`` says so

@@ -20,6 +20,9 @@ from mcp import Client
 from airmeter import CALLS_NAMESPACE
 from airmeter.record import HOPS_NAMESPACE
 from airstore import create_storage
+from dashboard.data import DashboardData
+from dashboard.machine_panels import machine_values
+from dashboard.ranges import resolve_range
 from tests.airgateway.procs import air, started
 
 pytestmark = pytest.mark.slow
@@ -31,6 +34,9 @@ import sys
 
 from airmeter import Meter
 from airstore import create_storage
+from dashboard.data import DashboardData
+from dashboard.machine_panels import machine_values
+from dashboard.ranges import resolve_range
 """
 SDK_SERVER = (
     _HEAD
@@ -139,3 +145,19 @@ async def test_adapters_behind_the_gateway_count_each_call_once(tmp_path: Path) 
     assert set(figures) == {"sdk-notes", "fast-notes"}
     assert all(f["hops"] == CALLS and f["added_p50_ms"] is not None for f in figures.values())
     assert f"gateway hops {2 * CALLS}" in _report(data).stdout
+
+    dash = await DashboardData.open(data)  # the dashboard: the added latency, a figure of its own
+    try:
+        rng = resolve_range("24h", now_ms=dash.now_ms())
+        await dash.machine.evaluate_now(rng)
+        view = await dash.view(rng)
+    finally:
+        await dash.close()
+    assert view.headline.calls == 2 * CALLS
+    assert view.gateway is not None
+    assert {(r.server, r.hops) for r in view.gateway.rows} == {("sdk-notes", CALLS),
+                                                               ("fast-notes", CALLS)}  # fmt: skip
+    shown = machine_values(view)
+    assert shown["gateway_style"] == {}  # the card is shown
+    assert f"{2 * CALLS} calls went through air gateway" in shown["gateway_note"]
+    assert all(row["p50"] is not None for row in shown["gateway"])
