@@ -41,7 +41,7 @@ from airstore import (
     store_exists,
 )
 from dashboard.errors import StoreUnavailableError
-from dashboard.machine import LocationServer, MachineWatch
+from dashboard.machine import MachineWatch
 from dashboard.meter_watch import MeterWatch
 from dashboard.ranges import FIT_LIMIT, RANGES, fitting_range, resolve_range
 from dashboard.servers import parse_server_choice, server_choices
@@ -53,6 +53,7 @@ from dashboard.types import (
     Headline,
     HistogramBin,
     LayerSlice,
+    LocationServer,
     TimeBucket,
     TimeRange,
     ToolDetail,

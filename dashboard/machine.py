@@ -23,76 +23,21 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from airmeter import AirmeterError, snapshot
 from airmeter.hops import hop_summary, same_store
 from airstore import AirstoreError, ReadOnlyUnsupportedError, Store, create_storage, store_exists
 from airstore.locations_index import known_locations
-from dashboard.types import TimeRange
+from dashboard.types import GatewayPanel, GatewayRow, LocationServer, MachinePanel, TimeRange
 
-__all__ = [
-    "MAX_MACHINE_ROWS",
-    "GatewayPanel",
-    "GatewayRow",
-    "LocationServer",
-    "MachinePanel",
-    "MachineWatch",
-]
+__all__ = ["MAX_MACHINE_ROWS", "MachineWatch"]
 
 logger = logging.getLogger(__name__)
 
 MAX_MACHINE_ROWS = 200
 """The most server rows the machine panel gets (most calls first)."""
 _WATCH_EVERY = 10.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LocationServer:
-    """One server (one instance) of one data location, in the page's range."""
-
-    server: str
-    instance_id: str
-    calls: int
-    errors: int
-    error_rate: float
-    p95_ms: float | None
-    data: str
-    """The URL of the store its data is in."""
-    here: bool
-    """Whether that is the store the dashboard was opened on."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MachinePanel:
-    """Every server of every data location on this machine (the dashboard's store first)."""
-
-    rows: tuple[LocationServer, ...] = ()
-    locations: tuple[str, ...] = ()
-    """The URLs read, the dashboard's store first."""
-    everywhere: bool = True
-    """``False`` when the dashboard was opened on one store (``--store``)."""
-    more: int = 0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GatewayRow:
-    """The gateway's hops to one upstream and the latency it added (ms)."""
-
-    server: str
-    hops: int
-    added_p50_ms: float | None
-    added_p95_ms: float | None
-    added_max_ms: float | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GatewayPanel:
-    """The gateway's added latency per upstream in the page's range (none: no hops)."""
-
-    hops: int = 0
-    rows: tuple[GatewayRow, ...] = field(default_factory=tuple)
 
 
 class MachineWatch:

@@ -9,9 +9,8 @@ from typing import Any, Final
 from dash import html
 from dash.dash_table.DataTable import DataTable
 
-from dashboard.machine import GatewayPanel, MachinePanel
 from dashboard.present import fmt_count
-from dashboard.types import DashboardView
+from dashboard.types import DashboardView, GatewayPanel, MachinePanel
 
 __all__ = ["MACHINE_OUTPUTS", "gateway_card", "machine_card", "machine_values"]
 

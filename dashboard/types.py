@@ -7,12 +7,8 @@ an independent computation and the layout only formats it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from airmeter import Layer
-
-if TYPE_CHECKING:  # dashboard.machine builds on this module's TimeRange
-    from dashboard.machine import GatewayPanel, MachinePanel
 
 __all__ = [
     "Alert",
@@ -22,9 +18,13 @@ __all__ = [
     "DashboardView",
     "ErrorRow",
     "Filters",
+    "GatewayPanel",
+    "GatewayRow",
     "Headline",
     "HistogramBin",
     "LayerSlice",
+    "LocationServer",
+    "MachinePanel",
     "ServerChoice",
     "SloPanel",
     "SloRow",
@@ -259,6 +259,53 @@ class ContextPanel:
     rows: tuple[ContextRow, ...]
     more: int = 0
     computed_at_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocationServer:
+    """One server (one instance) of one data location, in the page's range."""
+
+    server: str
+    instance_id: str
+    calls: int
+    errors: int
+    error_rate: float
+    p95_ms: float | None
+    data: str
+    """The URL of the store its data is in."""
+    here: bool
+    """Whether that is the store the dashboard was opened on."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MachinePanel:
+    """Every server of every data location on this machine (the dashboard's store first)."""
+
+    rows: tuple[LocationServer, ...] = ()
+    locations: tuple[str, ...] = ()
+    """The URLs read, the dashboard's store first."""
+    everywhere: bool = True
+    """``False`` when the dashboard was opened on one store (``--store``)."""
+    more: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayRow:
+    """The gateway's hops to one upstream and the latency it added (ms)."""
+
+    server: str
+    hops: int
+    added_p50_ms: float | None
+    added_p95_ms: float | None
+    added_max_ms: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayPanel:
+    """The gateway's added latency per upstream in the page's range (none: no hops)."""
+
+    hops: int = 0
+    rows: tuple[GatewayRow, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
