@@ -120,7 +120,7 @@ class MeterEngine:
         self._on_record = on_record
         self._tools: dict[str, ToolInfo] = {}
         if isinstance(recorder, Meter):
-            self._submit: Callable[[PendingCall], None] = recorder.record
+            self._submit: Callable[[PendingCall], None] = recorder.defer
         else:
             plain = recorder
 

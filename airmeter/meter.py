@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self, TypeAlias
+from typing import Self, TypeAlias
 
 from airmeter.aggregate import aggregate
 from airmeter.buckets import DEFAULT_MAX_BUCKETS, Bound, to_ms
@@ -29,7 +29,7 @@ from airmeter.fields import DEFAULT_MAX_FIELD_BYTES
 from airmeter.health import HealthReporter, MeterHealth
 from airmeter.instance import default_instance_id
 from airmeter.layers import LAYERS, Layer
-from airmeter.record import CallRecord, from_legacy
+from airmeter.record import CallRecord
 from airmeter.redact import Redactor
 from airmeter.rollup_reader import RollupReader
 from airmeter.rollups import RollupBook
@@ -45,6 +45,11 @@ __all__ = ["INSTANCE_ID_ENV", "Entry", "Meter", "MeterStats", "default_instance_
 
 logger = logging.getLogger(__name__)
 
+_NOT_A_RECORD = (
+    "Meter.record takes a CallRecord, not a {kind}; a tuple of values in "
+    "airmeter.record.LEGACY_FIELDS order converts with airmeter.record.from_legacy(values)"
+)
+
 DEFAULT_RING_SIZE = 10_000
 DEFAULT_MAX_PENDING = 100_000
 DEFAULT_BATCH_SIZE = 2_048
@@ -53,8 +58,9 @@ DEFAULT_MEMORY_RETENTION_MINUTES = 24 * 60
 _WEIGHTS = tuple(info.weight for info in LAYERS)
 
 
-Entry: TypeAlias = CallRecord | PendingCall | tuple[Any, ...]
-"""What :meth:`Meter.record` takes."""
+Entry: TypeAlias = CallRecord | PendingCall
+"""What the meter queues: a record (:meth:`Meter.record`) or the engine's pending call
+(:meth:`Meter.defer`), built off the call path."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,15 +169,29 @@ class Meter:
         self._clients = TopClients(top=prom_top_clients() if top_clients is None else top_clients)
 
     # -- hot path --------------------------------------------------------------------------
-    def record(self, record: Entry) -> None:
-        """Accept one finished call: O(1), never blocks, never raises.
+    def record(self, record: CallRecord) -> None:
+        """Accept one finished call: O(1), never blocks (a full queue drops and counts).
 
-        ``record`` is a :class:`CallRecord` (its texts are cut and redacted by the delivery
-        task, like every record's), or a :class:`~airmeter.build.PendingCall` from the
-        metering engine (its record is then built once, by the delivery task or by
-        :meth:`recent`, which keeps the call path short). A plain tuple of values in
-        ``airmeter.record.LEGACY_FIELDS`` order is still taken (deprecated).
+        Its texts are cut and redacted by the delivery task, like every record's.
+
+        Raises:
+            TypeError: ``record`` is not a :class:`CallRecord`. The tuple of values in
+                ``airmeter.record.LEGACY_FIELDS`` order that earlier releases took
+                (deprecated) is refused: convert it with
+                ``airmeter.record.from_legacy(values)``.
         """
+        if not isinstance(record, CallRecord):
+            raise TypeError(_NOT_A_RECORD.format(kind=type(record).__name__))
+        self._enqueue(record)
+
+    def defer(self, pending: PendingCall) -> None:
+        """Accept one finished call from :class:`~airmeter.MeterEngine` whose record is not
+        built yet: it is built once, by the delivery task or by :meth:`recent`, which keeps
+        the call path short (building means sizes, redaction and cutting). O(1),
+        never blocks, never raises."""
+        self._enqueue(pending)
+
+    def _enqueue(self, record: Entry) -> None:
         self._recorded += 1
         self._ring.append(record)
         pending = self._pending
@@ -417,11 +437,9 @@ class Meter:
         if isinstance(entry, PendingCall):
             return entry.build()
         try:
-            if isinstance(entry, CallRecord):
-                return self._sanitizer.sanitize(entry)
-            return self._sanitizer.sanitize(from_legacy(entry))
-        except Exception:  # an entry that is not a record must not stop delivery: skipped
-            logger.exception("airmeter: a recorded entry is not a call record; skipped")
+            return self._sanitizer.sanitize(entry)
+        except Exception:  # a record that cannot be cut must not stop delivery: skipped
+            logger.exception("airmeter: a recorded call could not be bounded; skipped")
             return None
 
     def live(self, *, tool: str | None = None, layer: Layer | int | str | None = None) -> Snapshot:

@@ -253,8 +253,8 @@ LEGACY_FIELDS: tuple[str, ...] = (
     "output_bytes", "tokens_in", "tokens_out", "cost", "error_message", "category",
     "tool_version", "arguments", "result",
 )  # fmt: skip
-"""The order of the values ``Meter.record`` still takes as a plain tuple (deprecated: build a
-:class:`CallRecord`, or meter through :class:`~airmeter.MeterEngine`)."""
+"""The order of the values of the plain tuple earlier releases' ``Meter.record`` took (it now
+refuses one with ``TypeError``): :func:`from_legacy` makes the :class:`CallRecord`."""
 
 
 def from_legacy(values: tuple[Any, ...]) -> CallRecord:

@@ -148,7 +148,7 @@ async def test_a_store_accepts_every_bounded_record(tmp_path: Path) -> None:
 
 async def test_records_made_elsewhere_are_bounded_and_redacted_too() -> None:
     from airmeter import CallRecord, Layer
-    from airmeter.record import LEGACY_FIELDS
+    from airmeter.record import LEGACY_FIELDS, from_legacy
 
     sink = MemorySink()
     meter = Meter(sinks=[sink], max_field_bytes=256)
@@ -163,8 +163,7 @@ async def test_records_made_elsewhere_are_bounded_and_redacted_too() -> None:
     legacy[LEGACY_FIELDS.index("error_message")] = "Bearer abcdefgh12345678"
     meter.record(plain)
     meter.record(leaky)
-    meter.record(tuple(legacy))
-    meter.record((1, 2))  # not a record: skipped, never stops delivery
+    meter.record(from_legacy(tuple(legacy)))  # the deprecated tuple, converted by its caller
     await meter.stop()
     first, second, third = sink.records
     assert first is plain
@@ -175,3 +174,17 @@ async def test_records_made_elsewhere_are_bounded_and_redacted_too() -> None:
     assert len(second.request_id) < 1000
     assert second.arguments == {"token": "[REDACTED]", "q": "x"}
     assert (third.ts_ms, third.layer, third.error_message) == (3, Layer.L5, "Bearer [REDACTED]")
+
+
+async def test_the_meter_refuses_what_is_not_a_record_at_the_call() -> None:
+    from airmeter.record import LEGACY_FIELDS
+
+    sink = MemorySink()
+    meter = Meter(sinks=[sink])
+    legacy = (3, "s", "t", 5, 2.0, False) + (None,) * (len(LEGACY_FIELDS) - 6)
+    for wrong in (legacy, (1, 2), {"tool": "t"}):
+        with pytest.raises(TypeError, match="from_legacy"):
+            meter.record(wrong)  # type: ignore[arg-type]
+    assert meter.stats.recorded == 0  # nothing queued
+    await meter.stop()
+    assert sink.records == []
