@@ -184,6 +184,11 @@ class ConfigReloader:
             self.refused += 1
             logger.error("reload refused, the running configuration is kept: %s", exc)
             return False
+        except Exception:  # a bug in the checks: refused all the same, with its traceback
+            self.refused += 1
+            logger.exception("reload refused, the running configuration is kept: reading %s "
+                             "failed", self.path)  # fmt: skip
+            return False
         try:
             await self.gateway.reload(config)
         except Exception:  # a bug must not take the gateway down with it
