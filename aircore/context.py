@@ -88,6 +88,8 @@ class ToolContext(RequestContext):
             :class:`RequestContext`: ``ask``, ``elicit``, ``sample``, ``list_roots``).
         transport: ``"pipe"`` (stdio), ``"tcp"`` (HTTP) or ``"inproc"``.
         client_name: ``clientInfo.name`` when the client sent it.
+        traceparent, tracestate: the W3C trace context of the request's ``params._meta``
+            (``None`` without one): the meter's span of this call continues the caller's trace.
         server_name: the server's name.
         started_at: ``time.time()`` when the call entered the chain.
         state: the server-wide state dict.
@@ -123,6 +125,8 @@ class ToolContext(RequestContext):
         "state",
         "store",
         "tool",
+        "traceparent",
+        "tracestate",
         "transport",
         "usage",
     )
@@ -146,6 +150,8 @@ class ToolContext(RequestContext):
         inputs: InputChannel | None = None,
         log_level: str | None = None,
         tasking: TaskStarter | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
     ) -> None:
         # RequestContext's fields, set here rather than through its __init__ (hot path)
         self.protocol_version = protocol_version
@@ -162,6 +168,8 @@ class ToolContext(RequestContext):
         self.session_id = session_id
         self.transport = transport
         self.client_name = client_name
+        self.traceparent = traceparent
+        self.tracestate = tracestate
         self.started_at = time.time()
         self.meta: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from aircore.errors import DefinitionError
+from aircore.types import AfterHook, BeforeHook, ErrorHook
 
 __all__ = ["as_middleware", "compose"]
 
@@ -54,12 +55,16 @@ def _apply_before(ctx: Any, outcome: Any) -> tuple[bool, Any]:
 
 
 def _from_hooks(obj: Any) -> Fn:
-    before = getattr(obj, "before", None)
-    after = getattr(obj, "after", None)
-    on_error = getattr(obj, "on_error", None)
+    before: Callable[..., Any] | None
+    after: Callable[..., Any] | None
+    on_error: Callable[..., Any] | None
     if isinstance(obj, Mapping):
         before, after = obj.get("before"), obj.get("after")
         on_error = obj.get("on_error", obj.get("onError"))
+    else:
+        before = obj.before if isinstance(obj, BeforeHook) else None
+        after = obj.after if isinstance(obj, AfterHook) else None
+        on_error = obj.on_error if isinstance(obj, ErrorHook) else None
     if before is None and after is None and on_error is None:
         raise DefinitionError(
             f"middleware {obj!r} is neither an async (ctx, call_next) callable nor an object "
@@ -96,7 +101,7 @@ def as_middleware(obj: Any) -> Fn:
     Raises:
         DefinitionError: ``obj`` is neither.
     """
-    if isinstance(obj, Mapping) or any(hasattr(obj, h) for h in ("before", "after", "on_error")):
+    if isinstance(obj, Mapping | BeforeHook | AfterHook | ErrorHook):
         return _from_hooks(obj)
     if callable(obj):
         return obj  # type: ignore[no-any-return]

@@ -58,6 +58,7 @@ MiddlewareFn: TypeAlias = "Callable[[ToolContext, CallNext], Awaitable[Any]]"
 """A plain middleware: ``async def mw(ctx, call_next)``."""
 
 
+@runtime_checkable
 class BeforeHook(Protocol):
     """A hook middleware's ``before(ctx)``: ``None`` (go on), ``{"params": …}``,
     ``{"abort": True, "abort_response": …}`` or ``{"meta": …}``; sync or async."""
@@ -65,12 +66,14 @@ class BeforeHook(Protocol):
     def before(self, ctx: ToolContext) -> Any: ...
 
 
+@runtime_checkable
 class AfterHook(Protocol):
     """A hook middleware's ``after(ctx, result)``: a replacement result or ``None``."""
 
     def after(self, ctx: ToolContext, result: Any) -> Any: ...
 
 
+@runtime_checkable
 class ErrorHook(Protocol):
     """A hook middleware's ``on_error(ctx, error)``: a result that ends the error, or ``None``."""
 

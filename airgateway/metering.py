@@ -43,6 +43,7 @@ from airmeter.meter import Meter
 from airmeter.pseudonym import PROCESS_KEY, pseudonym, subject_key
 from airmeter.record import HOP_KIND, CallRecord
 from airmeter.settings import raw_subject_setting
+from airmeter.types import CodedError
 
 if TYPE_CHECKING:  # OpenTelemetry is imported only when export is on
     from airmeter.otel import OtelSink
@@ -210,7 +211,7 @@ class GatewayMeter:
         elif isinstance(error, asyncio.CancelledError):
             ok, etype, message = False, "cancelled", "the call was cancelled before it finished"
         else:
-            code = getattr(error, "code", None)
+            code = error.code if isinstance(error, CodedError) else None
             ok = False
             etype = str(code) if isinstance(code, int) else type(error).__name__
             message = str(error)

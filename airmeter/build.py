@@ -53,7 +53,8 @@ assert FIELD_NAMES == (
     "instance_id", "input_bytes", "output_bytes", "tokens_in", "tokens_out", "cost",
     "error_message", "error_message_bytes", "category", "tool_version", "arguments",
     "arguments_bytes", "result", "result_bytes", "result_tokens", "kind", "upstream_call_id",
-    "upstream_latency_ms", "client_id", "subject", "auth",
+    "upstream_latency_ms", "client_id", "subject", "auth", "trace_parent", "trace_state",
+    "traced",
 ), "RecordBuilder.build passes values in this order"  # fmt: skip
 
 
@@ -240,12 +241,15 @@ class RecordBuilder:
         if call is None:
             server, request_id, call_id, session_id, version, transport, client = (
                 self.server, None, None, None, None, None, None)  # fmt: skip
+            parent = state = None
         else:
             server = self._server(call.server_name)
             transport = self._transport(call.transport)
             request_id, session_id = cut_id(call.request_id), cut_id(call.session_id)
             call_id = cut_id(call.call_id)
             version, client = cut_id(call.protocol_version), cut_id(call.client_name)
+            parent = call.traceparent
+            state = None if parent is None else call.tracestate
         etype = p.error_type
         # In FIELD_NAMES order (checked at import).
         return assemble((
@@ -257,6 +261,7 @@ class RecordBuilder:
             info.version, arguments, arguments_bytes, captured, result_bytes, result_tokens,
             None, None, None,  # kind, upstream_call_id, upstream_latency_ms: a call
             *self._caller(p.identity),
+            parent, state, False,  # trace_parent, trace_state, traced (not yet)
         ))  # fmt: skip
 
     def _caller(self, identity: Identity | None) -> tuple[str | None, str | None, str | None]:

@@ -99,6 +99,7 @@ class _Call:
         self.usage: MutableMapping[str, Any] = {}
 
     request_id = call_id = session_id = annotations = tool_meta = input_schema = None
+    traceparent = tracestate = None
     protocol_version = "2025-11-25"
     transport = "history"
     client_name = "history"

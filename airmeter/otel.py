@@ -37,9 +37,8 @@ from airmeter import _otel_exporters
 from airmeter._otel_emit import Emitter
 from airmeter.errors import MeterConfigError
 from airmeter.otel_settings import OtelSettings, otel_settings
-from airmeter.otel_span import CallSpan, parent_context, was_traced
+from airmeter.otel_span import CallSpan, parent_context
 from airmeter.record import CallRecord
-from airmeter.trace_context import sink_closed, sink_opened
 from airmeter.types import Sink
 
 __all__ = ["CLOSE_TIMEOUT_S", "DEFAULT_MAX_PENDING_BATCHES", "OtelSink", "with_env_otel_sink"]
@@ -170,7 +169,6 @@ class OtelSink:
         self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=max_pending_batches)
         self._worker = threading.Thread(target=self._work, name="airmeter-otel", daemon=True)
         self._worker.start()
-        sink_opened()
 
     @classmethod
     def from_env(
@@ -257,8 +255,7 @@ class OtelSink:
         """
         if self._closed or not records:
             return
-        # Asked here, on the loop's thread, where the adapters marked them.
-        traced = [was_traced(record) for record in records]
+        traced = [record.traced for record in records]
         parents = [None if t else parent_context(r) for r, t in zip(records, traced, strict=True)]
         try:
             self._queue.put_nowait((tuple(records), traced, parents))
@@ -297,7 +294,6 @@ class OtelSink:
         if self._closed:
             return
         self._closed = True
-        sink_closed()
         tracer, meter = self._owned_tracer, self._owned_meter
         timeout_ms = self._settings.export_timeout_s * 1000
 

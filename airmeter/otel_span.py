@@ -7,13 +7,13 @@ that record but starts no span of its own for it.
 
 A :class:`CallSpan` is a call's span opened when the call starts (the gateway's, which passes
 its own context on to the upstream with :meth:`CallSpan.inject`) and finished with the call's
-record; :func:`parent_context` turns the trace context a request carried (see
-:mod:`airmeter.trace_context`) into the parent of the span made later from its record.
+record; :func:`parent_context` turns the trace context a request carried (on the record:
+see :mod:`airmeter.trace_context`) into the parent of the span made later from it. Both mark
+the record :attr:`~airmeter.CallRecord.traced` before it reaches the meter; no table is kept.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, MutableMapping
 from typing import Any, Final
 
@@ -31,17 +31,17 @@ from airmeter.semconv import (
     TOOLS_CALL,
     span_attributes,
 )
-from airmeter.trace_context import TRACEPARENT, TRACESTATE, mark_traced, take_parent, take_traced
+from airmeter.trace_context import TRACEPARENT, TRACESTATE
 
-__all__ = ["CallSpan", "annotate_current_span", "parent_context", "was_traced"]
+__all__ = ["CallSpan", "annotate_current_span", "parent_context"]
 
 _W3C: Final = TraceContextTextMapPropagator()
 
-_MAX_TRACED: Final = 4096
-# Records whose call span someone else owns, keyed by id(). The value keeps the record alive
-# so its id cannot be reused while it is here; bounded so records a sink never sees (no
-# OtelSink configured, or dropped under overload) age out.
-_traced: OrderedDict[int, CallRecord] = OrderedDict()
+
+def _mark_traced(record: CallRecord) -> None:
+    # The record is frozen for its readers; its span's owner marks it once, before the record
+    # is handed to the meter (the idiom of a frozen dataclass's own __post_init__).
+    object.__setattr__(record, "traced", True)
 
 
 def _is_call_span(span: trace.Span, tool: str) -> bool:
@@ -65,28 +65,15 @@ def annotate_current_span(record: CallRecord) -> bool:
         record: The finished call.
 
     Returns:
-        ``True`` when the span was annotated; the record is then marked so that
-        :func:`was_traced` is true for it once.
+        ``True`` when the span was annotated; the record is then marked
+        :attr:`~airmeter.CallRecord.traced` (a sink makes no second span for it).
     """
     span = trace.get_current_span()
     if not span.is_recording() or not _is_call_span(span, record.tool):
         return False
     span.set_attributes(span_attributes(record))
-    _traced[id(record)] = record
-    if len(_traced) > _MAX_TRACED:
-        _traced.popitem(last=False)
+    _mark_traced(record)
     return True
-
-
-def was_traced(record: CallRecord) -> bool:
-    """Whether this record's span exists already: :func:`annotate_current_span` put it on a
-    current span, or its call was marked traced (a :class:`CallSpan`); consumes the mark (a
-    sink asks once per record)."""
-    if take_traced(record.call_id):
-        return True
-    if not _traced:
-        return False
-    return _traced.pop(id(record), None) is record
 
 
 def _context(carrier: Mapping[str, Any] | None) -> Context | None:
@@ -104,13 +91,10 @@ def _context(carrier: Mapping[str, Any] | None) -> Context | None:
 
 
 def parent_context(record: CallRecord) -> Context | None:
-    """The caller's trace context remembered for the record's call (``None``: a new trace);
-    consumes it."""
-    found = take_parent(record.call_id)
-    if found is None:
+    """The caller's trace context the record's call carried (``None``: a new trace)."""
+    if record.trace_parent is None:
         return None
-    parent, state = found
-    return _context({TRACEPARENT: parent, TRACESTATE: state})
+    return _context({TRACEPARENT: record.trace_parent, TRACESTATE: record.trace_state})
 
 
 class CallSpan:
@@ -151,10 +135,11 @@ class CallSpan:
 
     def end(self, record: CallRecord, attributes: Mapping[str, str] | None = None) -> None:
         """Finish the span with the record's attributes (``error.type``, ids, layer …) and mark
-        the record's call traced, so the sink makes no second span for it.
+        the record :attr:`~airmeter.CallRecord.traced`, so the sink makes no second span for it
+        (call it before handing the record to the meter).
 
         Args:
-            record: the call's record (its ``call_id`` should be set).
+            record: the call's record.
             attributes: more attributes (the gateway's upstream and replica).
         """
         span = self._span
@@ -162,5 +147,4 @@ class CallSpan:
         if not record.ok:
             span.set_status(Status(StatusCode.ERROR))
         span.end()
-        if record.call_id is not None:
-            mark_traced(record.call_id)
+        _mark_traced(record)

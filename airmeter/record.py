@@ -96,6 +96,10 @@ class CallRecord:
     goes to :data:`HOPS_NAMESPACE`): ``upstream_call_id`` is the upstream record's ``call_id``
     and ``upstream_latency_ms`` the upstream's own time, so ``latency_ms -
     upstream_latency_ms`` is what the gateway added.
+    ``trace_parent``/``trace_state`` are the W3C trace context the call's request carried (the
+    parent of the span an OtelSink makes from the record) and ``traced`` says the call's span
+    exists already (the gateway's live span, the SDK's annotated one): the sink makes none.
+    These three never reach the call log.
     """
 
     ts_ms: int
@@ -133,6 +137,9 @@ class CallRecord:
     client_id: str | None = None
     subject: str | None = None
     auth: str | None = None
+    trace_parent: str | None = None
+    trace_state: str | None = None
+    traced: bool = False
 
     def to_log(self) -> dict[str, Any]:
         """The log form: snake_case keys, ``_ts`` and ``layer`` as ``"L1"``…; ``None`` omitted

@@ -24,7 +24,8 @@ class CallInfo(Protocol):
     ``layer`` is the tool's explicit L1-L7 hint (``None``: classify by name and schema);
     ``input_schema`` is the tool's JSON Schema for its arguments (``None`` when unknown: the
     arguments themselves are looked at); ``usage`` is where a handler may put ``tokens_in``,
-    ``tokens_out`` and ``cost``.
+    ``tokens_out`` and ``cost``; ``traceparent``/``tracestate`` are the caller's trace context
+    (:func:`airmeter.trace_context.trace_context_of` reads them from ``params._meta``).
     """
 
     @property
@@ -68,6 +69,15 @@ class CallInfo(Protocol):
 
     @property
     def usage(self) -> MutableMapping[str, Any]: ...
+
+    @property
+    def traceparent(self) -> str | None:
+        """The W3C ``traceparent`` the request carried (``params._meta``), else ``None``: the
+        parent of the call's span (see :mod:`airmeter.trace_context`)."""
+
+    @property
+    def tracestate(self) -> str | None:
+        """The W3C ``tracestate`` that came with :attr:`traceparent`, else ``None``."""
 
 
 class CallSuspended(BaseException):

@@ -82,6 +82,8 @@ class Ctx:
         self.usage: dict[str, Any] = {}
         self.input_schema: dict[str, Any] | None = None
         self.call_id: str | None = None
+        self.traceparent: str | None = None
+        self.tracestate: str | None = None
 
 
 class CountSink:

@@ -243,7 +243,7 @@ async def section_counting(n: int, repeats: int) -> None:
             self.call_id = self.session_id = None
             self.protocol_version, self.transport, self.client_name = "2025-11-25", "pipe", "b"
             self.server_name, self.layer, self.annotations = "bench", None, None
-            self.tool_meta = self.input_schema = None
+            self.tool_meta = self.input_schema = self.traceparent = self.tracestate = None
             self.usage: dict[str, Any] = {}
 
     ctx = Ctx()

@@ -32,7 +32,7 @@ from aircore.protocol.tasks import (
 )
 from airhttp.identity import current_identity
 from airmeter.hops import HOP_META_KEY, METERED_META_KEY
-from airmeter.trace_context import TRACEPARENT, remember_parent
+from airmeter.trace_context import TRACEPARENT, trace_context_of
 
 if TYPE_CHECKING:
     from aircore.types import ServerModel
@@ -113,6 +113,9 @@ class ToolCalls:
             else None
         )
         caps = conn.client_capabilities
+        traceparent = tracestate = None
+        if isinstance(meta, dict) and TRACEPARENT in meta:  # the caller's trace continues here
+            traceparent, tracestate = trace_context_of(meta)
         tasking = (
             CallTasking(self.tasks, available=True, owner=task_owner(conn))
             if is_modern and client_has_tasks(caps)
@@ -137,9 +140,9 @@ class ToolCalls:
             if is_modern
             else conn.log_level,
             tasking=tasking,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
-        if isinstance(meta, dict) and TRACEPARENT in meta:  # the caller's trace continues here
-            remember_parent(ctx.call_id, meta)
         hop = isinstance(meta, dict) and HOP_META_KEY in meta
         if inputs is None:
             return await (self._metered_hop(ctx) if hop else self.server.call_tool_ctx(ctx))

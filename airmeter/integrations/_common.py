@@ -45,6 +45,8 @@ class CallFacts:
     tool_meta: Mapping[str, Any] | None = None
     input_schema: Mapping[str, Any] | None = None
     usage: MutableMapping[str, Any] = field(default_factory=dict)
+    traceparent: str | None = None  # the SDK's own span carries the caller's trace
+    tracestate: str | None = None
 
 
 def _annotate(pending: PendingCall) -> None:

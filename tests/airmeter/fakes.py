@@ -23,6 +23,8 @@ class FakeContext:
         self.input_schema: dict[str, Any] | None = kw.get("input_schema")
         self.meta: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}
+        self.traceparent: str | None = kw.get("traceparent")
+        self.tracestate: str | None = kw.get("tracestate")
 
 
 def handler_returning(value: Any) -> Callable[[Any], Awaitable[Any]]:

@@ -22,7 +22,7 @@ from airmeter import CallRecord, Layer
 from airmeter.errors import MeterConfigError
 from airmeter.otel import OtelSink
 from airmeter.otel_settings import otel_settings
-from airmeter.otel_span import annotate_current_span, was_traced
+from airmeter.otel_span import annotate_current_span
 from airmeter.semconv import DURATION_BUCKETS_S
 from tests.airmeter.otlp_receiver import Receiver, otlp_receiver
 
@@ -303,7 +303,7 @@ def test_a_span_of_something_else_is_not_annotated() -> None:
     with tracer.start_as_current_span("tools/call other", kind=SpanKind.SERVER, attributes=other):
         assert not annotate_current_span(record)
     assert not annotate_current_span(record)  # no span at all
-    assert not was_traced(record)
+    assert not record.traced
     provider.shutdown()
 
 
