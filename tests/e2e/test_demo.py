@@ -159,6 +159,15 @@ def test_the_demo_historys_incident_breaches_the_availability_slo_and_spends_its
     result = subprocess.run(run, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "availability SLO in breach; now exhausted" in result.stderr, result.stderr
+    # what the README says the user then sees: `air meter slo` exits 3, on purpose
+    slo = subprocess.run(air("meter", "slo", "--store", url), capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)  # fmt: skip
+    assert slo.returncode == 3, slo.stderr
+    failing = [line for line in slo.stdout.splitlines() if line.endswith(("exhausted", "breach"))]
+    assert ["air-demo/fetch_url", "availability"] in [line.split()[:2] for line in failing]
+    never = subprocess.run(air("meter", "slo", "--store", url, "--fail-on", "never"),
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
+    assert never.returncode == 0, never.stderr
     argv = air("meter", "report", "--store", url, "--since", "1d", "--format", "json")
     done = subprocess.run(argv, capture_output=True, timeout=120, cwd=tmp_path, check=True)
     classes = set(orjson.loads(done.stdout)["errors_by_class"])
