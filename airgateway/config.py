@@ -32,6 +32,7 @@ __all__ = [
     "GatewayConfig",
     "HealthConfig",
     "ServerConfig",
+    "UpstreamOAuth",
     "load_config",
     "parse_config",
 ]
@@ -46,6 +47,7 @@ DEFAULT_STRATEGY = "least_outstanding"
 DEFAULT_RETRIES = 1
 MAX_RETRIES = 10
 MAX_COUNT = 1000
+DEFAULT_REFRESH_AHEAD_S = 60.0
 STRATEGIES = ("round_robin", "least_outstanding", "p2c_latency", "session_hash")
 TRANSPORTS = ("http", "sse", "stdio")
 PREFIX_SEPARATOR = "__"
@@ -53,6 +55,26 @@ PREFIX_SEPARATOR = "__"
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECRET = re.compile(r"authorization|cookie|token|secret|passw|key", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpstreamOAuth:
+    """The gateway's own OAuth client for one upstream (client credentials grant, RFC 6749
+    §4.4): the token goes upstream, never the caller's."""
+
+    client_id: str
+    client_secret: str
+    token_endpoint: str | None = None
+    """Where tokens come from; else found through ``issuer``'s metadata (RFC 8414 / OIDC)."""
+    issuer: str | None = None
+    scope: str | None = None
+    resource: str | None = None
+    """The RFC 8707 ``resource`` asked for: the upstream's canonical URI (default its url)."""
+    refresh_ahead_s: float = DEFAULT_REFRESH_AHEAD_S
+    """A token is replaced this long before it expires (at most half its lifetime)."""
+
+    def __repr__(self) -> str:  # the secret stays out of logs and tracebacks
+        return f"UpstreamOAuth(client_id={self.client_id!r}, resource={self.resource!r})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +91,10 @@ class ServerConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     headers: Mapping[str, str] = field(default_factory=dict)
     include_drafts: bool = False
+    oauth: UpstreamOAuth | None = None
+    """The gateway's own client-credentials token for this upstream (``http`` only)."""
+    send_caller: bool = False
+    """Pass the caller's identity in ``params._meta["io.air/caller"]`` (opt-in)."""
     line: int = 0
 
     @property
@@ -355,7 +381,11 @@ def _check_commands(config: GatewayConfig, environ: Mapping[str, str]) -> None:
 
 _SERVER_KEYS = (
     "name", "url", "command", "transport", "env", "cwd", "prefix", "timeout_s", "headers",
-    "include_drafts",
+    "include_drafts", "oauth", "send_caller",
+)  # fmt: skip
+_OAUTH_KEYS = (
+    "token_endpoint", "issuer", "client_id", "client_secret", "client_secret_env", "scope",
+    "resource", "refresh_ahead_s",
 )  # fmt: skip
 
 
@@ -403,6 +433,17 @@ def _server(reader: _Reader, node: yaml.Node, key: str, base: Path) -> ServerCon
             raise reader.fail(parts[only][0], f"{key}.{only}", "applies only to a command: server")
     if "headers" in parts and command is not None:
         raise reader.fail(parts["headers"][0], f"{key}.headers", "applies only to a url: server")
+    for only in ("oauth", "send_caller"):
+        if only in parts and transport != "http":
+            raise reader.fail(parts[only][0], f"{key}.{only}", "applies only to an http server")
+    headers: dict[str, str] = _opt(parts, key, "headers", reader.text_map, {})
+    oauth = None
+    if "oauth" in parts:
+        if any(h.lower() == "authorization" for h in headers):
+            raise reader.fail(parts["oauth"][0], f"{key}.oauth",
+                              "give oauth: or an Authorization header, not both")  # fmt: skip
+        assert url is not None
+        oauth = _oauth(reader, parts["oauth"][1], f"{key}.oauth", url)
     prefix = None
     if "prefix" in parts:
         prefix = reader.string(parts["prefix"][1], f"{key}.prefix")
@@ -422,20 +463,71 @@ def _server(reader: _Reader, node: yaml.Node, key: str, base: Path) -> ServerCon
         cwd=cwd,
         prefix=prefix,
         timeout_s=_opt(parts, key, "timeout_s", reader.number, DEFAULT_TIMEOUT_S),
-        headers=_opt(parts, key, "headers", reader.text_map, {}),
+        headers=headers,
         include_drafts=_opt(parts, key, "include_drafts", reader.boolean, False),
+        oauth=oauth,
+        send_caller=_opt(parts, key, "send_caller", reader.boolean, False),
         line=node.start_mark.line + 1,
     )  # fmt: skip
 
 
+def _oauth(reader: _Reader, node: yaml.Node, key: str, url: str) -> UpstreamOAuth:
+    """An upstream's ``oauth:``: ``token_endpoint`` or ``issuer``, ``client_id``, the secret
+    from the environment (``client_secret: {env: NAME}`` or ``client_secret_env: NAME``),
+    ``scope``, ``resource`` (default the url), ``refresh_ahead_s``."""
+    from airhttp.oauth_config import AuthConfigError, checked_url
+
+    p = reader.mapping(node, key, _OAUTH_KEYS)
+    if ("token_endpoint" in p) == ("issuer" in p):
+        raise reader.fail(node, key, "needs exactly one of token_endpoint: or issuer:")
+    if "client_id" not in p:
+        raise reader.fail(node, f"{key}.client_id", "is required")
+    secrets = [k for k in ("client_secret", "client_secret_env") if k in p]
+    if len(secrets) != 1:
+        raise reader.fail(node, f"{key}.client_secret",
+                          "give client_secret: {env: NAME} or client_secret_env: NAME")  # fmt: skip
+    secret_node = p[secrets[0]][1]
+    if secrets[0] == "client_secret" and not isinstance(secret_node, yaml.MappingNode):
+        raise reader.fail(secret_node, f"{key}.client_secret",
+                          "a secret must come from {env: VARIABLE}, not a literal")  # fmt: skip
+    urls: dict[str, str | None] = {}
+    for name in ("token_endpoint", "issuer", "resource"):
+        if name not in p:
+            urls[name] = None
+            continue
+        value = reader.string(p[name][1], f"{key}.{name}")
+        try:
+            urls[name] = checked_url(value, name)
+        except AuthConfigError as exc:
+            raise reader.fail(p[name][1], f"{key}.{name}", str(exc)) from None
+    scope = None
+    if "scope" in p:
+        snode = p["scope"][1]
+        if isinstance(snode, yaml.SequenceNode):
+            scope = " ".join(reader.string(n, f"{key}.scope") for n in reader.sequence(snode, ""))
+        else:
+            scope = reader.string(snode, f"{key}.scope")
+    return UpstreamOAuth(
+        client_id=reader.string(p["client_id"][1], f"{key}.client_id"),
+        client_secret=reader.env_value(secret_node, f"{key}.{secrets[0]}"),
+        token_endpoint=urls["token_endpoint"],
+        issuer=urls["issuer"],
+        scope=scope,
+        resource=urls["resource"] or url,
+        refresh_ahead_s=_opt(p, key, "refresh_ahead_s", reader.number, DEFAULT_REFRESH_AHEAD_S),
+    )
+
+
 def _check_prefixes(reader: _Reader, servers: tuple[ServerConfig, ...], node: yaml.Node) -> None:
-    """Replicas of one name must agree on prefix and drafts (they are one server)."""
+    """Replicas of one name must agree on prefix, drafts and ``send_caller`` (one server)."""
     first: dict[str, ServerConfig] = {}
     for i, server in enumerate(servers):
         seen = first.setdefault(server.name, server)
-        if (seen.prefix, seen.include_drafts) != (server.prefix, server.include_drafts):
+        if (seen.prefix, seen.include_drafts, seen.send_caller) != (
+            server.prefix, server.include_drafts, server.send_caller
+        ):  # fmt: skip
             raise ConfigError(
-                f"replicas of {server.name!r} must share prefix and include_drafts",
+                f"replicas of {server.name!r} must share prefix, include_drafts and send_caller",
                 path=reader.path,
                 line=server.line,
                 key=f"servers[{i}]",

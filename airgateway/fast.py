@@ -109,6 +109,9 @@ class FastPath:
         await gateway.access.admit(client, entry.name)
         as_is = entry.upstream_name == entry.name
         upstream = params if as_is else {**params, "name": entry.upstream_name}
+        with_caller = gateway.caller_params(entry.server, upstream)
+        if with_caller is not upstream:  # the caller's identity added, or a client's own removed
+            upstream, as_is = with_caller, False
         meter = gateway.meter
         call = None
         if meter is not None:

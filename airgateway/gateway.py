@@ -17,7 +17,8 @@ from airgateway._state_keys import request_state_keys
 from airgateway._wire import HOP_HEADER
 from airgateway.access import Access
 from airgateway.balancer import Balancer
-from airgateway.config import ClientConfig, GatewayConfig, ServerConfig
+from airgateway.caller import with_caller
+from airgateway.config import ClientConfig, GatewayConfig, ServerConfig, UpstreamOAuth
 from airgateway.errors import GatewayError
 from airgateway.health import HealthChecker
 from airgateway.index import IndexedTool, Listing, ToolIndex
@@ -32,6 +33,7 @@ from airgateway.shared_health import SharedHealth
 from airgateway.shared_registry import SharedRegistry
 from airgateway.tasks import TaskRoutes, replica_of
 from airgateway.types import JSONDict, MessageHandler, UpstreamClient
+from airgateway.upstream_auth import ClientCredentials
 from airgateway.upstream_http import HttpUpstream
 from airgateway.upstream_sse import SseUpstream
 from airgateway.upstream_stdio import StdioUpstream
@@ -87,6 +89,9 @@ class Gateway:
         """Problems of the configuration worth telling (logged at start, in ``/status``)."""
         self._state_keys = request_state_keys(config.servers, self.warnings)
         self.index = ToolIndex(config.servers)
+        self._credentials: dict[UpstreamOAuth, ClientCredentials] = {}
+        """The gateway's own OAuth tokens, one per ``oauth:`` section (replicas share one)."""
+        self._send_caller = frozenset(s.name for s in config.servers if s.send_caller)
         groups: dict[str, list[Replica]] = {}
         self._groups = groups
         for server in config.servers:
@@ -148,7 +153,18 @@ class Gateway:
             return SseUpstream(
                 label, server.url, headers=headers, listener=self._upstream_notification
             )
-        return HttpUpstream(label, server.url, headers=headers)
+        credentials = None
+        if server.oauth is not None:
+            credentials = self._credentials.get(server.oauth)
+            if credentials is None:
+                credentials = ClientCredentials(server.oauth, label=server.name)
+                self._credentials[server.oauth] = credentials
+        return HttpUpstream(label, server.url, headers=headers, credentials=credentials)
+
+    def caller_params(self, server: str, params: JSONDict) -> JSONDict:
+        """``params`` as ``server`` gets them: the caller's identity in ``_meta`` if it asked
+        for it (``send_caller``), never a client's own ``io.air/caller``."""
+        return with_caller(params, send=server in self._send_caller)
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -201,6 +217,8 @@ class Gateway:
         await asyncio.gather(*retiring, return_exceptions=True)
         closing = [*self.router.all(), *retiring.values()]
         await asyncio.gather(*(r.client.close() for r in closing), return_exceptions=True)
+        await asyncio.gather(*(c.close() for c in self._credentials.values()),
+                             return_exceptions=True)  # fmt: skip
         if self.meter is not None:
             await self.meter.stop()
 
@@ -230,6 +248,7 @@ class Gateway:
         kept, new, removed = diff_entries(own, config.servers)
         self.config = replace(self.config, servers=config.servers, path=config.path,
                               fleet_servers=config.fleet_servers)  # fmt: skip
+        self._send_caller = frozenset(s.name for s in config.servers if s.send_caller)
         self.warnings = []
         keys = request_state_keys(config.servers, self.warnings)
         self._state_keys = {name: self._state_keys.get(name, key) for name, key in keys.items()}
@@ -429,7 +448,7 @@ class Gateway:
         entry = self.tool(params.get("name"))
         self.access.check(client, entry.name)
         await self.access.admit(client, entry.name)
-        upstream = {**params, "name": entry.upstream_name}
+        upstream = self.caller_params(entry.server, {**params, "name": entry.upstream_name})
         picked: list[Replica] = []
         meter = self.meter
         if meter is None:
@@ -512,6 +531,7 @@ class Gateway:
         on_message: MessageHandler | None = None,
     ) -> JSONDict:
         """Send a read-only request (``resources/read``, ``prompts/get`` …) to a server."""
+        params = self.caller_params(server, params)
         return await self.router.send(
             server, method, params, retry_safe=True, session_key=session_key, on_message=on_message
         )

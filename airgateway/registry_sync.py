@@ -109,7 +109,7 @@ class RegistrySync:
         for server in config.servers:
             self._adoptable.setdefault(server.name, server)
         for server in config.servers:
-            if server.headers:  # its replicas need secrets: none is taken from the store
+            if server.headers or server.oauth is not None:  # secrets: none go to store URLs
                 self._adoptable.pop(server.name, None)
 
     async def publish(self) -> None:

@@ -63,7 +63,8 @@ class SharedHealth:
         """Whether the replica's health is shared: a network upstream (not a child process)
         reached without ``headers`` (one reached with credentials may answer this gateway
         and refuse another: its health is this gateway's own)."""
-        return replica.config.transport != "stdio" and not replica.config.headers
+        config = replica.config
+        return config.transport != "stdio" and not config.headers and config.oauth is None
 
     async def mark(self, replica: Replica, error: str) -> None:
         """Say (or say again) that this gateway's checks find the replica down (unless it

@@ -131,9 +131,9 @@ def publishable(servers: Sequence[ServerConfig]) -> dict[str, list[Published]]:
     for server in servers:
         if server.transport not in _NETWORK or server.url is None:
             continue
-        if server.headers:
-            logger.info("%s is not published in the registry: it carries headers no other "
-                        "gateway has", server.name)  # fmt: skip
+        if server.headers or server.oauth is not None:
+            logger.info("%s is not published in the registry: it carries headers or oauth "
+                        "credentials no other gateway has", server.name)  # fmt: skip
             continue
         problem = url_problem(server.url, allow_remote=True)
         if problem is not None:

@@ -33,6 +33,7 @@ from airgateway.errors import (
     UpstreamUnavailableError,
 )
 from airgateway.types import JSONDict, MessageHandler
+from airgateway.upstream_auth import ClientCredentials
 
 __all__ = ["DEFAULT_POOL_SIZE", "HttpUpstream", "encode_header"]
 
@@ -63,6 +64,8 @@ class HttpUpstream:
         headers: extra headers on every request (secrets already resolved).
         pool_size: idle keep-alive connections kept at most.
         handshake_timeout: seconds for the handshake.
+        credentials: the gateway's own OAuth token for this upstream (``Authorization`` on
+            every request; on a 401 a new token is fetched and the request sent once more).
     """
 
     def __init__(
@@ -73,8 +76,10 @@ class HttpUpstream:
         headers: Mapping[str, str] | None = None,
         pool_size: int = DEFAULT_POOL_SIZE,
         handshake_timeout: float = 10.0,
+        credentials: ClientCredentials | None = None,
     ) -> None:
         self.label = label
+        self.credentials = credentials
         self.url = url
         self.era: str | None = None
         fixed = {"Content-Type": "application/json", "Accept": _ACCEPT, **(headers or {})}
@@ -151,9 +156,7 @@ class HttpUpstream:
         headers = self._request_headers(method, params)
         try:
             async with asyncio.timeout(timeout):
-                resp = await self._pool.request(
-                    "POST", body, headers, resend=method not in _NOT_RESENT
-                )
+                resp = await self._post(body, headers, resend=method not in _NOT_RESENT)
                 if method == "initialize" and _SESSION in resp.headers:
                     self._sid = resp.headers[_SESSION]
                 if resp.body is None:
@@ -201,7 +204,7 @@ class HttpUpstream:
         }
         try:
             async with asyncio.timeout(timeout):
-                resp = await self._pool.request("POST", body, headers, resend=resend)
+                resp = await self._post(body, headers, resend=resend)
                 if resp.body is None:  # an SSE answer: the response is one of its events
                     async for _name, data in events(resp.lines()):
                         raw = data.encode()
@@ -218,6 +221,21 @@ class HttpUpstream:
             ) from None
         except (ConnectFailedError, ConnectionLostError) as exc:
             raise self._unavailable(exc) from exc
+
+    async def _post(self, body: bytes, headers: dict[str, str], *, resend: bool) -> Response:
+        """POST with the gateway's own token when it has credentials; a 401 (the token expired
+        or was revoked upstream: nothing ran) gets one more try with a new token."""
+        if self.credentials is None:
+            return await self._pool.request("POST", body, headers, resend=resend)
+        for attempt in (1, 2):
+            header = await self.credentials.header()
+            resp = await self._pool.request(
+                "POST", body, {**headers, "Authorization": header}, resend=resend
+            )
+            if resp.status != 401 or attempt == 2 or resp.body is None:
+                return resp
+            self.credentials.refused(header)
+        raise AssertionError("unreachable")
 
     def _unavailable(
         self, exc: ConnectFailedError | ConnectionLostError
@@ -294,7 +312,7 @@ class HttpUpstream:
         headers = self._request_headers("", {})
         try:
             async with asyncio.timeout(self._timeout):
-                await self._pool.request("POST", orjson.dumps(message), headers, resend=True)
+                await self._post(orjson.dumps(message), headers, resend=True)
         except Exception as exc:  # best effort: the call fails on its own if this mattered
             logger.debug("%s: could not send %s: %s", self.label, message.get("method"), exc)
 
@@ -310,7 +328,10 @@ class HttpUpstream:
         if self._sid is not None:
             try:
                 async with asyncio.timeout(2):
-                    await self._pool.request("DELETE", b"", {"Mcp-Session-Id": self._sid})
+                    headers = {"Mcp-Session-Id": self._sid}
+                    if self.credentials is not None:
+                        headers["Authorization"] = await self.credentials.header()
+                    await self._pool.request("DELETE", b"", headers)
             except Exception:
                 logger.debug("%s: DELETE of the session failed", self.label)
         self._closed = True

@@ -7,12 +7,9 @@ configuration errors."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +20,7 @@ import pytest
 from airgateway.config import parse_config
 from airgateway.errors import ConfigError
 from tests.airgateway.procs import air, free_port, started
+from tests.airgateway.recorder import Recorder
 from tests.airhttp.oauth_client import oauth_client, signing_keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,46 +125,6 @@ def test_an_oauth_caller_is_the_first_entry_its_claims_fit() -> None:
 
 
 # ---- end to end ----------------------------------------------------------------------------
-class Recorder:
-    """A TCP proxy in front of the upstream keeping every byte the gateway sends it."""
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self.sent = bytearray()
-        self.lock = threading.Lock()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.target))
-            threading.Thread(target=self._pipe, args=(conn, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, conn, False), daemon=True).start()
-
-    def _pipe(self, src: socket.socket, dst: socket.socket, record: bool) -> None:
-        try:
-            while data := src.recv(65536):
-                if record:
-                    with self.lock:
-                        self.sent += data
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for sock in (src, dst):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 class World:
     def __init__(self, issuer: str, url: str, data: Path, recorder: Recorder) -> None:
         self.issuer = issuer
