@@ -17,7 +17,7 @@ from typing import Any
 
 from airstore.settings import store_settings
 
-__all__ = ["FilePut", "MemPut", "disabled", "file_put", "mem_put", "speedups"]
+__all__ = ["FilePut", "MemPut", "disabled", "file_put", "mem_put", "on_switch", "speedups"]
 
 
 def _load() -> ModuleType | None:
@@ -62,14 +62,29 @@ mem_put: MemPut | None = None if speedups is None else speedups.mem_put
 nothing (take the Python path)."""
 
 
+_switches: list[Callable[[bool], None]] = []
+
+
+def on_switch(choose: Callable[[bool], None]) -> None:
+    """Have ``choose(on)`` pick an implementation now (``on``: the speedups are loaded) and
+    again whenever :func:`disabled` turns them off and back on (``_kvput`` binds its put so)."""
+    _switches.append(choose)
+    choose(file_put is not None)
+
+
 @contextlib.contextmanager
 def disabled() -> Iterator[None]:
     """The pure-Python paths for a while (the tests' ``-py`` rows and the benches' "pure Python"
-    columns): ``file_put`` and ``mem_put`` are ``None`` inside, what they were after."""
+    columns): ``file_put`` and ``mem_put`` are ``None`` inside, what they were after, and every
+    implementation chosen through :func:`on_switch` is the Python one."""
     global file_put, mem_put
     saved = file_put, mem_put
     file_put = mem_put = None
+    for choose in _switches:
+        choose(False)
     try:
         yield
     finally:
         file_put, mem_put = saved
+        for choose in _switches:
+            choose(file_put is not None)

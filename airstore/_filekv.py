@@ -1,7 +1,8 @@
 """The key-value part of a FileStore: namespaces loaded on first use, sets, counters, reads.
 
 :class:`airstore.FileStore` holds one over its directory state (``_dirstate``) beside the log
-part; see ``_kvspace`` for how keys reach the shared journal.
+part; a key is put by ``_kvput.put`` (the one way), and ``_kvspace`` says how keys reach the
+shared journal.
 """
 
 from __future__ import annotations
@@ -9,43 +10,22 @@ from __future__ import annotations
 import asyncio
 import builtins
 
-import orjson
-
-from airstore import _accel
+from airstore import _kvput
 from airstore._dirstate import DirState
 from airstore._kvspace import MISSING, KVSpace
 from airstore._persist import INLINE_WRITE_BYTES
 from airstore._validate import (
-    JSON_OPTS,
-    MAX_KEY_LENGTH,
     check_by,
     check_counter,
     check_key,
     check_namespace,
     check_prefix,
     check_ttl,
-    encode_value,
 )
 from airstore.errors import StorageIOError
 from airstore.types import JSONValue
 
 __all__ = ["FileKeys"]
-
-_dumps = orjson.dumps
-_N = ord("n")  # every ``null`` holds this byte
-_DASH = ord("-")  # every uuid.UUID's text holds four
-RECORD_OPTS = JSON_OPTS | orjson.OPT_PASSTHROUGH_SUBCLASS
-
-
-def _record(ns: str, key: str, value: JSONValue) -> bytes:
-    """``[key,value]`` for what the one-call encoding refused: a typed error for a bad key or
-    value, else the record (a subclass of a JSON type written as that type).
-
-    Raises:
-        InvalidKeyError, InvalidValueError: the key or the value cannot be stored.
-    """
-    check_key(ns, key)
-    return b"[%b,%b]" % (_dumps(key), encode_value(ns, key, value))
 
 
 class FileKeys:
@@ -126,54 +106,24 @@ class FileKeys:
                 bad input; nothing is changed.
             ReadOnlyStoreError: the store is read-only.
         """
-        persist = self._dir.write_ok
+        state = self._dir
+        persist = state.write_ok
         if persist is None:
-            persist = self._dir.writer()
+            persist = state.writer()
         try:
             space = self.spaces[ns]
         except (KeyError, TypeError):  # not loaded yet, or unhashable: _space names it
             space = None
         if space is None:
             space = await self.space(ns)
-        fast = _accel.file_put
+        if ttl is None and state.default_ttl is None:
+            exp = None
+        else:
+            seconds = state.default_ttl if ttl is None else check_ttl(ttl)
+            exp = None if seconds is None else state.clock() + seconds
+        _kvput.put(space, key, value, exp)  # validates first: bad input changes nothing
         pending = space.journal.pending
-        if (
-            fast is not None
-            and ttl is None
-            and self._dir.default_ttl is None
-            and fast(key, value, space.items, space.entries, space.expires, pending, MAX_KEY_LENGTH)
-        ):
-            pass  # the C speedups did the TTL-less branch below in one call
-        else:  # every case, also one the speedups declined (False: they changed nothing)
-            if type(key) is not str or not key or len(key) > MAX_KEY_LENGTH:
-                check_key(ns, key)  # raises
-            try:
-                # The record [key,value] in one call, which also validates both (a lone
-                # surrogate in the key fails here; a subclass of str, int, dict or list, which
-                # orjson would write as its base type, goes the checked way).
-                record = _dumps((key, value), None, RECORD_OPTS)
-            except TypeError:
-                record = _record(ns, key, value)
-            # NaN/Infinity hide behind null: check properly. An "n" byte (one memchr) must be
-            # there first; ``bytes.find`` alone costs four times as much. The value starts
-            # after the key (at least len(key) + 4 bytes in).
-            if (_N in record and record.find(b"null", len(key) + 3) >= 0) or (
-                _DASH in record and record.count(_DASH, len(key) + 3) > 3
-            ):  # and a uuid.UUID behind a string with four "-"
-                encode_value(ns, key, value)
-            if ttl is None and self._dir.default_ttl is None:  # KVSpace.put's hot path, inlined
-                # A copy of exact size: orjson's own bytes object keeps its whole buffer.
-                line = record + b"\n"
-                space.items[key] = value
-                space.entries[key] = line
-                if space.expires:
-                    space.expires.pop(key, None)
-                pending += line
-            else:
-                seconds = self._dir.default_ttl if ttl is None else check_ttl(ttl)
-                now = self._dir.clock()
-                space.put(key, value, record, None if seconds is None else now + seconds, now)
-        if self._dir.sync:
+        if state.sync:
             await persist.written(pending)
         elif persist.drain_handle is None or len(pending) >= INLINE_WRITE_BYTES:
             persist.schedule(pending)
@@ -207,7 +157,7 @@ class FileKeys:
                 else:
                     value = check_counter(ns, key, current, by)
                     exp = space.expires.get(key)
-                space.put(key, value, b"[%b,%d]" % (_dumps(key), value), exp, now)
+                _kvput.put(space, key, value, exp)
                 space.append_locked()
         except OSError as exc:
             persist.write_failed(exc)  # nothing of it stays pending: it must not land later

@@ -22,7 +22,7 @@ import orjson
 from airstore import _platform
 from airstore._aread import read_file, read_whole
 from airstore._atomic import temp_path, write_file
-from airstore._compaction import Compaction, set_line
+from airstore._compaction import Compaction
 from airstore._filenames import journal_path, snapshot_path
 from airstore._format import FORMAT
 from airstore._journal import DAMAGED_HEADER, Journal
@@ -368,21 +368,12 @@ class KVSpace(Compaction):
                 return MISSING
         return value
 
-    def put(self, key: str, value: Any, record: bytes, exp: float | None, now: float) -> None:
-        """Set ``key`` (with an expiry or none) in memory and in the pending records; sweep
-        what has expired. ``record`` is ``[key,value]`` as encoded by the caller, without a
-        newline. (``FileKeys.set`` inlines the case without expiry: the hot path.)"""
-        self.items[key] = value
-        line = set_line(record, exp)
-        if exp is None:
-            if self.expires:
-                self.expires.pop(key, None)
-        else:
-            self.expires[key] = exp
-            heapq.heappush(self.expiry, (exp, key))
-        self.entries[key] = line
-        self.journal.pending += line
-        if self.expiry and self.expiry[0][0] <= now:
+    def expire_at(self, key: str, exp: float) -> None:
+        """Give ``key``, just put (``_kvput.put``), the expiry ``exp``; forget what has expired."""
+        self.expires[key] = exp
+        heapq.heappush(self.expiry, (exp, key))
+        now = self._clock()
+        if self.expiry[0][0] <= now:
             self.sweep(now)
 
     def delete(self, key: str, now: float) -> bool | None:

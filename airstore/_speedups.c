@@ -1,5 +1,9 @@
 /* airstore._speedups: the KV set hot path of MemoryStore and FileStore in C.
  *
+ * FileStore's: ``bind_put`` makes the C implementation of the one put of a key
+ * (airstore/_kvput.py) from its Python implementation, to which it hands what it declines;
+ * ``file_put`` is its kernel on its own. MemoryStore's: ``mem_put``.
+ *
  * Optional. The build compiles it where a C compiler is found; without it airstore runs the
  * same paths in Python (airstore/_accel.py picks). Each function takes only the common case:
  * exact dict/list/str/int/float/bool/None values, ASCII strings, at most MAX_DEPTH levels and
@@ -174,38 +178,30 @@ static int put_line(Buf *b, PyObject *key, PyObject *value) {
     return put_char(b, ']') || put_char(b, '\n');
 }
 
-/* file_put(key, value, items, entries, expires, pending, max_key) -> bool
- *
- * FileStore's set without a TTL: the journal line [key,value]\n appended to ``pending``,
+/* The put of a TTL-less key: the journal line [key,value]\n appended to ``pending``,
  * ``items[key] = value``, ``entries[key] = line`` and the key's expiry, if it had one, dropped
- * from ``expires``. False (nothing changed) when the key or value is outside the fast path.
+ * from ``expires``. 1: done; 0: the key or value is outside the fast path, nothing changed;
+ * -1: an error is set (a wrong argument type, out of memory, a pending buffer held by a view).
  */
-static PyObject *file_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "file_put takes 7 arguments");
-        return NULL;
-    }
-    PyObject *key = args[0], *value = args[1], *items = args[2], *entries = args[3];
-    PyObject *expires = args[4], *pending = args[5];
+static int put_kernel(PyObject *key, PyObject *value, PyObject *items, PyObject *entries,
+                      PyObject *expires, PyObject *pending, Py_ssize_t max_key) {
     if (!PyDict_CheckExact(items) || !PyDict_CheckExact(entries) ||
         !PyDict_CheckExact(expires) || !PyByteArray_CheckExact(pending)) {
         PyErr_SetString(PyExc_TypeError, "file_put: items, entries, expires must be dicts "
                                          "and pending a bytearray");
-        return NULL;
+        return -1;
     }
-    Py_ssize_t max_key = PyLong_AsSsize_t(args[6]);
-    if (max_key == -1 && PyErr_Occurred()) return NULL;
-    if (!key_ok(key, max_key)) Py_RETURN_FALSE;
+    if (!key_ok(key, max_key)) return 0;
     char buf[BUF_SIZE];
     Buf b = {buf, buf + BUF_SIZE};
-    if (put_line(&b, key, value)) Py_RETURN_FALSE;
+    if (put_line(&b, key, value)) return 0;
     Py_ssize_t n = b.p - buf;
     PyObject *line = PyBytes_FromStringAndSize(buf, n);
-    if (line == NULL) return NULL;
+    if (line == NULL) return -1;
     Py_ssize_t old = PyByteArray_GET_SIZE(pending);
     if (PyByteArray_Resize(pending, old + n) < 0) { /* e.g. a memoryview holds it */
         Py_DECREF(line);
-        return NULL;
+        return -1;
     }
     memcpy(PyByteArray_AS_STRING(pending) + old, buf, (size_t)n);
     /* An exact str key: hashing and comparing it runs no Python code. */
@@ -213,7 +209,7 @@ static PyObject *file_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
     if (had_expiry < 0 || PyDict_SetItem(items, key, value) < 0) {
         (void)PyByteArray_Resize(pending, old); /* shrinking what we grew: no line without its key */
         Py_DECREF(line);
-        return NULL;
+        return -1;
     }
     if (PyDict_SetItem(entries, key, line) < 0) {
         /* Out of memory half-way: the value is in memory and its line queued. Drop the key's
@@ -223,11 +219,90 @@ static PyObject *file_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         if (PyDict_DelItem(entries, key) < 0) PyErr_Clear();
         PyErr_Restore(type, exc, tb);
         Py_DECREF(line);
-        return NULL;
+        return -1;
     }
     Py_DECREF(line);
-    if (had_expiry && PyDict_DelItem(expires, key) < 0) return NULL;
-    Py_RETURN_TRUE;
+    if (had_expiry && PyDict_DelItem(expires, key) < 0) return -1;
+    return 1;
+}
+
+/* file_put(key, value, items, entries, expires, pending, max_key) -> bool
+ *
+ * The kernel above on its own: True when it put the key, False (nothing changed) when the key
+ * or value is outside the fast path.
+ */
+static PyObject *file_put(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "file_put takes 7 arguments");
+        return NULL;
+    }
+    Py_ssize_t max_key = PyLong_AsSsize_t(args[6]);
+    if (max_key == -1 && PyErr_Occurred()) return NULL;
+    int r = put_kernel(args[0], args[1], args[2], args[3], args[4], args[5], max_key);
+    if (r < 0) return NULL;
+    return PyBool_FromLong(r);
+}
+
+/* Attribute names of a namespace (airstore._kvspace.KVSpace) that the bound put reads. */
+static PyObject *s_items, *s_entries, *s_expires, *s_journal, *s_pending;
+
+/* The put of airstore/_kvput.py, bound by bind_put: put(space, key, value, exp) -> None.
+ * ``self`` is the tuple (python_put, max_key). A TTL-less put the kernel takes is done here;
+ * everything else (an expiry, a value the kernel declines: it changed nothing) is handed to
+ * python_put with the same arguments, which raises the typed error or puts what C leaves out.
+ */
+static PyObject *bound_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "put takes 4 arguments (space, key, value, exp)");
+        return NULL;
+    }
+    if (args[3] == Py_None) {
+        Py_ssize_t max_key = PyLong_AsSsize_t(PyTuple_GET_ITEM(self, 1));
+        if (max_key == -1 && PyErr_Occurred()) return NULL;
+        PyObject *space = args[0];
+        PyObject *items = NULL, *entries = NULL, *expires = NULL, *journal = NULL;
+        PyObject *pending = NULL;
+        int r = -1;
+        if ((items = PyObject_GetAttr(space, s_items)) != NULL &&
+            (entries = PyObject_GetAttr(space, s_entries)) != NULL &&
+            (expires = PyObject_GetAttr(space, s_expires)) != NULL &&
+            (journal = PyObject_GetAttr(space, s_journal)) != NULL &&
+            (pending = PyObject_GetAttr(journal, s_pending)) != NULL)
+            r = put_kernel(args[1], args[2], items, entries, expires, pending, max_key);
+        Py_XDECREF(items);
+        Py_XDECREF(entries);
+        Py_XDECREF(expires);
+        Py_XDECREF(journal);
+        Py_XDECREF(pending);
+        if (r < 0) return NULL;
+        if (r) Py_RETURN_NONE;
+    }
+    return PyObject_Vectorcall(PyTuple_GET_ITEM(self, 0), args, (size_t)nargs, NULL);
+}
+
+static PyMethodDef bound_put_def = {
+    "put", (PyCFunction)(void (*)(void))bound_put, METH_FASTCALL,
+    "put(space, key, value, exp): airstore._kvput's put, its common case in C."};
+
+/* bind_put(python_put, max_key) -> put: the C implementation of the one put of a FileStore key
+ * (airstore/_kvput.py), with the same signature as python_put, to which it hands what it
+ * declines. */
+static PyObject *bind_put(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyCallable_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "bind_put takes (python_put, max_key)");
+        return NULL;
+    }
+    PyObject *self = PyTuple_Pack(2, args[0], args[1]);
+    if (self == NULL) return NULL;
+    PyObject *name = PyModule_GetNameObject(module);
+    if (name == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    PyObject *put = PyCFunction_NewEx(&bound_put_def, self, name);
+    Py_DECREF(name);
+    Py_DECREF(self);
+    return put;
 }
 
 /* mem_put(key, value, items, max_key) -> bool
@@ -273,6 +348,8 @@ static PyMethodDef methods[] = {
      "FileStore's TTL-less set in one call; False: take the Python path."},
     {"mem_put", (PyCFunction)(void (*)(void))mem_put, METH_FASTCALL,
      "MemoryStore's TTL-less set in one call; False: take the Python path."},
+    {"bind_put", (PyCFunction)(void (*)(void))bind_put, METH_FASTCALL,
+     "bind_put(python_put, max_key): the one put of a FileStore key, its common case in C."},
     {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
      "The journal line file_put writes, or None outside the fast path."},
     {NULL, NULL, 0, NULL},
@@ -287,6 +364,12 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__speedups(void) {
+    if ((s_items = PyUnicode_InternFromString("items")) == NULL ||
+        (s_entries = PyUnicode_InternFromString("entries")) == NULL ||
+        (s_expires = PyUnicode_InternFromString("expires")) == NULL ||
+        (s_journal = PyUnicode_InternFromString("journal")) == NULL ||
+        (s_pending = PyUnicode_InternFromString("pending")) == NULL)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "BUF_SIZE", BUF_SIZE) < 0 ||
