@@ -10,6 +10,7 @@ start instead of by a slower server.
 from __future__ import annotations
 
 import contextlib
+import logging
 import warnings
 from collections.abc import Callable, Iterator
 from types import ModuleType
@@ -18,6 +19,11 @@ from typing import Any
 from airstore.settings import store_settings
 
 __all__ = ["FilePut", "MemPut", "disabled", "file_put", "mem_put", "on_switch", "speedups"]
+
+logger = logging.getLogger(__name__)
+
+
+_NEEDED = ("bind_put", "file_put", "mem_put")  # what this release calls in the extension
 
 
 def _load() -> ModuleType | None:
@@ -41,6 +47,20 @@ def _load() -> ModuleType | None:
                 "compiler and the Python headers (Debian: apt-get install gcc python3-dev), "
                 "then reinstall air-mcp"
             ) from exc
+        return None
+    if not all(hasattr(_speedups, name) for name in _NEEDED):
+        # A module an earlier build left in the tree (an editable install not rebuilt since
+        # _speedups.c changed): its functions are not the ones this code calls.
+        if mode == "require":
+            raise ImportError(
+                "AIR_SPEEDUPS=require, but airstore's C speedups are out of date (built from an "
+                f"earlier _speedups.c: {_speedups.__file__}): reinstall air-mcp (make install)"
+            )
+        logger.warning(
+            "airstore: the C speedups in %s are out of date (reinstall air-mcp: make install); "
+            "running the Python paths",
+            _speedups.__file__,
+        )
         return None
     return _speedups
 

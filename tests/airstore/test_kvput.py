@@ -198,3 +198,35 @@ async def test_a_set_and_an_incr_go_through_the_put_chosen(tmp_path: Path) -> No
     assert forms[True] == b'["f",0.00001]\n'
     if NATIVE:
         assert forms[False] == b'["f",1e-05]\n'
+
+
+def test_an_out_of_date_build_of_the_speedups_runs_the_python_put_or_fails_on_require() -> None:
+    """An editable install not rebuilt since ``_speedups.c`` changed leaves a module without
+    ``bind_put``: airstore imports and runs the Python paths (saying so), or refuses under
+    ``AIR_SPEEDUPS=require``."""
+    stale = (
+        "import sys, types; old = types.ModuleType('airstore._speedups'); "
+        "old.__file__ = 'old.so'; old.file_put = old.mem_put = print; "
+        "sys.modules['airstore._speedups'] = old; "
+        "from airstore import _accel, _kvput; "
+        "print(_accel.speedups, _kvput.put is _kvput.python_put)"
+    )
+
+    def run(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", stale],
+            cwd=ROOT,
+            env={**os.environ, "AIR_SPEEDUPS": mode},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    auto = run("auto")
+    assert auto.returncode == 0, auto.stderr
+    assert auto.stdout.split() == ["None", "True"]
+    assert "out of date" in auto.stderr
+    required = run("require")
+    assert required.returncode != 0
+    assert "AIR_SPEEDUPS=require, but airstore's C speedups are out of date" in required.stderr
