@@ -69,7 +69,7 @@ $(WRK_STAMP): | $(BIN)/python
 wrk: $(WRK_STAMP)
 
 # Every benchmark program: ours beside the peers, tables with ratios (several minutes in all).
-BENCHES := store_bench kv_instructions_bench flush_bench backends_bench mcp_bench meter_bench meter_slo_bench otel_bench dashboard_bench definitions_bench gateway_bench fleet_bench auth_bench
+BENCHES := store_bench kv_instructions_bench flush_bench backends_bench mcp_bench meter_bench meter_slo_bench otel_bench dashboard_bench definitions_bench gateway_bench fleet_bench auth_bench auth_http_bench
 bench: $(STAMP) $(SYSDEPS_STAMP) $(WRK_STAMP)
 	@for b in $(BENCHES); do echo "==> bench/$$b.py"; $(BIN)/python bench/$$b.py || exit 1; done
 

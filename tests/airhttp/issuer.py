@@ -1,6 +1,7 @@
 """A small, controllable authorization server for the resource-server tests.
 
-It serves RFC 8414 metadata, a JWKS and an RFC 7662 introspection endpoint on a free
+It serves RFC 8414 metadata, a JWKS, a client-credentials token endpoint and an RFC 7662
+introspection endpoint on a free
 127.0.0.1 port (aiohttp), mints tokens with ``joserfc`` and can misbehave on demand: down (503),
 slow, garbage, or with rotated keys. The end-to-end tests use the real ``oidc-provider`` too
 (``tests/airhttp/test_oidc_provider.py``); this one exists for the failure cases a real server
@@ -41,6 +42,8 @@ class Issuer:
         self.html_rfc8414 = False  # the RFC 8414 path answers an HTML page (a proxied app)
         self.jwks_uri = ""  # another jwks_uri in the metadata
         self.active_tokens: dict[str, dict[str, Any]] = {}
+        self.token_requests = 0
+        self.token_lifetime = 3600
 
     def rotate(self) -> None:
         """Replace the keys: a new ``kid``; tokens of the old keys stop verifying."""
@@ -127,6 +130,25 @@ class Issuer:
         await stream.write_eof()
         return stream
 
+    async def token_endpoint(self, request: web.Request) -> web.Response:
+        """Client credentials (RFC 6749 §4.4): any client whose secret is ``<id>-secret``; the
+        token is for the form's ``resource`` (RFC 8707) with its ``scope``."""
+        import base64
+        from urllib.parse import unquote
+
+        self.token_requests += 1
+        form = await request.post()
+        basic = request.headers.get("authorization", "").removeprefix("Basic ")
+        client, _, secret = base64.b64decode(basic).decode().partition(":")
+        client, secret = unquote(client), unquote(secret)
+        if form.get("grant_type") != "client_credentials" or secret != f"{client}-secret":
+            return web.json_response({"error": "invalid_client"}, status=401)
+        token = self.token(resource=str(form.get("resource", "")), scope=str(form.get("scope", "")),
+                           lifetime=self.token_lifetime, client_id=client, sub=client)  # fmt: skip
+        return web.json_response(
+            {"access_token": token, "token_type": "Bearer", "expires_in": self.token_lifetime}
+        )
+
     async def introspect(self, request: web.Request) -> web.Response:
         form = await request.post()
         claims = self.active_tokens.get(str(form.get("token", "")))
@@ -144,6 +166,7 @@ async def running_issuer() -> AsyncIterator[Issuer]:
     app.router.add_get("/.well-known/openid-configuration", issuer.metadata)
     app.router.add_get("/jwks", issuer.jwks)
     app.router.add_post("/introspect", issuer.introspect)
+    app.router.add_post("/token", issuer.token_endpoint)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
