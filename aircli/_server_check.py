@@ -19,7 +19,7 @@ from aircore.definitions import (
     build_manifest,
 )
 from aircore.definitions.binding import ToolSpec, bind_tools, check_tools
-from aircore.definitions.plugin import apply_definition, tool_spec
+from aircore.definitions.plugin import apply_definition, tool_spec, tools_as_registered
 from aircore.errors import DefinitionError
 from aircore.server import AirServer
 from aircore.tool import Tool
@@ -35,14 +35,7 @@ __all__ = [
 
 def registered_tools(server: AirServer) -> dict[str, Tool]:
     """The server's tools as registered, before any definition was applied (disabled ones too)."""
-    originals: dict[str, Tool] = {}
-    for plugin in server.plugins:  # tools as registered, before the plugin applied definitions
-        state = getattr(plugin, "options", {}).get("state")
-        originals.update(getattr(state, "originals", {}))
-    tools = {name: originals.get(name, tool) for name, tool in server.tools.items()}
-    for name, tool in originals.items():
-        tools.setdefault(name, tool)  # disabled tools were removed from server.tools
-    return tools
+    return tools_as_registered(server.plugins, server.tools)
 
 
 def _paired(

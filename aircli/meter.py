@@ -152,7 +152,7 @@ async def _open(url: str) -> Store:
 
 async def _elsewhere(args: argparse.Namespace) -> list[tuple[str, Snapshot]]:
     """Every other registered data location with calls in the window, and its snapshot."""
-    if not getattr(args, "everywhere", False):
+    if not args.everywhere:  # set by _run: no --store, the snapshot report
         return []
     here = args.store.removeprefix("file://")
     found: list[tuple[str, Snapshot]] = []

@@ -124,6 +124,7 @@ EXPECTED = {
         "render_description",
         "render_meta",
         "render_tool",
+        "tools_as_registered",
     ],
     "aircore": [
         "AirError",

@@ -19,7 +19,7 @@ from aircore.definitions.loader import (
 from aircore.definitions.manifest import build_manifest, dump_manifest, manifest_from_definitions
 from aircore.definitions.meta import is_registered, meta_value
 from aircore.definitions.model import ToolDefinition, ToolDescription
-from aircore.definitions.plugin import definitions_plugin
+from aircore.definitions.plugin import definitions_plugin, tools_as_registered
 from aircore.definitions.render import render_description, render_meta, render_tool
 from aircore.definitions.rules import check_file, check_files, check_pairing
 from aircore.definitions.types import Problem
@@ -51,4 +51,5 @@ __all__ = [
     "render_description",
     "render_meta",
     "render_tool",
+    "tools_as_registered",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,13 @@ from aircore.plugins import Plugin
 from aircore.tool import Tool
 from aircore.validation import SchemaValidator
 
-__all__ = ["PLUGIN_NAME", "apply_definition", "definitions_plugin", "tool_spec"]
+__all__ = [
+    "PLUGIN_NAME",
+    "apply_definition",
+    "definitions_plugin",
+    "tool_spec",
+    "tools_as_registered",
+]
 
 PLUGIN_NAME = "air-definitions"
 """``meta.name`` of the definitions plugin."""
@@ -183,3 +189,26 @@ def definitions_plugin(directory: str | Path, *, config: GateConfig | None = Non
         on_tool_register=state.on_tool_register,
         options={"directory": str(directory), "state": state},
     )
+
+
+def tools_as_registered(plugins: Iterable[object], tools: Mapping[str, Tool]) -> dict[str, Tool]:
+    """A server's tools as registered, before a definitions plugin applied its definitions
+    (the tools its definitions disable too): what ``air check`` and ``air migrate`` pair with
+    the definition files.
+
+    Args:
+        plugins: the server's plugins (``server.plugins``).
+        tools: the server's tools now (``server.tools``).
+
+    Returns:
+        The tools by name: as registered where a definitions plugin holds them, else as now.
+    """
+    originals: dict[str, Tool] = {}
+    for plugin in plugins:
+        state = plugin.options.get("state") if isinstance(plugin, Plugin) else None
+        if isinstance(state, _Definitions):
+            originals.update(state.originals)
+    found = {name: originals.get(name, tool) for name, tool in tools.items()}
+    for name, tool in originals.items():
+        found.setdefault(name, tool)  # disabled tools were removed from the server's tools
+    return found

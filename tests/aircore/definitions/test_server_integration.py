@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from aircore import AirServer, DefinitionError, ToolContext, define_server, define_tool
-from aircore.definitions import DefinitionNotFoundError, ToolDefinitionError, render_tool
+from aircore.definitions import (
+    DefinitionNotFoundError,
+    ToolDefinitionError,
+    render_tool,
+    tools_as_registered,
+)
 from aircore.definitions.loader import load_definitions
 from tests.aircore.definitions.fixtures import clean_definition, write_definition
 
@@ -191,6 +196,24 @@ async def test_disabled_definition_keeps_the_tool_out(tmp_path: Path) -> None:
         async with server:
             assert [t["name"] for t in server.tool_listing()] == ["search_documents"]
             assert "archive_documents" not in server.tools
+
+
+async def test_the_tools_as_registered_include_the_disabled_ones_undefined(
+    tmp_path: Path,
+) -> None:
+    write_definition(tmp_path, clean_definition())
+    off = clean_definition("archive_documents")
+    off["enabled"] = False
+    write_definition(tmp_path, off)
+    search = define_tool("search_documents", handler=_search)
+    archive = define_tool("archive_documents", handler=_search)
+    server = _server(tmp_path, search, archive)
+    async with server:
+        registered = tools_as_registered(server.plugins, server.tools)
+        assert registered == {"search_documents": search, "archive_documents": archive}
+        assert server.tools["search_documents"] is not search  # the definition applied
+    plain = define_server(name="plain", tools=[search])
+    assert tools_as_registered(plain.plugins, plain.tools) == {"search_documents": search}
 
 
 async def test_tool_added_after_start_gets_its_definition(tmp_path: Path) -> None:
