@@ -98,6 +98,12 @@ class FileStore(StoreBase):
         self._handle_sigterm = handle_sigterm
         self._counted = False
         self._opened = False
+        # The hot operations are their parts' own bound methods on the instance, so a call
+        # costs no frame of FileStore's (~30 ns of a ~1.1 us set); the methods of the class
+        # below are the same operations for help(), the Store protocol and the type checker.
+        self.set = self._kv.set  # type: ignore[method-assign]  # the same signature
+        self.get = self._kv.get  # type: ignore[method-assign]  # the same signature
+        self.append = self._log.append  # type: ignore[method-assign]  # the same signature
 
     @property
     def path(self) -> str:
@@ -217,8 +223,8 @@ class FileStore(StoreBase):
             persist.flush_now()
 
     # -- the parts' operations -----------------------------------------------------------------
-    # Each returns its part's coroutine as it is (no frame of its own on the hot paths); the
-    # parts document their errors.
+    # Each returns its part's coroutine as it is (``set``, ``get`` and ``append`` are even
+    # bound to the parts' methods in ``__init__``); the parts document their errors.
     def set(
         self, ns: str, key: str, value: JSONValue, ttl: float | None = None
     ) -> Coroutine[Any, Any, None]:

@@ -47,6 +47,10 @@ def test_the_parts_share_one_directory_state_and_nothing_else(tmp_path: Path) ->
     assert store._log._dir is state
     assert store._inspection._dir is state
     assert store._inspection._keys is store._kv
+    # the hot operations are the parts' own methods, bound on the instance
+    assert store.set == store._kv.set
+    assert store.get == store._kv.get
+    assert store.append == store._log.append
     # each part holds the state and its own files, no other part
     assert set(vars(store._kv)) == {"_dir", "spaces", "loading"}
     assert set(vars(store._log)) == {"_dir", "logs"}
