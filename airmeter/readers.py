@@ -33,8 +33,11 @@ def _filter(
     server: str | None,
     instance: str | None,
     ok: bool | None,
+    client: str | None = None,
 ) -> dict[str, JSONValue]:
     out: dict[str, JSONValue] = {}
+    if client is not None:
+        out["client_id"] = client
     if tool is not None:
         out["tool"] = tool
     if layer is not None:
@@ -73,6 +76,7 @@ async def recent_calls(
     instance: str | None = None,
     ok: bool | None = None,
     error_class: str | None = None,
+    client: str | None = None,
     now_ms: int | None = None,
 ) -> list[CallRecord]:
     """The newest recorded calls matching every filter given, newest first.
@@ -87,6 +91,7 @@ async def recent_calls(
         error_class: only failed calls of this class (``tool_error``, ``exception``,
             ``timeout``, ``refused``, ``protocol``, ``cancelled``, ``budget``); records written
             before classes existed are classified by their error type.
+        client: only calls of this OAuth client (the records' ``client_id``).
         now_ms: the clock for ``timedelta`` bounds (tests).
 
     Returns:
@@ -102,7 +107,7 @@ async def recent_calls(
         raise MeterConfigError(f"unknown error class {error_class!r}; use one of {ERROR_CLASSES}")
     now = int(time.time() * 1000) if now_ms is None else now_ms
     since_ms, until_ms = to_ms(since, now), to_ms(until, now)
-    flt = _filter(tool, layer, server, instance, False if error_class is not None else ok)
+    flt = _filter(tool, layer, server, instance, False if error_class is not None else ok, client)
     if error_class is None:
         entries = await store.query(
             CALLS_NAMESPACE, limit=limit, since=since_ms, until=until_ms, filter=flt or None

@@ -9,6 +9,7 @@ from dash import Dash, dcc, html
 from dash.dash_table.DataTable import DataTable
 
 from airmeter import Layer
+from dashboard.clients_panel import client_filter, clients_card
 from dashboard.data import RECENT_ERRORS
 from dashboard.errors import DashboardError
 from dashboard.figures import LAYER_COLOURS, warm_up
@@ -199,6 +200,7 @@ def _controls(initial_range: str, *, fitted: bool) -> html.Div:
                         ],
                     ),
                     dcc.Dropdown(id="filter-server", placeholder="All servers", className="filter"),
+                    client_filter(),
                 ],
             ),
         ],
@@ -392,6 +394,7 @@ def _content() -> html.Div:
             errors,
             gateway_card(),
             machine_card(),
+            clients_card(_TABLE_STYLE),
             context_card(),
         ],
     )

@@ -8,6 +8,7 @@ from dash import Dash, Input, Output, State, ctx, html, no_update
 
 from airmeter import Layer, parse_layer
 from dashboard import figures, present
+from dashboard.clients_panel import CLIENT_OUTPUTS, client_values
 from dashboard.errors import DashboardError, StoreUnavailableError
 from dashboard.machine_panels import MACHINE_OUTPUTS, machine_values
 from dashboard.meter_panels import PANEL_OUTPUTS, panel_values
@@ -28,11 +29,18 @@ _RANGE_INPUTS = [
     Input("filter-tool", "value"),
     Input("filter-layer", "value"),
     Input("filter-server", "value"),
+    Input("filter-client", "value"),
 ]
 
 
 def _query_args(
-    range_key: str, start: str | None, end: str | None, tool: Any, layer: Any, server: Any
+    range_key: str,
+    start: str | None,
+    end: str | None,
+    tool: Any,
+    layer: Any,
+    server: Any,
+    client: Any = None,
 ) -> tuple[dict[str, Any], Filters]:
     """Translate control values into reader arguments; raises DashboardError on bad input."""
     kwargs: dict[str, Any] = {}
@@ -43,7 +51,10 @@ def _query_args(
         kwargs["end_ms"] = parse_instant(end) if end else None
     parsed: Layer | None = parse_layer(layer) if layer else None
     name, instance = parse_server_choice(server or None)
-    return kwargs, Filters(tool=tool or None, layer=parsed, server=name, instance=instance)
+    chosen = client if isinstance(client, str) and client else None
+    return kwargs, Filters(
+        tool=tool or None, layer=parsed, server=name, instance=instance, client=chosen
+    )
 
 
 def _banner(exc: DashboardError) -> list[Any]:
@@ -73,6 +84,7 @@ PAGE_OUTPUTS: dict[str, Output] = {
     "alerts": Output("alerts", "children"),
     **{name: Output(cid, prop) for name, (cid, prop) in PANEL_OUTPUTS.items()},
     **{name: Output(cid, prop) for name, (cid, prop) in MACHINE_OUTPUTS.items()},
+    **{name: Output(cid, prop) for name, (cid, prop) in CLIENT_OUTPUTS.items()},
 }
 
 
@@ -107,6 +119,7 @@ def page_values(
         ],
         **panel_values(view, sent),
         **machine_values(view),
+        **client_values(view),
     }
 
 
@@ -139,11 +152,12 @@ def register_callbacks(app: Dash, reader: SyncReader) -> None:
         tool: Any,
         layer: Any,
         server: Any,
+        client: Any,
         sent: str | None,
         fitted: str | None,
     ) -> dict[str, Any]:
         try:
-            kwargs, flt = _query_args(range_key, start, end, tool, layer, server)
+            kwargs, flt = _query_args(range_key, start, end, tool, layer, server, client)
             view = reader.view(range_key, flt, **kwargs)
         except DashboardError as exc:
             return problem_values(exc)

@@ -13,6 +13,7 @@ from airmeter import Layer
 __all__ = [
     "Alert",
     "CallRow",
+    "ClientTop",
     "ContextPanel",
     "ContextRow",
     "DashboardView",
@@ -61,6 +62,23 @@ class Filters:
     layer: Layer | None = None
     server: str | None = None
     instance: str | None = None
+    client: str | None = None
+    """An OAuth client id: the page then sums that client's calls from the raw log."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientTop:
+    """One row of the top clients panel (``client`` as ``air meter report --by client``
+    names it; ``subjects``: distinct pseudonymous users)."""
+
+    client: str
+    auth: str
+    calls: int
+    errors: int
+    error_rate: float
+    cost: float
+    p95_ms: float | None
+    subjects: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -342,6 +360,10 @@ class DashboardView:
     """Every data location's servers (:mod:`dashboard.machine`)."""
     gateway: GatewayPanel | None = None
     """The latency ``air gateway`` added, per upstream (:mod:`dashboard.machine`)."""
+    clients: tuple[ClientTop, ...] = ()
+    client_names: tuple[str, ...] = ()
+    clients_partial: bool = False
+    """The range held more calls than the panel reads (only the newest were summed)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
