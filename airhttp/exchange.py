@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from airhttp.types import Message, Scope
 from airhttp.wire import CONTINUE, encode_head
 
-if TYPE_CHECKING:  # the owner's type only (a circle kept: tests/test_architecture.py)
-    from airhttp.connection import Connection
-
-__all__ = ["HIGH_WATER", "Exchange"]
+__all__ = ["HIGH_WATER", "Exchange", "Owner"]
 
 HIGH_WATER = 64 * 1024
 """Request body bytes buffered for an app that has not read them; past it the connection
@@ -22,6 +19,57 @@ its app answered without reading, to stay open (beyond, it closes after the answ
 
 _NO_BODY = frozenset({204, 304})
 _LAST_CHUNK = b"0\r\n\r\n"
+
+
+class _ServerState(Protocol):
+    """What an answer reads of the server (an :class:`airhttp.connection.Site`)."""
+
+    @property
+    def closing(self) -> bool:
+        """The server is shutting down: no keep-alive."""
+
+    @property
+    def date(self) -> bytes:
+        """The current ``date`` header line."""
+
+
+class Owner(Protocol):
+    """The connection an exchange belongs to (an :class:`airhttp.connection.Connection`),
+    declared here so that this module does not import the connection that imports it."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    @property
+    def site(self) -> _ServerState: ...
+
+    @property
+    def lost(self) -> bool:
+        """The client went away."""
+
+    @property
+    def lingering(self) -> bool:
+        """The connection is closing after an error answer."""
+
+    @property
+    def write_paused(self) -> bool:
+        """The transport's buffer is past its high-water mark."""
+
+    def write(self, data: bytes) -> None:
+        """Write ``data`` unless the connection is gone or closing."""
+
+    async def drain(self) -> None:
+        """Wait until the client has read enough of what was written (or is gone)."""
+
+    def can_discard(self, exchange: Exchange) -> bool:
+        """Whether the unread rest of ``exchange``'s body is small enough to read and drop,
+        keeping the connection open."""
+
+    def body_taken(self) -> None:
+        """The app took the buffered body: read on if reading paused for it."""
+
+    def finished(self, exchange: Exchange) -> None:
+        """The response to ``exchange`` is complete: close, or go on to the next request."""
 
 
 def _chunk(body: bytes) -> bytes:
@@ -70,7 +118,7 @@ class Exchange:
     )
 
     def __init__(
-        self, conn: Connection, scope: Scope, *, keep_alive: bool, http11: bool, head_only: bool
+        self, conn: Owner, scope: Scope, *, keep_alive: bool, http11: bool, head_only: bool
     ) -> None:
         self.conn = conn
         self.scope = scope

@@ -304,9 +304,6 @@ DEFENDED_CIRCLES: dict[frozenset[str], str] = {
         "ToolContext.tool names its Tool's type under TYPE_CHECKING only; signature.py needs "
         "the ToolContext class to find a handler's context parameter"
     ),
-    frozenset({"airhttp.connection", "airhttp.exchange"}): (
-        "an Exchange names the Connection that owns it under TYPE_CHECKING only"
-    ),
 }
 
 
