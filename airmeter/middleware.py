@@ -32,6 +32,7 @@ from airmeter.redact import Redactor
 from airmeter.settings import TokenMode
 from airmeter.tokens import EstimateCounter, TokenCounting, counting_for
 from airmeter.types import CallInfo, Sink
+from airstore.errors import AirstoreError
 from airstore.types import Store
 
 __all__ = [
@@ -239,6 +240,12 @@ class MeterMiddleware:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        counters = None if self.budget is None else self.budget.counters
+        if counters is not None and counters.store is not None:
+            try:  # the last calls' cost reaches the store the other replicas read
+                await counters.send()
+            except AirstoreError as exc:
+                logger.warning("airmeter: could not store the budget's last charges: %s", exc)
         await self._finish_definitions()
         if self._meter is not None and self._owns_meter:
             await self._meter.stop()

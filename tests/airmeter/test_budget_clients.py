@@ -124,3 +124,19 @@ def test_bad_client_budgets_are_refused() -> None:
     with pytest.raises(MeterConfigError, match="whole number"):
         Budget(client="*", calls_per_day=2.5)  # type: ignore[arg-type]
     assert CALLS_PER_DAY == "calls_per_day"
+
+
+async def test_the_last_calls_cost_reaches_the_store_when_the_meter_stops(tmp_path: Path) -> None:
+    from airmeter import MeterMiddleware
+    from airmeter.budget_counters import COUNTERS_NAMESPACE
+
+    async with FileStore(tmp_path / "data") as store:
+        budget = Budget(client="*", daily_limit=100, on_exceed="block")
+        meter = MeterMiddleware(budget=budget)
+        await meter.start(server_name="notes", store=store)
+        with _as("app"):
+            assert await budget.admit() is None
+            budget.add(7.5)  # charged, not sent yet (the next admission or refresh sends it)
+        await meter.stop()
+        stored = [value for _, value in await store.entries(COUNTERS_NAMESPACE, "cost:")]
+        assert stored == [7500, 7500]  # the day's and the month's, in thousandths
