@@ -214,6 +214,7 @@ class DashboardData:
         self.meter = MeterWatch(store, slo_config=slo_config, objectives=objectives, clock=clock,
                                 reader=self._reader)  # fmt: skip
         """SLOs, meter health and context cost, evaluated in the background."""
+        self._here_rows: tuple[tuple[str, int, int], tuple[LocationServer, ...]] | None = None
         self.machine = MachineWatch(store, url=url, everywhere=everywhere)
         """Every data location's servers and the gateway's hops, read in the background."""
 
@@ -379,15 +380,23 @@ class DashboardData:
         self, rng: TimeRange, filters: Filters, snap: Snapshot
     ) -> tuple[LocationServer, ...]:
         """This store's servers in ``rng`` for the machine panel (every server: the page's
-        filters narrow the views, not the list of what runs where)."""
-        if filters.tool or filters.layer or filters.server or filters.client:
+        filters narrow the views, not the list of what runs where). A filtered view reuses
+        the rows of the range's last unfiltered read (read once when there is none), so a
+        filter does not cost a second aggregation each refresh."""
+        filtered = bool(filters.tool or filters.layer or filters.server or filters.client)
+        key = (rng.key, rng.since_ms // 60_000, rng.until_ms // 60_000)
+        if filtered and self._here_rows is not None and self._here_rows[0] == key:
+            return self._here_rows[1]
+        if filtered:
             snap = await self._snapshot(rng, Filters())
-        return tuple(
+        rows = tuple(
             LocationServer(server=r.server, instance_id=r.instance_id, calls=r.calls,
                            errors=r.errors, error_rate=r.error_rate, p95_ms=r.p95_ms,
                            data=self.url, here=True)
             for r in snap.servers
         )  # fmt: skip
+        self._here_rows = (key, rows)
+        return rows
 
     async def _clients(self, rng: TimeRange, filters: Filters) -> ClientUsage:
         """The range's calls per client (the other filters apply; a chosen client shows

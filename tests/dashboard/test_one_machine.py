@@ -22,6 +22,7 @@ from dashboard.data import DashboardData
 from dashboard.ranges import resolve_range
 from dashboard.reader import SyncReader
 from dashboard.server import DashboardServer
+from dashboard.types import Filters
 from tests.air_process import air
 
 SERVER = """\
@@ -101,6 +102,11 @@ async def test_meter_slo_and_the_dashboard_see_every_data_location(
         assert view.machine is not None
         listed = {(r.server, r.calls, r.data, r.here) for r in view.machine.rows}
         assert listed == {("proj-notes", 3, here, True), ("desk-notes", 5, user, False)}
+        narrowed_view = await data.view(rng, Filters(tool="no_such_tool"))
+        assert narrowed_view.headline.calls == 0  # a filter narrows the views, not the list
+        assert narrowed_view.machine is not None
+        assert {(r.server, r.calls) for r in narrowed_view.machine.rows} == {
+            ("proj-notes", 3), ("desk-notes", 5)}  # fmt: skip
     finally:
         await data.close()
     one = await DashboardData.open(here)  # --store: this store only
