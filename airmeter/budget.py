@@ -83,11 +83,14 @@ class Budget:
             one): the limits then hold for each matching client on its own, through the
             store; other clients' calls are neither limited nor counted by this budget.
         calls_per_day: most calls per UTC day of each matching client (needs ``client``).
+        per_client: a budget with a client selector that holds beside this server-wide one
+            (each call counts in both; its cost is priced by this budget).
         clock: seconds since the epoch (injectable for tests).
 
     Raises:
         MeterConfigError: a negative limit or price, an unknown ``on_exceed``, an empty
-            ``client``, or ``calls_per_day`` without ``client``.
+            ``client``, ``calls_per_day`` without ``client``, or a ``per_client`` budget
+            without a client selector (or given to one that has one).
     """
 
     def __init__(
@@ -101,6 +104,7 @@ class Budget:
         token_price: float | None = None,
         client: str | None = None,
         calls_per_day: int | None = None,
+        per_client: Budget | None = None,
         clock: Clock = time.time,
     ) -> None:
         if on_exceed not in ("warn", "block"):
@@ -121,9 +125,16 @@ class Budget:
                 raise MeterConfigError(
                     "calls_per_day must be >= 0 and needs a client selector (client='*')"
                 )
-        self.client = client
+        if per_client is not None and (
+            not isinstance(per_client, Budget) or per_client.counters is None or client is not None
+        ):
+            raise MeterConfigError(
+                "per_client must be a Budget with a client selector, given to a server-wide one"
+            )
+        self.client: str | None = client
         self.calls_per_day = calls_per_day
-        self.counters = None if client is None else ClientCounters(client)
+        self.counters: ClientCounters | None = None if client is None else ClientCounters(client)
+        self.per_client = per_client
         self.daily_limit = daily_limit
         self.monthly_limit = monthly_limit
         self.tokens_per_call = tokens_per_call
@@ -139,6 +150,23 @@ class Budget:
             None  # (day, stored cost of the month before it)
         )
         self._warned: set[tuple[str, int]] = set()
+
+    @property
+    def counted(self) -> bool:
+        """Whether :meth:`admit` has limits to check (a client selector, here or in
+        ``per_client``)."""
+        return self.counters is not None or self.per_client is not None
+
+    async def send_charges(self) -> None:
+        """Send the per-client costs this process charged to the store now (at stop).
+
+        Raises:
+            airstore.AirstoreError: the store refused them.
+        """
+        for counters in (self.counters, None if self.per_client is None else
+                         self.per_client.counters):  # fmt: skip
+            if counters is not None and counters.store is not None:
+                await counters.send()
 
     @property
     def blocking(self) -> bool:
@@ -165,6 +193,8 @@ class Budget:
         """Count the cost of a finished call in the current day and month (for a client
         selector: the caller's, sent to the store's counters before the next admission)."""
         self._roll()
+        if self.per_client is not None:
+            self.per_client.add(cost)
         counters = self.counters
         if counters is not None:
             limited = self.daily_limit is not None or self.monthly_limit is not None
@@ -184,7 +214,9 @@ class Budget:
                 unaccounted).
         """
         counters = self.counters
-        if counters is None or (client := counters.scope()) is None:
+        if counters is None:
+            return None if self.per_client is None else await self.per_client.admit()
+        if (client := counters.scope()) is None:
             return None
         self._roll()
         day, month, block = self._day, self._month, self.blocking
@@ -270,6 +302,8 @@ class Budget:
         With a client selector it takes the store for its counters instead, and sends the
         costs this process charged.
         """
+        if self.per_client is not None:
+            await self.per_client.load(store, server=server)
         if self.counters is not None:
             self.counters.store, self.counters.server = store, server or ""
             await self.counters.send()

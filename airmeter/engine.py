@@ -162,7 +162,7 @@ class MeterEngine:
         budget = self.budget
         if budget is not None:
             refusal = budget.refusal()
-            if refusal is None and budget.counters is not None:
+            if refusal is None and budget.counted:
                 refusal = await budget.admit()  # per client, through the store
             if refusal is not None:
                 raise refusal

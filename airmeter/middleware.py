@@ -240,10 +240,9 @@ class MeterMiddleware:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        counters = None if self.budget is None else self.budget.counters
-        if counters is not None and counters.store is not None:
+        if self.budget is not None:
             try:  # the last calls' cost reaches the store the other replicas read
-                await counters.send()
+                await self.budget.send_charges()
             except AirstoreError as exc:
                 logger.warning("airmeter: could not store the budget's last charges: %s", exc)
         await self._finish_definitions()

@@ -140,3 +140,35 @@ async def test_the_last_calls_cost_reaches_the_store_when_the_meter_stops(tmp_pa
         await meter.stop()
         stored = [value for _, value in await store.entries(COUNTERS_NAMESPACE, "cost:")]
         assert stored == [7500, 7500]  # the day's and the month's, in thousandths
+
+
+async def test_a_server_wide_budget_and_a_per_client_one_hold_together() -> None:
+    """Through a real aircore server: each client may make 2 calls a day, and all clients
+    together spend 5 units (L1 calls: 1 unit each)."""
+    from aircore import define_server, define_tool
+    from airmeter import MemorySink, Meter, MeterMiddleware
+
+    budget = Budget(daily_limit=5, on_exceed="block",
+                    per_client=Budget(client="*", calls_per_day=2, on_exceed="block"))  # fmt: skip
+    meter = Meter(sinks=[MemorySink()], server="s")
+    server = define_server(
+        name="s",
+        tools=[define_tool(name="ping", params={}, handler=lambda p: "pong", layer=1)],
+        meter=MeterMiddleware(meter, budget=budget),
+    )
+    outcomes: list[tuple[str, bool]] = []
+    async with server:
+        for client in ("a", "a", "a", "b", "b", "c", "c", "d"):
+            with _as(client):
+                result = await server.call_tool("ping", {})
+                text = result["content"][0]["text"]
+                outcomes.append((client, bool(result.get("isError")) and "budget" in text))
+    await meter.stop()
+    # a: 2 run, the third is over a's own 2; b: 2 run (4 in all); c: the fifth runs, then the
+    # server's 5 units are spent; d: refused by the server-wide limit
+    assert outcomes == [("a", False), ("a", False), ("a", True), ("b", False), ("b", False),
+                        ("c", False), ("c", True), ("d", True)]  # fmt: skip
+    with pytest.raises(MeterConfigError, match="per_client"):
+        Budget(per_client=Budget(daily_limit=1))
+    with pytest.raises(MeterConfigError, match="per_client"):
+        Budget(client="*", per_client=Budget(client="*", calls_per_day=1))
