@@ -24,8 +24,8 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 """Host names a loopback server answers to."""
 
 # RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive (RFC 9110)
-_BEARER = re.compile(r"bearer +([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE | re.ASCII)
 B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*", re.ASCII)
+_B64TOKEN_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/"
 """The syntax of a bearer token (RFC 6750 ``b64token``)."""
 
 
@@ -97,8 +97,19 @@ def bearer_token(header: str | None) -> str | None:
     """
     if header is None:
         return None
-    match = _BEARER.fullmatch(header.strip(" \t"))
-    return match.group(1) if match else None
+    value = header.strip(" \t")
+    # the grammar `bearer +b64token` (case-insensitive scheme), checked without a regex: a
+    # case-insensitive regex over a JWT cost ~5 µs per request; bytes.translate deletes the
+    # b64token characters in C (tests/airhttp/test_guards.py holds the two to agree)
+    if len(value) < 8 or not value[:7].isascii() or value[:6].lower() != "bearer":
+        return None
+    token = value[6:].lstrip(" ")
+    if len(token) == len(value) - 6 or not token.isascii():  # no space after the scheme
+        return None
+    body = token.rstrip("=")
+    if not body or body.encode("ascii").translate(None, _B64TOKEN_BYTES):
+        return None
+    return token
 
 
 def token_ok(candidate: str | None, token: str) -> bool:

@@ -17,6 +17,7 @@ from typing import Literal
 __all__ = ["AuthKind", "Identity", "current_identity", "use_identity"]
 
 AuthKind = Literal["none", "token", "oauth"]
+_NOTHING: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,8 +43,8 @@ class Identity:
     def missing_for(self, tool: str, required: Iterable[str] = ()) -> frozenset[str]:
         """The scopes this caller lacks to call ``tool`` (the tool's own ``required`` plus the
         configured globs that match it); empty when it may. Without OAuth nothing is missing."""
-        if self.auth != "oauth":
-            return frozenset()
+        if self.auth != "oauth" or not (required or self.tool_scopes):
+            return _NOTHING
         need = set(required)
         for glob, scopes in self.tool_scopes:
             if fnmatch.fnmatchcase(tool, glob):

@@ -196,7 +196,7 @@ class OAuthGuard:
         def guarded(scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
             if scope["path"] in self._paths or scope.get("query_string"):
                 return None  # the ASGI path answers metadata and judges query strings
-            header = dict(scope["headers"]).get(b"authorization")
+            header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
             token = bearer_token(None if header is None else header.decode("latin-1"))
             if token is None:
                 return None

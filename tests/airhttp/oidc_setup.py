@@ -195,10 +195,14 @@ def serve_notes(
         cwd=ROOT,
     )
     assert proc.stderr is not None
-    line = proc.stderr.readline()
-    if "http://" not in line:
+    lines: list[str] = []
+    for line in proc.stderr:  # its URL, after any warning (bounded: it exits or says it)
+        lines.append(line)
+        if "http://" in line or len(lines) > 50:
+            break
+    if not lines or "http://" not in lines[-1]:
         stop(proc)
-        raise RuntimeError(f"air serve did not start: {line!r}")
+        raise RuntimeError(f"air serve did not start: {''.join(lines)[-2000:]!r}")
     return proc
 
 

@@ -60,3 +60,19 @@ def test_host_and_origin_checks_ignore_surrounding_whitespace() -> None:
     assert not origin_ok("http://evil.example", frozenset())
     assert not host_ok("evil.example", frozenset())
     assert host_ok("Mcp.Internal:80", frozenset({"mcp.internal"}))
+
+
+_HEADER_PARTS = st.sampled_from(
+    ["Bearer", "bearer", "BEARER", "Bearerx", "Basic", "\u212aearer", " ", "  ", "\t", "=",
+     "==", "a", "Z9", "-._~+/", "é", "\u0130", "abc.def.ghi", "\x00", ","]
+)  # fmt: skip
+
+
+@given(st.lists(_HEADER_PARTS, max_size=8).map("".join))
+def test_bearer_token_agrees_with_the_rfc_6750_grammar(header: str) -> None:
+    # the reference: the RFC 6750 credentials grammar as a regex over the whole header
+    import re
+
+    grammar = re.compile(r"bearer +([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE | re.ASCII)
+    found = grammar.fullmatch(header.strip(" \t"))
+    assert bearer_token(header) == (found.group(1) if found else None)
