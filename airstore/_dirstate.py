@@ -164,10 +164,10 @@ class DirState:
             raise ReadOnlyStoreError(f"FileStore {self.path!r} is read-only", path=self.path)
         if self.persist is not None and self.persist.closed:
             raise StoreClosedError(f"FileStore {self.path!r} is closing", path=self.path)
-        if self.persist is not None and self.persist.refusing is not None:
+        if self.persist is not None and self.persist.disk.refusing is not None:
             raise StorageIOError(
                 f"FileStore {self.path!r} refuses writes: a write failed "
-                f"({self.persist.refusing}) and the disk has not taken one since; writes "
+                f"({self.persist.disk.refusing}) and the disk has not taken one since; writes "
                 "resume by themselves once it does",
                 path=self.path,
             )

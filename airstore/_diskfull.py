@@ -32,21 +32,42 @@ LOG_EVERY = 10.0  # seconds between two log lines of sync-mode refusals
 
 
 class DiskFull:
-    """Mixed into ``Persister`` (relies on the attributes it sets)."""
+    """The refused writes of one FileStore: what is dropped, counted, refused and probed.
 
-    path: str
-    spaces: dict[str, KVSpace]
-    logs: dict[str, LogFile]
-    closed: bool
-    refusing: str | None
-    lost_writes: int
-    refused_writes: int
-    _sync: bool
-    _lost_now: int
-    _loop: asyncio.AbstractEventLoop
-    _probe_handle: asyncio.TimerHandle | None
-    _on_writable: Callable[[bool], None]
-    _refusal_logged_at: float = -math.inf
+    The ``Persister`` holds one over the same namespaces and logs it writes.
+
+    Args:
+        path: the data directory (messages, the event log).
+        spaces: the store's KV namespaces (shared, not copied).
+        logs: the store's open logs (shared, not copied).
+        sync: ``durability="sync"``: a refused write is refused to its writers, not lost.
+        loop: the event loop the probes run on.
+        on_writable: told ``False`` when writes start being refused, ``True`` when they resume.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        spaces: dict[str, KVSpace],
+        logs: dict[str, LogFile],
+        *,
+        sync: bool,
+        loop: asyncio.AbstractEventLoop,
+        on_writable: Callable[[bool], None],
+    ) -> None:
+        self.path = path
+        self.spaces = spaces
+        self.logs = logs
+        self._sync = sync
+        self._loop = loop
+        self._on_writable = on_writable
+        self.refusing: str | None = None  # why writes are refused, while they are
+        self.lost_writes = 0  # acknowledged writes dropped because the disk refused them
+        self.refused_writes = 0  # sync-mode writes refused (never acknowledged)
+        self.closed = False  # the store is closing: no more probes
+        self._lost_now = 0  # lost and not yet in the event log
+        self._probe_handle: asyncio.TimerHandle | None = None
+        self._refusal_logged_at = -math.inf
 
     def write_failed(self, exc: OSError) -> None:
         """A write was refused by the disk: drop the pending records (see the module
@@ -80,7 +101,7 @@ class DiskFull:
         if self.refusing is None:
             self.refusing = str(exc)
             self._on_writable(False)
-            self._schedule_probe()
+            self.schedule_probe()
 
     def _drop_pending(self) -> int:
         """Forget every pending record and line; memory goes back to what the files hold."""
@@ -98,7 +119,8 @@ class DiskFull:
                     space.load()
         return dropped
 
-    def _schedule_probe(self) -> None:
+    def schedule_probe(self) -> None:
+        """While refusing: try the disk again in :data:`RETRY_DELAY` seconds."""
         if not self.closed and not self._loop.is_closed() and self._probe_handle is None:
             self._probe_handle = self._loop.call_later(RETRY_DELAY, self._probe)
 
@@ -111,11 +133,17 @@ class DiskFull:
         try:
             self.record_loss()
         except OSError:
-            self._schedule_probe()
+            self.schedule_probe()
             return
         logger.warning("airstore: writes to %s succeed again; accepting writes", self.path)
         self.refusing = None
         self._on_writable(True)
+
+    def cancel_probe(self) -> None:
+        """Cancel a probe scheduled (the store stops)."""
+        if self._probe_handle is not None:
+            self._probe_handle.cancel()
+            self._probe_handle = None
 
     def record_loss(self) -> None:
         """Write the writes lost since the last record to the directory's event log.

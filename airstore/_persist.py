@@ -49,7 +49,7 @@ def _sync_all(files: builtins.list[_Syncable]) -> None:
         f.sync()
 
 
-class Persister(DiskFull):
+class Persister:
     """Writes, syncs and compacts the files of one FileStore.
 
     Args:
@@ -91,22 +91,33 @@ class Persister(DiskFull):
         self._flush_lock = asyncio.Lock()
         self._last_error: str | None = None
         self._maintainer: asyncio.Task[None] | None = None
-        self._on_writable = on_writable
-        self._probe_handle: asyncio.TimerHandle | None = None
-        self._lost_now = 0
         self._compressing: set[str] = set()
         self._compressions: set[asyncio.Task[None]] = set()
-        self.refusing: str | None = None  # why writes are refused, while they are
-        self.lost_writes = 0  # acknowledged writes dropped because the disk refused them
-        self.refused_writes = 0  # sync-mode writes refused (never acknowledged)
-        self.closed = False
+        # what a refused write does (dropped, counted, refused until a probe succeeds)
+        self.disk = DiskFull(
+            path, spaces, logs, sync=sync, loop=self._loop, on_writable=on_writable
+        )
+
+    @property
+    def closed(self) -> bool:
+        """The store is closing: writes are refused, no probe is scheduled."""
+        return self.disk.closed
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        self.disk.closed = value
+
+    def write_failed(self, exc: OSError) -> None:
+        """A write was refused by the disk: drop what is pending, count or refuse it, and
+        refuse writes until the disk takes one again (:meth:`DiskFull.write_failed`)."""
+        self.disk.write_failed(exc)
 
     def start(self) -> None:
         """Start the background task (fdatasync, periodic flush, compaction, TTL sweep)."""
         if self._maintainer is None:
             self._maintainer = asyncio.create_task(self.maintain())
-        if self.refusing is not None:
-            self._schedule_probe()
+        if self.disk.refusing is not None:
+            self.disk.schedule_probe()
 
     def files(self) -> builtins.list[_Syncable]:
         """Every open file to fdatasync: logs and journals."""
@@ -323,9 +334,7 @@ class Persister(DiskFull):
         if self.drain_handle is not None:
             self.drain_handle.cancel()
             self.drain_handle = None
-        if self._probe_handle is not None:
-            self._probe_handle.cancel()
-            self._probe_handle = None
+        self.disk.cancel_probe()
         for t in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, AirstoreError):
                 await t

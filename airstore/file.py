@@ -164,7 +164,7 @@ class FileStore(StoreBase):
         """Acknowledged writes dropped because the disk refused them (``journal`` and
         ``snapshot`` modes; see docs/storage.md, "Disk full")."""
         persist = self._dir.persist
-        return persist.lost_writes if persist is not None else 0
+        return persist.disk.lost_writes if persist is not None else 0
 
     async def close(self) -> None:
         """Flush everything and release files and the writer slot. Idempotent.
@@ -194,11 +194,11 @@ class FileStore(StoreBase):
                 persist.flush_now()
             except AirstoreError:
                 persist.closed = False
-                state.writable(persist.refusing is None)  # a refusing disk stays refused
+                state.writable(persist.disk.refusing is None)  # a refusing disk stays refused
                 persist.start()
                 raise
             try:
-                persist.record_loss()
+                persist.disk.record_loss()
             except OSError as exc:
                 logger.error("airstore: could not record lost writes in %s: %s", self.path, exc)
         state.write_ok = None

@@ -14,6 +14,7 @@ from airstore._filekv import FileKeys
 from airstore._filelog import FileLogs
 from airstore._inspect import Inspection
 from airstore._lifecycle import StoreBase
+from airstore._persist import Persister
 
 AIRSTORE = Path(airstore.__file__).parent
 
@@ -66,20 +67,32 @@ async def test_the_persister_writes_the_parts_own_namespaces_and_logs(tmp_path: 
         assert persist.logs is store._log.logs
         assert list(persist.spaces) == ["ns"]
         assert list(persist.logs) == ["log"]
+        # the persister holds its disk-full handling over the same namespaces and logs
+        assert _airstore_classes(type(persist)) == [Persister]
+        assert type(persist.disk).__bases__ == (object,)
+        assert persist.disk.spaces is store._kv.spaces
+        assert persist.disk.logs is store._log.logs
 
 
 def test_no_module_of_filestore_declares_attributes_for_another_to_set() -> None:
     """The mixins said so in their docstrings ("relies on the attributes FileStore sets")."""
-    for name in ("file.py", "_dirstate.py", "_filekv.py", "_filelog.py", "_inspect.py"):
+    for name in (
+        "file.py",
+        "_dirstate.py",
+        "_filekv.py",
+        "_filelog.py",
+        "_inspect.py",
+        "_persist.py",
+        "_diskfull.py",
+    ):
         text = (AIRSTORE / name).read_text()
         assert "relies on the attributes" not in text, name
         assert "Mixed into" not in text, name
         tree = ast.parse(text)
         for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                assert all(isinstance(b, ast.Name) and b.id == "StoreBase" for b in node.bases) or (
-                    not node.bases
-                ), (name, node.name)
+            if isinstance(node, ast.ClassDef):  # a base is StoreBase or a Protocol, no mixin
+                bases = {ast.unparse(b) for b in node.bases}
+                assert bases <= {"StoreBase", "Protocol"}, (name, node.name, bases)
 
 
 def test_every_store_operation_of_filestore_is_its_parts() -> None:
