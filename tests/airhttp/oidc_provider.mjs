@@ -13,7 +13,8 @@
 // code + PKCE: air-desktop, a public native client (no secret, PKCE required, redirect URI
 // REDIRECT_URI), signing in through the package's own login and consent pages
 // (devInteractions: any login name, any password), which the tests fill in over HTTP.
-// CC_TTL: the lifetime of client-credentials tokens in seconds (default 600).
+// Dynamic client registration (RFC 7591) is open, as the MCP clients (Claude, the Inspector)
+// register themselves. CC_TTL: the lifetime of client-credentials tokens in seconds (600).
 import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -53,12 +54,14 @@ function start(port) {
   const issuer = `http://127.0.0.1:${port}`;
   const provider = new Provider(issuer, {
     clients,
+    clientDefaults: { id_token_signed_response_alg: 'ES256' }, // registered ones: the keys' alg
     jwks,
     scopes: ['mcp:tools', 'notes:write'],
     ttl: { ClientCredentials: Number(process.env.CC_TTL || 600) }, // seconds
     features: {
       devInteractions: { enabled: true }, // its login and consent pages
       clientCredentials: { enabled: true },
+      registration: { enabled: true }, // dynamic client registration (RFC 7591), as MCP hosts use
       introspection: { enabled: true },
       resourceIndicators: {
         enabled: true,

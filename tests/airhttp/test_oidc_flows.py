@@ -157,6 +157,49 @@ async def test_authorization_code_with_pkce_through_the_login_and_consent_pages(
     assert "alice" not in record["subject"]
 
 
+async def test_a_client_registers_itself_then_signs_in_with_pkce(code_flow: Setup) -> None:
+    # what Claude Desktop and the MCP Inspector do: no client ahead, dynamic registration
+    # (RFC 7591) at the endpoint the authorization server's metadata names, then code + PKCE
+    import httpx2
+    from mcp import Client
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import OAuthClientMetadata
+
+    browser = Browser(REDIRECT, login="carol")
+    storage = Tokens()  # nothing stored: the client registers
+    auth = OAuthClientProvider(
+        server_url=code_flow.resource,
+        client_metadata=OAuthClientMetadata(
+            redirect_uris=[REDIRECT],  # type: ignore[list-item]
+            token_endpoint_auth_method="none",
+            grant_types=["authorization_code"],
+            response_types=["code"],
+            client_name="a self-registered desktop client",
+        ),
+        storage=storage,
+        redirect_handler=browser.open,
+        callback_handler=browser.callback,
+    )
+    try:
+        async with (
+            httpx2.AsyncClient(auth=auth, timeout=30) as http,
+            Client(streamable_http_client(code_flow.resource, http_client=http)) as client,
+        ):
+            result = await client.call_tool("read_note", {"id": "dcr"})
+            assert result.content[0].text == "note dcr"
+    finally:
+        await browser.aclose()
+    registered = storage.client.client_id
+    assert registered not in ("air-desktop", "air-writer", "air-reader", "air-gateway")
+    assert browser.pages == ["login", "consent"]
+    _, claims = _claims(storage.tokens.access_token)
+    assert claims["client_id"] == registered
+    assert claims["aud"] == code_flow.resource
+    assert claims["sub"] == "carol"
+    assert (await _records(code_flow.data, registered))[0]["auth"] == "oauth"
+
+
 async def test_a_code_is_redeemed_only_with_its_pkce_verifier_and_once(code_flow: Setup) -> None:
     # the same pages, the authorization request made by hand; then the token requests
     import hashlib
