@@ -336,14 +336,14 @@ def format_table(snap: Snapshot, context: ContextReport | None = None) -> str:
     lines.append("")
     layer_rows = [
         [
-            code,
+            layer.code,
             row.name,
             str(row.calls),
             f"{row.share * 100:.1f}%",
             f"{row.weighted_cost:g}",
             str(row.errors),
         ]
-        for code, row in snap.layers.items()
+        for layer, row in snap.layers.items()
         if row.calls
     ]
     lines += _table(["layer", "name", "calls", "share", "weighted", "errors"], layer_rows)
@@ -351,7 +351,7 @@ def format_table(snap: Snapshot, context: ContextReport | None = None) -> str:
     tool_rows = [
         [
             t.tool,
-            t.layer,
+            t.layer.code,
             str(t.calls),
             str(t.errors),
             f"{t.error_rate * 100:.1f}%",

@@ -51,6 +51,7 @@ class RowFilter:
 
 
 _ALL = RowFilter()
+_BY_LEVEL = dict(enumerate(Layer, start=1))  # a stored row's level -> its Layer, without a call
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +94,7 @@ class _Sums:
         self.tool_layers: dict[str, dict[int, int]] = {}
         self.by_server: dict[tuple[str, str], Acc] = {}
         self.series = [Acc() for _ in range(buckets)]
-        self.series_layers: list[dict[str, int]] = [{} for _ in range(buckets)]
+        self.series_layers: list[dict[int, int]] = [{} for _ in range(buckets)]
 
     def add_bucket(self, index: int, merged: Iterable[RollupRow], only: RowFilter) -> None:
         """Sum one bucket's merged rows."""
@@ -117,18 +118,17 @@ class _Sums:
             if sacc is None:
                 sacc = by_server[(r.server, r.instance)] = Acc()
             sacc.merge(r)
-            code = f"L{r.layer}"
-            layers_here[code] = layers_here.get(code, 0) + r.calls
+            layers_here[r.layer] = layers_here.get(r.layer, 0) + r.calls
 
 
-def _layer_rows(sums: _Sums, total: Acc) -> dict[str, LayerStats]:
+def _layer_rows(sums: _Sums, total: Acc) -> dict[Layer, LayerStats]:
     return {
-        info.code: LayerStats(
-            layer=info.code, name=info.name, weight=info.weight, calls=acc.calls,
+        layer: LayerStats(
+            layer=layer, name=info.name, weight=info.weight, calls=acc.calls,
             errors=acc.errors, share=acc.calls / total.calls if total.calls else 0.0,
             weighted_cost=float(acc.calls * info.weight), cost=acc.cost,
         )
-        for info, acc in zip(LAYERS, sums.by_layer, strict=True)
+        for layer, info, acc in zip(Layer, LAYERS, sums.by_layer, strict=True)
     }  # fmt: skip
 
 
@@ -140,7 +140,7 @@ def _tool_rows(sums: _Sums) -> tuple[ToolStats, ...]:
         by_class = classes_of(acc.errors_by_type)
         rows.append(
             ToolStats(
-                tool=name, layer=f"L{main_layer}", calls=acc.calls, errors=acc.errors,
+                tool=name, layer=_BY_LEVEL[main_layer], calls=acc.calls, errors=acc.errors,
                 error_rate=rate_errors(by_class) / acc.calls if acc.calls else 0.0,
                 p50_ms=t50, p95_ms=t95, p99_ms=t99, mean_ms=acc.mean(), max_ms=acc.latency_max,
                 cost=acc.cost, tokens_in=acc.tokens_in, tokens_out=acc.tokens_out,
@@ -174,7 +174,8 @@ def _series(sums: _Sums, window: _Window) -> tuple[SeriesPoint, ...]:
         points.append(
             SeriesPoint(
                 start_ms=window.first + i * window.width, calls=acc.calls, errors=acc.errors,
-                layers=layer_counts, p50_ms=b50, p95_ms=b95, p99_ms=b99,
+                layers={_BY_LEVEL[level]: n for level, n in sorted(layer_counts.items())},
+                p50_ms=b50, p95_ms=b95, p99_ms=b99,
             )
         )  # fmt: skip
     return tuple(points)

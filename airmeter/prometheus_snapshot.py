@@ -53,9 +53,9 @@ def render_snapshot(snapshot: Snapshot) -> str:
     out.family(CALLS, "counter", "MCP tool calls by tool, cost layer and outcome.")
     for t in tools:
         if t.calls > t.errors:  # like the sink: only series that were observed
-            out.sample(CALLS, t.calls - t.errors, tool=t.tool, layer=t.layer, ok="true")
+            out.sample(CALLS, t.calls - t.errors, tool=t.tool, layer=t.layer.code, ok="true")
         if t.errors:
-            out.sample(CALLS, t.errors, tool=t.tool, layer=t.layer, ok="false")
+            out.sample(CALLS, t.errors, tool=t.tool, layer=t.layer.code, ok="false")
     out.family(ERRORS, "counter", "Failed MCP tool calls by tool, error type and error class.")
     for t in tools:
         for error_type, n in sorted(t.errors_by_type.items()):
@@ -73,11 +73,11 @@ def render_snapshot(snapshot: Snapshot) -> str:
         out.sample(f"{duration}_count", t.calls, tool=t.tool)
     layers = sorted(snapshot.layers.items())
     out.family("air_mcp_layer_calls_total", "counter", "MCP tool calls by cost layer.")
-    for code, stats in layers:
-        out.sample("air_mcp_layer_calls_total", stats.calls, layer=code)
+    for layer, stats in layers:
+        out.sample("air_mcp_layer_calls_total", stats.calls, layer=layer.code)
     out.family("air_mcp_layer_cost_total", "counter", "Calls times the layer's cost weight.")
-    for code, stats in layers:
-        out.sample("air_mcp_layer_cost_total", float(stats.weighted_cost), layer=code)
+    for layer, stats in layers:
+        out.sample("air_mcp_layer_cost_total", float(stats.weighted_cost), layer=layer.code)
     out.family("air_mcp_cost_total", "counter", "Total cost of the calls in the window.")
     out.sample("air_mcp_cost_total", float(snapshot.total_cost))
     out.family("air_mcp_success_ratio", "gauge", "Share of calls that succeeded (0..1).")

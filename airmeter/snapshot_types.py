@@ -1,4 +1,9 @@
-"""The frozen result types of a snapshot and their JSON form."""
+"""The frozen result types of a snapshot and their JSON form.
+
+A layer is a :class:`~airmeter.Layer` here, end to end (``Snapshot.layers`` and
+``SeriesPoint.layers`` are keyed by it, rows carry it); the JSON form spells it ``"L1"`` …
+``"L7"``. The dashboard presents these types directly.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,9 @@ from typing import Any
 
 import orjson
 
+from airmeter.layers import Layer
+from airmeter.outcome import RATE_CLASSES
+
 __all__ = ["LayerStats", "SeriesPoint", "ServerStats", "Snapshot", "ToolStats"]
 
 
@@ -15,7 +23,7 @@ __all__ = ["LayerStats", "SeriesPoint", "ServerStats", "Snapshot", "ToolStats"]
 class LayerStats:
     """Calls of one layer: ``weighted_cost`` is calls x the layer's weight."""
 
-    layer: str
+    layer: Layer
     name: str
     weight: int
     calls: int
@@ -35,7 +43,7 @@ class ToolStats:
     """
 
     tool: str
-    layer: str
+    layer: Layer
     calls: int
     errors: int
     error_rate: float
@@ -49,6 +57,12 @@ class ToolStats:
     tokens_out: int
     errors_by_type: Mapping[str, int]
     errors_by_class: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def tool_errors(self) -> int:
+        """The tool's own failures (the classes ``error_rate`` counts); ``errors`` minus
+        these were refused before the handler, cancelled, budget-blocked or protocol errors."""
+        return sum(n for c, n in self.errors_by_class.items() if c in RATE_CLASSES)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,12 +83,13 @@ class ServerStats:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SeriesPoint:
-    """One time bucket: calls per layer code and latency percentiles."""
+    """One time bucket: calls per layer (layers without calls are left out) and latency
+    percentiles."""
 
     start_ms: int
     calls: int
     errors: int
-    layers: Mapping[str, int]
+    layers: Mapping[Layer, int]
     p50_ms: float | None
     p95_ms: float | None
     p99_ms: float | None
@@ -105,7 +120,7 @@ class Snapshot:
     total_cost: float
     tokens_in: int
     tokens_out: int
-    layers: Mapping[str, LayerStats]
+    layers: Mapping[Layer, LayerStats]
     tools: tuple[ToolStats, ...]
     servers: tuple[ServerStats, ...]
     series: tuple[SeriesPoint, ...]
@@ -126,8 +141,18 @@ class Snapshot:
         ``tools`` (a list, busiest first), ``servers`` and ``series``."""
         data = asdict(self)
         data["error_rate"] = self.error_rate
+        data["layers"] = {layer.code: _coded(row) for layer, row in data["layers"].items()}
+        data["tools"] = [_coded(row) for row in data["tools"]]
+        for point in data["series"]:
+            point["layers"] = {layer.code: n for layer, n in point["layers"].items()}
         return data
 
     def to_json(self) -> str:
         """:meth:`to_dict` serialized as a JSON string."""
         return orjson.dumps(self.to_dict()).decode()
+
+
+def _coded(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's dict with its layer spelled ``"L2"`` (the JSON form)."""
+    row["layer"] = Layer(row["layer"]).code
+    return row

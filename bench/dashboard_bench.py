@@ -270,7 +270,7 @@ def main() -> None:
         for key, raw in naive.items():
             ours = next(m for n, m, _, _ in rows if n == f"refresh, {key} view")
             print(f"{key + ' view':<40} {ours:>9.1f} {raw:>9.1f} {raw / ours:>7.1f}x")
-        print(f"\n(first view: {first.headline.calls:,} calls in the last hour)")
+        print(f"\n(first view: {first.snapshot.total_calls:,} calls in the last hour)")
     finally:
         if not args.dir:
             shutil.rmtree(tmp, ignore_errors=True)

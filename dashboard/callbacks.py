@@ -94,7 +94,7 @@ def page_values(
     """Every output of :data:`PAGE_OUTPUTS` for a view that was read (``sent``: the stamp of
     the meter panels the page already shows; see :func:`dashboard.meter_panels.panel_values`;
     ``fitted``: the range the page opened on because it holds the data)."""
-    texts = present.kpis(view.headline)
+    texts = present.kpis(view.snapshot)
     errors = present.error_rows(view)
     empty = view.store_empty
     return {

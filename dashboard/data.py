@@ -18,17 +18,12 @@ from typing import Any
 
 from airmeter import (
     ERROR_CLASSES,
-    RATE_CLASSES,
     AirmeterError,
     CallRecord,
-    Layer,
     RollupReader,
-    SeriesPoint,
     Snapshot,
-    ToolStats,
     error_class_of,
     has_calls,
-    parse_layer,
     recent_calls,
 )
 from airmeter.clients import ClientRow, ClientUsage, client_snapshot, client_usage
@@ -52,14 +47,10 @@ from dashboard.types import (
     DashboardView,
     ErrorRow,
     Filters,
-    Headline,
     HistogramBin,
-    LayerSlice,
     LocationServer,
-    TimeBucket,
     TimeRange,
     ToolDetail,
-    ToolRow,
 )
 from dashboard.usage import UsageWatch
 
@@ -343,18 +334,7 @@ class DashboardData:
         return DashboardView(
             range=rng,
             filters=filters,
-            headline=_headline(snap),
-            series=tuple(_bucket(p) for p in snap.series),
-            layers=tuple(
-                LayerSlice(
-                    layer=parse_layer(code),
-                    calls=st.calls,
-                    cost=st.cost,
-                    weighted_cost=int(st.weighted_cost),
-                )
-                for code, st in sorted(snap.layers.items())
-            ),
-            tools=tuple(_tool_row(t) for t in snap.tools),
+            snapshot=snap,
             recent_errors=tuple(_error_row(e) for e in failed),
             tool_names=tuple(sorted(known)),
             server_choices=server_choices(self._known_servers),
@@ -454,45 +434,6 @@ def _client_top(row: ClientRow) -> ClientTop:
     return ClientTop(client=row.client, auth=row.auth, calls=row.calls, errors=row.errors,
                      error_rate=row.error_rate, cost=row.cost, p95_ms=row.p95_ms,
                      subjects=row.subjects)  # fmt: skip
-
-
-def _headline(snap: Snapshot) -> Headline:
-    return Headline(
-        calls=snap.total_calls,
-        calls_per_min=snap.calls_per_min,
-        errors=snap.error_count,
-        error_rate=snap.error_rate if snap.total_calls else 0.0,
-        p50_ms=snap.p50_ms,
-        p95_ms=snap.p95_ms,
-        p99_ms=snap.p99_ms,
-        cost=snap.total_cost,
-    )
-
-
-def _bucket(point: SeriesPoint) -> TimeBucket:
-    return TimeBucket(
-        start_ms=point.start_ms,
-        calls_by_layer=tuple(point.layers.get(layer.code, 0) for layer in Layer),
-        errors=point.errors,
-        p50_ms=point.p50_ms,
-        p95_ms=point.p95_ms,
-        p99_ms=point.p99_ms,
-    )
-
-
-def _tool_row(t: ToolStats) -> ToolRow:
-    return ToolRow(
-        tool=t.tool,
-        layer=parse_layer(t.layer),
-        calls=t.calls,
-        errors=t.errors,
-        error_rate=t.error_rate,
-        tool_errors=sum(n for c, n in t.errors_by_class.items() if c in RATE_CLASSES),
-        p50_ms=t.p50_ms,
-        p95_ms=t.p95_ms,
-        p99_ms=t.p99_ms,
-        cost=t.cost,
-    )
 
 
 def _error_row(rec: CallRecord) -> ErrorRow:

@@ -88,25 +88,25 @@ def _dt(ms: float) -> datetime:
 
 def _times(view: DashboardView, *, centre: bool = False) -> list[datetime]:
     half = view.range.bucket_ms / 2 if centre else 0
-    return [_dt(b.start_ms + half) for b in view.series]
+    return [_dt(b.start_ms + half) for b in view.snapshot.series]
 
 
 def _x_range(view: DashboardView) -> list[datetime]:
     """The same x span on both time charts: the range's buckets, first start to last end."""
-    if not view.series:
+    if not view.snapshot.series:
         return [_dt(view.range.since_ms), _dt(view.range.until_ms)]
-    first, last = view.series[0].start_ms, view.series[-1].start_ms
+    first, last = view.snapshot.series[0].start_ms, view.snapshot.series[-1].start_ms
     return [_dt(min(first, view.range.since_ms)), _dt(last + view.range.bucket_ms)]
 
 
 def calls_figure(view: DashboardView) -> go.Figure:
     """Calls per bucket, stacked by layer."""
-    if view.headline.calls == 0:
+    if view.snapshot.total_calls == 0:
         return empty_figure()
     fig = go.Figure()
     x = _times(view)
     for layer in Layer:
-        ys = [b.calls_by_layer[layer - 1] for b in view.series]
+        ys = [b.layers.get(layer, 0) for b in view.snapshot.series]
         if not any(ys):
             continue
         fig.add_trace(
@@ -131,12 +131,12 @@ def latency_figure(view: DashboardView) -> go.Figure:
     Only buckets with calls are points, joined by lines: with few calls spread over the range,
     a line broken at every empty bucket was a scatter of isolated dots.
     """
-    if view.headline.calls == 0:
+    if view.snapshot.total_calls == 0:
         return empty_figure()
     fig = go.Figure()
     x = _times(view, centre=True)
     for name in ("p50", "p95", "p99"):
-        values = [getattr(b, f"{name}_ms") for b in view.series]
+        values = [getattr(b, f"{name}_ms") for b in view.snapshot.series]
         points = [(t, v) for t, v in zip(x, values, strict=True) if v is not None]
         fig.add_trace(
             go.Scatter(
@@ -161,15 +161,16 @@ def layers_figure(view: DashboardView) -> go.Figure:
     The cost bars use the headline's measure (what calls reported, else their layer's weight), so
     they add up to the headline cost; the hover also shows calls x weight for comparison.
     """
-    if view.headline.calls == 0:
+    if view.snapshot.total_calls == 0:
         return empty_figure()
-    codes = [s.layer.code for s in view.layers]
-    colours = [LAYER_COLOURS[s.layer] for s in view.layers]
+    layers = tuple(view.snapshot.layers.values())  # L1 … L7
+    codes = [s.layer.code for s in layers]
+    colours = [LAYER_COLOURS[s.layer] for s in layers]
     fig = go.Figure()
     fig.add_trace(
         go.Bar(
             x=codes,
-            y=[s.calls for s in view.layers],
+            y=[s.calls for s in layers],
             name="calls",
             offsetgroup="calls",
             marker={"color": colours},
@@ -179,8 +180,8 @@ def layers_figure(view: DashboardView) -> go.Figure:
     fig.add_trace(
         go.Bar(
             x=codes,
-            y=[s.cost for s in view.layers],
-            customdata=[[s.weighted_cost, s.layer.weight] for s in view.layers],
+            y=[s.cost for s in layers],
+            customdata=[[s.weighted_cost, s.layer.weight] for s in layers],
             name="cost (units)",
             offsetgroup="cost",
             marker={"color": colours, "opacity": 0.45, "pattern": {"shape": "/"}},

@@ -29,7 +29,7 @@ from airmeter import AirmeterError, snapshot
 from airmeter.hops import hop_summary, same_store
 from airstore import AirstoreError, ReadOnlyUnsupportedError, Store, create_storage, store_exists
 from airstore.locations_index import known_locations
-from dashboard.types import GatewayPanel, GatewayRow, LocationServer, MachinePanel, TimeRange
+from dashboard.types import GatewayPanel, LocationServer, MachinePanel, TimeRange
 
 __all__ = ["MAX_MACHINE_ROWS", "MachineWatch"]
 
@@ -114,10 +114,7 @@ class MachineWatch:
         """Read the gateway's hops and every other location's servers for ``rng`` now."""
         try:
             summary = await hop_summary(self._store, since=rng.since_ms)
-            self.gateway = GatewayPanel(hops=summary.hops, rows=tuple(
-                GatewayRow(server=s.server, hops=s.hops, added_p50_ms=s.added_p50_ms,
-                           added_p95_ms=s.added_p95_ms, added_max_ms=s.added_max_ms)
-                for s in summary.servers))  # fmt: skip
+            self.gateway = GatewayPanel(hops=summary.hops, rows=summary.servers)
         except (AirstoreError, AirmeterError, OSError) as exc:
             logger.warning("cannot read the gateway's hops: %s", exc)
         if not self._everywhere:

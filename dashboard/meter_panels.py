@@ -116,7 +116,7 @@ def errors_note(view: DashboardView) -> str:
     """Under the failed-calls card: the share a tool's error rate counts (``tool_error``,
     ``exception``, ``timeout``) and the share that is not the tools' doing (``other``:
     refused, protocol, cancelled, budget)."""
-    calls = view.headline.calls
+    calls = view.snapshot.total_calls
     if not calls or not view.errors_by_class:
         return ""
     own = sum(n for c, n in view.errors_by_class if c in RATE_CLASSES)

@@ -33,7 +33,7 @@ from airmeter.context_cost import ContextReport, ToolContextCost, context_report
 from airmeter.slo import SloEvaluator
 from airmeter.slo_config import DEFAULT_SLO_FILE, Objective, load_objectives
 from airstore import AirstoreError, Store
-from dashboard.types import Alert, ContextPanel, ContextRow, SloPanel, SloRow, TimeRange
+from dashboard.types import Alert, ContextPanel, SloPanel, SloRow, TimeRange
 
 __all__ = [
     "IN_CODE",
@@ -145,19 +145,11 @@ def _context_panel(report: ContextReport, range_key: str, now_ms: int) -> Contex
         return (-(t.definition_tokens or 0), -t.result_tokens_total, t.server, t.tool)
 
     tools = sorted(report.tools, key=size)
-    rows = tuple(_context_row(t) for t in tools[:MAX_CONTEXT_ROWS])
+    rows = tuple(tools[:MAX_CONTEXT_ROWS])
     return ContextPanel(
         range_key=range_key, tokenizer=report.tokenizer, exact=report.exact,
         definition_tokens_total=report.definition_tokens_total, rows=rows,
         more=max(0, len(tools) - MAX_CONTEXT_ROWS), computed_at_ms=now_ms,
-    )  # fmt: skip
-
-
-def _context_row(t: ToolContextCost) -> ContextRow:
-    return ContextRow(
-        server=t.server, tool=t.tool, definition_tokens=t.definition_tokens,
-        result_tokens_p50=t.result_tokens_p50, result_tokens_p95=t.result_tokens_p95,
-        result_tokens_total=t.result_tokens_total, results_counted=t.results_counted,
     )  # fmt: skip
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from airmeter import Snapshot
 from airmeter.tokens import ESTIMATE
 from dashboard.ranges import RANGES
-from dashboard.types import DashboardView, Headline, TimeRange, ToolDetail
+from dashboard.types import DashboardView, TimeRange, ToolDetail
 
 __all__ = [
     "call_rows",
@@ -127,16 +128,16 @@ def counted_how(*, exact: bool, tokenizer: str) -> str:
     return "an estimate (about 4 bytes a token)"
 
 
-def kpis(h: Headline) -> dict[str, str]:
-    """The headline cards' texts, keyed by card id."""
+def kpis(snap: Snapshot) -> dict[str, str]:
+    """The headline cards' texts, keyed by card id (latencies ``-`` without calls)."""
     return {
-        "calls": fmt_count(h.calls),
-        "rate": fmt_rate(h.calls_per_min),
-        "errors": fmt_pct(h.error_rate),
-        "p50": fmt_ms(h.p50_ms),
-        "p95": fmt_ms(h.p95_ms),
-        "p99": fmt_ms(h.p99_ms),
-        "cost": fmt_cost(h.cost),
+        "calls": fmt_count(snap.total_calls),
+        "rate": fmt_rate(snap.calls_per_min),
+        "errors": fmt_pct(snap.error_rate),
+        "p50": fmt_ms(snap.p50_ms),
+        "p95": fmt_ms(snap.p95_ms),
+        "p99": fmt_ms(snap.p99_ms),
+        "cost": fmt_cost(snap.total_cost),
     }
 
 
@@ -162,7 +163,7 @@ def tool_rows(view: DashboardView) -> list[dict[str, Any]]:
             "p99": _num(row.p99_ms),
             "cost": round(row.cost, 2),
         }
-        for row in view.tools
+        for row in view.snapshot.tools
     ]
 
 

@@ -1,38 +1,38 @@
 """The dashboard's vocabulary: a time range, filters, and the view model the page renders.
 
 Everything here is a frozen dataclass of plain numbers and strings, so tests can compare it with
-an independent computation and the layout only formats it.
+an independent computation and the layout only formats it. The aggregate numbers (headline,
+series, layers, per-tool rows) are airmeter's own :class:`~airmeter.Snapshot` types, the
+context panel's rows airmeter's :class:`~airmeter.context_cost.ToolContextCost` and the gateway
+panel's :class:`~airmeter.hops.HopFigures`, presented as they are: nothing here re-declares
+them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from airmeter import Layer
+from airmeter import Layer, Snapshot
+from airmeter.context_cost import ToolContextCost
+from airmeter.hops import HopFigures
 
 __all__ = [
     "Alert",
     "CallRow",
     "ClientTop",
     "ContextPanel",
-    "ContextRow",
     "DashboardView",
     "ErrorRow",
     "Filters",
     "GatewayPanel",
-    "GatewayRow",
-    "Headline",
     "HistogramBin",
-    "LayerSlice",
     "LocationServer",
     "MachinePanel",
     "ServerChoice",
     "SloPanel",
     "SloRow",
-    "TimeBucket",
     "TimeRange",
     "ToolDetail",
-    "ToolRow",
 ]
 
 
@@ -94,71 +94,6 @@ class ServerChoice:
     label: str
     server: str
     instance: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Headline:
-    """The headline cards. Latencies in ms, ``None`` when there were no calls."""
-
-    calls: int
-    calls_per_min: float
-    errors: int
-    error_rate: float
-    p50_ms: float | None
-    p95_ms: float | None
-    p99_ms: float | None
-    cost: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TimeBucket:
-    """One bucket of the time series: calls per layer (index 0 = L1) and latency percentiles."""
-
-    start_ms: int
-    calls_by_layer: tuple[int, ...]
-    errors: int
-    p50_ms: float | None
-    p95_ms: float | None
-    p99_ms: float | None
-
-    @property
-    def calls(self) -> int:
-        """All calls in the bucket."""
-        return sum(self.calls_by_layer)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LayerSlice:
-    """Calls in one layer and what they cost.
-
-    ``cost`` is the same measure as the headline and the per-tool table: what each call reported
-    (or its budget priced), else the layer's weight. ``weighted_cost`` is calls x the layer's
-    weight, what the layer would cost had no call reported anything.
-    """
-
-    layer: Layer
-    calls: int
-    cost: float
-    weighted_cost: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolRow:
-    """One row of the per-tool table: ``errors`` counts every failed call, ``tool_errors``
-    the tool's own failures (isError results, exceptions, timeouts: what ``error_rate``
-    counts); the rest were refused before the handler, cancelled, budget-blocked or protocol
-    errors."""
-
-    tool: str
-    layer: Layer
-    calls: int
-    errors: int
-    error_rate: float
-    tool_errors: int = 0
-    p50_ms: float | None
-    p95_ms: float | None
-    p99_ms: float | None
-    cost: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -251,20 +186,6 @@ class SloPanel:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ContextRow:
-    """One tool's context cost: tokens its definition adds to ``tools/list`` and its results'
-    tokens (``None`` when not counted)."""
-
-    server: str
-    tool: str
-    definition_tokens: int | None
-    result_tokens_p50: float | None
-    result_tokens_p95: float | None
-    result_tokens_total: int
-    results_counted: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextPanel:
     """What the tools cost in a model's context, for ``range_key`` (results) and all time
     (definitions). ``exact`` is False when a count is an estimate (``tokenizer`` names it);
@@ -274,7 +195,7 @@ class ContextPanel:
     tokenizer: str
     exact: bool
     definition_tokens_total: int
-    rows: tuple[ContextRow, ...]
+    rows: tuple[ToolContextCost, ...]
     more: int = 0
     computed_at_ms: int = 0
 
@@ -308,22 +229,11 @@ class MachinePanel:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GatewayRow:
-    """The gateway's hops to one upstream and the latency it added (ms)."""
-
-    server: str
-    hops: int
-    added_p50_ms: float | None
-    added_p95_ms: float | None
-    added_max_ms: float | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class GatewayPanel:
     """The gateway's added latency per upstream in the page's range (none: no hops)."""
 
     hops: int = 0
-    rows: tuple[GatewayRow, ...] = field(default_factory=tuple)
+    rows: tuple[HopFigures, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -342,10 +252,9 @@ class DashboardView:
 
     range: TimeRange
     filters: Filters
-    headline: Headline
-    series: tuple[TimeBucket, ...]
-    layers: tuple[LayerSlice, ...]
-    tools: tuple[ToolRow, ...]
+    snapshot: Snapshot
+    """airmeter's snapshot of the range and filters: the headline numbers, the time series
+    (calls per :class:`~airmeter.Layer`), the layers and the per-tool rows, busiest first."""
     recent_errors: tuple[ErrorRow, ...]
     tool_names: tuple[str, ...]
     store_empty: bool

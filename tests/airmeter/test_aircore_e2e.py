@@ -205,7 +205,7 @@ async def test_calls_over_stdio_with_the_official_client_reach_the_store(tmp_pat
     by_tool = {t.tool: t for t in snap.tools}
     assert by_tool["echo"].calls == 21
     assert by_tool["get_user"].errors == 2
-    assert by_tool["generate_text"].layer == "L6"
+    assert by_tool["generate_text"].layer is Layer.L6
     assert dict(snap.errors_by_type) == {"-32001": 1, "-32602": 1, "-32603": 1}
     failed = {e["error_type"]: e for e in logged if not e["ok"]}
     assert all(failed[code]["error_message"] for code in ("-32001", "-32602", "-32603"))

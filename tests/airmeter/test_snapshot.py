@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from airmeter import CALLS_NAMESPACE, Layer, Meter, StoreSink, snapshot
+from airmeter import CALLS_NAMESPACE, Layer, Meter, StoreSink, parse_layer, snapshot
 from airmeter.errors import MeterConfigError
 from airmeter.histogram import bucket_of, bucket_value, percentile
 from airstore import MemoryStore
@@ -39,9 +39,10 @@ async def test_snapshot_matches_the_raw_log() -> None:
     for q in ("p50", "p95", "p99"):
         assert close(getattr(snap, f"{q}_ms"), exp[q]), q
     assert snap.total_cost == pytest.approx(exp["cost"])
-    assert {k: v.calls for k, v in snap.layers.items() if v.calls} == exp["by_layer"]
-    for code, row in snap.layers.items():
-        assert row.weighted_cost == row.calls * Layer[code].weight
+    assert {k.code: v.calls for k, v in snap.layers.items() if v.calls} == exp["by_layer"]
+    for layer, row in snap.layers.items():
+        assert row.layer is layer
+        assert row.weighted_cost == row.calls * layer.weight
     assert {t.tool for t in snap.tools} == set(exp["by_tool"])
     for row in snap.tools:
         entries = exp["by_tool"][row.tool]
@@ -53,7 +54,7 @@ async def test_snapshot_matches_the_raw_log() -> None:
         assert row.error_rate == pytest.approx(len(own) / row.calls)
         refused = sum(1 for e in entries if e.get("error_type") == "-32602")
         assert row.errors_by_class.get("refused", 0) == refused
-        assert row.layer == entries[0]["layer"]
+        assert row.layer is parse_layer(entries[0]["layer"])
         for q in (50, 95, 99):
             assert close(getattr(row, f"p{q}_ms"), exact_percentile(lat, q)), (row.tool, q)
     assert [t.calls for t in snap.tools] == sorted((t.calls for t in snap.tools), reverse=True)
@@ -100,9 +101,10 @@ async def test_time_window_is_minute_granular_and_series_sums_up() -> None:
         inside = [e for e in part if point.start_ms <= e["_ts"] < point.start_ms + 5 * 60_000]
         assert point.calls == len(inside)
         assert point.errors == sum(1 for e in inside if not e["ok"])
-        by_layer: dict[str, int] = {}
+        by_layer: dict[Layer, int] = {}
         for e in inside:
-            by_layer[e["layer"]] = by_layer.get(e["layer"], 0) + 1
+            layer = parse_layer(e["layer"])
+            by_layer[layer] = by_layer.get(layer, 0) + 1
         assert dict(point.layers) == by_layer
         assert close(point.p50_ms, exact_percentile([e["latency_ms"] for e in inside], 50))
     # datetimes and a partial first minute select the same whole minutes
@@ -154,6 +156,12 @@ async def test_json_form_has_the_documented_top_level_keys() -> None:
     assert data["total_calls"] == len(raw)
     assert set(data["layers"]) == {f"L{i}" for i in range(1, 8)}
     assert data["tools"][0]["calls"] == snap.tools[0].calls
+    # a Layer in the objects, its code in the JSON: {"layer": "L2"}, series layers by code
+    assert data["tools"][0]["layer"] == snap.tools[0].layer.code
+    assert {row["layer"] for row in data["layers"].values()} == set(data["layers"])
+    assert all(set(p["layers"]) <= set(data["layers"]) for p in data["series"])
+    assert sum(sum(p["layers"].values()) for p in data["series"]) == len(raw)
+    assert all(isinstance(k, Layer) for p in snap.series for k in p.layers)
     assert snap.to_dict()["error_rate"] == pytest.approx(1 - snap.success_rate)
     await store.close()
 

@@ -92,23 +92,25 @@ async def test_headline_layers_and_tools_match_the_raw_log(
     rng = data.resolve(key)
     view = await data.view(rng)
     want = _in(records, rng)
-    assert view.headline.calls == len(want) > 0
-    assert view.headline.errors == sum(not r["ok"] for r in want)
-    assert view.headline.error_rate == pytest.approx(view.headline.errors / len(want))
-    assert view.headline.calls_per_min == pytest.approx(len(want) / _minutes(rng))
-    assert view.headline.cost == pytest.approx(sum(_cost(r) for r in want))
-    h = view.headline
+    assert view.snapshot.total_calls == len(want) > 0
+    assert view.snapshot.error_count == sum(not r["ok"] for r in want)
+    assert view.snapshot.error_rate == pytest.approx(view.snapshot.error_count / len(want))
+    assert view.snapshot.calls_per_min == pytest.approx(len(want) / _minutes(rng))
+    assert view.snapshot.total_cost == pytest.approx(sum(_cost(r) for r in want))
+    h = view.snapshot
     assert _pcts_ok((h.p50_ms, h.p95_ms, h.p99_ms), [r["latency_ms"] for r in want])
     by_layer = Counter(r["layer"] for r in want)
-    for sl in view.layers:
+    for sl in view.snapshot.layers.values():
         assert sl.calls == by_layer.get(sl.layer.code, 0)
         assert sl.weighted_cost == sl.calls * sl.layer.weight
         assert sl.cost == pytest.approx(sum(_cost(r) for r in want if r["layer"] == sl.layer.code))
     # One cost measure everywhere: the layers and the tools add up to the headline.
-    assert sum(sl.cost for sl in view.layers) == pytest.approx(view.headline.cost)
-    assert sum(row.cost for row in view.tools) == pytest.approx(view.headline.cost)
-    assert {row.tool for row in view.tools} == {r["tool"] for r in want}
-    for row in view.tools:
+    assert sum(sl.cost for sl in view.snapshot.layers.values()) == pytest.approx(
+        view.snapshot.total_cost
+    )
+    assert sum(row.cost for row in view.snapshot.tools) == pytest.approx(view.snapshot.total_cost)
+    assert {row.tool for row in view.snapshot.tools} == {r["tool"] for r in want}
+    for row in view.snapshot.tools:
         mine = [r for r in want if r["tool"] == row.tool]
         assert row.calls == len(mine)
         assert row.errors == sum(not r["ok"] for r in mine)
@@ -124,18 +126,19 @@ async def test_series_buckets_count_every_call_by_layer(
     rng = data.resolve("24h")
     view = await data.view(rng)
     want = _in(records, rng)
-    assert sum(b.calls for b in view.series) == len(want)
-    first = view.series[0].start_ms
+    assert sum(b.calls for b in view.snapshot.series) == len(want)
+    first = view.snapshot.series[0].start_ms
     lo = _floor_min(rng.since_ms)
     assert first == lo - lo % rng.bucket_ms  # buckets sit on multiples of their width
     counts: Counter[tuple[int, str]] = Counter(
         ((_floor_min(r["_ts"]) - first) // rng.bucket_ms, r["layer"]) for r in want
     )
-    for i, bucket in enumerate(view.series):
+    for i, bucket in enumerate(view.snapshot.series):
         assert bucket.start_ms == first + i * rng.bucket_ms
-        for level, n in enumerate(bucket.calls_by_layer, start=1):
-            assert n == counts.get((i, f"L{level}"), 0)
-    busiest = max(view.series, key=lambda b: b.calls)
+        for layer in Layer:  # keyed by the Layer, a layer without calls left out
+            assert bucket.layers.get(layer, 0) == counts.get((i, layer.code), 0)
+        assert all(n > 0 for n in bucket.layers.values())
+    busiest = max(view.snapshot.series, key=lambda b: b.calls)
     lat = [
         r["latency_ms"]
         for r in want
@@ -152,13 +155,13 @@ async def test_filters_by_tool_layer_and_server_narrow_every_number(
     await data.view(rng)  # learns the tool names
     view = await data.view(rng, Filters(tool="fetch_url", server="billing"))
     want = _in(records, rng, tool="fetch_url", server="billing")
-    assert view.headline.calls == len(want) > 0
-    assert [row.tool for row in view.tools] == ["fetch_url"]
+    assert view.snapshot.total_calls == len(want) > 0
+    assert [row.tool for row in view.snapshot.tools] == ["fetch_url"]
     assert "plan_trip" in view.tool_names  # the dropdown keeps every known tool
     assert all(e.tool == "fetch_url" and e.server == "billing" for e in view.recent_errors)
     by_layer = await data.view(rng, Filters(layer=Layer.L7))
-    assert by_layer.headline.calls == len(_in(records, rng, layer="L7"))
-    assert {sl.layer for sl in by_layer.layers if sl.calls} == {Layer.L7}
+    assert by_layer.snapshot.total_calls == len(_in(records, rng, layer="L7"))
+    assert {sl.layer for sl in by_layer.snapshot.layers.values() if sl.calls} == {Layer.L7}
 
 
 async def test_recent_errors_are_the_newest_failures_with_their_details(
@@ -204,9 +207,9 @@ async def test_empty_store_is_reported_as_empty() -> None:
     data = DashboardData(MemoryStore(), url="memory://", clock=lambda: NOW_MS / 1000)
     view = await data.view(data.resolve("1h"))
     assert view.store_empty
-    assert view.headline.calls == 0
-    assert view.headline.p50_ms is None
-    assert view.tools == ()
+    assert view.snapshot.total_calls == 0
+    assert view.snapshot.p50_ms is None
+    assert view.snapshot.tools == ()
 
 
 async def test_store_with_old_calls_only_is_not_empty(
@@ -215,7 +218,7 @@ async def test_store_with_old_calls_only_is_not_empty(
     data, _ = seeded
     later = DashboardData(data._store, clock=lambda: (NOW_MS + 30 * DAY_MS) / 1000)
     view = await later.view(later.resolve("15m"))
-    assert view.headline.calls == 0
+    assert view.snapshot.total_calls == 0
     assert not view.store_empty
 
 

@@ -34,19 +34,27 @@ def _traces(fig: Any) -> list[dict[str, Any]]:
 
 def test_layer_cost_bars_add_up_to_the_headline_cost(view: DashboardView) -> None:
     calls, cost = _traces(layers_figure(view))
-    assert list(calls["x"]) == list(cost["x"]) == [sl.layer.code for sl in view.layers]
-    assert sum(calls["y"]) == view.headline.calls
+    assert (
+        list(calls["x"])
+        == list(cost["x"])
+        == [sl.layer.code for sl in view.snapshot.layers.values()]
+    )
+    assert sum(calls["y"]) == view.snapshot.total_calls
     # Handlers reported some costs (see seed.py), so calls x weight would not match the headline.
-    assert sum(sl.weighted_cost for sl in view.layers) != pytest.approx(view.headline.cost)
-    assert sum(cost["y"]) == pytest.approx(view.headline.cost)
-    assert [c[0] for c in cost["customdata"]] == [sl.weighted_cost for sl in view.layers]
-    want = [LAYER_COLOURS[sl.layer] for sl in view.layers]
+    assert sum(sl.weighted_cost for sl in view.snapshot.layers.values()) != pytest.approx(
+        view.snapshot.total_cost
+    )
+    assert sum(cost["y"]) == pytest.approx(view.snapshot.total_cost)
+    assert [c[0] for c in cost["customdata"]] == [
+        sl.weighted_cost for sl in view.snapshot.layers.values()
+    ]
+    want = [LAYER_COLOURS[sl.layer] for sl in view.snapshot.layers.values()]
     assert list(calls["marker"]["color"]) == list(cost["marker"]["color"]) == want
 
 
 def test_calls_chart_stacks_every_call_in_its_layer_colour(view: DashboardView) -> None:
     traces = _traces(calls_figure(view))
-    assert sum(sum(t["y"]) for t in traces) == view.headline.calls
+    assert sum(sum(t["y"]) for t in traces) == view.snapshot.total_calls
     for trace in traces:
         layer = Layer[trace["name"].split()[0]]
         assert trace["marker"]["color"] == LAYER_COLOURS[layer]
@@ -61,8 +69,8 @@ def test_time_charts_share_the_range_and_percentiles_avoid_layer_colours(
     ]
     assert ranges[0] == ranges[1]
     lo, hi = (d.timestamp() * 1000 for d in ranges[0])
-    assert lo <= min(view.series[0].start_ms, view.range.since_ms)
-    assert hi == view.series[-1].start_ms + view.range.bucket_ms >= view.range.until_ms
+    assert lo <= min(view.snapshot.series[0].start_ms, view.range.since_ms)
+    assert hi == view.snapshot.series[-1].start_ms + view.range.bucket_ms >= view.range.until_ms
     # Every latency point (drawn at its bucket's centre) lies inside the shown span.
     for trace in _traces(latency_figure(view)):
         assert all(lo < x.timestamp() * 1000 < hi for x in trace["x"])

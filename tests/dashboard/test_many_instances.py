@@ -90,8 +90,8 @@ async def test_data_module_sums_every_instance_and_narrows_to_each(
     try:
         rng = data.resolve("1h")
         view = await data.view(rng)
-        assert view.headline.calls == sum(r.calls for r in runs) == 520
-        assert view.headline.errors == sum(r.errors for r in runs)
+        assert view.snapshot.total_calls == sum(r.calls for r in runs) == 520
+        assert view.snapshot.error_count == sum(r.errors for r in runs)
         alpha1, alpha2, beta = runs
         assert [(c.label, c.server, c.instance) for c in view.server_choices] == [
             ("alpha (all 2 instances)", "alpha", None),
@@ -104,13 +104,13 @@ async def test_data_module_sums_every_instance_and_narrows_to_each(
             assert (server, instance) == (choice.server, choice.instance)
             narrowed = await data.view(rng, Filters(server=server, instance=instance))
             mine = [r for r in runs if r.server == server and instance in (None, r.instance)]
-            assert narrowed.headline.calls == sum(r.calls for r in mine)
-            assert narrowed.headline.errors == sum(r.errors for r in mine)
+            assert narrowed.snapshot.total_calls == sum(r.calls for r in mine)
+            assert narrowed.snapshot.error_count == sum(r.errors for r in mine)
             assert {e.server for e in narrowed.recent_errors} == {server}
         one = await data.view(rng, Filters(server="alpha", instance="web-2"))
-        assert one.headline.calls == alpha2.calls != alpha1.calls
-        assert (await data.view(rng, Filters(server="beta"))).headline.calls == beta.calls
-        assert (await data.view(rng)).headline.calls == view.headline.calls
+        assert one.snapshot.total_calls == alpha2.calls != alpha1.calls
+        assert (await data.view(rng, Filters(server="beta"))).snapshot.total_calls == beta.calls
+        assert (await data.view(rng)).snapshot.total_calls == view.snapshot.total_calls
     finally:
         await data.close()
 

@@ -70,7 +70,7 @@ async def test_the_view_splits_failures_by_error_class_and_tags_each_recent_erro
     by_tool = {(e.tool, e.error_class) for e in view.recent_errors}
     assert by_tool == {("flaky", "tool_error"), ("flaky", "refused"), ("boom", "exception"),
                        ("slow", "timeout")}  # fmt: skip
-    calls, own = view.headline.calls, FLAKY_CALLS // 2 + 2 + 1
+    calls, own = view.snapshot.total_calls, FLAKY_CALLS // 2 + 2 + 1
     assert panel_values(view)["errors_note"] == (
         f"tool errors {own / calls * 100:.2f}% · other {3 / calls * 100:.2f}%"
     )

@@ -98,12 +98,12 @@ async def test_meter_slo_and_the_dashboard_see_every_data_location(
         await data.view(rng)
         await data.machine.evaluate_now(rng)
         view = await data.view(rng)
-        assert view.headline.calls == 3  # the views: the store the dashboard was opened on
+        assert view.snapshot.total_calls == 3  # the views: the store the dashboard was opened on
         assert view.machine is not None
         listed = {(r.server, r.calls, r.data, r.here) for r in view.machine.rows}
         assert listed == {("proj-notes", 3, here, True), ("desk-notes", 5, user, False)}
         narrowed_view = await data.view(rng, Filters(tool="no_such_tool"))
-        assert narrowed_view.headline.calls == 0  # a filter narrows the views, not the list
+        assert narrowed_view.snapshot.total_calls == 0  # a filter narrows the views, not the list
         assert narrowed_view.machine is not None
         assert {(r.server, r.calls) for r in narrowed_view.machine.rows} == {
             ("proj-notes", 3), ("desk-notes", 5)}  # fmt: skip

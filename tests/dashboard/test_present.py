@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 from airmeter import Layer
+from airmeter.aggregate import aggregate
 from dashboard.present import error_label, error_rows, error_summary
 from dashboard.ranges import resolve_range
-from dashboard.types import DashboardView, ErrorRow, Filters, Headline
+from dashboard.types import DashboardView, ErrorRow, Filters
 
 
 def _view(errors_by_type: tuple[tuple[str, int], ...], rows: tuple[ErrorRow, ...]) -> DashboardView:
-    headline = Headline(
-        calls=100, calls_per_min=1.0, errors=0, error_rate=0.0, p50_ms=None, p95_ms=None,
-        p99_ms=None, cost=0.0,
-    )  # fmt: skip
     return DashboardView(
         range=resolve_range("1h", now_ms=1_790_000_000_000),
         filters=Filters(),
-        headline=headline,
-        series=(),
-        layers=(),
-        tools=(),
+        snapshot=aggregate((), now_ms=1_790_000_000_000),
         recent_errors=rows,
         tool_names=(),
         store_empty=False,

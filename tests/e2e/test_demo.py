@@ -85,7 +85,7 @@ def test_air_demo_records_every_call_it_makes(tmp_path: Path) -> None:
             view = await data.view(data.resolve("1h"))
         finally:
             await data.close()
-        return view.headline.calls, view.headline.errors
+        return view.snapshot.total_calls, view.snapshot.error_count
 
     calls, errors = asyncio.run(headline())
     assert calls == len(logged)
@@ -108,7 +108,7 @@ def test_air_demo_serves_the_dashboard_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
     async def total() -> int:
         data = await DashboardData.open(f"file://{store}")
         try:
-            return (await data.view(data.resolve("1h"))).headline.calls
+            return (await data.view(data.resolve("1h"))).snapshot.total_calls
         finally:
             await data.close()
 

@@ -120,14 +120,14 @@ async def test_report_and_dashboard_show_every_process_of_a_shared_store(tmp_pat
         data = await DashboardData.open(store)
         try:
             view = await data.view(data.resolve("1h"))
-            assert view.headline.calls == sum(PLAN) + len(PLAN)
+            assert view.snapshot.total_calls == sum(PLAN) + len(PLAN)
             labels = [c.label for c in view.server_choices]
             assert f"shared (all {len(PLAN)} instances)" in labels
             for row in rows:
                 one = await data.view(
                     data.resolve("1h"), Filters(server="shared", instance=row["instance_id"])
                 )
-                assert one.headline.calls == row["calls"]
-                assert one.headline.errors == 1
+                assert one.snapshot.total_calls == row["calls"]
+                assert one.snapshot.error_count == 1
         finally:
             await data.close()

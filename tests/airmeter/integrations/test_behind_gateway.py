@@ -153,7 +153,7 @@ async def test_adapters_behind_the_gateway_count_each_call_once(tmp_path: Path) 
         view = await dash.view(rng)
     finally:
         await dash.close()
-    assert view.headline.calls == 2 * CALLS
+    assert view.snapshot.total_calls == 2 * CALLS
     assert view.gateway is not None
     assert {(r.server, r.hops) for r in view.gateway.rows} == {("sdk-notes", CALLS),
                                                                ("fast-notes", CALLS)}  # fmt: skip

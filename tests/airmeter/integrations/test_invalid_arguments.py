@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from airmeter import CALLS_NAMESPACE, Layer, Snapshot, snapshot
+from airmeter import CALLS_NAMESPACE, Snapshot, snapshot
 from airstore.file import FileStore
 
 HERE = Path(__file__).parent
@@ -61,4 +61,4 @@ async def test_invalid_arguments_are_refused_free_and_outside_the_error_rate(
     (tool,) = snap.tools
     assert (tool.calls, tool.errors, tool.error_rate) == (3, 2, 0.0)
     assert dict(tool.errors_by_class) == {"refused": 2}
-    assert tool.cost == Layer[tool.layer].weight  # only the call that ran is charged
+    assert tool.cost == tool.layer.weight  # only the call that ran is charged
