@@ -26,7 +26,7 @@ from airmeter import (
     has_calls,
     recent_calls,
 )
-from airmeter.clients import ClientRow, ClientUsage, client_snapshot, client_usage
+from airmeter.clients import ClientUsage, client_snapshot, client_usage
 from airmeter.slo_config import Objective
 from airstore import (
     AirstoreError,
@@ -43,7 +43,6 @@ from dashboard.ranges import CUSTOM, FIT_LIMIT, RANGES, fitting_range, resolve_r
 from dashboard.servers import parse_server_choice, server_choices
 from dashboard.types import (
     CallRow,
-    ClientTop,
     DashboardView,
     ErrorRow,
     Filters,
@@ -351,7 +350,7 @@ class DashboardData:
             context=self.meter.context,
             machine=self.machine.panel(await self._here(rng, filters, snap)),
             gateway=self.machine.gateway,
-            clients=tuple(_client_top(row) for row in usage.clients[:TOP_CLIENTS]),
+            clients=usage.clients[:TOP_CLIENTS],
             client_names=tuple(sorted(self._known_clients)),
             clients_partial=usage.truncated,
         )
@@ -428,12 +427,6 @@ class DashboardData:
             histogram=latency_histogram(latencies),
             latest=tuple(_call_row(e) for e in entries[:DETAIL_LATEST]),
         )
-
-
-def _client_top(row: ClientRow) -> ClientTop:
-    return ClientTop(client=row.client, auth=row.auth, calls=row.calls, errors=row.errors,
-                     error_rate=row.error_rate, cost=row.cost, p95_ms=row.p95_ms,
-                     subjects=row.subjects)  # fmt: skip
 
 
 def _error_row(rec: CallRecord) -> ErrorRow:

@@ -1,11 +1,11 @@
 """The dashboard's vocabulary: a time range, filters, and the view model the page renders.
 
 Everything here is a frozen dataclass of plain numbers and strings, so tests can compare it with
-an independent computation and the layout only formats it. The aggregate numbers (headline,
-series, layers, per-tool rows) are airmeter's own :class:`~airmeter.Snapshot` types, the
-context panel's rows airmeter's :class:`~airmeter.context_cost.ToolContextCost` and the gateway
-panel's :class:`~airmeter.hops.HopFigures`, presented as they are: nothing here re-declares
-them.
+an independent computation and the layout only formats it. What airmeter already types is
+presented as it is, never re-declared: the aggregate numbers (headline, series, layers,
+per-tool rows) are its :class:`~airmeter.Snapshot`, the context panel's rows its
+:class:`~airmeter.context_cost.ToolContextCost`, the gateway panel's its
+:class:`~airmeter.hops.HopFigures` and the top clients its :class:`~airmeter.clients.ClientRow`.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from airmeter import Layer, Snapshot
+from airmeter.clients import ClientRow
 from airmeter.context_cost import ToolContextCost
 from airmeter.hops import HopFigures
 
 __all__ = [
     "Alert",
     "CallRow",
-    "ClientTop",
     "ContextPanel",
     "DashboardView",
     "ErrorRow",
@@ -64,21 +64,6 @@ class Filters:
     instance: str | None = None
     client: str | None = None
     """An OAuth client id: the page then sums that client's calls from the raw log."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClientTop:
-    """One row of the top clients panel (``client`` as ``air meter report --by client``
-    names it; ``subjects``: distinct pseudonymous users)."""
-
-    client: str
-    auth: str
-    calls: int
-    errors: int
-    error_rate: float
-    cost: float
-    p95_ms: float | None
-    subjects: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -269,7 +254,7 @@ class DashboardView:
     """Every data location's servers (:mod:`dashboard.machine`)."""
     gateway: GatewayPanel | None = None
     """The latency ``air gateway`` added, per upstream (:mod:`dashboard.machine`)."""
-    clients: tuple[ClientTop, ...] = ()
+    clients: tuple[ClientRow, ...] = ()
     client_names: tuple[str, ...] = ()
     clients_partial: bool = False
     """The range held more calls than the panel reads (only the newest were summed)."""
