@@ -227,15 +227,24 @@ class HttpUpstream:
         or was revoked upstream: nothing ran) gets one more try with a new token."""
         if self.credentials is None:
             return await self._pool.request("POST", body, headers, resend=resend)
-        for attempt in (1, 2):
+        for _attempt in (1, 2):
             header = await self.credentials.header()
             resp = await self._pool.request(
                 "POST", body, {**headers, "Authorization": header}, resend=resend
             )
-            if resp.status != 401 or attempt == 2 or resp.body is None:
+            if resp.status != 401 or resp.body is None:
                 return resp
             self.credentials.refused(header)
-        raise AssertionError("unreachable")
+        # refused twice, a new token included: the gateway's credentials do not fit this
+        # upstream; nothing ran (sent=False: another replica may take it)
+        refusal = _parse(resp.body or b"")
+        error = refusal.get("error") if refusal is not None else None
+        why = error.get("message") if isinstance(error, dict) else None
+        raise UpstreamUnavailableError(
+            f"{self.label} refused the gateway's own token (HTTP 401): {why or 'no reason given'}",
+            replica=self.label,
+            sent=False,
+        )
 
     def _unavailable(
         self, exc: ConnectFailedError | ConnectionLostError

@@ -169,3 +169,48 @@ async def test_no_token_is_a_typed_error_that_sent_nothing(server: TokenServer, 
             assert "HTTP 401 (invalid_client)" in info.value.message
     finally:
         await creds.close()
+
+
+async def test_an_upstream_401_gets_a_new_token_and_the_request_once_more(tmp_path: Any) -> None:
+    # a real air serve --auth-config upstream; the issuer's first token names another resource,
+    # so the upstream answers 401: the token is dropped, a new one fetched, the request resent
+    from airgateway.upstream_http import HttpUpstream
+    from tests.airhttp.issuer import running_issuer
+    from tests.airhttp.oidc_setup import NOTES, free_port, serve_notes, stop
+
+    async with running_issuer() as issuer:
+        port = free_port()
+        resource = f"http://127.0.0.1:{port}/mcp"
+        auth = f"issuer: {issuer.url}\nresource: {resource}\nscopes: [mcp:tools]\n"
+        proc = await asyncio.to_thread(serve_notes, NOTES, auth, port, tmp_path)
+        config = UpstreamOAuth(client_id="air-gateway", client_secret="air-gateway-secret",
+                               token_endpoint=f"{issuer.url}/token", scope="mcp:tools",
+                               resource=resource)  # fmt: skip
+        try:
+            issuer.wrong_audience = 1
+            creds = ClientCredentials(config, label="notes")
+            upstream = HttpUpstream("notes#0", resource, credentials=creds)
+            try:
+                await upstream.connect()
+                result = await upstream.request(
+                    "tools/call", {"name": "read_note", "arguments": {"id": "1"}}, timeout=30
+                )
+                assert result["content"][0]["text"] == "note 1"
+                assert issuer.token_requests == 2  # the refused token, then a good one
+            finally:
+                await upstream.close()
+                await creds.close()
+            # an upstream that keeps refusing: one new token per request, never a loop
+            issuer.wrong_audience = 10
+            creds = ClientCredentials(config, label="notes")
+            upstream = HttpUpstream("notes#1", resource, credentials=creds)
+            try:
+                with pytest.raises(UpstreamUnavailableError) as info:
+                    await upstream.connect()
+                assert "401" in info.value.message
+                assert issuer.token_requests == 4
+            finally:
+                await upstream.close()
+                await creds.close()
+        finally:
+            await asyncio.to_thread(stop, proc)

@@ -44,6 +44,7 @@ class Issuer:
         self.active_tokens: dict[str, dict[str, Any]] = {}
         self.token_requests = 0
         self.token_lifetime = 3600
+        self.wrong_audience = 0  # the next N tokens from /token name another resource
 
     def rotate(self) -> None:
         """Replace the keys: a new ``kid``; tokens of the old keys stop verifying."""
@@ -143,7 +144,11 @@ class Issuer:
         client, secret = unquote(client), unquote(secret)
         if form.get("grant_type") != "client_credentials" or secret != f"{client}-secret":
             return web.json_response({"error": "invalid_client"}, status=401)
-        token = self.token(resource=str(form.get("resource", "")), scope=str(form.get("scope", "")),
+        resource = str(form.get("resource", ""))
+        if self.wrong_audience > 0:
+            self.wrong_audience -= 1
+            resource = "https://elsewhere.example.com/mcp"
+        token = self.token(resource=resource, scope=str(form.get("scope", "")),
                            lifetime=self.token_lifetime, client_id=client, sub=client)  # fmt: skip
         return web.json_response(
             {"access_token": token, "token_type": "Bearer", "expires_in": self.token_lifetime}
