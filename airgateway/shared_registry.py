@@ -108,7 +108,8 @@ class Registration:
     """The gateway's own endpoint URLs: never adopted as replicas (a gateway calling itself)."""
     since: float = math.inf
     """When the gateway started (its own clock, seconds since the epoch; ``inf``: unknown).
-    The oldest gateway's definition of a server wins a disagreement (:mod:`airgateway.fleet`)."""
+    The oldest gateway's definition of a server wins a disagreement
+    (``airgateway.registry_sync.RegistrySync._wanted``)."""
 
     def to_json(self, *, me: str) -> dict[str, Any]:
         """The status page's form (``self``: this is the gateway answering)."""

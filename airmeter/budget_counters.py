@@ -38,7 +38,9 @@ COUNTERS_NAMESPACE: Final = "meter.budget"
 """Where per-client budget counters live (one per server, client and period)."""
 CALLS_PER_DAY: Final = "calls_per_day"
 """The ``limit`` of a :class:`BudgetExceededError` raised for a client's calls of the day."""
-_MILLI: Final = 1000  # cost is counted in thousandths (counters are integers)
+_UNIT: Final = 1_000_000_000
+"""Cost is counted in billionths (counters are integers, within ±2**53: 9 million a period);
+what is left below one billionth is carried to the next send, never dropped."""
 _DAY_TTL: Final = 2 * 86_400.0
 _MONTH_TTL: Final = 32 * 86_400.0
 _MAX_UNSENT: Final = 10_000  # (client, period) charges kept between two sends; beyond: dropped
@@ -60,7 +62,9 @@ class ClientCounters:
         self.selector = selector
         self.store: Store | None = None
         self.server = ""
-        self._unsent: dict[tuple[str, int, int], float] = {}
+        self._unsent: dict[tuple[str, bool, int], float] = {}
+        """Cost not sent yet, per (client, monthly, period start): each period on its own, so
+        that a write refused for one does not send the other twice."""
         self._warned: set[tuple[str, str, int]] = set()
         self._dropped = 0
 
@@ -73,6 +77,11 @@ class ClientCounters:
         digest = hashlib.sha256(f"{self.server}\0{client}".encode()).hexdigest()[:32]
         return f"{kind}:{start_ms}:{digest}"
 
+    @staticmethod
+    def _cost_kind(monthly: bool) -> str:
+        # a day and a month starting at the same instant (the 1st) are two counters
+        return "cost-month" if monthly else "cost-day"
+
     async def _store(self) -> Store:
         if self.store is None:
             from airstore import MemoryStore  # a meter without a store: this process only
@@ -82,33 +91,36 @@ class ClientCounters:
 
     def charge(self, client: str, day: int, month: int, cost: float) -> None:
         """Remember ``cost`` for ``client`` in the day and month (sent by :meth:`send`)."""
-        key = (client, day, month)
-        if key not in self._unsent and len(self._unsent) >= _MAX_UNSENT:
-            self._dropped += 1
-            return
-        self._unsent[key] = self._unsent.get(key, 0.0) + cost
+        for key in ((client, False, day), (client, True, month)):
+            if key not in self._unsent and len(self._unsent) >= _MAX_UNSENT:
+                self._dropped += 1
+                continue
+            self._unsent[key] = self._unsent.get(key, 0.0) + cost
 
     def unsent(self, client: str, start: int, *, monthly: bool) -> float:
         """This process's cost of ``client`` not sent yet, in the period starting ``start``."""
-        return sum(cost for (c, day, month), cost in self._unsent.items()
-                   if c == client and (month if monthly else day) == start)  # fmt: skip
+        return self._unsent.get((client, monthly, start), 0.0)
 
     async def send(self) -> None:
-        """Add the remembered costs to the store's counters.
+        """Add the remembered costs to the store's counters (whole billionths; the rest stays
+        remembered for the next send).
 
         Raises:
             airstore.AirstoreError: the store refused a write (the rest stays remembered).
         """
         store = await self._store()
-        while self._unsent:
-            (client, day, month), cost = next(iter(self._unsent.items()))
-            milli = round(cost * _MILLI)
-            if milli:
-                await store.incr(COUNTERS_NAMESPACE, self._key("cost", day, client), milli,
-                                 ttl=_DAY_TTL)  # fmt: skip
-                await store.incr(COUNTERS_NAMESPACE, self._key("cost", month, client), milli,
-                                 ttl=_MONTH_TTL)  # fmt: skip
-            del self._unsent[(client, day, month)]
+        for key, cost in list(self._unsent.items()):
+            client, monthly, start = key
+            units = int(cost * _UNIT)  # toward zero; the remainder is kept
+            if units:
+                counter = self._key(self._cost_kind(monthly), start, client)
+                ttl = _MONTH_TTL if monthly else _DAY_TTL
+                await store.incr(COUNTERS_NAMESPACE, counter, units, ttl=ttl)
+            rest = cost - units / _UNIT
+            if rest > 0.0:
+                self._unsent[key] = rest
+            else:
+                del self._unsent[key]
 
     async def take_call(self, client: str, day: int, limit: int, *, block: bool) -> int | None:
         """Count one call of ``client`` today; the count before it when that reached
@@ -131,8 +143,10 @@ class ClientCounters:
         """The stored cost of ``client`` in the period starting ``start``, plus this
         process's unsent cost of it."""
         store = await self._store()
-        raw = await store.get(COUNTERS_NAMESPACE, self._key("cost", start, client))
-        stored = raw / _MILLI if isinstance(raw, int | float) else 0.0
+        raw = await store.get(
+            COUNTERS_NAMESPACE, self._key(self._cost_kind(monthly), start, client)
+        )
+        stored = raw / _UNIT if isinstance(raw, int | float) else 0.0
         return stored + self.unsent(client, start, monthly=monthly)
 
     def exceeded(

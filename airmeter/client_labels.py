@@ -1,14 +1,14 @@
-"""The Prometheus ``client`` label, bounded: the busiest N clients by name, the rest ``other``.
+"""The Prometheus ``client`` label, bounded: the busiest N clients by name, the rest ``(other)``.
 
 Every OAuth client that calls would otherwise be a new series (callers could grow the
 exposition without bound). :class:`TopClients` keeps at most ``top`` named series and one
-``other``. Which clients are the busiest is estimated with the space-saving algorithm over a
+``(other)``. Which clients are the busiest is estimated with the space-saving algorithm over a
 bounded table (``track`` entries, default ``max(100, 10 x top)``): a client enters the named
 series when a slot is free (the first N clients) or when it has surely been seen more often
 than the least busy named one, which then leaves (its series stops; its later calls count in
-``other``; its earlier ones are not moved there, so ``rate()`` never counts them twice; named
+``(other)``; its earlier ones are not moved there, so ``rate()`` never counts them twice; named
 again while still tracked, it continues its counters). So every series only
-grows while it exists, ``other`` included, and the label never has more than ``top + 1``
+grows while it exists, ``(other)`` included, and the label never has more than ``top + 1``
 values, whatever the number of clients.
 
 Families (counters, since the process started, like every counter of ``/metrics``)::
@@ -28,7 +28,9 @@ __all__ = ["CLIENT_CALLS", "CLIENT_COST", "DEFAULT_TOP_CLIENTS", "OTHER", "TopCl
 
 DEFAULT_TOP_CLIENTS: Final = 10
 """Named clients in the ``client`` label by default (``AIR_METER_PROM_TOP_CLIENTS``)."""
-OTHER: Final = "other"
+OTHER: Final = "(other)"
+"""The label of every client not named (in parentheses: no client id renders so, see
+:func:`airmeter.clients.client_key`)."""
 """The label value of every client outside the top N."""
 CLIENT_CALLS: Final = "air_mcp_client_calls_total"
 CLIENT_COST: Final = "air_mcp_client_cost_total"
@@ -60,7 +62,7 @@ class TopClients:
     """Calls and cost per client for the ``client`` label (see the module docstring).
 
     Args:
-        top: how many clients are named (0: every client is ``other``).
+        top: how many clients are named (0: every client is ``(other)``).
         track: how many clients' call counts are estimated (more than ``top``).
 
     Raises:
@@ -113,7 +115,7 @@ class TopClients:
             weakest = min(named, key=lambda k: seen[k].count)
             if tracked.count - tracked.error <= seen[weakest].count:
                 return self._other
-            del named[weakest]  # its series pauses; its later calls count in "other"
+            del named[weakest]  # its series pauses; its later calls count in "(other)"
         series = tracked.series
         if series is None:
             series = tracked.series = _Series()
@@ -121,11 +123,11 @@ class TopClients:
         return series
 
     def labels(self) -> list[str]:
-        """The ``client`` label values rendered now (named ones sorted, then ``other``)."""
+        """The ``client`` label values rendered now (named ones sorted, then ``(other)``)."""
         return [*sorted(self._named), OTHER]
 
     def render(self) -> list[str]:
-        """The two families' lines (HELP, TYPE, samples), ``other`` always present."""
+        """The two families' lines (HELP, TYPE, samples), ``(other)`` always present."""
         rows = [(name, self._named[name]) for name in sorted(self._named)]
         rows.append((OTHER, self._other))
         lines = [

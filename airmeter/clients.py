@@ -39,9 +39,14 @@ MAX_CLIENT_READ: Final = 100_000
 
 
 def client_key(client_id: str | None, auth: str | None) -> str:
-    """The name a call is counted under: its ``client_id``, else ``(none)``/``(token)``."""
+    """The name a call is counted under: its ``client_id``, else ``(none)``/``(token)``.
+
+    Names in parentheses are air's own (``(none)``, ``(token)``, the Prometheus ``(other)``):
+    a client id starting with ``(`` or ``\\`` is shown with a ``\\`` before it, so no client
+    shares a row, a budget or a series with callers it is not.
+    """
     if client_id:
-        return client_id
+        return "\\" + client_id if client_id[0] in "(\\" else client_id
     return f"({auth or 'none'})"
 
 

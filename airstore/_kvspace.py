@@ -326,7 +326,7 @@ class KVSpace(Compaction):
         self.entries.pop(key, None)
         if exp is None:
             self.expires.pop(key, None)
-        else:
+        elif self.expires.get(key) != exp:  # replayed incrs of a counter: one heap entry
             self.expires[key] = exp
             heapq.heappush(self.expiry, (exp, key))
 
@@ -370,8 +370,9 @@ class KVSpace(Compaction):
 
     def expire_at(self, key: str, exp: float) -> None:
         """Give ``key``, just put (``_kvput.put``), the expiry ``exp``; forget what has expired."""
-        self.expires[key] = exp
-        heapq.heappush(self.expiry, (exp, key))
+        if self.expires.get(key) != exp:  # a counter's incr keeps its expiry: no new entry
+            self.expires[key] = exp
+            heapq.heappush(self.expiry, (exp, key))
         now = self._clock()
         if self.expiry[0][0] <= now:
             self.sweep(now)

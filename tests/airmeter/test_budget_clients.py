@@ -15,7 +15,7 @@ import pytest
 from airhttp.identity import Identity, use_identity
 from airmeter import Budget, BudgetExceededError, MeterConfigError
 from airmeter.budget_counters import CALLS_PER_DAY
-from airstore import FileStore
+from airstore import FileStore, MemoryStore
 from tests.airhttp.oauth_serve import OAuthServed, oauth_serving
 
 SERVER = """
@@ -138,8 +138,8 @@ async def test_the_last_calls_cost_reaches_the_store_when_the_meter_stops(tmp_pa
             assert await budget.admit() is None
             budget.add(7.5)  # charged, not sent yet (the next admission or refresh sends it)
         await meter.stop()
-        stored = [value for _, value in await store.entries(COUNTERS_NAMESPACE, "cost:")]
-        assert stored == [7500, 7500]  # the day's and the month's, in thousandths
+        stored = [value for _, value in await store.entries(COUNTERS_NAMESPACE, "cost-")]
+        assert stored == [7_500_000_000] * 2  # the day's and the month's, in billionths
 
 
 async def test_a_server_wide_budget_and_a_per_client_one_hold_together() -> None:
@@ -172,3 +172,52 @@ async def test_a_server_wide_budget_and_a_per_client_one_hold_together() -> None
         Budget(per_client=Budget(daily_limit=1))
     with pytest.raises(MeterConfigError, match="per_client"):
         Budget(client="*", per_client=Budget(client="*", calls_per_day=1))
+
+
+def _clock_at(now: list[float]) -> Any:
+    return lambda: now[0]
+
+
+def _utc(text: str) -> float:
+    import datetime
+
+    return datetime.datetime.fromisoformat(text).timestamp()
+
+
+async def _run_until_refused(budget: Budget, cost: float, most: int) -> int:
+    ran = 0
+    for _ in range(most):
+        if await budget.admit() is not None:
+            break
+        ran += 1
+        budget.add(cost)
+    return ran
+
+
+async def test_a_clients_cost_budget_trips_on_calls_cheaper_than_a_thousandth() -> None:
+    """Costs of 0.0001 a call add up (nothing below a rounding step is dropped)."""
+    budget = Budget(client="*", daily_limit=0.001, unit_price=0.0001, on_exceed="block")
+    await budget.load(MemoryStore(), server="s")
+    use_identity(Identity(auth="oauth", client_id="c1"))
+    assert await _run_until_refused(budget, 0.0001, 100) == 10
+
+
+@pytest.mark.parametrize("day", ["2026-12-01T10:00:00+00:00", "2026-12-02T10:00:00+00:00"])
+async def test_a_clients_daily_cost_is_counted_once_on_the_first_of_a_month(day: str) -> None:
+    budget = Budget(client="*", daily_limit=10.0, unit_price=1.0, on_exceed="block",
+                    clock=_clock_at([_utc(day)]))  # fmt: skip
+    await budget.load(MemoryStore(), server="s")
+    use_identity(Identity(auth="oauth", client_id="c1"))
+    assert await _run_until_refused(budget, 1.0, 20) == 10
+
+
+async def test_a_clients_month_outlives_the_day_counters_started_on_its_first_day() -> None:
+    now = [_utc("2026-12-01T10:00:00+00:00")]
+    store = MemoryStore(clock=_clock_at(now))
+    budget = Budget(client="*", monthly_limit=50.0, unit_price=1.0, on_exceed="block",
+                    clock=_clock_at(now))  # fmt: skip
+    await budget.load(store, server="s")
+    use_identity(Identity(auth="oauth", client_id="c1"))
+    assert await _run_until_refused(budget, 1.0, 20) == 20
+    now[0] += 3 * 86_400  # the 4th: the day counters of the 1st have expired
+    assert await _run_until_refused(budget, 1.0, 100) == 30

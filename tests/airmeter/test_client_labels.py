@@ -130,3 +130,18 @@ async def test_air_serve_names_at_most_n_clients_of_a_thousand(tmp_path: Path) -
         assert len(calls) <= 6
         assert calls["busy-app"] == 50
         assert OTHER in calls
+
+
+def test_a_client_named_like_airs_own_names_gets_a_series_and_a_row_of_its_own() -> None:
+    from airmeter.clients import client_key
+
+    labels = TopClients(top=3)
+    for client in ("other", "(other)", "(none)", "a", "b"):
+        labels.observe(client_key(client, "oauth"), ok=True, cost=1.0)
+    samples = [line for line in labels.render() if line.startswith(CLIENT_CALLS + "{")]
+    label_sets = [line.split("{", 1)[1].split("}", 1)[0] for line in samples]
+    assert len(label_sets) == len(set(label_sets)), samples  # no label set twice
+    assert client_key("(none)", "oauth") != client_key(None, None)
+    assert client_key("(token)", "oauth") != client_key(None, "token")
+    assert client_key("\\(none)", "oauth") != client_key("(none)", "oauth")
+    assert client_key("alice", "oauth") == "alice"

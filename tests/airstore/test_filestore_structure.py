@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import inspect
 from pathlib import Path
+from typing import Any
 
 import airstore
 from airstore import FileStore
@@ -115,3 +116,22 @@ def test_every_store_operation_of_filestore_is_its_parts() -> None:
         ours = inspect.signature(getattr(FileStore, name))
         theirs = inspect.signature(getattr(part, name))
         assert list(ours.parameters) == list(theirs.parameters), name
+
+
+async def test_a_subclass_override_of_a_hot_operation_runs(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    class Audited(FileStore):
+        async def set(self, ns: str, key: str, value: Any, ttl: float | None = None) -> None:
+            seen.append(key)
+            await super().set(ns, key, value, ttl)
+
+        async def append(self, ns: str, entry: Any) -> Any:
+            seen.append(f"log:{ns}")
+            return await super().append(ns, entry)
+
+    async with Audited(tmp_path / "data", handle_sigterm=False) as store:
+        await store.set("ns", "k", 1)
+        await store.append("calls", {"a": 1})
+        assert await store.get("ns", "k") == 1
+    assert seen == ["k", "log:calls"]
