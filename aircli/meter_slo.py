@@ -135,27 +135,35 @@ def _pct(value: float) -> str:
 
 
 def format_slo_table(statuses: Sequence[SloStatus]) -> str:
-    """One row per objective and tool."""
+    """One row per objective and tool (a ``client`` column when an objective selects clients,
+    ``*`` for those that do not), then a line for each client objective whose raw call log
+    covers less than its period."""
     if not statuses:
         return "No calls match the objectives yet."
-    headers = ["server/tool", "kind", "target", "period", "budget", "5m", "30m", "1h", "6h",
-               "state"]  # fmt: skip
+    clients = any(s.client is not None for s in statuses)
+    headers = ["server/tool", *(["client"] if clients else []), "kind", "target", "period",
+               "budget", "5m", "30m", "1h", "6h", "state"]  # fmt: skip
     rows = []
+    notes = []
     for s in statuses:
         kind = (
             s.kind if s.threshold_ms is None else f"p{round(s.target * 100)}<={s.threshold_ms:g}ms"
         )
-        rows.append([f"{s.server}/{s.tool}", kind, f"{s.target:g}", s.period,
+        client = [s.client or "*"] if clients else []
+        rows.append([f"{s.server}/{s.tool}", *client, kind, f"{s.target:g}", s.period,
                      _pct(s.budget_remaining), f"{s.burn_rate_5m:.1f}x",
                      f"{s.burn_rate_30m:.1f}x", f"{s.burn_rate_1h:.1f}x",
                      f"{s.burn_rate_6h:.1f}x", s.state])  # fmt: skip
+        if s.coverage_note is not None:
+            notes.append(f"{s.server}/{s.tool} client {s.client} {kind}: {s.coverage_note}")
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths, strict=True)))  # fmt: skip
 
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows),
+                      *notes])  # fmt: skip
 
 
 def _render(

@@ -37,7 +37,8 @@ from airmeter.histogram import bucket_of, bucket_value
 from airmeter.outcome import RATE_CLASSES, error_class_of
 from airmeter.rollup_reader import Revision, RollupReader, unchanged
 from airmeter.rollups import HOUR_MS, MINUTE_MS, RollupRow, hour_namespace
-from airmeter.slo_config import Objective, SloTarget
+from airmeter.slo_clients import count_client_targets
+from airmeter.slo_config import Objective, SloTarget, parse_period
 from airstore.types import Store
 
 __all__ = ["STATES", "SloEvaluator", "SloState", "SloStatus", "evaluate_slos"]
@@ -74,12 +75,31 @@ class SloStatus:
     state: SloState
     valid_calls: int
     bad_calls: int
+    client: str | None = None
+    raw_log_covers_s: float | None = None
 
     @property
     def key(self) -> str:
         """Names this status across evaluations (alerts are keyed by it)."""
         threshold = "" if self.threshold_ms is None else f"<={self.threshold_ms:g}ms"
-        return f"{self.server}/{self.tool}/{self.kind}{threshold}@{self.target:g}/{self.period}"
+        client = "" if self.client is None else f"[client {self.client}]"
+        return (f"{self.server}/{self.tool}{client}/{self.kind}{threshold}@{self.target:g}/"
+                f"{self.period}")  # fmt: skip
+
+    @property
+    def partial(self) -> bool:
+        """A client objective whose raw call log covers less than its period (it was
+        evaluated over what the log holds)."""
+        covers = self.raw_log_covers_s
+        return covers is not None and covers < parse_period(self.period)
+
+    @property
+    def coverage_note(self) -> str | None:
+        """``"evaluated over the raw log: covers 2h of the 30d window"`` when :attr:`partial`."""
+        if not self.partial or self.raw_log_covers_s is None:
+            return None
+        return (f"evaluated over the raw log: covers {_duration(self.raw_log_covers_s)} of the "
+                f"{self.period} window")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of ``air meter slo --format json``."""
@@ -94,7 +114,21 @@ class SloStatus:
         }  # fmt: skip
         if self.threshold_ms is not None:
             out["threshold_ms"] = self.threshold_ms
+        if self.client is not None:
+            out["client"] = self.client
+            out["evaluated_over"] = "raw log"
+            out["raw_log_covers_s"] = round(self.raw_log_covers_s or 0.0, 3)
+            out["partial"] = self.partial
+            if self.coverage_note is not None:
+                out["note"] = self.coverage_note
         return out
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g}{unit}"
+    return f"{seconds:.0f}s"
 
 
 class _Agg:
@@ -215,6 +249,7 @@ class SloEvaluator:
         self.targets: list[SloTarget] = []
         for obj in objectives:
             self.targets += obj.targets() if isinstance(obj, Objective) else [obj]
+        self._client_targets = [t for t in self.targets if t.client is not None]
         self._clock = clock
         self._hours: dict[int, _Hour] = {}
         # closed-hour sums per (tool, threshold, period): objectives of other periods sum
@@ -251,6 +286,8 @@ class SloEvaluator:
         out = []
         targets = []
         for target in self.targets:
+            if target.client is not None:
+                continue  # from the raw log, below
             period_start = now_ms - int(target.period_s * 1000)
             in_period = [entry for hour, entry in loaded if (hour + 1) * HOUR_MS > period_start]
             closed, recent = in_period[:-_OPEN_HOURS], in_period[-_OPEN_HOURS:]
@@ -264,10 +301,17 @@ class SloEvaluator:
                 self._sums[slot] = cached
                 valid, bad = _period_sums(recent, key, threshold)
                 targets.append(target)
-                out.append(_status(target, key, valid + cached[1], bad + cached[2], window))
+                out.append(_status(target, key, valid + cached[1], bad + cached[2],
+                                   window.sums(key, threshold)))  # fmt: skip
         self._evaluated = [
             (t, (s.server, s.tool), s.key) for t, s in zip(targets, out, strict=True)
         ]
+        counted = await count_client_targets(
+            self._store, self._client_targets, now_ms=now_ms, windows_min=_WINDOWS_MIN,
+            rollup_hours=hours,
+        )  # fmt: skip
+        for c in counted:
+            out.append(_status(c.target, c.key, c.valid, c.bad, c.windows, covers_s=c.covers_s))
         return out
 
     async def burn_rate_history(
@@ -405,10 +449,13 @@ def _period_sums(hours: Sequence[_Hour], key: _Key, threshold: float | None) -> 
     return valid, bad
 
 
-def _status(target: SloTarget, key: _Key, valid: int, bad: int, window: _Window) -> SloStatus:
+def _status(
+    target: SloTarget, key: _Key, valid: int, bad: int, windows: Sequence[tuple[int, int]],
+    *, covers_s: float | None = None,
+) -> SloStatus:  # fmt: skip
     allowed = 1.0 - target.target
     threshold = target.threshold_ms
-    b5, b30, b60, b360 = ((b / v) / allowed if v else 0.0 for v, b in window.sums(key, threshold))
+    b5, b30, b60, b360 = ((b / v) / allowed if v else 0.0 for v, b in windows)
     budget = 1.0 - bad / (allowed * valid) if valid else 1.0
     period_h = target.period_s / 3600.0
     fast = _FAST_SHARE * period_h / _FAST_HOURS
@@ -424,7 +471,8 @@ def _status(target: SloTarget, key: _Key, valid: int, bad: int, window: _Window)
         tool=key[1], server=key[0], kind=target.kind, target=target.target,
         threshold_ms=threshold, period=target.period, budget_remaining=budget,
         burn_rate_5m=b5, burn_rate_30m=b30, burn_rate_1h=b60, burn_rate_6h=b360,
-        state=state, valid_calls=valid, bad_calls=bad,
+        state=state, valid_calls=valid, bad_calls=bad, client=target.client,
+        raw_log_covers_s=covers_s,
     )  # fmt: skip
 
 

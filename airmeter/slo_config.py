@@ -8,9 +8,18 @@ In YAML (``air meter slo --config .air/slo.yml``)::
         availability: 0.995    # share of calls that are not the tool's failure
         latency_p95_ms: 300    # 95 % of calls at or under 300 ms (latency_p99_ms: 99 %)
         period: 30d            # the error budget's window (default 30d; s, m, h, d, w)
+      - tool: "*"
+        client: "ci-*"         # only these clients' calls (glob on client ids; from the raw log)
+        availability: 0.99
 
 or in code with :class:`Objective`. One entry can set several targets; each is evaluated on its
 own (an availability and a latency objective).
+
+An objective with ``client`` (a glob on the client ids ``air meter report --by client`` shows,
+:func:`airmeter.clients.client_key`) counts only the calls of matching clients. The rollups hold
+no clients, so it is evaluated over the raw call log (its newest
+:data:`~airmeter.clients.MAX_CLIENT_READ` calls); when the log does not reach back over the whole
+period, the status says how much of it the log covers.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ SloKind = Literal["availability", "latency"]
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _PERIOD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _KEYS: Final = frozenset(
-    {"tool", "server", "availability", "latency_p95_ms", "latency_p99_ms", "period"}
+    {"tool", "server", "client", "availability", "latency_p95_ms", "latency_p99_ms", "period"}
 )
 _MIN_PERIOD_S: Final = 3600.0
 
@@ -90,6 +99,7 @@ class SloTarget:
     target: float
     threshold_ms: float | None
     period_s: float
+    client: str | None = None
 
     @property
     def period(self) -> str:
@@ -100,6 +110,11 @@ class SloTarget:
         """Whether a server's tool falls under this target's globs."""
         return fnmatch.fnmatchcase(tool, self.tool) and fnmatch.fnmatchcase(server, self.server)
 
+    def matches_client(self, client: str) -> bool:
+        """Whether a client (as :func:`airmeter.clients.client_key` names it) falls under this
+        target's client glob (every client when it has none)."""
+        return self.client is None or fnmatch.fnmatchcase(client, self.client)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Objective:
@@ -108,6 +123,7 @@ class Objective:
     Args:
         tool: glob on tool names.
         server: glob on server names.
+        client: glob on client ids (``None``: every call); evaluated over the raw call log.
         availability: the share of valid calls that must not fail (0 < x < 1).
         latency_p95_ms: 95 % of valid calls must take at most this long.
         latency_p99_ms: 99 % of valid calls must take at most this long.
@@ -119,6 +135,7 @@ class Objective:
 
     tool: str = "*"
     server: str = "*"
+    client: str | None = None
     availability: float | None = None
     latency_p95_ms: float | None = None
     latency_p99_ms: float | None = None
@@ -127,6 +144,10 @@ class Objective:
     def __post_init__(self) -> None:
         if not isinstance(self.tool, str) or not isinstance(self.server, str):
             raise MeterConfigError("tool and server must be glob strings")
+        if self.client is not None and (not isinstance(self.client, str) or not self.client):
+            raise MeterConfigError(
+                f'client must be a glob string on client ids (like "ci-*"), got {self.client!r}'
+            )
         if (
             self.availability is None
             and self.latency_p95_ms is None
@@ -153,12 +174,12 @@ class Objective:
         if self.availability is not None:
             out.append(SloTarget(tool=self.tool, server=self.server, kind="availability",
                                  target=float(self.availability), threshold_ms=None,
-                                 period_s=period))  # fmt: skip
+                                 period_s=period, client=self.client))  # fmt: skip
         for share, threshold in ((0.95, self.latency_p95_ms), (0.99, self.latency_p99_ms)):
             if threshold is not None:
                 out.append(SloTarget(tool=self.tool, server=self.server, kind="latency",
                                      target=share, threshold_ms=float(threshold),
-                                     period_s=period))  # fmt: skip
+                                     period_s=period, client=self.client))  # fmt: skip
         return out
 
 
