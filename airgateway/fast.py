@@ -34,6 +34,7 @@ from airgateway.config import ClientConfig
 from airgateway.errors import GatewayError
 from airgateway.gateway import Gateway
 from airgateway.index import IndexedTool
+from airgateway.metering import METERED_MARK, without_metered
 from airgateway.replica import Replica
 from airgateway.types import JSONDict
 from airgateway.upstream_http import HttpUpstream
@@ -153,7 +154,10 @@ class FastPath:
             meter.end(call, picked, result, None, result_bytes=None if raw is None else len(raw))
         if result.get("resultType") == "task":
             await gateway.task_started(result, entry, picked, client)
+        if raw is not None and METERED_MARK in raw:
+            raw = None  # the upstream's metered marker is for this gateway, not its client
         if raw is not None:
             return {}, raw
+        result = without_metered(result)
         result = modern.decorate("tools/call", dict(result), eras.GATEWAY_INFO)
         return {"jsonrpc": "2.0", "id": msg_id, "result": result}, None

@@ -22,7 +22,7 @@ from airgateway.config import ClientConfig, GatewayConfig, ServerConfig, Upstrea
 from airgateway.errors import GatewayError
 from airgateway.health import HealthChecker
 from airgateway.index import IndexedTool, Listing, ToolIndex
-from airgateway.metering import GatewayMeter
+from airgateway.metering import GatewayMeter, without_metered
 from airgateway.registry_sync import RegistrySync
 from airgateway.reload import diff_entries, unapplied_sections
 from airgateway.replica import Replica, close_when_idle, free_index
@@ -462,7 +462,7 @@ class Gateway:
                 picked=picked,
             )
             await self.task_started(result, entry, picked, client)
-            return result
+            return without_metered(result)
         call = meter.begin(
             entry,
             upstream,
@@ -486,7 +486,7 @@ class Gateway:
             raise
         meter.end(call, picked, result, None)
         await self.task_started(result, entry, picked, client)
-        return result
+        return without_metered(result)  # the upstream's marker is for this gateway only
 
     async def task_started(
         self, result: JSONDict, entry: IndexedTool, picked: list[Replica],
@@ -519,7 +519,9 @@ class Gateway:
             raise GatewayError("Failed to retrieve task: Task not found", code=INVALID_PARAMS,
                                data={"taskId": task_id})  # fmt: skip
         self.access.check(client, route.tool)
-        return await replica.client.request(method, params, timeout=replica.config.timeout_s)
+        params = self.caller_params(route.server, params)  # never a client's own caller
+        result = await replica.client.request(method, params, timeout=replica.config.timeout_s)
+        return without_metered(result)
 
     async def forward(
         self,

@@ -35,9 +35,10 @@ import orjson
 from airgateway.config import ClientConfig
 from airgateway.index import IndexedTool
 from airgateway.replica import Replica
+from airgateway.types import JSONDict
 from airhttp.identity import current_identity
 from airmeter.fields import cut_id
-from airmeter.hops import HOP_META_KEY, metered_answer
+from airmeter.hops import HOP_META_KEY, METERED_META_KEY, metered_answer
 from airmeter.layers import Layer
 from airmeter.meter import Meter
 from airmeter.pseudonym import PROCESS_KEY, pseudonym, subject_key
@@ -49,7 +50,14 @@ if TYPE_CHECKING:  # OpenTelemetry is imported only when export is on
     from airmeter.otel import OtelSink
     from airmeter.otel_span import CallSpan
 
-__all__ = ["REPLICA_ATTRIBUTE", "UPSTREAM_ATTRIBUTE", "GatewayMeter", "MeteredCall"]
+__all__ = [
+    "METERED_MARK",
+    "REPLICA_ATTRIBUTE",
+    "UPSTREAM_ATTRIBUTE",
+    "GatewayMeter",
+    "MeteredCall",
+    "without_metered",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -245,6 +253,25 @@ class GatewayMeter:
             except Exception:
                 logger.exception("could not finish the gateway's span")
         self.meter.record(record)
+
+
+METERED_MARK = f'"{METERED_META_KEY}"'.encode()
+"""The upstream's metered marker as it appears in an encoded answer (a cheap test on raw
+bytes before the answer is decoded and stripped)."""
+
+
+def without_metered(result: JSONDict) -> JSONDict:
+    """``result`` without the upstream's :data:`~airmeter.hops.METERED_META_KEY` (what the
+    upstream told this gateway, not the client: it names the upstream's store); ``result``
+    itself when it has none."""
+    meta = result.get("_meta")
+    if not isinstance(meta, dict) or METERED_META_KEY not in meta:
+        return result
+    rest = {k: v for k, v in meta.items() if k != METERED_META_KEY}
+    out = {k: v for k, v in result.items() if k != "_meta"}
+    if rest:
+        out["_meta"] = rest
+    return out
 
 
 def _size(value: Any) -> int | None:

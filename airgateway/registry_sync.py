@@ -8,8 +8,9 @@ What a gateway serves is the union of its own configuration and the fleet's:
 
 - A network replica another gateway registered joins this gateway's pool for the server of
   that name when this gateway's configuration declares the name too, with the same prefix,
-  and no headers in this gateway's entries of that server (headers are secrets of a
-  configuration: they are never sent to a URL that came from the store).
+  and no ``headers``, ``oauth`` or ``send_caller`` in this gateway's entries of that server
+  (headers and tokens are secrets of a configuration, the caller's identity is personal data:
+  none is ever sent to a URL that came from the store).
 - A server this gateway's configuration does not name at all is a *fleet server* (unless the
   file says ``registry: {fleet_servers: false}``): it is served here while any live gateway
   registers it (a gateway that stops withdraws its registration;
@@ -109,7 +110,8 @@ class RegistrySync:
         for server in config.servers:
             self._adoptable.setdefault(server.name, server)
         for server in config.servers:
-            if server.headers or server.oauth is not None:  # secrets: none go to store URLs
+            if server.headers or server.oauth is not None or server.send_caller:
+                # secrets, and the caller's identity: none go to URLs from the store
                 self._adoptable.pop(server.name, None)
 
     async def publish(self) -> None:
@@ -183,7 +185,8 @@ class RegistrySync:
                 if own is not None:
                     prefix, by = own.prefix, None
                 elif name in self._own_names or not self.config.fleet_servers:
-                    continue  # declared here with headers (its replicas are this gateway's),
+                    continue  # declared here with headers, oauth or send_caller (its replicas
+                    # are this gateway's own),
                     # or this gateway serves only the servers its file names
                 else:
                     prefix, by = defined.setdefault(name, (items[0].prefix, registration.gateway))

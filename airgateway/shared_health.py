@@ -61,10 +61,16 @@ class SharedHealth:
     @staticmethod
     def shared(replica: Replica) -> bool:
         """Whether the replica's health is shared: a network upstream (not a child process)
-        reached without ``headers`` (one reached with credentials may answer this gateway
-        and refuse another: its health is this gateway's own)."""
+        reached without ``headers``, ``oauth`` or ``send_caller`` (one reached with credentials,
+        or told who calls, may answer this gateway and refuse another: its health is this
+        gateway's own)."""
         config = replica.config
-        return config.transport != "stdio" and not config.headers and config.oauth is None
+        return (
+            config.transport != "stdio"
+            and not config.headers
+            and config.oauth is None
+            and not config.send_caller
+        )
 
     async def mark(self, replica: Replica, error: str) -> None:
         """Say (or say again) that this gateway's checks find the replica down (unless it

@@ -124,17 +124,19 @@ class Registration:
 
 def publishable(servers: Sequence[ServerConfig]) -> dict[str, list[Published]]:
     """A configuration's network replicas as they may be published: HTTP and SSE entries
-    without ``headers`` (no other gateway could use them: headers are secrets, never
-    published) whose URL passes the check every reader makes (:func:`url_problem`, remote
-    allowed: no credentials, query, fragment, zone id or non-ASCII character). Stdio entries
+    without ``headers``, ``oauth`` or ``send_caller`` (no other gateway could use them:
+    headers are secrets, never published; an upstream told who calls is this gateway's own)
+    whose URL passes the check every reader makes (:func:`url_problem`, remote allowed: no
+    credentials, query, fragment, zone id or non-ASCII character). Stdio entries
     are each gateway's own child processes."""
     out: dict[str, list[Published]] = {}
     for server in servers:
         if server.transport not in _NETWORK or server.url is None:
             continue
-        if server.headers or server.oauth is not None:
-            logger.info("%s is not published in the registry: it carries headers or oauth "
-                        "credentials no other gateway has", server.name)  # fmt: skip
+        if server.headers or server.oauth is not None or server.send_caller:
+            logger.info("%s is not published in the registry: it carries headers, oauth "
+                        "credentials or the caller's identity (send_caller)",
+                        server.name)  # fmt: skip
             continue
         problem = url_problem(server.url, allow_remote=True)
         if problem is not None:

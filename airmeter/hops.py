@@ -4,7 +4,8 @@ A gateway in front of a metered upstream, both metering into one store, counted 
 twice. Now the gateway tells the upstream it is a hop (``params._meta`` carries
 :data:`HOP_META_KEY` with the gateway's call id); an upstream that meters the call answers with
 :data:`METERED_META_KEY` in the result's ``_meta`` (its record's ``call_id``, its own time and
-its store's URL). When that is the gateway's own store, the gateway records a hop (``kind:
+its store's identity, :func:`store_identity`: a digest, never the URL, which may carry a
+password). When that is the gateway's own store, the gateway records a hop (``kind:
 "hop"``, linked to the upstream's record by that call id) in
 :data:`~airmeter.record.HOPS_NAMESPACE` instead of a second call: calls are counted once, and
 :func:`hop_summary` gives the gateway's added latency as a figure of its own. An upstream that
@@ -14,6 +15,7 @@ before: so does one metering into another store (each store counts the call once
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,13 +37,14 @@ __all__ = [
     "hop_summary",
     "metered_answer",
     "same_store",
+    "store_identity",
 ]
 
 HOP_META_KEY: Final = "io.airmcp/hop"
 """``params._meta`` key a gateway sends upstream: its own call id for this hop."""
 METERED_META_KEY: Final = "io.airmcp/metered"
 """Result ``_meta`` key of a metered upstream's answer to a hop:
-``{"callId": …, "latencyMs": …}``."""
+``{"callId": …, "latencyMs": …, "store": store_identity(url)}``."""
 MAX_HOPS_READ: Final = 100_000
 """Newest hops :func:`hop_summary` reads at most (bounded like every reader)."""
 
@@ -57,16 +60,36 @@ def same_store(a: str | None, b: str | None) -> bool:
     return a == b
 
 
+def store_identity(url: str | None) -> str | None:
+    """What a hop's answer says of the store the call was metered into: a SHA-256 digest of
+    its URL with any user info (a password), query and fragment removed (``file://`` paths
+    resolved), so two URLs naming one store give one identity and nothing of the URL's
+    secrets ever reaches a client."""
+    if url is None:
+        return None
+    if url.startswith("file://"):
+        named = f"file://{Path(url.removeprefix('file://')).resolve()}"
+    else:
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]
+        named = urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return "sha256:" + hashlib.sha256(named.encode("utf-8")).hexdigest()
+
+
 def metered_answer(
     result: Mapping[str, Any] | None, store_url: str | None
 ) -> tuple[str | None, float | None] | None:
     """``(upstream call id, upstream latency in ms)`` when ``result`` is the answer to a hop of
-    an upstream that metered the call into the store at ``store_url``, else ``None``."""
+    an upstream that metered the call into the store at ``store_url`` (the answer names its
+    :func:`store_identity`), else ``None``."""
     if not isinstance(result, Mapping):
         return None
     meta = result.get("_meta")
     said = meta.get(METERED_META_KEY) if isinstance(meta, Mapping) else None
-    if not isinstance(said, Mapping) or not same_store(said.get("store"), store_url):
+    mine = store_identity(store_url)
+    if not isinstance(said, Mapping) or mine is None or said.get("store") != mine:
         return None
     call_id = said.get("callId")
     latency = said.get("latencyMs")

@@ -31,7 +31,7 @@ from aircore.protocol.tasks import (
     task_owner,
 )
 from airhttp.identity import current_identity
-from airmeter.hops import HOP_META_KEY, METERED_META_KEY
+from airmeter.hops import HOP_META_KEY, METERED_META_KEY, store_identity
 from airmeter.trace_context import TRACEPARENT, trace_context_of
 
 if TYPE_CHECKING:
@@ -180,7 +180,8 @@ class ToolCalls:
         said = {
             "callId": ctx.call_id,
             "latencyMs": (time.perf_counter() - started) * 1000.0,
-            "store": None if location is None else location.url,
+            # a digest, never the URL: it may carry the store's password
+            "store": store_identity(None if location is None else location.url),
         }
         meta = result.get("_meta")
         return {**result, "_meta": {**(meta if isinstance(meta, dict) else {}),

@@ -14,7 +14,7 @@ from opentelemetry import trace
 from airmeter.build import PendingCall, RecordBuilder, ResultEncoder, encode_json
 from airmeter.classify import Classifier
 from airmeter.engine import ErrorResult, ErrorTyper, MeterEngine, RefusedResult
-from airmeter.hops import HOP_META_KEY, METERED_META_KEY
+from airmeter.hops import HOP_META_KEY, METERED_META_KEY, store_identity
 from airmeter.layers import Layer
 from airmeter.meter import Meter
 from airmeter.otel_span import annotate_current_span
@@ -116,7 +116,8 @@ class HopAnswer:
     """A gateway's hop (``params._meta`` carries :data:`~airmeter.hops.HOP_META_KEY`): the
     call gets a call id (which the gateway's hop record links to) and its answer's ``_meta``
     says it was metered here (:data:`~airmeter.hops.METERED_META_KEY`: that call id, the time
-    it took here, the store), as an aircore server answers; see :mod:`airmeter.hops`."""
+    it took here, the store's :func:`~airmeter.hops.store_identity`), as an aircore server
+    answers; see :mod:`airmeter.hops`."""
 
     __slots__ = ("call_id", "started", "store_url")
 
@@ -135,6 +136,6 @@ class HopAnswer:
         said = {
             "callId": self.call_id,
             "latencyMs": (time.perf_counter() - self.started) * 1000.0,
-            "store": self.store_url,
+            "store": store_identity(self.store_url),  # a digest, never the URL
         }
         return {**(meta if isinstance(meta, Mapping) else {}), METERED_META_KEY: said}

@@ -16,7 +16,7 @@ from airmeter import CALLS_NAMESPACE
 from airmeter.record import HOPS_NAMESPACE
 from airstore import create_storage
 from tests.airgateway.procs import air, free_port, started
-from tests.airgateway.rpc import modern_call
+from tests.airgateway.rpc import envelope, legacy_request, modern_call
 
 pytestmark = pytest.mark.slow
 CALLS = 17
@@ -108,3 +108,44 @@ async def test_an_upstream_metering_elsewhere_leaves_the_gateways_record_a_call(
     async with await create_storage(mine) as store:
         assert len(await store.query(CALLS_NAMESPACE, limit=10)) == 1
         assert await store.query(HOPS_NAMESPACE, limit=10) == []
+
+
+async def test_no_byte_of_the_store_url_reaches_the_gateways_client(tmp_path: Path) -> None:
+    """The upstream's hop answer names its store by a digest, and the gateway removes even
+    that before answering: the store's URL (here a path with a marker; a Redis URL's
+    password alike) is in no byte the client gets, and the call is still counted once."""
+    secret = "s3cretpw-marker"
+    port = free_port()
+    data = f"file://{tmp_path / secret / 'data'}"
+    config = tmp_path / "gw.yml"
+    config.write_text(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{port}/mcp\n")
+    gateway_argv = air("gateway", "--config", str(config), "--port", "0", "--store", data)
+    seen: list[bytes] = []
+    with (
+        started(_metered_upstream(tmp_path, port, data)) as replica,
+        started(gateway_argv) as gateway,
+    ):
+        async with httpx.AsyncClient(timeout=30) as http:
+            answer = await modern_call(http, gateway.url, "echo", {"text": "x"})  # fast path
+            assert answer["result"].get("isError") is not True
+            body, headers = envelope("tools/call", {"name": "echo", "arguments": {"text": "y"}})
+            raw = await http.post(gateway.url, json=body, headers=headers)
+            seen.append(raw.content)
+            init = await legacy_request(http, gateway.url, "initialize", {  # the session path
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}, None)  # fmt: skip
+            sid = init.headers.get("mcp-session-id")
+            echo = {"name": "echo", "arguments": {"text": "z"}}
+            call = await legacy_request(http, gateway.url, "tools/call", echo, sid)
+            seen.append(call.content)
+            assert orjson.loads(call.content)["result"]["content"][0]["text"] == "z"
+        assert gateway.stop() == 0
+        assert replica.stop() == 0
+    for content in seen:
+        assert secret.encode() not in content
+        assert b"io.airmcp/metered" not in content
+    async with await create_storage(data) as store:
+        calls = await store.query(CALLS_NAMESPACE, limit=100)
+        hops = await store.query(HOPS_NAMESPACE, limit=100)
+    assert len(calls) == 3  # counted once: by the upstream, the gateway's are hops
+    assert len(hops) == 3
