@@ -443,6 +443,12 @@ def _server(reader: _Reader, node: yaml.Node, key: str, base: Path) -> ServerCon
             raise reader.fail(parts["oauth"][0], f"{key}.oauth",
                               "give oauth: or an Authorization header, not both")  # fmt: skip
         assert url is not None
+        from airhttp.oauth_config import AuthConfigError, checked_url
+
+        try:  # the gateway's bearer token never crosses a network in clear
+            checked_url(url, "url")
+        except AuthConfigError as exc:
+            raise reader.fail(parts["oauth"][0], f"{key}.url", f"with oauth: {exc}") from None
         oauth = _oauth(reader, parts["oauth"][1], f"{key}.oauth", url)
     prefix = None
     if "prefix" in parts:

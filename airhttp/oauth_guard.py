@@ -111,8 +111,12 @@ class OAuthGuard:
                 "invalid_request",
                 "access tokens are accepted in the Authorization header only",
             )
-        header = dict(scope["headers"]).get(b"authorization")
-        token = bearer_token(None if header is None else header.decode("latin-1"))
+        given = [v for k, v in scope["headers"] if k == b"authorization"]
+        if len(given) > 1:  # RFC 6750 §2: one token, one decision
+            raise AuthRefusedError(
+                400, "invalid_request", "a request carries one Authorization header at most"
+            )
+        token = bearer_token(given[0].decode("latin-1") if given else None)
         if token is None:
             raise AuthRefusedError(401, "", "an access token is required")
         static = self._static(token)
@@ -196,8 +200,10 @@ class OAuthGuard:
         def guarded(scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
             if scope["path"] in self._paths or scope.get("query_string"):
                 return None  # the ASGI path answers metadata and judges query strings
-            header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
-            token = bearer_token(None if header is None else header.decode("latin-1"))
+            given = [v for k, v in scope["headers"] if k == b"authorization"]
+            if len(given) != 1:
+                return None  # none, or more than one: the ASGI path refuses it
+            token = bearer_token(given[0].decode("latin-1"))
             if token is None:
                 return None
             identity = self._static(token)

@@ -237,3 +237,28 @@ def test_air_gateway_on_a_busy_port_says_so_and_exits_1(tmp_path: Path) -> None:
     assert out.returncode == 1, out.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("http://10.1.2.3/mcp", False),
+        ("http://notes.example.com/mcp", False),
+        ("https://notes.example.com/mcp", True),
+        ("http://127.0.0.1:9/mcp", True),
+        ("http://localhost:9/mcp", True),
+    ],
+)
+def test_an_oauth_upstream_must_be_reached_over_https_or_loopback(url: str, ok: bool) -> None:
+    text = (
+        f"servers:\n  - name: notes\n    url: {url}\n"
+        "    oauth: {token_endpoint: 'https://as.example/token', client_id: gw, "
+        "client_secret: {env: S}}\n"
+    )
+    if ok:
+        assert parse_config(text, environ={"S": "x"}).servers[0].url == url
+        return
+    with pytest.raises(ConfigError) as info:  # the gateway's token would cross in clear
+        parse_config(text, path="gw.yml", environ={"S": "x"})
+    assert info.value.key == "servers[0].url"
+    assert "https://" in str(info.value)

@@ -510,3 +510,46 @@ async def test_a_discovered_jwks_uri_over_plain_http_is_refused(issuer: Issuer) 
         assert info.value.status == 503
     finally:
         await verifier.close()
+
+
+# ---- one Authorization header (RFC 6750 §2), on a real socket --------------------------------
+async def _fast_answer(scope: Any, body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    return 200, [(b"content-type", b"application/json")], b'{"fast":true}'
+
+
+@pytest.mark.parametrize(
+    ("path", "tokens"),
+    [
+        ("/fast", ("static-secret", "static-secret")),  # the fast path would take the first
+        ("/mcp", ("x.y.z", "static-secret")),  # the ASGI path would take the last
+        ("/mcp", ("static-secret", "x.y.z")),
+    ],
+)
+async def test_a_request_with_two_authorization_headers_is_refused_400(
+    verifier: TokenVerifier, path: str, tokens: tuple[str, str]
+) -> None:
+    from airhttp import HttpServer, listen_socket
+
+    guard = OAuthGuard(_seen_app, verifier, static_token="static-secret")
+
+    def fast(scope: Any, body: bytes) -> Any:
+        return _fast_answer(scope, body) if scope["path"] == "/fast" else None
+
+    sock = listen_socket("127.0.0.1", 0)
+    server = HttpServer(guard, grace=1.0, fast=guard.guard_fast(fast))
+    serving = asyncio.ensure_future(server.serve(sock))
+    await asyncio.wait_for(server.ready.wait(), 30)
+    try:
+        port = sock.getsockname()[1]
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            one = await http.post(path, content=b"{}",
+                                  headers={"authorization": "Bearer static-secret"})  # fmt: skip
+            assert one.status_code == 200  # one header: served
+            two = await http.post(path, content=b"{}", headers=[
+                ("authorization", f"Bearer {t}") for t in tokens])  # fmt: skip
+            assert two.status_code == 400
+            assert "one Authorization header" in two.json()["error"]["message"]
+    finally:
+        server.stop()
+        await asyncio.wait_for(serving, 30)
+        sock.close()
