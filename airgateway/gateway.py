@@ -275,7 +275,7 @@ class Gateway:
             logger.warning("reload: %s", line)
         for replica in removed:
             await self._marks.forget(replica)
-            task = asyncio.ensure_future(close_when_idle(replica))
+            task = asyncio.ensure_future(self._retire(replica))
             self._retiring[task] = replica
             task.add_done_callback(self._retiring.pop)
         for replica in added:
@@ -284,6 +284,18 @@ class Gateway:
             await self.registry.publish()
             await self.registry.refresh()
         return lines
+
+    async def _retire(self, replica: Replica) -> None:
+        """Close a replica that left the pool (once idle), then the OAuth credentials (their
+        HTTP session and background refresh) that no other replica uses any more."""
+        await close_when_idle(replica)
+        others = [*self.router.all(), *(r for r in self._retiring.values() if r is not replica)]
+        used = {r.config.oauth for r in others if r.config.oauth is not None}
+        for key in [k for k in self._credentials if k not in used]:
+            try:
+                await self._credentials.pop(key).close()
+            except Exception:  # its session is gone either way
+                logger.debug("closing the credentials of %s failed", replica.label, exc_info=True)
 
     def _servers_changed(self) -> None:
         """The set of servers served changed (a reload, a fleet server joining or leaving)."""

@@ -214,3 +214,37 @@ async def test_an_upstream_401_gets_a_new_token_and_the_request_once_more(tmp_pa
                 await creds.close()
         finally:
             await asyncio.to_thread(stop, proc)
+
+
+async def test_a_reload_closes_the_credentials_no_replica_uses_any_more(
+    server: TokenServer,
+) -> None:
+    from airgateway.config import parse_config
+    from airgateway.gateway import Gateway
+    from airgateway.upstream_http import HttpUpstream
+    from airstore.memory import MemoryStore
+    from tests.airgateway.procs import free_port, http_replica, started
+
+    port = free_port()
+    plain = f"servers:\n  - name: notes\n    url: http://127.0.0.1:{port}/mcp\n"
+    oauth = (plain + f"    oauth: {{token_endpoint: '{server.url}/oauth/token', client_id: gw, "
+             "client_secret: {env: S}}\n")  # fmt: skip
+    environ = {"S": "s:cret"}
+    with started(http_replica("a", port), env={"REPLICA": "a"}):
+        gw = Gateway(parse_config(oauth, environ=environ), store=MemoryStore())
+        async with gw:
+            (replica,) = gw.router.all()
+            assert isinstance(replica.client, HttpUpstream)
+            credentials = replica.client.credentials
+            assert credentials is not None
+            answer = await gw.call_tool({"name": "whoami", "arguments": {}})
+            assert answer["content"][0]["text"] == "a"
+            assert credentials.fetches >= 1
+            fetch = credentials._own
+            assert fetch is not None
+            assert fetch.session is not None
+            await gw.reload(parse_config(oauth, environ=environ))  # unchanged: kept
+            assert fetch.session is not None
+            await gw.reload(parse_config(plain, environ=environ))  # oauth removed
+            await asyncio.wait_for(asyncio.gather(*gw._retiring), 30)
+            assert fetch.session is None  # closed with the last replica using it
