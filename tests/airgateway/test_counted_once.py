@@ -17,6 +17,7 @@ from airmeter.record import HOPS_NAMESPACE
 from airstore import create_storage
 from tests.airgateway.procs import air, free_port, started
 from tests.airgateway.rpc import envelope, legacy_request, modern_call
+from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
 CALLS = 17
@@ -149,3 +150,31 @@ async def test_no_byte_of_the_store_url_reaches_the_gateways_client(tmp_path: Pa
         hops = await store.query(HOPS_NAMESPACE, limit=100)
     assert len(calls) == 3  # counted once: by the upstream, the gateway's are hops
     assert len(hops) == 3
+
+
+@pytest.mark.redis
+async def test_a_redis_password_reaches_no_client_of_the_gateway(tmp_path: Path) -> None:
+    """The reviewer's case: both on a redis-server with ``requirepass``, the password in the
+    store URL; a plain call through the gateway carries no byte of it, counted once."""
+    password = "s3cretpw"
+    with RedisServer(extra_args=("--requirepass", password)) as redis:
+        data = f"redis://:{password}@127.0.0.1:{redis.port}/0"
+        port = free_port()
+        config = tmp_path / "gw.yml"
+        config.write_text(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{port}/mcp\n")
+        gateway_argv = air("gateway", "--config", str(config), "--port", "0", "--store", data)
+        with (
+            started(_metered_upstream(tmp_path, port, data)) as replica,
+            started(gateway_argv) as gateway,
+        ):
+            async with httpx.AsyncClient(timeout=30) as http:
+                body, headers = envelope("tools/call", {"name": "echo", "arguments": {"text": "y"}})
+                raw = await http.post(gateway.url, json=body, headers=headers)
+            assert gateway.stop() == 0
+            assert replica.stop() == 0
+        assert orjson.loads(raw.content)["result"]["content"][0]["text"] == "y"
+        assert password.encode() not in raw.content
+        assert password.encode() not in b"".join(v for _, v in raw.headers.raw)
+        async with await create_storage(data) as store:
+            assert len(await store.query(CALLS_NAMESPACE, limit=10)) == 1
+            assert len(await store.query(HOPS_NAMESPACE, limit=10)) == 1
