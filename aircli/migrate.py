@@ -282,6 +282,10 @@ def _rename(out: Path) -> int:
           "definitions= serve the new names now and keep each old one as a deprecated alias "
           "(so does air gateway); rename the handlers when you like, and delete the map's "
           "entries in the next release.")  # fmt: skip
+    print("Configuration naming tools: scope globs in auth.tools (air serve --auth-config, "
+          "air gateway) still protect a renamed tool by its old name too, while the alias "
+          "lasts: add the new names before deleting the map's entries. Allow lists (air "
+          "gateway clients:) name the new one now.")  # fmt: skip
     return 0
 
 

@@ -26,6 +26,7 @@ from aircore.protocol.framing import (
     error_response,
 )
 from aircore.protocol.mrtr import RoundInputs, StateSealer
+from aircore.protocol.scoped import OPEN_HTTP, missing_scopes
 from aircore.protocol.session import Connection, peer_for
 from aircore.protocol.subscriptions import SUBSCRIPTION_ID_KEY, SubscriptionHub
 from aircore.protocol.tasks import TASKS_EXTENSION, TaskStore
@@ -303,13 +304,18 @@ class Dispatcher:
     async def _tools_list(self, p: Mapping[str, Any], _c: Connection, _id: Any) -> dict[str, Any]:
         tools = self.server.tool_listing()
         identity = current_identity()  # an OAuth caller sees only the tools it may call
+        known = self.server.tools
         if identity is not None and identity.auth == "oauth":
-            known = self.server.tools
+            aliases = self.server.aliases
             tools = [
                 tool
                 for tool in tools
-                if identity.may_call(tool["name"], known[tool["name"]].required_scopes)
+                if not missing_scopes(
+                    identity, tool["name"], known[tool["name"]].required_scopes, aliases
+                )
             ]
+        elif identity is None and OPEN_HTTP.get():  # nobody may call a scoped tool there
+            tools = [tool for tool in tools if not known[tool["name"]].required_scopes]
         return self._page(tools, "tools", p)
 
     async def _resources_list(

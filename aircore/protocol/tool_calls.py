@@ -21,6 +21,7 @@ from aircore.protocol import modern
 from aircore.protocol.mrtr import RoundInputs, StateSealer, read_responses
 from aircore.protocol.param_headers import ParamHeader, check_param_headers, param_headers
 from aircore.protocol.renamed import DEPRECATED_META_KEY, deprecation_notice
+from aircore.protocol.scoped import OPEN_HTTP, missing_scopes
 from aircore.protocol.session import Connection, peer_for
 from aircore.protocol.tasks import (
     CallTasking,
@@ -94,11 +95,20 @@ class ToolCalls:
                 return await self._deprecated(name, renamed, params, conn, msg_id)
             raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
         identity = current_identity()  # the HTTP guard answers 403 first; this holds anyway
-        if identity is not None and (missing := identity.missing_for(name, tool.required_scopes)):
+        if identity is not None:
+            missing = missing_scopes(identity, name, tool.required_scopes, self.server.aliases)
+            if missing:
+                raise AirError(
+                    INVALID_REQUEST,
+                    f"insufficient_scope: calling {name!r} needs {' '.join(sorted(missing))}",
+                    data={"name": name, "scope": sorted(missing)},
+                )
+        elif tool.required_scopes and OPEN_HTTP.get():  # added after start: never to anyone
             raise AirError(
                 INVALID_REQUEST,
-                f"insufficient_scope: calling {name!r} needs {' '.join(sorted(missing))}",
-                data={"name": name, "scope": sorted(missing)},
+                f"tool {name!r} requires OAuth scopes (required_scopes) but this HTTP server "
+                "has no authorization (serve it with --auth-config FILE or --token)",
+                data={"name": name, "scope": sorted(tool.required_scopes)},
             )
         arguments = params.get("arguments")
         if arguments is None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from aircore.errors import DefinitionError
+from aircore.protocol.scoped import OPEN_HTTP
 from aircore.transports.http import DEFAULT_HOST, DEFAULT_PORT, McpEndpoint
 from aircore.transports.options import check_options
 from aircore.transports.sse import SseEndpoint
@@ -74,6 +75,9 @@ class HttpApp:
     Attributes:
         mcp: the :class:`McpEndpoint` at ``path``.
         metrics: the ``/metrics`` app of a metered server, else ``None``.
+        open_http: served with neither OAuth nor a static token: each request is handled with
+            :data:`~aircore.protocol.scoped.OPEN_HTTP` set, so no tool with ``required_scopes``
+            (one added after start) is listed or runs.
     """
 
     def __init__(
@@ -84,8 +88,10 @@ class HttpApp:
         path: str,
         metrics: ASGIApp | None,
         sse: SseEndpoint | None = None,
+        open_http: bool = False,
     ) -> None:
         self.server = server
+        self.open_http = open_http
         self.mcp = mcp
         self.path = path
         self.metrics = metrics
@@ -94,13 +100,30 @@ class HttpApp:
     def fast(self, scope: Scope, body: bytes) -> Coroutine[Any, Any, Answer] | None:
         """The raw-request hook (:data:`airhttp.FastHandler`): the MCP endpoint's fast path
         (:meth:`McpEndpoint.fast`) at ``path``; ``None`` (the app answers) elsewhere."""
-        if scope["path"] == self.path:
+        if scope["path"] != self.path:
+            return None
+        if not self.open_http:
             return self.mcp.fast(scope, body)
-        return None
+        mark = OPEN_HTTP.set(True)
+        try:  # the endpoint may read it while it decides
+            answer = self.mcp.fast(scope, body)
+        finally:
+            OPEN_HTTP.reset(mark)
+        return None if answer is None else _open(answer)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return  # lifespan is off; no websockets
+        if self.open_http:
+            mark = OPEN_HTTP.set(True)
+            try:
+                await self._route(scope, receive, send)
+            finally:
+                OPEN_HTTP.reset(mark)
+        else:
+            await self._route(scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         if path == self.path:
             await self.mcp(scope, receive, send)
@@ -128,13 +151,23 @@ class HttpApp:
             await _plain(send, 404, b"not found\n", b"text/plain; charset=utf-8")
 
 
+async def _open(answer: Coroutine[Any, Any, Answer]) -> Answer:
+    mark = OPEN_HTTP.set(True)
+    try:
+        return await answer
+    finally:
+        OPEN_HTTP.reset(mark)
+
+
 def with_tool_scopes(
     server: Served, auth: AuthConfig | None, *, token: str | None
 ) -> AuthConfig | None:
     """``auth`` with each tool's own ``required_scopes`` added to its per-tool scopes (as the
     tool's exact name: names hold no glob characters), so the OAuth guard answers ``403
     insufficient_scope`` for them before the body reaches the server, as for the configured
-    globs. Tools added after the server starts are checked by ``tools/call`` itself.
+    globs. Tools added after the server starts are checked by ``tools/call`` itself (with no
+    ``auth`` and no ``token`` such a tool is refused to everyone, :class:`HttpApp`), and so are
+    the globs matching a tool's old names (its aliases are known once the server started).
 
     Raises:
         DefinitionError: a tool requires scopes but no ``auth`` is given and no ``token``
@@ -198,7 +231,14 @@ def build_app(
     endpoint = McpEndpoint(server, max_body=limits.max_body)
     legacy = SseEndpoint(server, max_body=limits.max_body) if sse else None
     metrics = _metrics_app(server, policy if auth is None else replace(policy, token=None))
-    routes = HttpApp(server, endpoint, path=path, metrics=metrics, sse=legacy)
+    routes = HttpApp(
+        server,
+        endpoint,
+        path=path,
+        metrics=metrics,
+        sse=legacy,
+        open_http=auth is None and token is None,
+    )
     return guard_app(routes, policy=policy, limits=limits, render=json_refusal, auth=auth)
 
 

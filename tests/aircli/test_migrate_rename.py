@@ -135,3 +135,30 @@ async def test_the_gateway_keeps_the_old_name_as_a_deprecated_alias(tmp_path: Pa
     report = _report(project)
     assert {t["tool"]: t["calls"] for t in report["tools"]} == {NEW: 2}  # once each, new name
     assert report["gateway"]["hops"] == 2
+
+
+@pytest.mark.slow
+async def test_scope_globs_written_for_the_old_name_keep_protecting_the_renamed_tool(
+    tmp_path: Path,
+) -> None:
+    """``auth.tools`` names tools by glob; one written for the old name (``search_*``) still
+    guards the tool once it is served under its new name: listed and run only for a token with
+    the scope, by either name (``air serve --auth-config``, the official client)."""
+    from mcp import MCPError
+
+    from tests.airhttp.oauth_serve import bearer_client, oauth_serving
+
+    project = _project(tmp_path)
+    done = _air(project, "migrate", "--rename")
+    assert done.returncode == 0, done.stderr
+    assert "auth.tools" in done.stdout  # it says which configuration names tools
+    auth = "scopes: [mcp:tools]\ntools:\n  'search_*': [docs:read]\n"
+    async with oauth_serving(project, SERVER, auth_yaml=auth) as served:  # served.py beside
+        async with bearer_client(served.url, served.token("mcp:tools")) as client:
+            assert NEW not in {t.name for t in (await client.list_tools()).tools}
+            with pytest.raises(MCPError, match="docs:read"):
+                await client.call_tool(NEW, {"query": "x"})
+        async with bearer_client(served.url, served.token("mcp:tools docs:read")) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == {NEW}
+            result = await client.call_tool(NEW, {"query": "x"})
+            assert result.structured_content == {"hits": ["x"]}

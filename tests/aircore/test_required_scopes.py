@@ -13,12 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp import MCPError
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from aircore import DefinitionError, define_server, define_tool
 from tests.air_process import run_air
-from tests.airhttp.oauth_serve import OAuthServed, bearer_client, oauth_serving
+from tests.airhttp.oauth_serve import OAuthServed, bearer_client, oauth_serving, serving_http
 
 SERVER = """
 from aircore import define_server, define_tool
@@ -143,3 +144,64 @@ async def test_over_stdio_required_scopes_do_not_apply(tmp_path: Path) -> None:
             assert names == {"read_note", "delete_note", "purge_notes"}
             result = await client.call_tool("delete_note", {"id": "7"})
             assert not result.is_error
+
+
+DYNAMIC = """
+from aircore import define_server, define_tool
+
+def purge(params):
+    return "PURGED"
+
+def enable(params):
+    server.add_tool(define_tool(name="purge_all", handler=purge, required_scopes=["notes:admin"]))
+    return "enabled"
+
+server = define_server(name="dyn", tools=[define_tool(name="enable_admin", handler=enable)])
+"""
+
+
+async def _legacy_call(http: httpx.AsyncClient, url: str, name: str) -> httpx.Response:
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    opened = await http.post(
+        url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+        headers=headers,
+    )  # fmt: skip
+    headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": name, "arguments": {}}}  # fmt: skip
+    return await http.post(url, json=call, headers=headers)
+
+
+async def test_a_scoped_tool_added_after_start_is_refused_over_http_without_authorization(
+    tmp_path: Path,
+) -> None:
+    """The server starts (no tool asks for a scope yet); one added later is neither listed nor
+    run for anyone reaching the port: the official client (JSON, the fast path) and a raw
+    legacy-era session alike."""
+    async with serving_http(tmp_path, DYNAMIC) as url:
+        async with Client(url) as client:
+            assert (await client.call_tool("enable_admin", {})).content[0].text == "enabled"
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert names == {"enable_admin"}
+            with pytest.raises(MCPError, match=r"purge_all.*requires OAuth scopes"):
+                await client.call_tool("purge_all", {})
+        async with httpx.AsyncClient(timeout=30) as http:
+            answer = await _legacy_call(http, url, "purge_all")
+            assert "PURGED" not in answer.text
+            assert "requires OAuth scopes" in answer.text, answer.text
+
+
+async def test_with_a_static_token_a_scoped_tool_added_after_start_runs(tmp_path: Path) -> None:
+    """``--token`` holds every scope, for tools added later too (as documented)."""
+    async with (
+        serving_http(tmp_path, DYNAMIC, "--token", "s3cret-token") as url,
+        bearer_client(url, "s3cret-token") as client,
+    ):
+        await client.call_tool("enable_admin", {})
+        assert "purge_all" in {tool.name for tool in (await client.list_tools()).tools}
+        assert (await client.call_tool("purge_all", {})).content[0].text == "PURGED"

@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.airhttp.issuer import Issuer, running_issuer
 
-__all__ = ["OAuthServed", "bearer_client", "oauth_serving"]
+__all__ = ["OAuthServed", "bearer_client", "oauth_serving", "serving_http"]
 
 
 @dataclass
@@ -83,6 +83,26 @@ async def oauth_serving(
             if proc.returncode is None:
                 proc.terminate()
                 await asyncio.wait_for(proc.wait(), 30)
+
+
+@asynccontextmanager
+async def serving_http(tmp_path: Path, source: str, *extra: str) -> AsyncIterator[str]:
+    """Serve ``source`` (a server module's text) over HTTP with no OAuth (``extra``: more
+    ``air serve`` options, such as ``--token``); yield the endpoint URL."""
+    (tmp_path / "served.py").write_text(source)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aircli", "serve", str(tmp_path / "served.py"),
+        "--transport", "http", "--port", str(await _free_port()), "--store", "memory://",
+        *extra, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        yield await asyncio.wait_for(_line_with_url(proc.stderr), 60)
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            await asyncio.wait_for(proc.wait(), 30)
 
 
 @asynccontextmanager
