@@ -40,7 +40,7 @@ from airmeter import (
     Layer,
     Meter,
     MeterMiddleware,
-    snapshot,
+    RollupReader,
 )
 from airmeter.store_sink import StoreSink
 from airstore import MemoryStore, RedisStore, SqliteStore
@@ -232,7 +232,7 @@ async def aiofiles_peer(records: list[CallRecord], path: str) -> float:
 READER = r"""
 import asyncio, sys, time
 t0 = time.perf_counter()
-from airmeter import snapshot, CALLS_NAMESPACE
+from airmeter import RollupReader, CALLS_NAMESPACE
 from airstore.file import FileStore
 t_import = time.perf_counter() - t0
 
@@ -240,16 +240,17 @@ async def main():
     t0 = time.perf_counter()
     async with FileStore(sys.argv[1], read_only=True) as store:
         t_open = time.perf_counter() - t0
+        reader = RollupReader(store)  # kept, as the dashboard and Meter.snapshot keep theirs
         t1 = time.perf_counter()
-        cold = await snapshot(store)
+        cold = await reader.snapshot()
         t_cold = time.perf_counter() - t1
         warm = []
         for _ in range(5):
             t2 = time.perf_counter()
-            await snapshot(store)
+            await reader.snapshot()
             warm.append(time.perf_counter() - t2)
         t3 = time.perf_counter()
-        filtered = await snapshot(store, tool="fetch_url")
+        filtered = await reader.snapshot(tool="fetch_url")
         t_filtered = time.perf_counter() - t3
         print(cold.total_calls, t_import, t_open, t_cold, min(warm), t_filtered, cold.p95_ms)
 
@@ -262,13 +263,14 @@ async def live_refresh(writer: FileStore, data: str) -> float:
     sink = StoreSink(writer, writer="live", persist_interval=0)
     fresh = make_records(5000, minutes=1, seed=5)
     best = math.inf
-    async with FileStore(data, read_only=True) as reader:
-        await snapshot(reader)
+    async with FileStore(data, read_only=True) as store:
+        reader = RollupReader(store)
+        await reader.snapshot()
         for i in range(5):
             await sink.write(fresh[i * 1000 : (i + 1) * 1000])
             await writer.flush()
             t0 = time.perf_counter()
-            await snapshot(reader)
+            await reader.snapshot()
             best = min(best, time.perf_counter() - t0)
     await sink.close()
     return best
