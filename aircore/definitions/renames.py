@@ -20,6 +20,7 @@ release after the rename: the old name is then unknown (``-32602``).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -110,7 +111,9 @@ def write_renames(directory: str | Path, renames: Mapping[str, str]) -> Path:
     merged = {**load_renames(directory), **renames}
     body = yaml.safe_dump({"renames": dict(sorted(merged.items()))}, allow_unicode=True,
                           sort_keys=False)  # fmt: skip
-    path.write_text(_HEADER + body, encoding="utf-8")
+    part = path.with_name(f".{RENAMES_FILE_NAME}.part")  # replaced whole: never half a map
+    part.write_text(_HEADER + body, encoding="utf-8")
+    os.replace(part, path)
     return path
 
 
