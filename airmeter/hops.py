@@ -15,6 +15,7 @@ before: so does one metering into another store (each store counts the call once
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Mapping
@@ -60,6 +61,7 @@ def same_store(a: str | None, b: str | None) -> bool:
     return a == b
 
 
+@functools.lru_cache(maxsize=64)  # asked per call, of the same few URLs
 def store_identity(url: str | None) -> str | None:
     """What a hop's answer says of the store the call was metered into: a SHA-256 digest of
     its URL with any user info (a password), query and fragment removed (``file://`` paths
@@ -88,8 +90,10 @@ def metered_answer(
         return None
     meta = result.get("_meta")
     said = meta.get(METERED_META_KEY) if isinstance(meta, Mapping) else None
+    if not isinstance(said, Mapping):
+        return None
     mine = store_identity(store_url)
-    if not isinstance(said, Mapping) or mine is None or said.get("store") != mine:
+    if mine is None or said.get("store") != mine:
         return None
     call_id = said.get("callId")
     latency = said.get("latencyMs")
