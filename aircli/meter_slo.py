@@ -8,8 +8,9 @@
 its budget exhausted, the default; ``warning``: any state but ``ok``; ``never``), so it can
 gate CI. Without ``--store`` (and without ``--watch``) the objectives are evaluated over every
 data location on this machine too (registered in the per-user ``locations.json``), each
-location's rows labelled with where its data is, and the exit status counts them all;
-``--store`` narrows to one. With ``--watch`` it evaluates one store every ``--interval``
+location's rows labelled with where its data is; the exit status counts this project's store
+only (another project's breach never fails this one's CI gate) unless ``--everywhere`` is
+given; ``--store`` narrows to one. With ``--watch`` it evaluates one store every ``--interval``
 seconds and alerts once per state change (a log line on stderr, and a webhook when
 ``AIR_SLO_WEBHOOK_URL`` is set), deduplicated through the store when it can write it.
 """
@@ -113,6 +114,12 @@ def add_slo_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser])
                      help=f"{STORE_HELP}. Without it (and without --watch) every other data "
                      "location on this machine is evaluated too, each labelled with where its "
                      "data is")  # fmt: skip
+    slo.add_argument(
+        "--everywhere",
+        action="store_true",
+        help="the exit status counts the other data locations' objectives too (without it, "
+        "only this store's: the others are shown, not counted)",
+    )
     slo.add_argument("--format", choices=("table", "json"), default="table")
     slo.add_argument(
         "--watch",
@@ -250,13 +257,25 @@ async def _slo(args: argparse.Namespace) -> int:
                 elsewhere = await _elsewhere(args.elsewhere, objectives)
                 print(_render(statuses, args.format, here=args.store, elsewhere=elsewhere),
                       flush=True)  # fmt: skip
-                every = [*statuses, *(s for _, more in elsewhere for s in more)]
-                return _exit_status(every, args.fail_on)
+                others = [s for _, more in elsewhere for s in more]
+                if args.everywhere:
+                    return _exit_status([*statuses, *others], args.fail_on)
+                _say_uncounted(others, args.fail_on)
+                return _exit_status(statuses, args.fail_on)
             await asyncio.sleep(args.interval)
     finally:
         if webhook is not None:
             await webhook.aclose()  # the alerts in flight, within their deadline
         await store.close()
+
+
+def _say_uncounted(others: Sequence[SloStatus], fail_on: str) -> None:
+    """A line on stderr when other locations' objectives fail but the status ignores them."""
+    failing = sum(1 for s in others if s.state in FAIL_ON[fail_on])
+    if failing:
+        print(f"air meter slo: {failing} objectives failing in other data locations (shown, "
+              "not counted in the exit status; --everywhere counts them)",
+              file=sys.stderr)  # fmt: skip
 
 
 def _exit_status(statuses: Sequence[SloStatus], fail_on: str) -> int:
