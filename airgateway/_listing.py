@@ -36,15 +36,24 @@ class Lister:
         self.allowed = allowed
 
     def __call__(
-        self, index: ToolIndex, access: Access | None = None, client: ClientConfig | None = None
+        self,
+        index: ToolIndex,
+        access: Access | None = None,
+        client: ClientConfig | None = None,
+        upstream_scopes: Callable[[str], frozenset[str]] | None = None,
     ) -> list[dict[str, Any]]:
-        """Every item, or (given ``access``) those ``client`` may use."""
+        """Every item, or (given ``access``) those ``client`` may use; an OAuth caller's tools
+        are those its scopes allow (the ``auth:`` globs, and ``upstream_scopes`` of a tool)."""
         items = self.get(index)
         if not self.allowed:
             return items
         identity = current_identity()  # an OAuth caller sees only the tools it may call
-        if self.key == "tools" and identity is not None and identity.tool_scopes:
-            items = [item for item in items if identity.may_call(str(item.get("name", "")))]
+        if (self.key == "tools" and identity is not None and identity.auth == "oauth"
+                and (identity.tool_scopes or upstream_scopes is not None)):  # fmt: skip
+            items = [item for item in items if identity.may_call(
+                name := str(item.get("name", "")),
+                upstream_scopes(name) if upstream_scopes is not None else (),
+            )]  # fmt: skip
         if access is None:
             return items
         return access.visible(client, items)

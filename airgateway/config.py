@@ -95,6 +95,10 @@ class ServerConfig:
     """The gateway's own client-credentials token for this upstream (``http`` only)."""
     send_caller: bool = False
     """Pass the caller's identity in ``params._meta["io.air/caller"]`` (opt-in)."""
+    scopes: frozenset[str] = frozenset()
+    """With ``auth:``, the scopes an OAuth caller needs to call any of this server's tools (on
+    top of ``auth.scopes`` and the ``auth.tools`` globs); its tools are left out of the
+    ``tools/list`` of a caller without them."""
     line: int = 0
 
     @property
@@ -302,6 +306,14 @@ def parse_config(
         raise reader.fail(top["servers"][1], "servers", "needs at least one server")
     _check_prefixes(reader, servers, top["servers"][1])
     auth = _auth(reader, top["auth"][1]) if "auth" in top else None
+    scoped = next((i for i, server in enumerate(servers) if server.scopes), None)
+    if scoped is not None and auth is None:  # a scope nobody checks would protect nothing
+        raise ConfigError(
+            "scopes apply to OAuth callers: give the gateway an auth: section, or remove them",
+            path=reader.path,
+            line=servers[scoped].line,
+            key=f"servers[{scoped}].scopes",
+        )
     clients: tuple[ClientConfig, ...] = ()
     if "clients" in top:
         items = reader.sequence(top["clients"][1], "clients")
@@ -381,7 +393,7 @@ def _check_commands(config: GatewayConfig, environ: Mapping[str, str]) -> None:
 
 _SERVER_KEYS = (
     "name", "url", "command", "transport", "env", "cwd", "prefix", "timeout_s", "headers",
-    "include_drafts", "oauth", "send_caller",
+    "include_drafts", "oauth", "send_caller", "scopes",
 )  # fmt: skip
 _OAUTH_KEYS = (
     "token_endpoint", "issuer", "client_id", "client_secret", "client_secret_env", "scope",
@@ -473,8 +485,23 @@ def _server(reader: _Reader, node: yaml.Node, key: str, base: Path) -> ServerCon
         include_drafts=_opt(parts, key, "include_drafts", reader.boolean, False),
         oauth=oauth,
         send_caller=_opt(parts, key, "send_caller", reader.boolean, False),
+        scopes=_server_scopes(reader, parts, key),
         line=node.start_mark.line + 1,
     )  # fmt: skip
+
+
+def _server_scopes(reader: _Reader, parts: dict[str, Any], key: str) -> frozenset[str]:
+    """A server's ``scopes:``: a list of scope names (or one space-separated string)."""
+    if "scopes" not in parts:
+        return frozenset()
+    node = parts["scopes"][1]
+    value = yaml.safe_load(yaml.serialize(node))
+    if isinstance(value, str):
+        value = value.split()
+    if (not isinstance(value, list) or not value
+            or not all(isinstance(s, str) and s and " " not in s for s in value)):  # fmt: skip
+        raise reader.fail(node, f"{key}.scopes", f"must be a list of scope names, got {value!r}")
+    return frozenset(value)
 
 
 def _oauth(reader: _Reader, node: yaml.Node, key: str, url: str) -> UpstreamOAuth:
@@ -529,11 +556,12 @@ def _check_prefixes(reader: _Reader, servers: tuple[ServerConfig, ...], node: ya
     first: dict[str, ServerConfig] = {}
     for i, server in enumerate(servers):
         seen = first.setdefault(server.name, server)
-        if (seen.prefix, seen.include_drafts, seen.send_caller) != (
-            server.prefix, server.include_drafts, server.send_caller
+        if (seen.prefix, seen.include_drafts, seen.send_caller, seen.scopes) != (
+            server.prefix, server.include_drafts, server.send_caller, server.scopes
         ):  # fmt: skip
             raise ConfigError(
-                f"replicas of {server.name!r} must share prefix, include_drafts and send_caller",
+                f"replicas of {server.name!r} must share prefix, include_drafts, send_caller "
+                "and scopes",
                 path=reader.path,
                 line=server.line,
                 key=f"servers[{i}]",

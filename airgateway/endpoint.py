@@ -289,7 +289,8 @@ class GatewayHandler:
         try:
             listed = LIST_METHODS.get(method)
             if listed is not None:
-                result = page(listed(self.gateway.index, self.gateway.access, call.client),
+                result = page(listed(self.gateway.index, self.gateway.access, call.client,
+                                     self.gateway.scopes_of_tools),
                               listed.key, params)  # fmt: skip
             elif method == "subscriptions/listen" and call.modern:
                 result = await self._listen(call, params)

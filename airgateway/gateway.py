@@ -43,6 +43,8 @@ __all__ = ["INVALID_PARAMS", "Gateway"]
 
 logger = logging.getLogger(__name__)
 
+_NO_SCOPES: frozenset[str] = frozenset()
+
 INVALID_PARAMS = -32602
 Notify = Callable[[JSONDict], None]
 
@@ -92,6 +94,7 @@ class Gateway:
         self._credentials: dict[UpstreamOAuth, ClientCredentials] = {}
         """The gateway's own OAuth tokens, one per ``oauth:`` section (replicas share one)."""
         self._send_caller = frozenset(s.name for s in config.servers if s.send_caller)
+        self._scopes = {s.name: s.scopes for s in config.servers if s.scopes}
         groups: dict[str, list[Replica]] = {}
         self._groups = groups
         for server in config.servers:
@@ -160,6 +163,19 @@ class Gateway:
                 credentials = ClientCredentials(server.oauth, label=server.name)
                 self._credentials[server.oauth] = credentials
         return HttpUpstream(label, server.url, headers=headers, credentials=credentials)
+
+    @property
+    def scopes_of_tools(self) -> Callable[[str], frozenset[str]] | None:
+        """:meth:`upstream_scopes` when a server has ``scopes:``, else ``None``."""
+        return self.upstream_scopes if self._scopes else None
+
+    def upstream_scopes(self, tool: str) -> frozenset[str]:
+        """The scopes an OAuth caller needs to call ``tool`` beyond the ``auth:`` section's:
+        the ``scopes:`` of the server that serves it (none for a tool no server has)."""
+        if not self._scopes:
+            return _NO_SCOPES
+        entry = self.index.tool(tool)
+        return _NO_SCOPES if entry is None else self._scopes.get(entry.server, _NO_SCOPES)
 
     def caller_params(self, server: str, params: JSONDict) -> JSONDict:
         """``params`` as ``server`` gets them: the caller's identity in ``_meta`` if it asked
@@ -249,6 +265,7 @@ class Gateway:
         self.config = replace(self.config, servers=config.servers, path=config.path,
                               fleet_servers=config.fleet_servers)  # fmt: skip
         self._send_caller = frozenset(s.name for s in config.servers if s.send_caller)
+        self._scopes = {s.name: s.scopes for s in config.servers if s.scopes}
         self.warnings = []
         keys = request_state_keys(config.servers, self.warnings)
         self._state_keys = {name: self._state_keys.get(name, key) for name, key in keys.items()}

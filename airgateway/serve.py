@@ -106,8 +106,10 @@ def build_gateway_app(
                           allowed_origins=allowed_origins)  # fmt: skip
     statics = {c.token: c.name for c in access.clients if c.token is not None}
     routes = _Routes(gateway, GatewayEndpoint(gateway, max_body=limits.max_body), path)
+    more = frozenset().union(*(s.scopes for s in gateway.config.servers))
     return guard_app(routes, policy=policy, limits=limits, render=json_refusal, auth=auth,
-                     static_clients=statics)  # fmt: skip
+                     static_clients=statics, tool_scopes=gateway.upstream_scopes,
+                     more_scopes=more)  # fmt: skip
 
 
 async def serve_gateway(

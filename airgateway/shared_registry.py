@@ -124,8 +124,9 @@ class Registration:
 
 def publishable(servers: Sequence[ServerConfig]) -> dict[str, list[Published]]:
     """A configuration's network replicas as they may be published: HTTP and SSE entries
-    without ``headers``, ``oauth`` or ``send_caller`` (no other gateway could use them:
-    headers are secrets, never published; an upstream told who calls is this gateway's own)
+    without ``headers``, ``oauth``, ``send_caller`` or ``scopes`` (no other gateway could use
+    them: headers are secrets, never published; an upstream told who calls is this gateway's
+    own; one needing scopes would be served without them as another gateway's fleet server)
     whose URL passes the check every reader makes (:func:`url_problem`, remote allowed: no
     credentials, query, fragment, zone id or non-ASCII character). Stdio entries
     are each gateway's own child processes."""
@@ -137,6 +138,10 @@ def publishable(servers: Sequence[ServerConfig]) -> dict[str, list[Published]]:
             logger.info("%s is not published in the registry: it carries headers, oauth "
                         "credentials or the caller's identity (send_caller)",
                         server.name)  # fmt: skip
+            continue
+        if server.scopes:  # another gateway would serve it as a fleet server, unscoped
+            logger.info("%s is not published in the registry: its scopes are this gateway's "
+                        "to enforce", server.name)  # fmt: skip
             continue
         problem = url_problem(server.url, allow_remote=True)
         if problem is not None:

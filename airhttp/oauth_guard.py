@@ -21,7 +21,7 @@ with the static token given here rather than to the guard's policy.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -61,10 +61,15 @@ class OAuthGuard:
         *,
         static_token: str | None = None,
         static_clients: Mapping[str, str] | None = None,
+        tool_scopes: Callable[[str], frozenset[str]] | None = None,
+        more_scopes: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.verifier = verifier
         self.config: AuthConfig = verifier.config
+        self.tool_scopes = tool_scopes
+        """More scopes a named tool needs, decided by the app (the gateway: its upstream's)."""
+        self._check_tools = bool(self.config.tools) or tool_scopes is not None
         self.static_token = static_token
         statics = dict(static_clients or {})
         if static_token is not None:
@@ -72,7 +77,10 @@ class OAuthGuard:
         self._statics = tuple((token.encode(), client) for token, client in statics.items())
         parts = urlsplit(self.config.resource)
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{self.config.metadata_path}"
-        self._metadata = orjson.dumps(self.config.metadata())
+        metadata = self.config.metadata()
+        if more_scopes:
+            metadata["scopes_supported"] = sorted({*metadata["scopes_supported"], *more_scopes})
+        self._metadata = orjson.dumps(metadata)
         self._paths = {_WELL_KNOWN, self.config.metadata_path}
         self.refused = 0
 
@@ -89,7 +97,7 @@ class OAuthGuard:
         except AuthRefusedError as refused:
             await self._refuse(send, refused)
             return
-        if self.config.tools and scope["method"] == "POST" and identity.auth == "oauth":
+        if self._check_tools and scope["method"] == "POST" and identity.auth == "oauth":
             body, receive = await _buffered(receive)
             failure = self._tool_failure(identity, body)
             if failure is not None:
@@ -146,7 +154,8 @@ class OAuthGuard:
         name = _called_tool(body)
         if name is None:
             return None
-        missing = identity.missing_for(name)
+        extra = () if self.tool_scopes is None else self.tool_scopes(name)
+        missing = identity.missing_for(name, extra)
         if not missing:
             return None
         need = sorted(identity.scopes.intersection(self.config.scopes) | missing)
@@ -211,7 +220,7 @@ class OAuthGuard:
                 identity = self.verifier.cached(token)
                 if identity is None or self.config.scopes - identity.scopes:
                     return None
-                if self.config.tools and self._tool_failure(identity, body) is not None:
+                if self._check_tools and self._tool_failure(identity, body) is not None:
                     return None
             token_var = use_identity(identity)
             try:  # the handler may read the identity while it decides

@@ -5,7 +5,7 @@ path behind the same two."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from airhttp.asgi import GuardedApp, RenderRefusal, json_refusal
 from airhttp.limits import Limits
@@ -26,12 +26,15 @@ def guard_app(
     render: RenderRefusal = json_refusal,
     auth: AuthConfig | None = None,
     static_clients: Mapping[str, str] | None = None,
+    tool_scopes: Callable[[str], frozenset[str]] | None = None,
+    more_scopes: frozenset[str] = frozenset(),
 ) -> GuardedApp:
     """``app`` behind ``policy`` and ``limits``, and with ``auth`` an OAuth 2.1 resource server.
 
     With ``auth``, the policy's static token (if any) moves into the OAuth guard, which accepts
     it beside OAuth tokens (``auth="token"``), as it accepts each of ``static_clients`` (token
-    -> the client id it is metered as).
+    -> the client id it is metered as). ``tool_scopes`` names more scopes a tool needs (the
+    gateway: its upstream's ``scopes:``), listed in the metadata with ``more_scopes``.
 
     Returns:
         The :class:`GuardedApp`; its ``app`` is the :class:`OAuthGuard` when ``auth`` is given.
@@ -44,7 +47,12 @@ def guard_app(
         allowed_origins=policy.allowed_origins,
     )
     guard = OAuthGuard(
-        app, TokenVerifier(auth), static_token=policy.token, static_clients=static_clients
+        app,
+        TokenVerifier(auth),
+        static_token=policy.token,
+        static_clients=static_clients,
+        tool_scopes=tool_scopes,
+        more_scopes=more_scopes,
     )
     return GuardedApp(guard, policy=outer, limits=limits, render=render)
 
