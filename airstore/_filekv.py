@@ -21,8 +21,9 @@ from airstore._validate import (
     check_namespace,
     check_prefix,
     check_ttl,
+    encode_value,
 )
-from airstore.errors import StorageIOError
+from airstore.errors import InvalidArgumentError, StorageIOError
 from airstore.types import JSONValue
 
 __all__ = ["FileKeys"]
@@ -119,7 +120,12 @@ class FileKeys:
         if ttl is None and state.default_ttl is None:
             exp = None
         else:
-            seconds = state.default_ttl if ttl is None else check_ttl(ttl)
+            try:
+                seconds = state.default_ttl if ttl is None else check_ttl(ttl)
+            except InvalidArgumentError:
+                check_key(ns, key)  # a bad key or value is named before a bad TTL
+                encode_value(ns, key, value)
+                raise
             exp = None if seconds is None else state.clock() + seconds
         _kvput.put(space, key, value, exp)  # validates first: bad input changes nothing
         pending = space.journal.pending
@@ -158,6 +164,7 @@ class FileKeys:
                     value = check_counter(ns, key, current, by)
                     exp = space.expires.get(key)
                 _kvput.put(space, key, value, exp)
+                space.sweep(now)  # what expired meanwhile leaves memory (its records say so)
                 space.append_locked()
         except OSError as exc:
             persist.write_failed(exc)  # nothing of it stays pending: it must not land later

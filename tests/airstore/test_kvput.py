@@ -230,3 +230,24 @@ def test_an_out_of_date_build_of_the_speedups_runs_the_python_put_or_fails_on_re
     required = run("require")
     assert required.returncode != 0
     assert "AIR_SPEEDUPS=require, but airstore's C speedups are out of date" in required.stderr
+
+
+async def test_a_bad_key_or_value_is_named_before_a_bad_ttl(tmp_path: Path) -> None:
+    """As before the one put: the key, then the value, then the TTL; nothing is stored."""
+    async with FileStore(tmp_path) as store:
+        with pytest.raises(InvalidKeyError):
+            await store.set("ns", "", 1, ttl=-1)
+        with pytest.raises(InvalidValueError):
+            await store.set("ns", "k", math.nan, ttl=-1)
+        with pytest.raises(airstore.InvalidArgumentError):
+            await store.set("ns", "k", 1, ttl=-1)
+        assert await store.list("ns") == []
+
+
+async def test_an_incr_forgets_keys_expired_meanwhile(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with FileStore(tmp_path, clock=clock) as store:
+        await store.set("ns", "old", 1, ttl=5)
+        clock.advance(10)
+        assert await store.incr("ns", "n") == 1
+        assert "old" not in store._spaces["ns"].items
