@@ -127,7 +127,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     if not require_node():
-        pytest.skip("oidc-provider is not installed (make test runs scripts/oidc.sh)")
+        pytest.fail("oidc-provider is not installed: run scripts/oidc.sh (make test does)")
     tmp = tmp_path_factory.mktemp("upoauth")
     gateway_port, notes_port = free_port(), free_port()
     resource = f"http://127.0.0.1:{gateway_port}/mcp"
