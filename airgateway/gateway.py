@@ -4,6 +4,7 @@ wired together. The HTTP endpoint (:mod:`airgateway.endpoint`) is a thin layer o
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import logging
 import secrets
 import time
@@ -166,16 +167,29 @@ class Gateway:
 
     @property
     def scopes_of_tools(self) -> Callable[[str], frozenset[str]] | None:
-        """:meth:`upstream_scopes` when a server has ``scopes:``, else ``None``."""
-        return self.upstream_scopes if self._scopes else None
+        """:meth:`upstream_scopes` when a server has ``scopes:`` or ``auth.tools`` names tools
+        (a renamed tool's old names carry their globs over), else ``None``."""
+        auth = self.config.auth
+        return self.upstream_scopes if self._scopes or (auth and auth.tools) else None
 
     def upstream_scopes(self, tool: str) -> frozenset[str]:
-        """The scopes an OAuth caller needs to call ``tool`` beyond the ``auth:`` section's:
-        the ``scopes:`` of the server that serves it (none for a tool no server has)."""
-        if not self._scopes:
-            return _NO_SCOPES
+        """The scopes an OAuth caller needs to call ``tool`` beyond the ``auth:`` section's
+        globs matching its name: the ``scopes:`` of the server that serves it, and the globs
+        matching the tool's other names (its new name when ``tool`` is a deprecated old one,
+        its old names when it is the new one: a glob written before ``air migrate --rename``
+        keeps protecting the tool). None for a tool no server has."""
         entry = self.index.tool(tool)
-        return _NO_SCOPES if entry is None else self._scopes.get(entry.server, _NO_SCOPES)
+        if entry is None:
+            return _NO_SCOPES
+        need = self._scopes.get(entry.server, _NO_SCOPES)
+        globs = self.config.auth.tools if self.config.auth is not None else ()
+        if globs:
+            others = [n for n in self.index.names_of(entry.name) if n != tool]
+            extra = {scope for glob, scopes in globs for scope in scopes
+                     if any(fnmatch.fnmatchcase(n, glob) for n in others)}  # fmt: skip
+            if extra:
+                need = need | extra
+        return need
 
     def caller_params(self, server: str, params: JSONDict) -> JSONDict:
         """``params`` as ``server`` gets them: the caller's identity in ``_meta`` if it asked

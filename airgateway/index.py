@@ -302,6 +302,14 @@ class ToolIndex:
         view = self._view
         return view.tools.get(name) or view.aliases.get(name)
 
+    def names_of(self, name: str) -> list[str]:
+        """Every name the exposed tool ``name`` answers to: ``name`` and its deprecated old
+        names (the index's aliases of it)."""
+        view = self._view
+        if not view.aliases:
+            return [name]
+        return [name, *(old for old, tool in view.aliases.items() if tool.name == name)]
+
     def tools(self) -> list[_JSON]:
         """Every exposed tool's definition, in server order."""
         return self._view.tool_list

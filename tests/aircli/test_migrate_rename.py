@@ -162,3 +162,50 @@ async def test_scope_globs_written_for_the_old_name_keep_protecting_the_renamed_
             assert {t.name for t in (await client.list_tools()).tools} == {NEW}
             result = await client.call_tool(NEW, {"query": "x"})
             assert result.structured_content == {"hits": ["x"]}
+
+
+@pytest.mark.slow
+async def test_the_gateways_scope_globs_for_the_old_name_keep_protecting_the_renamed_tool(
+    tmp_path: Path,
+) -> None:
+    """The same through ``air gateway`` with ``auth:`` (the local issuer) in front of the
+    renamed server: a glob for the old name guards the new one, listed and by either name."""
+    import asyncio
+    import contextlib
+
+    from tests.airgateway.test_gateway_upstream_scopes import _post
+    from tests.airhttp.issuer import running_issuer
+
+    project = _project(tmp_path)
+    _renamed(project)
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    upstream = air("serve", str(project / "notes_server.py"), "--transport", "http", "--port",
+                   "0", "--store", "memory://")  # fmt: skip
+    async with running_issuer() as issuer, contextlib.AsyncExitStack() as stack:
+        server = await asyncio.to_thread(stack.enter_context, started(upstream))
+        config = project / "gw.yml"
+        config.write_text(
+            f"servers:\n  - {{name: notes, url: '{server.url}'}}\n"
+            f"auth:\n  issuer: {issuer.url}\n  resource: {resource}\n  scopes: [mcp:tools]\n"
+            "  tools: {'search_*': [docs:read]}\n",
+            encoding="utf-8",
+        )
+        argv = air("gateway", "--config", str(config), "--port", str(port), "--store",
+                   "memory://")  # fmt: skip
+        gw = await asyncio.to_thread(stack.enter_context, started(argv))
+        plain = issuer.token(resource=resource, scope="mcp:tools")
+        listed = await _post(gw.url, plain, "tools/list", {})
+        assert NEW not in {t["name"] for t in listed.json()["result"]["tools"]}
+        for name in (NEW, OLD):
+            refused = await _post(gw.url, plain, "tools/call",
+                                  {"name": name, "arguments": {"query": "x"}})  # fmt: skip
+            assert refused.status_code == 403, (name, refused.text)
+            assert "docs:read" in refused.headers["www-authenticate"]
+        reader = issuer.token(resource=resource, scope="mcp:tools docs:read")
+        listed = await _post(gw.url, reader, "tools/list", {})
+        assert {t["name"] for t in listed.json()["result"]["tools"]} == {NEW}
+        done = await _post(gw.url, reader, "tools/call",
+                           {"name": NEW, "arguments": {"query": "x"}})  # fmt: skip
+        assert done.status_code == 200, done.text
+        assert done.json()["result"]["structuredContent"] == {"hits": ["x"]}

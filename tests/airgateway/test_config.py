@@ -148,7 +148,7 @@ def test_air_gateway_reports_a_bad_config_on_one_line_and_exits_2(tmp_path: Path
     assert out.returncode == 2
     assert out.stderr.strip() == f"air gateway: {path}:4: servers[0].bogus: unknown key " + (
         "(expected one of name, url, command, transport, env, cwd, prefix, timeout_s, "
-        "headers, include_drafts, oauth, send_caller)"
+        "headers, include_drafts, oauth, send_caller, scopes)"
     )
 
 
