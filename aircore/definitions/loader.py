@@ -136,6 +136,7 @@ def build_definition(file: DefinitionFile) -> ToolDefinition:
         tags=tuple(data.get("tags") or ()),
         legacy_interface_id=_legacy_interface_id(data),
         required_env_keys=tuple(data.get("required_env_keys") or ()),
+        required_scopes=tuple(data.get("required_scopes") or ()),
         owner_org=data.get("owner_org"),
         open_world=bool(data.get("open_world", False)),
         layer=None if layer is None else parse_layer(layer),

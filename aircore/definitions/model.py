@@ -44,6 +44,7 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
     "legacy_interface_id",
     "mci_service_id",
     "required_env_keys",
+    "required_scopes",
     "owner_org",
     "output_schema",
     "open_world",
@@ -89,6 +90,8 @@ class ToolDefinition:
     tags: tuple[str, ...] = ()
     legacy_interface_id: str | None = None
     required_env_keys: tuple[str, ...] = ()
+    required_scopes: tuple[str, ...] = ()
+    """OAuth scopes a caller needs for this tool over HTTP (with the code's own, a union)."""
     owner_org: str | None = None
     open_world: bool = False
     layer: Layer | None = None

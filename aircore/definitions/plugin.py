@@ -79,6 +79,7 @@ def apply_definition(tool: Tool, bound: BoundTool) -> Tool:
         meta=dict(mcp["_meta"]),
         layer=definition.layer.value if definition.layer is not None else tool.layer,
         tags=definition.tags or tool.tags,
+        required_scopes=tool.required_scopes | frozenset(definition.required_scopes),
     )
     if definition.timeout_ms is not None:
         new.handler = _with_timeout(tool.name, tool.handler, definition.timeout_ms / 1000)

@@ -7,6 +7,7 @@ server registers (they run only when ``air check`` is given a server, or at serv
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -29,6 +30,8 @@ __all__ = ["FILE_RULES", "STRUCTURE_RULES", "check_file", "check_files", "check_
 
 Data = Mapping[str, Any]
 FileRule = Callable[[str, Data, GateConfig], Iterable[Problem]]
+
+_SCOPE_TOKEN = re.compile(r"^[\x21\x23-\x5B\x5D-\x7E]+$")  # RFC 6749 §3.3 scope-token
 
 
 def _p(file: str, field: str, message: str, rule: str) -> Problem:
@@ -134,8 +137,9 @@ def rule_hints(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
 
 
 def rule_lists(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
-    """``tags`` and ``required_env_keys`` are lists of text; env keys look like env vars."""
-    for key in ("tags", "required_env_keys"):
+    """``tags``, ``required_env_keys`` and ``required_scopes`` are lists of text; env keys
+    look like env vars, scopes are RFC 6749 scope tokens."""
+    for key in ("tags", "required_env_keys", "required_scopes"):
         value = data.get(key)
         if value is None:
             continue
@@ -145,6 +149,11 @@ def rule_lists(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
             for v in value:
                 if not v.replace("_", "").isalnum() or not v.isupper() or v[0].isdigit():
                     yield _p(file, key, f"{v!r} is not an environment variable name", "type")
+        elif key == "required_scopes":
+            for v in value:
+                if not _SCOPE_TOKEN.fullmatch(v):
+                    yield _p(file, key, f"{v!r} is not a scope name (RFC 6749: printable "
+                             "ASCII without spaces, quotes or backslashes)", "type")  # fmt: skip
 
 
 def rule_misc(file: str, data: Data, config: GateConfig) -> Iterable[Problem]:
