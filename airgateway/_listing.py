@@ -41,10 +41,14 @@ class Lister:
         access: Access | None = None,
         client: ClientConfig | None = None,
         upstream_scopes: Callable[[str], frozenset[str]] | None = None,
+        hidden: Callable[[str, Mapping[str, Any]], bool] | None = None,
     ) -> list[dict[str, Any]]:
         """Every item, or (given ``access``) those ``client`` may use; an OAuth caller's tools
-        are those its scopes allow (the ``auth:`` globs, and ``upstream_scopes`` of a tool)."""
+        are those its scopes allow (the ``auth:`` globs, and ``upstream_scopes`` of a tool),
+        and ``hidden`` leaves out the other items of servers whose scopes it lacks."""
         items = self.get(index)
+        if hidden is not None and self.key != "tools":
+            items = [item for item in items if not hidden(self.key, item)]
         if not self.allowed:
             return items
         identity = current_identity()  # an OAuth caller sees only the tools it may call

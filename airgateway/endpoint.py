@@ -289,8 +289,10 @@ class GatewayHandler:
         try:
             listed = LIST_METHODS.get(method)
             if listed is not None:
-                result = page(listed(self.gateway.index, self.gateway.access, call.client,
-                                     self.gateway.scopes_of_tools),
+                gateway = self.gateway
+                scoped = gateway.scopes_of_tools
+                hidden = gateway.hidden_from_caller if scoped is not None else None
+                result = page(listed(gateway.index, gateway.access, call.client, scoped, hidden),
                               listed.key, params)  # fmt: skip
             elif method == "subscriptions/listen" and call.modern:
                 result = await self._listen(call, params)

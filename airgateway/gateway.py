@@ -38,6 +38,7 @@ from airgateway.upstream_auth import ClientCredentials
 from airgateway.upstream_http import HttpUpstream
 from airgateway.upstream_sse import SseUpstream
 from airgateway.upstream_stdio import StdioUpstream
+from airhttp.identity import current_identity
 from airstore.types import Store
 
 __all__ = ["INVALID_PARAMS", "Gateway"]
@@ -47,6 +48,7 @@ logger = logging.getLogger(__name__)
 _NO_SCOPES: frozenset[str] = frozenset()
 
 INVALID_PARAMS = -32602
+INVALID_REQUEST = -32600
 Notify = Callable[[JSONDict], None]
 
 _LIST_CHANGED = (
@@ -190,6 +192,37 @@ class Gateway:
             if extra:
                 need = need | extra
         return need
+
+    def missing_server_scopes(self, server: str) -> frozenset[str]:
+        """The scopes of ``server``'s ``scopes:`` the current OAuth caller lacks (none for
+        other callers: a static token holds every scope)."""
+        need = self._scopes.get(server)
+        if not need:
+            return _NO_SCOPES
+        identity = current_identity()
+        if identity is None or identity.auth != "oauth":
+            return _NO_SCOPES
+        return need - identity.scopes
+
+    def check_server_scopes(self, server: str) -> None:
+        """Refuse a request to ``server`` from an OAuth caller without its ``scopes:``.
+
+        Raises:
+            GatewayError: -32600 ``insufficient_scope``, naming the scopes.
+        """
+        missing = self.missing_server_scopes(server)
+        if missing:
+            raise GatewayError(
+                f"insufficient_scope: server {server!r} needs {' '.join(sorted(missing))}",
+                code=INVALID_REQUEST,
+                data={"server": server, "scope": sorted(missing)},
+            )
+
+    def hidden_from_caller(self, key: str, item: Mapping[str, Any]) -> bool:
+        """Whether a listed resource, template or prompt comes from a server whose ``scopes:``
+        the current OAuth caller lacks."""
+        server = self.index.server_of(key, item)
+        return server is not None and bool(self.missing_server_scopes(server))
 
     def caller_params(self, server: str, params: JSONDict) -> JSONDict:
         """``params`` as ``server`` gets them: the caller's identity in ``_meta`` if it asked
@@ -562,6 +595,7 @@ class Gateway:
             raise GatewayError("Failed to retrieve task: Task not found", code=INVALID_PARAMS,
                                data={"taskId": task_id})  # fmt: skip
         self.access.check(client, route.tool)
+        self.check_server_scopes(route.server)
         params = self.caller_params(route.server, params)  # never a client's own caller
         result = await replica.client.request(method, params, timeout=replica.config.timeout_s)
         return without_metered(result)
@@ -575,7 +609,12 @@ class Gateway:
         session_key: str | None = None,
         on_message: MessageHandler | None = None,
     ) -> JSONDict:
-        """Send a read-only request (``resources/read``, ``prompts/get`` …) to a server."""
+        """Send a read-only request (``resources/read``, ``prompts/get`` …) to a server.
+
+        Raises:
+            GatewayError: the caller lacks the server's ``scopes:``; the server's own errors.
+        """
+        self.check_server_scopes(server)
         params = self.caller_params(server, params)
         return await self.router.send(
             server, method, params, retry_safe=True, session_key=session_key, on_message=on_message

@@ -330,6 +330,20 @@ class ToolIndex:
         """``(server, upstream name)`` of an exposed prompt."""
         return self._view.prompts.get(name)
 
+    def server_of(self, key: str, item: Mapping[str, Any]) -> str | None:
+        """The server a listed ``item`` of ``key`` (``tools``, ``prompts``, ``resources``,
+        ``resourceTemplates``) comes from, or ``None``."""
+        if key == "tools":
+            tool = self.tool(str(item.get("name", "")))
+            return None if tool is None else tool.server
+        if key == "prompts":
+            found = self.prompt(str(item.get("name", "")))
+            return None if found is None else found[0]
+        if key == "resources":
+            return self._view.resources.get(str(item.get("uri", "")))
+        pattern = str(item.get("uriTemplate", ""))
+        return self.resource_server(pattern.split("{", 1)[0]) if pattern else None
+
     def resource_server(self, uri: str) -> str | None:
         """The server to read ``uri`` from: a listed resource, else the longest matching
         template prefix."""

@@ -26,9 +26,12 @@ server = define_server(name="pub", tools=[
     define_tool(name="hello", params={}, handler=lambda p: "hello")])
 """
 ADMIN = """
-from aircore import define_server, define_tool
-server = define_server(name="admin", tools=[
-    define_tool(name="purge", params={}, handler=lambda p: "purged")])
+from aircore import define_prompt, define_resource, define_server, define_tool
+server = define_server(name="admin",
+    tools=[define_tool(name="purge", params={}, handler=lambda p: "purged")],
+    resources=[define_resource("admin://secrets", handler=lambda *a: "the admin secrets",
+                               name="secrets")],
+    prompts=[define_prompt("admin_prompt", handler=lambda *a: "admin prompt text")])
 """
 
 
@@ -38,8 +41,10 @@ async def _post(url: str, token: str, method: str, params: dict[str, Any]) -> ht
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
     headers = {"Authorization": f"Bearer {token}", "MCP-Protocol-Version": V,
                "Accept": "application/json, text/event-stream", "Mcp-Method": method}  # fmt: skip
-    if method == "tools/call":
+    if method in ("tools/call", "prompts/get"):
         headers["Mcp-Name"] = params["name"]
+    elif method == "resources/read":
+        headers["Mcp-Name"] = params["uri"]
     async with httpx.AsyncClient(timeout=30) as http:
         return await http.post(url, json=body, headers=headers)
 
@@ -84,7 +89,25 @@ async def test_an_upstreams_scopes_hide_and_refuse_its_tools_to_callers_without_
         assert 'error="insufficient_scope"' in challenge
         assert "admin:write" in challenge
 
+        # the server's resources and prompts are its too: hidden, and refused
+        for method in ("resources/list", "prompts/list"):
+            listed = await _post(url, plain, method, {})
+            assert listed.status_code == 200, listed.text
+            assert listed.json()["result"][method.split("/")[0]] == [], listed.text
+        for method, params in (("resources/read", {"uri": "admin://secrets"}),
+                               ("prompts/get", {"name": "admin_prompt"})):  # fmt: skip
+            answer = (await _post(url, plain, method, params)).json()
+            assert "result" not in answer, answer
+            assert "insufficient_scope" in answer["error"]["message"]
+            assert answer["error"]["data"]["scope"] == ["admin:write"]
+
         admin = issuer.token(resource=resource, scope="mcp:tools admin:write")
+        read = (await _post(url, admin, "resources/read", {"uri": "admin://secrets"})).json()
+        assert read["result"]["contents"][0]["text"] == "the admin secrets"
+        got = (await _post(url, admin, "prompts/get", {"name": "admin_prompt"})).json()
+        assert "admin prompt text" in str(got["result"])
+        listed = await _post(url, admin, "resources/list", {})
+        assert [r["uri"] for r in listed.json()["result"]["resources"]] == ["admin://secrets"]
         listed = await _post(url, admin, "tools/list", {})
         assert sorted(t["name"] for t in listed.json()["result"]["tools"]) == ["hello", "purge"]
         done = await _post(url, admin, "tools/call", {"name": "purge", "arguments": {}})
