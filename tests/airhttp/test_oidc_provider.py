@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.airhttp.oauth_client import oauth_client, signing_keys
+from tests.airhttp.oidc_setup import NOTES
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / ".oidc" / "node_modules" / ".bin" / "node"
@@ -34,26 +35,6 @@ def _oidc_provider_installed() -> None:
     never a silent skip of what they prove."""
     if not NODE.exists():
         pytest.fail("oidc-provider is not installed: run scripts/oidc.sh (make test does)")
-
-
-SERVER = """
-from aircore import define_server, define_tool
-
-def read_note(params):
-    return "note " + params["id"]
-
-def delete_note(params):
-    return "deleted " + params["id"]
-
-server = define_server(
-    name="notes",
-    meter=True,
-    tools=[
-        define_tool(name="read_note", params={"id": "string"}, handler=read_note),
-        define_tool(name="delete_note", params={"id": "string"}, handler=delete_note),
-    ],
-)
-"""
 
 
 def _free_port() -> int:
@@ -100,7 +81,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     server = None
     try:
         issuer = _ready(provider, r"ready (\S+)")
-        (tmp / "notes.py").write_text(SERVER)
+        (tmp / "notes.py").write_text(NOTES)
         (tmp / "auth.yml").write_text(
             f"issuer: {issuer}\n"
             f"resource: {resource}\n"
