@@ -9,8 +9,12 @@ AIR_SPEEDUPS ?= require
 STAMP  := $(VENV)/.installed-speedups-$(AIR_SPEEDUPS)
 SYSDEPS_STAMP := $(VENV)/.sysdeps
 PYTEST_ARGS ?=
+# The suite runs on every core (pytest-xdist, -n auto); a test file stays on one worker
+# (--dist loadfile), so its module fixtures (an OAuth provider, a gateway rig) start once.
+# PYTEST_WORKERS=0 runs it serially in one process (as before; twice the wall time on 2 cores).
+PYTEST_WORKERS ?= auto
 
-.PHONY: all demo test lint typecheck pytest install sysdeps wrk bench conformance conformance-gateway clean
+.PHONY: all demo test test-fast lint typecheck pytest install sysdeps wrk bench conformance conformance-gateway clean
 
 all: test
 
@@ -52,7 +56,14 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP) $(SYSDEPS_STAMP) $(OIDC_STAMP)
-	AIR_TEST_OIDC=require $(BIN)/python -m pytest $(PYTEST_ARGS)
+	AIR_TEST_OIDC=require $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The inner loop: one package's tests without the slow, browser and Redis ones
+# (`make test-fast PKG=airstore`; PKG is a directory under tests/).
+PKG ?= airstore
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests/$(PKG) \
+		-m "not slow and not browser and not redis" $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
