@@ -90,9 +90,16 @@ async def _open_redis(tmp: Path, clock: FakeClock) -> Store:
     return store
 
 
+# Connecting to a live local topology is not what these tests check: on a loaded machine (two
+# pytest workers beside other work) the default 2 s connect timeout was seen to run out against a
+# running cluster. Refusals of unreachable servers are tested with their own stores.
+_LIVE_CONNECT_TIMEOUT = 15.0
+
+
 def _topology_opener(url: Callable[[], str]) -> Callable[[Path, FakeClock], Awaitable[Store]]:
     async def _open(tmp: Path, clock: FakeClock) -> Store:
-        store = RedisStore(url(), prefix=unique_prefix(str(tmp)), clock=clock)
+        prefix = unique_prefix(str(tmp))
+        store = RedisStore(url(), prefix=prefix, clock=clock, connect_timeout=_LIVE_CONNECT_TIMEOUT)
         await store.init()
         return store
 
