@@ -41,6 +41,18 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
     _platform.PROCESSES.kill(proc)
 
 
+_REAPING: set[asyncio.Future[int]] = set()
+
+
+def _reap_later(proc: asyncio.subprocess.Process) -> None:
+    """Wait for a killed child in the background (a cancelled caller cannot): its exit status
+    is collected and its transport closed, instead of a zombie and a "subprocess is still
+    running" warning at the garbage collector."""
+    waiter = asyncio.ensure_future(proc.wait())
+    _REAPING.add(waiter)
+    waiter.add_done_callback(_REAPING.discard)
+
+
 class StdioUpstream:
     """One child process speaking MCP on stdin/stdout (see the module docstring).
 
@@ -111,7 +123,8 @@ class StdioUpstream:
             self.era = await eras.handshake(self._handshake_send, self.notify)
         except asyncio.CancelledError:  # the caller gave up (a health check's deadline): a
             _kill(proc)  # child left running would be orphaned by the next spawn, one
-            raise  # more at every check; its reader ends at the pipe's EOF
+            _reap_later(proc)  # more at every check; its reader ends at the pipe's EOF
+            raise
         except (GatewayError, TimeoutError) as exc:
             await self._stop_process()
             raise UpstreamUnavailableError(
