@@ -11,6 +11,7 @@ than the raw log's retention has no clients to show.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -76,19 +77,8 @@ class ClientRow:
     tools: int
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form."""
-        return {
-            "client": self.client,
-            "auth": self.auth,
-            "calls": self.calls,
-            "errors": self.errors,
-            "error_rate": self.error_rate,
-            "cost": self.cost,
-            "p50_ms": self.p50_ms,
-            "p95_ms": self.p95_ms,
-            "subjects": self.subjects,
-            "tools": self.tools,
-        }
+        """The JSON form (every field, as named)."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

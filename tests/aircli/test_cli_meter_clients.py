@@ -10,10 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from airmeter import CALLS_NAMESPACE
-from airstore import create_storage
 from tests.air_process import run_air
-from tests.airhttp.oauth_serve import OAuthServed, bearer_client, oauth_serving
+from tests.airhttp.oauth_serve import OAuthServed, bearer_client, oauth_serving, stored_calls
 
 SERVER = """
 from aircore import define_server, define_tool
@@ -41,14 +39,6 @@ CALLS = {
 }
 
 
-async def _records(store_url: str) -> int:
-    store = await create_storage(store_url, read_only=True)
-    try:
-        return len(await store.query(CALLS_NAMESPACE, limit=1000))
-    finally:
-        await store.close()
-
-
 async def _call_everything(served: OAuthServed) -> int:
     total = 0
     for client_id, people in CALLS.items():
@@ -68,7 +58,7 @@ async def recorded(tmp_path: Path) -> str:
     async with oauth_serving(tmp_path, SERVER) as served:
         total = await _call_everything(served)
         for _ in range(600):  # the server delivers its records within its flush interval
-            if await _records(served.store) >= total:
+            if await stored_calls(served.store) >= total:
                 break
             await asyncio.sleep(0.05)
         return served.store

@@ -11,10 +11,8 @@ import orjson
 import pytest
 
 from aircli.meter_slo import EXIT_FAILING
-from airmeter import CALLS_NAMESPACE
-from airstore import create_storage
 from tests.air_process import run_air
-from tests.airhttp.oauth_serve import OAuthServed, bearer_client, oauth_serving
+from tests.airhttp.oauth_serve import OAuthServed, bearer_client, oauth_serving, stored_calls
 
 SERVER = """
 from aircore import define_server, define_tool
@@ -40,14 +38,6 @@ OBJECTIVES = """objectives:
 CALLS = {"ci-bot": (2, 8), "reports-app": (10, 0)}
 
 
-async def _records(store_url: str) -> int:
-    store = await create_storage(store_url, read_only=True)
-    try:
-        return len(await store.query(CALLS_NAMESPACE, limit=1000))
-    finally:
-        await store.close()
-
-
 async def _call(served: OAuthServed) -> int:
     for client_id, (good, bad) in CALLS.items():
         token = served.token(client_id=client_id, sub="someone")
@@ -64,7 +54,7 @@ async def recorded(tmp_path: Path) -> str:
     async with oauth_serving(tmp_path, SERVER) as served:
         total = await _call(served)
         for _ in range(600):  # the server delivers its records within its flush interval
-            if await _records(served.store) >= total:
+            if await stored_calls(served.store) >= total:
                 break
             await asyncio.sleep(0.05)
         return served.store

@@ -117,3 +117,15 @@ async def bearer_client(url: str, token: str) -> AsyncIterator[Any]:
         Client(streamable_http_client(url, http_client=http)) as client,
     ):
         yield client
+
+
+async def stored_calls(store_url: str) -> int:
+    """How many call records the store at ``store_url`` holds (opened read-only)."""
+    from airmeter.record import CALLS_NAMESPACE
+    from airstore import create_storage
+
+    store = await create_storage(store_url, read_only=True)
+    try:
+        return len(await store.query(CALLS_NAMESPACE, limit=1000))
+    finally:
+        await store.close()
