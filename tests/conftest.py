@@ -55,3 +55,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if _needs(item, kind):
                 item.add_marker(mark)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--write-durations",
+        metavar="PATH",
+        default=None,
+        help="write each test file's seconds as JSON to PATH (tests/durations.json orders "
+        "make test's files longest first; see tests/_schedule.py)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("--write-durations")
+    if path:
+        from pathlib import Path
+
+        from tests._schedule import DurationRecorder
+
+        config.pluginmanager.register(DurationRecorder(Path(path)), "air-durations")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile`` hands out the longest files first (tests/_schedule.py)."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from tests._schedule import make_scheduler
+
+    return make_scheduler(config, log)

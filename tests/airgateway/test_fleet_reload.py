@@ -167,10 +167,13 @@ async def test_three_gateways_over_a_cluster_share_added_and_removed_servers_los
         _config(path, [("alpha", ports["u1"], None)])
     traffic = Traffic()
     with ExitStack() as stack:
+        ups = []
         for name, port in ports.items():
             argv = air("serve", str(side), "--transport", "http", "--port", str(port),
                        "--store", store)  # fmt: skip
-            stack.enter_context(started(argv, env={"REPLICA": name, "SIDE_LOG": str(log)}))
+            ups.append(
+                stack.enter_context(started(argv, env={"REPLICA": name, "SIDE_LOG": str(log)}))
+            )
         gw = {}
         for g, path in configs.items():
             argv = air("gateway", "--config", str(path), "--port", "0", "--store", store)
@@ -221,7 +224,8 @@ async def test_three_gateways_over_a_cluster_share_added_and_removed_servers_los
         assert f"reload: beta#0 (http://127.0.0.1:{ports['u2']}/mcp) is removed" in said_a
         assert "beta joins from the fleet" in said_b
         assert "beta leaves: no live gateway registers it any more" in said_b
-        stack.close()  # the upstreams stop (their meters flush) before the store is read
+        for up in ups:  # SIGTERM: the upstreams' meters flush before the store is read (the
+            assert up.stop() == 0  # stack's exit would SIGKILL them, losing unflushed records)
 
     ran: dict[str, list[str]] = collections.defaultdict(list)
     for line in log.read_text().splitlines():
