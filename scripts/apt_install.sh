@@ -12,6 +12,11 @@ if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   [ -z "$other" ] || echo "    or: $other" >&2
   exit 1
 fi
+# `make test` runs its installs side by side: one apt-get at a time (dpkg's lock), the others wait
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"${TMPDIR:-/tmp}/air-apt-install.lock"
+  flock 9
+fi
 echo "==> installing $what: $*"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
