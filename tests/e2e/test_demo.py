@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -120,12 +121,12 @@ def test_air_demo_explains_a_server_that_cannot_start(tmp_path: Path) -> None:
 
     async def run_while_locked() -> subprocess.CompletedProcess[str]:
         import fcntl
-        import os
 
         store.mkdir()
         fd = os.open(store / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:  # held exclusively, as a writer of an older air release does: the server cannot
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:  # held exclusively with its pid inside, as a writer of an older air release
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # does: the server cannot start
+            os.write(fd, b"%d\n" % os.getpid())  # (named at once, not after a 10 s wait)
             return await asyncio.to_thread(
                 subprocess.run,
                 air("demo", "--calls", "10", "--no-dashboard", "--store", f"file://{store}"),
@@ -141,6 +142,7 @@ def test_air_demo_explains_a_server_that_cannot_start(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "the demo server stopped unexpectedly" in result.stderr
     assert "StoreLockedError" in result.stderr  # the cause, from the server's log
+    assert f"older air release (pid {os.getpid()})" in result.stderr  # who holds it
     # No traceback of the demo's own (quoted server-log lines are indented).
     assert not any(line.startswith("Traceback") for line in result.stderr.splitlines())
     assert (store.parent / "demo-server.log").is_file()  # beside the data directory
