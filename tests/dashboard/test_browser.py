@@ -28,6 +28,7 @@ pytestmark = pytest.mark.browser
 MIN_MS = 60_000
 RANGE_MS = {"15m": 15 * MIN_MS, "1h": 60 * MIN_MS, "24h": 1440 * MIN_MS}
 WAIT_S = 30
+POLL_S = 0.05  # how often a wait looks again (selenium's default, 0.5 s, idles after the change)
 
 
 def _safe_records(now_ms: int) -> list[dict[str, Any]]:
@@ -50,22 +51,31 @@ def _text(driver: WebDriver, element_id: str) -> str:
     return str(driver.find_element(By.ID, element_id).text)
 
 
+def _wait(driver: WebDriver) -> WebDriverWait[WebDriver]:
+    return WebDriverWait(driver, WAIT_S, poll_frequency=POLL_S)
+
+
 def _wait_text(driver: WebDriver, element_id: str, want: str) -> None:
-    WebDriverWait(driver, WAIT_S).until(lambda d: _text(d, element_id) == want)
+    _wait(driver).until(lambda d: _text(d, element_id) == want)
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[DashboardServer, list[dict[str, Any]]]]:
+@pytest.fixture(scope="module")
+def served(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[DashboardServer, list[dict[str, Any]]]]:
+    """One seeded store and its dashboard for the tests that only read it (each loads the page
+    afresh: the page keeps no state of its own across loads)."""
     import asyncio
 
     records = _safe_records(int(time.time() * 1000))
+    data = tmp_path_factory.mktemp("served") / "data"
 
     async def seed() -> None:
-        async with FileStore(tmp_path / "data") as store:
+        async with FileStore(data) as store:
             await write_records(store, records)
 
     asyncio.run(seed())
-    url = f"file://{tmp_path}/data"
+    url = f"file://{data}"
     server = DashboardServer(SyncReader.open(url), store_url=url, port=0, refresh_ms=1000)
     with server:
         yield server, records
@@ -105,7 +115,7 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
 
     browser.find_element(By.ID, "filter-tool").click()
     option = "label.dash-dropdown-option:has(input[value='fetch_url'])"
-    WebDriverWait(browser, WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, option))
+    _wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, option))
     browser.find_element(By.CSS_SELECTOR, option).click()
     fetch = _count(records, "24h", tool="fetch_url")
     _wait_text(browser, "kpi-calls", f"{len(fetch):,}")
@@ -113,7 +123,7 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
     assert [r.text for r in rows] == ["fetch_url"]
 
     rows[0].click()
-    WebDriverWait(browser, WAIT_S).until(
+    _wait(browser).until(
         lambda d: (
             d.find_element(By.ID, "detail").is_displayed()
             and "fetch_url" in _text(d, "detail-title")
@@ -143,7 +153,7 @@ def test_page_shows_headline_switches_range_filters_and_opens_a_tool(
     start = datetime.fromtimestamp(time.time() - 3 * 3600).replace(second=0, microsecond=0)
     browser.find_element(By.XPATH, "//*[@id='range']//label[contains(., 'custom')]").click()
     field = browser.find_element(By.ID, "custom-start")
-    WebDriverWait(browser, WAIT_S).until(lambda d: field.is_displayed())
+    _wait(browser).until(lambda d: field.is_displayed())
     field.send_keys(start.strftime("%Y-%m-%d %H:%M") + Keys.ENTER)
     start_ms = int(start.timestamp() * 1000)
     custom = [r for r in records if r["_ts"] >= start_ms and r["tool"] == "fetch_url"]
@@ -169,7 +179,7 @@ def _check_sorting(driver: WebDriver) -> None:
         values = [float(v.replace(",", "")) for v in _column(d, "p99")]
         return values != [] and values in (sorted(values), sorted(values, reverse=True))
 
-    WebDriverWait(driver, WAIT_S).until(p99_sorted)
+    _wait(driver).until(p99_sorted)
     assert set(_column(driver, "tool")) == tools
     assert [float(v) for v in _column(driver, "error_pct")]  # fixed two-decimal percentages
     assert all(v.count(".") == 1 and len(v.split(".")[1]) == 2 for v in _column(driver, "p50"))
@@ -178,7 +188,7 @@ def _check_sorting(driver: WebDriver) -> None:
 def _pick(driver: WebDriver, dropdown: str, value: str) -> None:
     driver.find_element(By.ID, dropdown).click()
     option = f"label.dash-dropdown-option:has(input[value='{value}'])"
-    WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, option))
+    _wait(driver).until(lambda d: d.find_elements(By.CSS_SELECTOR, option))
     driver.find_element(By.CSS_SELECTOR, option).click()
 
 
@@ -202,7 +212,7 @@ def test_layer_and_server_filters_narrow_the_page(
 
 
 def _wait_detail(driver: WebDriver, tool: str) -> None:
-    WebDriverWait(driver, WAIT_S).until(
+    _wait(driver).until(
         lambda d: (
             d.find_element(By.ID, "detail").is_displayed() and tool in _text(d, "detail-title")
         )
@@ -211,9 +221,7 @@ def _wait_detail(driver: WebDriver, tool: str) -> None:
 
 def _close_detail(driver: WebDriver) -> None:
     driver.find_element(By.ID, "detail-close").click()
-    WebDriverWait(driver, WAIT_S).until(
-        lambda d: not d.find_element(By.ID, "detail").is_displayed()
-    )
+    _wait(driver).until(lambda d: not d.find_element(By.ID, "detail").is_displayed())
 
 
 WRITER = textwrap.dedent(
@@ -269,7 +277,7 @@ def test_live_refresh_shows_calls_a_writer_process_appends(
             assert writer.stdout.readline().strip() == "32"
             _wait_text(browser, "kpi-calls", "32")  # no reload: the live refresh picks it up
             browser.find_element(By.ID, "live-toggle").click()
-            WebDriverWait(browser, WAIT_S).until(lambda d: "Paused" in _text(d, "live-toggle"))
+            _wait(browser).until(lambda d: "Paused" in _text(d, "live-toggle"))
     finally:
         writer.stdin.close()
         assert writer.wait(timeout=WAIT_S) == 0
@@ -287,9 +295,7 @@ def test_empty_store_shows_how_to_produce_data(browser: WebDriver, tmp_path: Pat
     url = f"file://{tmp_path}/data"
     with DashboardServer(SyncReader.open(url), store_url=url, port=0) as srv:
         browser.get(srv.url)
-        WebDriverWait(browser, WAIT_S).until(
-            lambda d: d.find_element(By.ID, "empty-state").is_displayed()
-        )
+        _wait(browser).until(lambda d: d.find_element(By.ID, "empty-state").is_displayed())
         text = _text(browser, "empty-state")
         assert "No calls recorded yet" in text
         # Both ways to fill it name the store this dashboard reads, not some default.
@@ -335,7 +341,7 @@ def test_a_store_that_stops_answering_shows_a_banner_not_a_traceback(
         _wait_text(browser, "kpi-calls", "5")
         reader.run(reader.data._store.close())  # every later read fails (StoreClosedError)
         banner = browser.find_element(By.ID, "banner")
-        WebDriverWait(browser, WAIT_S).until(lambda d: banner.is_displayed())
+        _wait(browser).until(lambda d: banner.is_displayed())
         assert f"cannot read store {url}" in banner.text
         assert "Traceback" not in browser.find_element(By.TAG_NAME, "body").text
         assert not browser.find_element(By.ID, "content").is_displayed()
