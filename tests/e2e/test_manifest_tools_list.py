@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,27 +80,49 @@ def _air(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Scaffolded:
+    """A project taken from ``air scaffold`` to a passing ``air check``, and what each step said."""
+
+    path: Path
+    scaffold: subprocess.CompletedProcess[str]
+    failing: subprocess.CompletedProcess[str]
+    passing: subprocess.CompletedProcess[str]
+    manifest: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Scaffolded:
+    """The steps up to the manifest, run once: both protocol eras list the same project."""
+    path = tmp_path_factory.mktemp("scaffolded")
+    scaffold = _air(path, "scaffold", "tool", "smp_exchange_inquiry", "--no-input")
+    failing = _air(path, "check")  # finds ./server.py by itself: server mode
+    if scaffold.returncode == 0:
+        fill_scaffolded(path)
+    passing = _air(path, "check")
+    return Scaffolded(path, scaffold, failing, passing, _air(path, "manifest", "server.py"))
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_scaffolded_tool_from_placeholders_to_a_live_tools_list(
-    tmp_path: Path, mode: str
+    scaffolded: Scaffolded, mode: str
 ) -> None:
-    scaffold = _air(tmp_path, "scaffold", "tool", "smp_exchange_inquiry", "--no-input")
+    tmp_path, scaffold = scaffolded.path, scaffolded.scaffold
     assert scaffold.returncode == 0, scaffold.stderr
     assert "left to fill" in scaffold.stdout
 
-    failing = _air(tmp_path, "check")  # finds ./server.py by itself: server mode
+    failing = scaffolded.failing
     assert failing.returncode == 1
     assert "placeholder text 'TODO'" in failing.stdout
     # the schema resource the handler passes is checked too, which only server mode can see
     assert "outputSchema (explicit on the tool).properties.result.description" in failing.stdout
 
-    fill_scaffolded(tmp_path)
-    passing = _air(tmp_path, "check")
+    passing = scaffolded.passing  # after fill_scaffolded
     assert passing.returncode == 0, passing.stdout
     assert passing.stdout.rstrip().endswith(
         "1 definition(s) checked in server.py; 1 draft(s), register: false: smp_exchange_inquiry"
     )
-    manifest_run = _air(tmp_path, "manifest", "server.py")
+    manifest_run = scaffolded.manifest
     assert manifest_run.returncode == 0, manifest_run.stderr
     manifest = json.loads(manifest_run.stdout)
 
