@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -67,18 +68,34 @@ def _cost(r: dict[str, Any]) -> float:
     return float(r["cost"]) if "cost" in r else float(Layer(int(r["layer"][1:])).weight)
 
 
+@pytest.fixture(scope="module")
+def records() -> list[dict[str, Any]]:
+    """The calls of every ``seeded`` store (read, never changed, by the tests)."""
+    return make_records(now_ms=NOW_MS, count=6000, span_ms=8 * DAY_MS)
+
+
+@pytest.fixture(scope="module")
+def file_data(tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]) -> Path:
+    """A FileStore written once with ``records``; each test opens its own reader on it."""
+    path = tmp_path_factory.mktemp("seeded") / "data"
+
+    async def write() -> None:
+        async with FileStore(path) as writer:
+            await write_records(writer, records)
+
+    asyncio.run(write())
+    return path
+
+
 @pytest.fixture(params=["memory", "file"])
 async def seeded(
-    request: pytest.FixtureRequest, tmp_path: Path
+    request: pytest.FixtureRequest, records: list[dict[str, Any]], file_data: Path
 ) -> AsyncIterator[tuple[DashboardData, list[dict[str, Any]]]]:
-    records = make_records(now_ms=NOW_MS, count=6000, span_ms=8 * DAY_MS)
-    if request.param == "memory":
+    if request.param == "memory":  # a store of its own: closing the view's data clears it
         store: Store = MemoryStore()
         await write_records(store, records)
-    else:
-        async with FileStore(tmp_path / "data") as writer:
-            await write_records(writer, records)
-        store = await open_store(f"file://{tmp_path}/data")
+    else:  # read-only: the tests share the directory, each with a reader of its own
+        store = await open_store(f"file://{file_data}")
     data = DashboardData(store, url="test", clock=lambda: NOW_MS / 1000)
     yield data, records
     await data.close()
