@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.redis, pytest.mark.browser]
 
 CHILD_TIMEOUT_S = 60.0  # a guard against hangs, never a speed assertion
 WAIT_S = 30
+POLL_S = 0.05  # how often a wait looks again (selenium's default, 0.5 s, idles after the change)
 
 
 @dataclass(frozen=True)
@@ -119,21 +120,25 @@ def _text(driver: WebDriver, element_id: str) -> str:
     return str(driver.find_element(By.ID, element_id).text)
 
 
+def _wait(driver: WebDriver) -> WebDriverWait[WebDriver]:
+    return WebDriverWait(driver, WAIT_S, poll_frequency=POLL_S)
+
+
 def _wait_text(driver: WebDriver, element_id: str, want: str) -> None:
-    WebDriverWait(driver, WAIT_S).until(lambda d: _text(d, element_id) == want)
+    _wait(driver).until(lambda d: _text(d, element_id) == want)
 
 
 def _pick(driver: WebDriver, value: str) -> None:
     driver.find_element(By.ID, "filter-server").click()
     option = f"label.dash-dropdown-option:has(input[value='{value}'])"
-    WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, option))
+    _wait(driver).until(lambda d: d.find_elements(By.CSS_SELECTOR, option))
     driver.find_element(By.CSS_SELECTOR, option).click()
 
 
 def _option_labels(driver: WebDriver) -> list[str]:
     driver.find_element(By.ID, "filter-server").click()
     sel = "label.dash-dropdown-option"
-    WebDriverWait(driver, WAIT_S).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, sel)) >= 4)
+    _wait(driver).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, sel)) >= 4)
     labels = [str(e.text) for e in driver.find_elements(By.CSS_SELECTOR, sel)]
     driver.find_element(By.ID, "filter-server").click()
     return labels

@@ -42,6 +42,7 @@ from tests.air_process import serving
 from tests.dashboard.meter_seed import EXPECTED_CLASSES, FLAKY_CALLS, SERVER, fill, shop_tools
 
 WAIT_S = 120.0  # an upper bound on a loaded machine, not a timing
+POLL_S = 0.05  # how often a wait looks again (selenium's default, 0.5 s, idles after the change)
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +280,7 @@ def test_the_page_shows_slo_rows_error_classes_context_cost_and_a_drops_badge(
 ) -> None:
     with _serve(*shop) as srv:
         browser.get(srv.url)
-        wait = WebDriverWait(browser, WAIT_S)
+        wait = WebDriverWait(browser, WAIT_S, poll_frequency=POLL_S)
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#slo-body .slo-row.slo-breach"))
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#context-table td"))
         page = browser.execute_script(_READ_PAGE)  # one read: the page refreshes meanwhile
@@ -312,7 +313,7 @@ def test_without_objectives_the_page_says_how_to_add_them_instead_of_an_empty_ch
     missing = tmp_path / "slo.yml"
     with _serve(shop[0], missing) as srv:
         browser.get(srv.url)
-        WebDriverWait(browser, WAIT_S).until(
+        WebDriverWait(browser, WAIT_S, poll_frequency=POLL_S).until(
             lambda d: "no objectives file at" in d.find_element(By.ID, "slo-note").text
         )
         note = browser.find_element(By.ID, "slo-note").text
@@ -332,14 +333,14 @@ def test_air_dashboard_reads_objectives_where_air_meter_slo_does_or_from_slo_con
     store = f"file://{data}"
     with serving("dashboard", "--store", store, "--port", "0", cwd=tmp_path) as url:
         browser.get(url)
-        WebDriverWait(browser, WAIT_S).until(
+        WebDriverWait(browser, WAIT_S, poll_frequency=POLL_S).until(
             lambda d: d.find_elements(By.CSS_SELECTOR, "#slo-body .slo-row.slo-breach")
         )
     elsewhere = tmp_path / "objectives" / "team.yml"
     with serving("dashboard", "--store", store, "--port", "0", "--slo-config", str(elsewhere),
                  cwd=tmp_path) as url:  # fmt: skip
         browser.get(url)
-        WebDriverWait(browser, WAIT_S).until(
+        WebDriverWait(browser, WAIT_S, poll_frequency=POLL_S).until(
             lambda d: f"no objectives file at {elsewhere}" in d.find_element(By.ID, "slo-note").text
         )
 
