@@ -171,8 +171,14 @@ class Gateway:
     def scopes_of_tools(self) -> Callable[[str], frozenset[str]] | None:
         """:meth:`upstream_scopes` when a server has ``scopes:`` or ``auth.tools`` names tools
         (a renamed tool's old names carry their globs over), else ``None``."""
+        return self.upstream_scopes if self.has_tool_scopes() else None
+
+    def has_tool_scopes(self) -> bool:
+        """Whether :meth:`upstream_scopes` may name any scope now: a server has ``scopes:``
+        (a reload may add or remove them) or ``auth.tools`` names tools. Cheap: the OAuth
+        guard asks it on every request, to parse a body for its tool only when it matters."""
         auth = self.config.auth
-        return self.upstream_scopes if self._scopes or (auth and auth.tools) else None
+        return bool(self._scopes) or bool(auth is not None and auth.tools)
 
     def upstream_scopes(self, tool: str) -> frozenset[str]:
         """The scopes an OAuth caller needs to call ``tool`` beyond the ``auth:`` section's

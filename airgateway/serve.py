@@ -109,7 +109,7 @@ def build_gateway_app(
     more = frozenset().union(*(s.scopes for s in gateway.config.servers))
     return guard_app(routes, policy=policy, limits=limits, render=json_refusal, auth=auth,
                      static_clients=statics, tool_scopes=gateway.upstream_scopes,
-                     more_scopes=more)  # fmt: skip
+                     tools_scoped=gateway.has_tool_scopes, more_scopes=more)  # fmt: skip
 
 
 async def serve_gateway(

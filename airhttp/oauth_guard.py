@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from airhttp.guards import bearer_token
+from airhttp.guards import bearer_candidate, bearer_token
 from airhttp.identity import Identity, use_identity
 from airhttp.oauth_config import AuthConfig
 from airhttp.oauth_verify import AuthRefusedError, TokenVerifier
@@ -52,6 +52,13 @@ class OAuthGuard:
         static_token: also admit this bearer token (``auth="token"``), or ``None``.
         static_clients: also admit these bearer tokens (``auth="token"``), each with the client
             id it maps to.
+        tool_scopes: more scopes a named tool needs, decided by the app (the gateway: its
+            upstream's ``scopes:``), checked on every OAuth ``tools/call``.
+        tools_scoped: whether ``tool_scopes`` may name any scope now, asked per request (the
+            gateway: a reload may add a server's ``scopes:``); while it says no, and the
+            configuration names no tool globs, a body is not parsed for its tool. ``None``:
+            always.
+        more_scopes: more scopes listed in the metadata's ``scopes_supported``.
     """
 
     def __init__(
@@ -62,6 +69,7 @@ class OAuthGuard:
         static_token: str | None = None,
         static_clients: Mapping[str, str] | None = None,
         tool_scopes: Callable[[str], frozenset[str]] | None = None,
+        tools_scoped: Callable[[], bool] | None = None,
         more_scopes: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
@@ -69,7 +77,8 @@ class OAuthGuard:
         self.config: AuthConfig = verifier.config
         self.tool_scopes = tool_scopes
         """More scopes a named tool needs, decided by the app (the gateway: its upstream's)."""
-        self._check_tools = bool(self.config.tools) or tool_scopes is not None
+        self.tools_scoped = tools_scoped
+        self._tool_globs = bool(self.config.tools)
         self.static_token = static_token
         statics = dict(static_clients or {})
         if static_token is not None:
@@ -97,7 +106,7 @@ class OAuthGuard:
         except AuthRefusedError as refused:
             await self._refuse(send, refused)
             return
-        if self._check_tools and scope["method"] == "POST" and identity.auth == "oauth":
+        if identity.auth == "oauth" and scope["method"] == "POST" and self._checks_tools():
             body, receive = await _buffered(receive)
             failure = self._tool_failure(identity, body)
             if failure is not None:
@@ -149,6 +158,16 @@ class OAuthGuard:
             if hmac.compare_digest(given, known) and found is None:
                 found = Identity(auth="token", client_id=client)
         return found
+
+    def _checks_tools(self) -> bool:
+        """Whether an OAuth ``tools/call`` body is read for its tool's scopes now: always when
+        the configuration names tool globs, else while ``tool_scopes`` may name some (asked
+        per request: a reload may add scopes, and must be noticed at once)."""
+        if self._tool_globs:
+            return True
+        if self.tool_scopes is None:
+            return False
+        return self.tools_scoped is None or self.tools_scoped()
 
     def _tool_failure(self, identity: Identity, body: bytes) -> AuthRefusedError | None:
         name = _called_tool(body)
@@ -212,15 +231,21 @@ class OAuthGuard:
             given = [v for k, v in scope["headers"] if k == b"authorization"]
             if len(given) != 1:
                 return None  # none, or more than one: the ASGI path refuses it
-            token = bearer_token(given[0].decode("latin-1"))
-            if token is None:
-                return None
-            identity = self._static(token)
+            header = given[0].decode("latin-1")
+            identity = None
+            if self._statics:
+                token = bearer_token(header)
+                if token is None:
+                    return None
+                identity = self._static(token)
             if identity is None:
-                identity = self.verifier.cached(token)
+                # the cache holds tokens bearer_token gave (the ASGI path's): one equal to
+                # this candidate is a well-formed token, not checked again on every request
+                candidate = bearer_candidate(header)
+                identity = None if candidate is None else self.verifier.cached(candidate)
                 if identity is None or self.config.scopes - identity.scopes:
                     return None
-                if self._check_tools and self._tool_failure(identity, body) is not None:
+                if self._checks_tools() and self._tool_failure(identity, body) is not None:
                     return None
             token_var = use_identity(identity)
             try:  # the handler may read the identity while it decides

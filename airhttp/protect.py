@@ -27,6 +27,7 @@ def guard_app(
     auth: AuthConfig | None = None,
     static_clients: Mapping[str, str] | None = None,
     tool_scopes: Callable[[str], frozenset[str]] | None = None,
+    tools_scoped: Callable[[], bool] | None = None,
     more_scopes: frozenset[str] = frozenset(),
 ) -> GuardedApp:
     """``app`` behind ``policy`` and ``limits``, and with ``auth`` an OAuth 2.1 resource server.
@@ -34,7 +35,8 @@ def guard_app(
     With ``auth``, the policy's static token (if any) moves into the OAuth guard, which accepts
     it beside OAuth tokens (``auth="token"``), as it accepts each of ``static_clients`` (token
     -> the client id it is metered as). ``tool_scopes`` names more scopes a tool needs (the
-    gateway: its upstream's ``scopes:``), listed in the metadata with ``more_scopes``.
+    gateway: its upstream's ``scopes:``), listed in the metadata with ``more_scopes``; while
+    ``tools_scoped`` says it names none (asked per request), bodies are not parsed for it.
 
     Returns:
         The :class:`GuardedApp`; its ``app`` is the :class:`OAuthGuard` when ``auth`` is given.
@@ -52,6 +54,7 @@ def guard_app(
         static_token=policy.token,
         static_clients=static_clients,
         tool_scopes=tool_scopes,
+        tools_scoped=tools_scoped,
         more_scopes=more_scopes,
     )
     return GuardedApp(guard, policy=outer, limits=limits, render=render)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +154,54 @@ def test_a_server_with_scopes_is_not_published_for_other_gateways_to_serve_unsco
         "auth:\n  issuer: https://login.example.com/\n  resource: https://gw.example.com/mcp\n"
     )
     assert set(publishable(config.servers)) == {"pub"}
+
+
+async def test_scopes_a_reload_adds_are_required_at_once(tmp_path: Path) -> None:
+    # without any scopes: the OAuth guard does not read call bodies for their tool; a reload
+    # that adds a server's scopes: must turn that back on (the fast path included)
+    (tmp_path / "admin.py").write_text(ADMIN)
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    config = tmp_path / "gw.yml"
+    auth = f"auth:\n  issuer: {{issuer}}\n  resource: {resource}\n  scopes: [mcp:tools]\n"
+    async with running_issuer() as issuer, contextlib.AsyncExitStack() as stack:
+
+        def start(argv: list[str]) -> Any:
+            return stack.enter_context(started(argv))
+
+        argv = air("serve", str(tmp_path / "admin.py"), "--transport", "http", "--port", "0",
+                   "--store", "memory://")  # fmt: skip
+        upstream = await asyncio.to_thread(start, argv)
+        server = f"  - {{name: admin, url: '{upstream.url}'"
+        config.write_text(f"servers:\n{server}}}\n" + auth.format(issuer=issuer.url))
+        argv = air("gateway", "--config", str(config), "--port", str(port), "--store",
+                   "memory://", "--no-meter")  # fmt: skip
+        gateway = await asyncio.to_thread(start, argv)
+        plain = issuer.token(resource=resource, scope="mcp:tools")
+        admin = issuer.token(resource=resource, scope="mcp:tools admin:write")
+        call = {"name": "purge", "arguments": {}}
+        for _ in range(3):  # the first call verifies the token, the next ones take the fast path
+            done = await _post(gateway.url, plain, "tools/call", call)
+            assert done.status_code == 200, done.text
+            assert done.json()["result"]["content"][0]["text"] == "purged"
+
+        config.write_text(
+            f"servers:\n{server}, scopes: [admin:write]}}\n" + auth.format(issuer=issuer.url)
+        )
+        gateway.popen.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 30
+        while True:  # until the reloaded entry's replica serves (the admin token sees purge)
+            listed = (await _post(gateway.url, admin, "tools/list", {})).json()
+            if any(t["name"] == "purge" for t in listed["result"]["tools"]):
+                hidden = (await _post(gateway.url, plain, "tools/list", {})).json()
+                if not hidden["result"]["tools"]:
+                    break
+            assert time.monotonic() < deadline, listed
+            await asyncio.sleep(0.1)  # polling the reload: nothing to wait on
+        for _ in range(3):
+            refused = await _post(gateway.url, plain, "tools/call", call)
+            assert refused.status_code == 403, refused.text
+            assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+            assert "admin:write" in refused.headers["www-authenticate"]
+        done = await _post(gateway.url, admin, "tools/call", call)
+        assert done.json()["result"]["content"][0]["text"] == "purged"
