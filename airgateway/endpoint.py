@@ -159,10 +159,14 @@ class GatewayHandler:
         Raises:
             RefusedError: 401, the token names no client; 403, no entry matches the caller.
         """
+        identity = current_identity()
+        # an OAuth caller is matched on its identity: its token was read (and checked) by
+        # the guard, and is not parsed again here
+        given = None
+        if identity is None or identity.auth != "oauth":
+            given = bearer_token(headers.get("authorization"))
         try:
-            return self.gateway.access.identify(
-                bearer_token(headers.get("authorization")), current_identity()
-            )
+            return self.gateway.access.identify(given, identity)
         except Unauthorized:
             raise RefusedError(
                 401, INVALID_REQUEST, "Unauthorized", headers=[(b"www-authenticate", b"Bearer")]
