@@ -101,7 +101,8 @@ class ClientCredentials:
         self._fetch: TokenFetch = fetch if fetch is not None else self._own  # type: ignore[assignment]
         self._clock = clock
         self._endpoint = config.token_endpoint
-        self._token: str | None = None
+        self._header: str | None = None
+        """``"Bearer <token>"``, made once per token."""
         self._expires = float("-inf")
         self._renew_at = float("-inf")
         self._lock = asyncio.Lock()
@@ -116,22 +117,33 @@ class ClientCredentials:
             UpstreamUnavailableError: no token could be had (``sent=False``: nothing reached the
                 upstream).
         """
-        now = self._clock()
-        token = self._token
-        if token is not None and now < self._expires:
-            if now >= self._renew_at and self._refresh is None:
-                self._refresh = asyncio.ensure_future(self._renew_in_background())
-            return "Bearer " + token
+        current = self.current()
+        if current is not None:
+            return current
         async with self._lock:  # one fetch; the other callers take its token
-            if self._token is None or self._clock() >= self._expires:
+            if self._header is None or self._clock() >= self._expires:
                 await self._renew()
-            assert self._token is not None
-            return "Bearer " + self._token
+            assert self._header is not None
+            return self._header
+
+    def current(self) -> str | None:
+        """:meth:`header` without waiting: the value while the token is valid (starting the
+        refresh in the background once it is due), else ``None`` (then await :meth:`header`).
+        The upstream hot path asks this first: no coroutine per request."""
+        header = self._header
+        if header is None:
+            return None
+        now = self._clock()
+        if now >= self._expires:
+            return None
+        if now >= self._renew_at and self._refresh is None:
+            self._refresh = asyncio.ensure_future(self._renew_in_background())
+        return header
 
     def refused(self, header: str) -> None:
         """The upstream answered 401 to ``header``: that token is not used again."""
-        if self._token is not None and header == "Bearer " + self._token:
-            self._token = None
+        if self._header is not None and header == self._header:
+            self._header = None
             self._expires = float("-inf")
 
     async def close(self) -> None:
@@ -205,7 +217,7 @@ class ClientCredentials:
             ) from exc
         now = self._clock()
         lifetime = max(float(expires_in), 1.0)
-        self._token = token
+        self._header = "Bearer " + token
         self._expires = now + lifetime
         self._renew_at = now + lifetime - min(self.config.refresh_ahead_s, lifetime / 2)
 

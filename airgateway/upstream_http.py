@@ -228,7 +228,7 @@ class HttpUpstream:
         if self.credentials is None:
             return await self._pool.request("POST", body, headers, resend=resend)
         for _attempt in (1, 2):
-            header = await self.credentials.header()
+            header = self.credentials.current() or await self.credentials.header()
             resp = await self._pool.request(
                 "POST", body, {**headers, "Authorization": header}, resend=resend
             )
