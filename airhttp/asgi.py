@@ -107,7 +107,8 @@ class GuardedApp:
         length, in-flight cap), or ``None``."""
         host = raw.get(b"host")
         origin = raw.get(b"origin")
-        authorization = raw.get(b"authorization")
+        # read only when the policy checks a token (behind an OAuth guard it has none)
+        authorization = raw.get(b"authorization") if self.policy.token is not None else None
         refusal = self.policy.refusal(
             host=None if host is None else host.decode("latin-1"),
             origin=None if origin is None else origin.decode("latin-1"),

@@ -2,7 +2,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airhttp.guards import B64TOKEN, bearer_token, host_ok, is_loopback, origin_ok, token_ok
+from airhttp.guards import (
+    B64TOKEN,
+    bearer_candidate,
+    bearer_token,
+    host_ok,
+    is_loopback,
+    origin_ok,
+    token_ok,
+)
 
 
 def test_loopback_is_an_address_not_a_name_prefix() -> None:
@@ -52,6 +60,15 @@ def test_bearer_parsing_follows_rfc_6750(header: str, token: str | None) -> None
 def test_bearer_parsing_never_raises_and_returns_a_b64token(header: str) -> None:
     token = bearer_token(header)
     assert token is None or B64TOKEN.fullmatch(token)
+
+
+@given(st.one_of(st.text(max_size=40), st.text(max_size=30).map(lambda t: f"Bearer {t}")))
+def test_the_bearer_candidate_is_the_token_whenever_it_is_a_b64token(header: str) -> None:
+    # what the OAuth guard's cache lookup relies on: a candidate equal to a token
+    # bearer_token gave is what bearer_token gives for this header too
+    candidate = bearer_candidate(header)
+    valid = candidate is not None and B64TOKEN.fullmatch(candidate) is not None
+    assert bearer_token(header) == (candidate if valid else None)
 
 
 def test_host_and_origin_checks_ignore_surrounding_whitespace() -> None:
