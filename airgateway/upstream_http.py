@@ -44,6 +44,8 @@ DEFAULT_POOL_SIZE = 128
 _NOT_RESENT = frozenset({"tools/call", "tasks/update"})
 """Methods that may change something upstream: a pooled connection closed without an answer
 after they were written is not sent again (the router decides, by the tool's hints)."""
+_MAX_NAME_LINES = 4096
+"""Tool names whose ``Mcp-Name`` line is kept made (the cache starts over past it)."""
 _SESSION = "mcp-session-id"
 _ACCEPT = "application/json, text/event-stream"
 
@@ -91,6 +93,12 @@ class HttpUpstream:
         self._lock = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._forward_lines = (f"MCP-Protocol-Version: {eras.MODERN_VERSION}\r\n"
+                               "Mcp-Method: tools/call\r\n").encode()  # fmt: skip
+        self._name_lines: dict[str, bytes] = {}
+        """``Mcp-Name`` header lines of the tools forwarded, made once per name."""
+        self._auth_line = ("", b"")
+        """The last ``Authorization`` value and its header line (made once per token)."""
 
     async def connect(self) -> None:
         """Run the handshake (again, if the replica came back).
@@ -197,14 +205,15 @@ class HttpUpstream:
             raise UpstreamUnavailableError(
                 f"{self.label} is not connected", replica=self.label, sent=False
             )
-        headers = {
-            "MCP-Protocol-Version": eras.MODERN_VERSION,
-            "Mcp-Method": "tools/call",
-            "Mcp-Name": encode_header(name),
-        }
+        lines = self._name_lines.get(name)
+        if lines is None:
+            if len(self._name_lines) >= _MAX_NAME_LINES:
+                self._name_lines.clear()
+            lines = self._forward_lines + f"Mcp-Name: {encode_header(name)}\r\n".encode()
+            self._name_lines[name] = lines
         try:
             async with asyncio.timeout(timeout):
-                resp = await self._post(body, headers, resend=resend)
+                resp = await self._post(body, None, resend=resend, lines=lines)
                 if resp.body is None:  # an SSE answer: the response is one of its events
                     async for _name, data in events(resp.lines()):
                         raw = data.encode()
@@ -222,15 +231,20 @@ class HttpUpstream:
         except (ConnectFailedError, ConnectionLostError) as exc:
             raise self._unavailable(exc) from exc
 
-    async def _post(self, body: bytes, headers: dict[str, str], *, resend: bool) -> Response:
+    async def _post(
+        self, body: bytes, headers: dict[str, str] | None, *, resend: bool, lines: bytes = b""
+    ) -> Response:
         """POST with the gateway's own token when it has credentials; a 401 (the token expired
-        or was revoked upstream: nothing ran) gets one more try with a new token."""
+        or was revoked upstream: nothing ran) gets one more try with a new token. ``lines``:
+        header lines encoded already (:meth:`Http11Pool.request`)."""
         if self.credentials is None:
-            return await self._pool.request("POST", body, headers, resend=resend)
+            return await self._pool.request("POST", body, headers, resend=resend, lines=lines)
         for _attempt in (1, 2):
             header = self.credentials.current() or await self.credentials.header()
+            if header != self._auth_line[0]:
+                self._auth_line = (header, f"Authorization: {header}\r\n".encode("latin-1"))
             resp = await self._pool.request(
-                "POST", body, {**headers, "Authorization": header}, resend=resend
+                "POST", body, headers, resend=resend, lines=lines + self._auth_line[1]
             )
             if resp.status != 401 or resp.body is None:
                 return resp

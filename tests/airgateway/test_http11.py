@@ -361,3 +361,31 @@ async def test_the_fast_path_forward_resends_only_a_call_that_may_run_twice(safe
         await upstream.close()
     assert len(seen) == (3 if safe else 2)  # resent once on a new connection, or never
     assert len(connections) == (2 if safe else 1)
+
+
+async def test_encoded_header_lines_go_with_the_mapped_headers() -> None:
+    heads: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(2):
+            head = await reader.readuntil(b"\r\n\r\n")
+            heads.append(head)
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            writer.write(_json_answer(await reader.readexactly(length)))
+
+    async with _server(handler) as (url, _):
+        pool = Http11Pool(url, size=4, headers={"Accept": "application/json"})
+        lines = b"Mcp-Name: echo\r\nAuthorization: Bearer t\r\n"
+        first = await pool.request("POST", b"{}", {"Mcp-Method": "tools/call"}, lines=lines)
+        second = await pool.request("POST", b"[]", lines=b"Mcp-Name: echo\r\n")
+        await pool.close()
+    assert (first.body, second.body) == (b"{}", b"[]")
+    sent = heads[0].split(b"\r\n")
+    assert sent[0] == b"POST /mcp HTTP/1.1"
+    for line in (b"Accept: application/json", b"Mcp-Method: tools/call", b"Mcp-Name: echo",
+                 b"Authorization: Bearer t", b"Content-Length: 2"):  # fmt: skip
+        assert line in sent, heads[0]
+    assert b"\r\n\r\n" not in heads[0][:-4]  # one head: every line in it
+    assert b"Mcp-Name: echo" in heads[1].split(b"\r\n")
+    assert b"Mcp-Method" not in heads[1]
+    assert b"Authorization" not in heads[1]
