@@ -243,8 +243,8 @@ class OAuthGuard:
                 # this candidate is a well-formed token, not checked again on every request
                 candidate = bearer_candidate(header)
                 identity = None if candidate is None else self.verifier.cached(candidate)
-                if identity is None or self.config.scopes - identity.scopes:
-                    return None
+                if identity is None or not self.config.scopes <= identity.scopes:
+                    return None  # (the ASGI path names the scopes missing)
                 if self._checks_tools() and self._tool_failure(identity, body) is not None:
                     return None
             token_var = use_identity(identity)
