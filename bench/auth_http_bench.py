@@ -171,15 +171,16 @@ def main() -> None:
                         rows.setdefault(name, []).extend(measure(url, up, token, 1, seconds))
         token_requests = issuer.token_requests
     med = {
-        name: tuple(statistics.median(r[i] for r in v) for i in range(4))
+        name: tuple(statistics.median(r[i] for r in v) for i in range(5))
         for name, v in rows.items()
     }
     print()
-    print("| run | calls/s | p50 ms | CPU µs/call (serving process) | CPU µs/call (upstream) |")
-    print("|---|---:|---:|---:|---:|")
-    for name, (rps, p50, cpu, up_cpu) in med.items():
+    print("| run | calls/s | p50 ms | CPU µs/call (serving process) | CPU µs/call (upstream) "
+          "| CPU µs/call (load generator) |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, (rps, p50, cpu, up_cpu, driver_cpu) in med.items():
         up = "-" if "gateway" not in name else f"{up_cpu:.0f}"
-        print(f"| {name} | {rps:,.0f} | {p50:.2f} | {cpu:.0f} | {up} |")
+        print(f"| {name} | {rps:,.0f} | {p50:.2f} | {cpu:.0f} | {up} | {driver_cpu:.0f} |")
     serve_ratio = med["air serve, JWT auth"][0] / med["air serve, no auth"][0]
     gw_ratio = (
         med["air gateway, client JWT + upstream client credentials"][0]
@@ -196,6 +197,19 @@ def main() -> None:
     ):
         print(f"| {label} | {value:.2f} | >= {target} | {'yes' if value >= target else 'no'} |")
     print(f"| (the same run without any auth: air gateway / direct) | {plain_ratio:.2f} | - | - |")
+    direct = med["upstream direct, JWT auth"]
+    via = med["air gateway, client JWT + upstream client credentials"]
+    # every process here is one thread: a path runs at most as fast as its busiest process,
+    # and all of them together at most as fast as the cores allow
+    cores = os.cpu_count() or 1
+    direct_cap = min(1e6 / max(direct[2], direct[4]), cores * 1e6 / (direct[2] + direct[4]))
+    via_cap = min(1e6 / max(via[2], via[3], via[4]), cores * 1e6 / (via[2] + via[3] + via[4]))
+    print(
+        f"\nCPU per call in every process (serving + upstream + load generator): direct "
+        f"{direct[2] + direct[4]:.0f} µs, through the gateway {via[2] + via[3] + via[4]:.0f} µs; "
+        f"on {cores} cores at most {direct_cap:,.0f} and {via_cap:,.0f} calls/s: a ratio of at "
+        f"most {via_cap / direct_cap:.2f} with these CPU costs (measured: {gw_ratio:.2f})"
+    )
     print(f"\nCPU the JWT check adds per call in air serve: {added:.1f} µs (target <= 30); the "
           f"gateway asked the issuer for {token_requests} token(s) in all")  # fmt: skip
 
