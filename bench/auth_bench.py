@@ -10,6 +10,8 @@ Rows (each the best of ``--repeat`` rounds):
   the Host/Origin guard only, and behind the Host/Origin guard plus the OAuth guard with a cached
   token: the ratio is the capacity the guard leaves (the handler here answers at once, so the
   ratio is the worst case: a real tool call costs more and dilutes it).
+  The OAuth guard twice more as ``air gateway`` builds it (``tool_scopes``: its upstreams'):
+  without any server's ``scopes:`` (the body is not read for its tool) and with them (it is).
 The issue's targets: validation ≤ 30 µs CPU per call with the key and token cached; capacity
 with JWT auth ≥ 0.8 of the same run without.
 """
@@ -81,10 +83,23 @@ async def main(n: int, repeat: int) -> None:
         policy = AccessPolicy(check_host=True)
         guarded = GuardedApp(lambda *a: None, policy=policy)  # type: ignore[arg-type, return-value]
         oauth = OAuthGuard(lambda *a: None, verifier)  # type: ignore[arg-type, return-value]
+
+        def no_scopes(tool: str) -> frozenset[str]:
+            return frozenset()
+
+        app: Any = lambda *a: None  # noqa: E731 - never called: the hooks answer
+        gateways = {
+            scoped: OAuthGuard(
+                app, verifier, tool_scopes=no_scopes, tools_scoped=lambda s=scoped: s
+            )
+            for scoped in (False, True)
+        }
         variants = {
             "no guard": handler,
             "Host/Origin guard": guarded.guard_fast(handler),
             "Host/Origin + OAuth guard": guarded.guard_fast(oauth.guard_fast(handler)),
+            "+ OAuth, gateway": guarded.guard_fast(gateways[False].guard_fast(handler)),
+            "+ OAuth, gateway, scopes:": guarded.guard_fast(gateways[True].guard_fast(handler)),
         }
         scope = {
             "type": "http",
@@ -116,6 +131,12 @@ async def main(n: int, repeat: int) -> None:
         print(f"  fast path, {name:<29} {rate:>10,.0f}/s  {rate / base:>5.2f}x of Host/Origin only")
     extra = (1 / rates["Host/Origin + OAuth guard"] - 1 / base) * 1e6
     print(f"  the OAuth guard adds {extra:.1f} µs CPU per request (cached token)")
+    plain, scoped = (
+        (1 / rates[name] - 1 / base) * 1e6
+        for name in ("+ OAuth, gateway", "+ OAuth, gateway, scopes:")
+    )
+    print(f"  in air gateway: {plain:.1f} µs, {scoped:.1f} µs when a server has scopes: (the "
+          "body read for its tool)")  # fmt: skip
 
 
 if __name__ == "__main__":
