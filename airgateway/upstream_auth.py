@@ -22,6 +22,7 @@ import orjson
 
 from airgateway.config import UpstreamOAuth
 from airgateway.errors import UpstreamUnavailableError
+from airhttp.guards import bearer_token
 
 __all__ = ["DEFAULT_EXPIRES_IN_S", "ClientCredentials", "TokenFetch"]
 
@@ -199,6 +200,11 @@ class ClientCredentials:
             token = doc.get("access_token")
             if not isinstance(token, str) or not token:
                 raise ValueError("the token endpoint answered no access_token")
+            if bearer_token("Bearer " + token) != token:  # it goes into a header line upstream
+                raise ValueError(
+                    "the token endpoint answered an access_token that is not a bearer token "
+                    "(RFC 6750 b64token: letters, digits and -._~+/ then = padding)"
+                )
             expires_in = doc.get("expires_in", DEFAULT_EXPIRES_IN_S)
             if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
                 expires_in = DEFAULT_EXPIRES_IN_S

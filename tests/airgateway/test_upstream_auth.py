@@ -26,6 +26,8 @@ class TokenServer:
         self.status = 200
         self.url = ""
         self.issued = asyncio.Event()
+        self.token_text: str | None = None
+        """An access_token to answer instead of ``t<N>`` (a hostile endpoint's)."""
 
     async def token(self, request: web.Request) -> web.Response:
         form = {k: v[0] for k, v in parse_qs(await request.text()).items()}
@@ -34,7 +36,8 @@ class TokenServer:
         self.issued.set()
         if self.status != 200:
             return web.json_response({"error": "invalid_client"}, status=self.status)
-        doc: dict[str, Any] = {"access_token": f"t{len(self.requests)}", "token_type": "Bearer"}
+        token = self.token_text if self.token_text is not None else f"t{len(self.requests)}"
+        doc: dict[str, Any] = {"access_token": token, "token_type": "Bearer"}
         if self.expires_in is not None:
             doc["expires_in"] = self.expires_in
         return web.json_response(doc)
@@ -167,6 +170,36 @@ async def test_no_token_is_a_typed_error_that_sent_nothing(server: TokenServer, 
         assert "s:cret" not in info.value.message
         if why == "refused":
             assert "HTTP 401 (invalid_client)" in info.value.message
+    finally:
+        await creds.close()
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["t1\r\nX-Injected: yes", "t1\nX-Injected: yes", "t 1", "t1\x00", "tök", "=abc", ""],
+)
+async def test_a_token_that_is_not_a_bearer_token_is_refused_before_any_header_carries_it(
+    server: TokenServer, token: str
+) -> None:
+    # a hostile or broken token endpoint: its access_token would become an Authorization
+    # line of every forwarded request (CR/LF: header lines of the attacker's choosing)
+    server.token_text = token
+    creds = ClientCredentials(_config(server), label="notes")
+    try:
+        with pytest.raises(UpstreamUnavailableError) as info:
+            await asyncio.wait_for(creds.header(), 30)
+        assert info.value.sent is False
+        assert "notes: no token" in info.value.message
+        assert creds.current() is None
+    finally:
+        await creds.close()
+
+
+async def test_a_bearer_token_with_every_allowed_character_is_taken(server: TokenServer) -> None:
+    server.token_text = "Az09-._~+/=="
+    creds = ClientCredentials(_config(server), label="notes")
+    try:
+        assert await creds.header() == "Bearer Az09-._~+/=="
     finally:
         await creds.close()
 
