@@ -146,13 +146,16 @@ def enter_as_writer(root: str) -> int:
             _refuse_earlier_writers(root, lock_path)
             if time.monotonic() > deadline:
                 found, moving = read_datadir_marker(marker)
+                held = f"is held exclusively by another process for over {WAIT:.0f} s"
                 why = (
                     f"is being moved to format {FORMAT} by another writer, which did not "
                     f"finish within {WAIT:.0f} s"
-                    if moving or found != FORMAT
-                    else f"is held exclusively by another process for over {WAIT:.0f} s (a "
-                    "writer of an older air release, which holds it so; this release's writers "
-                    "share it)"
+                    if moving
+                    else f"{held} (a writer of an older air release, which holds it so, or one "
+                    f"of this release about to move it to format {FORMAT})"
+                    if found != FORMAT
+                    else f"{held} (a writer of an older air release, which holds it so; this "
+                    "release's writers share it)"
                 )
                 raise StoreLockedError(f"data directory {root!r} {why}", path=lock_path, pid=None)
             time.sleep(0.01)
