@@ -23,7 +23,13 @@ import time
 import uuid
 from pathlib import Path
 
-__all__ = ["RedisServer", "shared_redis_server", "stop_shared_redis_server", "unique_prefix"]
+__all__ = [
+    "RedisServer",
+    "shared_redis_server",
+    "stop_shared_redis_server",
+    "unique_prefix",
+    "wait_replicas_confirm",
+]
 
 REDIS_BINARY = shutil.which("redis-server") or "redis-server"
 START_TIMEOUT = 15.0
@@ -42,6 +48,36 @@ def _ping(port: int) -> bool:
             return sock.recv(64).startswith((b"+PONG", b"-NOAUTH"))  # up (with requirepass)
     except OSError:
         return False
+
+
+def wait_replicas_confirm(
+    port: int, replicas: int, *, key: str = "air-test:replicas", timeout: float = START_TIMEOUT
+) -> None:
+    """Wait until ``replicas`` replicas of the master on ``port`` confirm a write (``WAIT``).
+
+    A replica's ``master_link_status:up`` is not enough: after a full sync Redis 7.0 streams
+    writes to it only once its next ``REPLCONF ACK`` arrives (up to a second later), so a
+    ``WAIT`` in between counts it out. ``key`` (set, then deleted) must live on this master
+    (in a cluster: one of its slots).
+    """
+    import redis
+
+    client = redis.Redis(port=port, socket_timeout=5)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            # a write sent before the master had a replication backlog is never streamed:
+            # a WAIT for it would count a replica that has not started yet
+            if client.info("replication").get("repl_backlog_active") == 1:
+                client.set(key, 1)
+                if int(client.execute_command("WAIT", replicas, 100)) >= replicas:
+                    client.delete(key)
+                    return
+            else:
+                time.sleep(0.02)
+    finally:
+        client.close()
+    raise RuntimeError(f"{replicas} replica(s) of 127.0.0.1:{port} did not confirm a write")
 
 
 class RedisServer:
@@ -83,6 +119,10 @@ class RedisServer:
                         "",
                         "--appendonly",
                         "no",
+                        # a replica is sent its first copy at once (the default waits 5 s for
+                        # more replicas to share one diskless transfer)
+                        "--repl-diskless-sync-delay",
+                        "0",
                         "--dir",
                         str(self.dir),
                         *self.extra_args,

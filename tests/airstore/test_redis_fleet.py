@@ -29,7 +29,7 @@ from airstore import (
     create_storage,
 )
 from airstore._redis_topology import hash_tag, topology_of
-from tests.redis_server import RedisServer, unique_prefix
+from tests.redis_server import RedisServer, unique_prefix, wait_replicas_confirm
 from tests.redis_topology import RedisClusterGroup, SentinelGroup, shared_cluster, shared_valkey
 
 pytestmark = pytest.mark.redis
@@ -228,10 +228,7 @@ async def test_replicated_mode_with_a_replica_acknowledges(tmp_path: Any) -> Non
         RedisServer(extra_args=("--replicaof", "127.0.0.1", str(master.port))) as replica,
     ):
         client = aioredis.Redis(port=replica.port)
-        for _ in range(200):
-            if (await client.info("replication")).get("master_link_status") == "up":
-                break
-            await asyncio.sleep(0.05)
+        wait_replicas_confirm(master.port, 1)  # synced, and streamed to
         store = RedisStore(
             master.url(), prefix=unique_prefix(str(tmp_path)), durability="replicated"
         )
@@ -250,10 +247,7 @@ async def test_replicated_write_unconfirmed_in_time_is_refused(tmp_path: Any) ->
         RedisServer(extra_args=("--replicaof", "127.0.0.1", str(master.port))) as replica,
     ):
         client = aioredis.Redis(port=replica.port)
-        for _ in range(200):
-            if (await client.info("replication")).get("master_link_status") == "up":
-                break
-            await asyncio.sleep(0.05)
+        wait_replicas_confirm(master.port, 1)  # synced, and streamed to
         store = RedisStore(
             master.url(),
             prefix=unique_prefix(str(tmp_path)),
