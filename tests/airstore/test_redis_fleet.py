@@ -295,7 +295,7 @@ class _Writer:
             stdout=subprocess.PIPE,
             cwd=Path(__file__).resolve().parents[2],
         )
-        self.acked = 0
+        self.acked = self.refused = 0
         self._lines: queue.Queue[bytes] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -305,15 +305,27 @@ class _Writer:
         for line in self.proc.stdout:
             self._lines.put(line)
 
+    def _next_line(self, deadline: float) -> None:
+        try:
+            line = self._lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(
+                f"writer stuck at {self.acked} acked, {self.refused} refused writes"
+            ) from None
+        _, acked, _, refused = line.split()
+        self.acked, self.refused = int(acked), int(refused)
+
     def wait_acked(self, more_than: int, timeout: float = 60.0) -> int:
         deadline = time.monotonic() + timeout
         while self.acked <= more_than:
-            try:
-                line = self._lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"writer stuck at {self.acked} acked writes") from None
-            self.acked = int(line.split()[1])
+            self._next_line(deadline)
         return self.acked
+
+    def wait_refused(self, more_than: int, timeout: float = 60.0) -> int:
+        deadline = time.monotonic() + timeout
+        while self.refused <= more_than:
+            self._next_line(deadline)
+        return self.refused
 
     def finish(self) -> dict[str, Any]:
         self.stop.touch()
@@ -423,7 +435,8 @@ async def test_cluster_failover_under_load_keeps_or_counts_every_acknowledged_wr
                 for name, w in writers.items():
                     w.wait_acked(before[name] + 200)
             else:  # the promoted replica has no replica of its own: refused, not lost
-                await asyncio.sleep(2.0)
+                for w in writers.values():  # (refused again and again, not once by chance)
+                    w.wait_refused(20)
         finally:
             results = {name: w.finish() for name, w in writers.items()}
         missing = await _missing(url, results)
