@@ -102,6 +102,13 @@ def _wait(what: str, ok: object, timeout: float = READY_TIMEOUT) -> None:
     raise RuntimeError(f"timed out waiting for {what}")
 
 
+def _terminate_all(servers: list[RedisServer]) -> None:
+    """SIGTERM every running server at once (their shutdowns overlap; ``stop`` then waits)."""
+    for server in servers:
+        if server.proc is not None and server.proc.poll() is None:
+            server.proc.terminate()
+
+
 def _key_in(slots: list[tuple[int, int]]) -> str:
     """A key whose hash slot is in one of ``slots``."""
     from redis.crc import key_slot
@@ -223,6 +230,7 @@ class RedisClusterGroup:
         return self.master_of(slot)
 
     def stop(self) -> None:
+        _terminate_all(self.nodes)
         for node in self.nodes:
             node.stop()
         self.nodes = []
@@ -325,9 +333,11 @@ class SentinelGroup:
         return self.current_master_port()
 
     def stop(self) -> None:
+        _terminate_all([*self.replicas, *([self.master] if self.master else [])])
         for proc in self.sentinels:
             if proc.poll() is None:
                 proc.terminate()
+        for proc in self.sentinels:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
         self.sentinels = []
