@@ -55,14 +55,18 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# PYTHONDONTWRITEBYTECODE is emptied for the run: with it set, every one of the hundreds of
+# processes the suite starts would compile the packages from source again (and each worker
+# pytest's rewritten test modules), seconds of CPU in all; the bytecode goes to __pycache__/.
 pytest: $(STAMP) $(SYSDEPS_STAMP) $(OIDC_STAMP)
-	AIR_TEST_OIDC=require $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= AIR_TEST_OIDC=require $(BIN)/python -m pytest -n $(PYTEST_WORKERS) \
+		--dist loadfile $(PYTEST_ARGS)
 
 # The inner loop: one package's tests without the slow, browser and Redis ones
 # (`make test-fast PKG=airstore`; PKG is a directory under tests/).
 PKG ?= airstore
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests/$(PKG) \
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests/$(PKG) \
 		-m "not slow and not browser and not redis" $(PYTEST_ARGS)
 
 # `make test`: the installs side by side (pip, apt and npm mostly download), then ruff, then mypy
