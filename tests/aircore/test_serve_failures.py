@@ -74,12 +74,16 @@ async def test_a_locked_store_is_one_line_and_the_holder_keeps_it(tmp_path: Path
     holder = await create_storage(f"file://{data}")
     await holder.set("keep", "k", {"v": 1})
     await holder.close()
-    # a writer of an older air release holds the directory exclusively (its .lock flock)
+    # a writer of an older air release holds the directory exclusively (its .lock flock) with
+    # its pid inside, as that release did: refused at once, naming it (the same hold without a
+    # pid is refused after airstore's wait: tests/airstore/test_multiwriter.py)
     fd = os.open(data / ".lock", os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.ftruncate(fd, 0)
+        os.write(fd, b"%d\n" % os.getpid())
         done = _serve(DEMO, "--store", f"file://{data}")
-        _assert_one_line_refusal(done, "StoreLockedError", "older air release")
+        _assert_one_line_refusal(done, "StoreLockedError", "older air release", str(os.getpid()))
     finally:
         os.close(fd)
     async with await create_storage(f"file://{data}", read_only=True) as reader:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from airstore import FileStore, StoreLockedError
+from airstore import FileStore, StoreLockedError, _migrate
 
 WORKER = Path(__file__).with_name("multi_writer.py")
 
@@ -140,6 +140,28 @@ async def test_a_writer_of_the_previous_format_excludes_this_one(tmp_path: Path)
         os.close(fd)
     async with FileStore(tmp_path) as store:
         await store.set("ns", "k", 1)
+
+
+async def test_an_exclusive_hold_without_a_pid_is_refused_after_the_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # .lock held exclusively with no pid to name (air serve's refusal with one:
+    # tests/aircore/test_serve_failures.py): the writer waits airstore's WAIT for a move by
+    # another writer of this release to end, then refuses; the wait is shortened here
+    monkeypatch.setattr(_migrate, "WAIT", 0.3)
+    async with FileStore(tmp_path) as store:  # a directory of this format
+        await store.set("ns", "k", 0)
+    fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(StoreLockedError, match="held exclusively by another process") as info:
+            await FileStore(tmp_path).init()
+        assert "older air release" in str(info.value)
+        assert info.value.pid is None
+    finally:
+        os.close(fd)
+    async with FileStore(tmp_path) as store:  # the holder gone, the data is there
+        assert await store.get("ns", "k") == 0
 
 
 _FORMAT_2_WRITER = """
