@@ -24,6 +24,9 @@ import pytest
 
 from tests.aircore.conftest import DEMO, ROOT, STARTUP_TIMEOUT, serve_args
 
+# real air serve processes, hostile clients: make test, not test-fast
+pytestmark = pytest.mark.slow
+
 WAIT = 30.0
 V = "2026-07-28"
 META = {

@@ -8,7 +8,12 @@ import select
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.aircore.conftest import LIFECYCLE, ROOT, STARTUP_TIMEOUT, serve_args
+
+# real air serve processes, hostile clients: make test, not test-fast
+pytestmark = pytest.mark.slow
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -16,6 +16,9 @@ from mcp.shared.exceptions import MCPError
 
 from tests.aircore.conftest import DEMO, HttpServer
 
+# the official client against real air serve processes: make test, not test-fast
+pytestmark = pytest.mark.slow
+
 MODES = ["auto", "legacy"]
 TRANSPORTS = ["stdio", "http"]
 WAIT = 20.0

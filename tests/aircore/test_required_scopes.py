@@ -21,6 +21,9 @@ from aircore import DefinitionError, define_server, define_tool
 from tests.air_process import run_air
 from tests.airhttp.oauth_serve import OAuthServed, bearer_client, oauth_serving, serving_http
 
+# real air serve processes, a local issuer and the official client: make test, not test-fast
+pytestmark = pytest.mark.slow
+
 SERVER = """
 from aircore import define_server, define_tool
 

@@ -17,6 +17,9 @@ from mcp.client.sse import sse_client
 
 from tests.aircore.conftest import DEMO, LIFECYCLE, ROOT, STARTUP_TIMEOUT, HttpServer, serve_args
 
+# real air serve --transport sse processes: make test, not test-fast
+pytestmark = pytest.mark.slow
+
 TOKEN = "sse-t0ken"
 WAIT = 20.0
 

@@ -15,6 +15,9 @@ import pytest
 
 from tests.aircore.conftest import LIFECYCLE, serve_args
 
+# a real air serve --transport stdio process per test: make test, not test-fast
+pytestmark = pytest.mark.slow
+
 WAIT = 20.0
 MAX = 64 * 1024
 
