@@ -202,7 +202,9 @@ async def test_a_slow_head_gets_408_and_a_huge_head_431() -> None:
 
 
 async def test_a_body_over_the_limit_gets_413_declared_or_chunked() -> None:
-    async with _serving(Limits(max_body=10)) as (port, _server, _fast):
+    # Each answer is read to the connection's end: a connection kept alive after the 413 ends
+    # at the idle timeout (5 s by default, 0.3 s here).
+    async with _serving(Limits(max_body=10, idle_timeout=0.3)) as (port, _server, _fast):
         for request in (
             _post("/echo", b"x" * 11),
             _post("/fast", b"x" * 11),
