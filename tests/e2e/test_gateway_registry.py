@@ -77,6 +77,18 @@ servers:
         yield proc
 
 
+@pytest.fixture(scope="module")
+def cli_views(project: Path) -> dict[str, dict[str, Any]]:
+    """What ``air check`` and ``air manifest`` say of the demo server and the project (run once:
+    both eras' tests compare the gateway's listing with them)."""
+    return {
+        "demo_check": _json(_air(ROOT, "check", DEMO, "--format", "json")),
+        "project_check": _json(_air(project, "check", "--format", "json")),
+        "demo_manifest": _json(_air(ROOT, "manifest", DEMO)),
+        "project_manifest": _json(_air(project, "manifest", "server.py")),
+    }
+
+
 async def _listed(url: str, mode: str) -> dict[str, dict[str, Any]]:
     tools: dict[str, dict[str, Any]] = {}
     async with Client(url, mode=mode) as client:
@@ -92,16 +104,14 @@ async def _listed(url: str, mode: str) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_gateway_lists_what_the_manifest_says_and_leaves_out_what_check_calls_drafts(
-    gateway: Proc, project: Path, mode: str
+    gateway: Proc, cli_views: dict[str, dict[str, Any]], mode: str
 ) -> None:
-    demo_check = _json(_air(ROOT, "check", DEMO, "--format", "json"))
-    project_check = _json(_air(project, "check", "--format", "json"))
+    demo_check, project_check = cli_views["demo_check"], cli_views["project_check"]
     assert demo_check["ok"]
     assert project_check["ok"]
     assert demo_check["drafts"] == []
     assert project_check["drafts"] == [SCAFFOLDED_TOOL]
-    demo_manifest = _json(_air(ROOT, "manifest", DEMO))
-    project_manifest = _json(_air(project, "manifest", "server.py"))
+    demo_manifest, project_manifest = cli_views["demo_manifest"], cli_views["project_manifest"]
     published = {t["name"]: t for t in demo_manifest["tools"] if t["_meta"]["enabled"]}
     (draft,) = project_manifest["tools"]
 
