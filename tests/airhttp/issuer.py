@@ -11,6 +11,7 @@ will not produce on demand.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import warnings
 from collections.abc import AsyncIterator
@@ -33,6 +34,8 @@ class Issuer:
         self.url = ""
         self.mode = "ok"  # ok | down | slow | garbage | chunked
         self.slow_s = 10.0
+        self.stopping = asyncio.Event()
+        """Set when the server stops: a slow answer still held ends then."""
         self.keys: list[Any] = [
             RSAKey.generate_key(2048, parameters={"kid": "rsa-1"}),
             ECKey.generate_key("P-256", parameters={"kid": "ec-1"}),
@@ -93,8 +96,9 @@ class Issuer:
     async def _gate(self) -> web.Response | None:
         if self.mode == "down":
             return web.Response(status=503)
-        if self.mode == "slow":
-            await asyncio.sleep(self.slow_s)
+        if self.mode == "slow":  # answers after slow_s, or when the server stops (not waited)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), self.slow_s)
         if self.mode == "garbage":
             return web.Response(body=b"\x00not json{", content_type="application/json")
         return None
@@ -181,4 +185,5 @@ async def running_issuer() -> AsyncIterator[Issuer]:
     try:
         yield issuer
     finally:
+        issuer.stopping.set()
         await runner.cleanup()
