@@ -104,6 +104,32 @@ def started(argv: Sequence[str], env: dict[str, str] | None = None) -> Iterator[
         _reap(popen)
 
 
+@contextmanager
+def started_all(*specs: tuple[Sequence[str], dict[str, str] | None]) -> Iterator[list[Proc]]:
+    """Start every ``(argv, env)`` at once (their start-ups overlap), then wait for each one's
+    URL as :func:`started` does; yield them in order, kill them all on the way out."""
+    popens = [
+        subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        for argv, env in specs
+    ]
+    try:
+        procs = []
+        for popen in popens:
+            lines: list[str] = []
+            procs.append(Proc(popen, _read_url(popen, lines), lines))
+        yield procs
+    finally:
+        for popen in popens:
+            _reap(popen)
+
+
 def air(*args: str) -> list[str]:
     """The argv of ``air ARGS``."""
     return [sys.executable, "-m", "aircli", *args]

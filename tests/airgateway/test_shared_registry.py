@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.airgateway.procs import Proc, air, free_port, http_replica, started
+from tests.airgateway.procs import Proc, air, free_port, http_replica, started, started_all
 from tests.airgateway.rpc import envelope, modern_call
 from tests.redis_server import RedisServer, shared_redis_server
 
@@ -105,13 +105,14 @@ async def _tasks_followed(start: Proc, follow: Proc) -> set[str]:
     return ran
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def replicas() -> Iterator[tuple[int, int]]:
-    """Two HTTP replicas of one server, answering ``whoami`` with r1 and r2."""
+    """Two HTTP replicas of one server, answering ``whoami`` with r1 and r2 (started once: no
+    test stops them, and what a test leaves in them, its tasks, no other one reads)."""
     one, two = free_port(), free_port()
-    with (
-        started(http_replica("r1", one), env={"REPLICA": "r1"}),
-        started(http_replica("r2", two), env={"REPLICA": "r2"}),
+    with started_all(
+        (http_replica("r1", one), {"REPLICA": "r1"}),
+        (http_replica("r2", two), {"REPLICA": "r2"}),
     ):
         yield one, two
 
