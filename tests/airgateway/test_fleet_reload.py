@@ -25,7 +25,7 @@ from mcp import Client, MCPError
 
 from airmeter import CALLS_NAMESPACE
 from airstore import create_storage
-from tests.airgateway.procs import Proc, air, free_port, started
+from tests.airgateway.procs import Proc, air, free_port, started_all
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 WAIT_S = 60.0
@@ -167,17 +167,16 @@ async def test_three_gateways_over_a_cluster_share_added_and_removed_servers_los
         _config(path, [("alpha", ports["u1"], None)])
     traffic = Traffic()
     with ExitStack() as stack:
-        ups = []
-        for name, port in ports.items():
-            argv = air("serve", str(side), "--transport", "http", "--port", str(port),
-                       "--store", store)  # fmt: skip
-            ups.append(
-                stack.enter_context(started(argv, env={"REPLICA": name, "SIDE_LOG": str(log)}))
-            )
-        gw = {}
-        for g, path in configs.items():
-            argv = air("gateway", "--config", str(path), "--port", "0", "--store", store)
-            gw[g] = stack.enter_context(started(argv))
+        ups = stack.enter_context(started_all(*(  # both at once, then the gateways at once
+            (air("serve", str(side), "--transport", "http", "--port", str(port), "--store", store),
+             {"REPLICA": name, "SIDE_LOG": str(log)})
+            for name, port in ports.items()
+        )))  # fmt: skip
+        gateways = stack.enter_context(started_all(*(
+            (air("gateway", "--config", str(path), "--port", "0", "--store", store), None)
+            for path in configs.values()
+        )))  # fmt: skip
+        gw = dict(zip(configs, gateways, strict=True))
         async with httpx.AsyncClient(timeout=10) as http:
             await _until(http, list(gw.values()), "saw all three gateways",
                          lambda s: len(_live(s)) == 3)  # fmt: skip
