@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,6 +167,7 @@ def test_a_module_without_any_server_names_the_kinds_migrate_reads(tmp_path: Pat
     assert not (tmp_path / "defs").exists()
 
 
+@pytest.mark.slow  # four air processes: make test, not test-fast
 def test_air_check_pairs_an_mcpserver_project_with_its_migrated_definitions(
     tmp_path: Path,
 ) -> None:

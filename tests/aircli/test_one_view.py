@@ -27,6 +27,7 @@ def _air(env: dict[str, str], cwd: Path | str, *args: str) -> subprocess.Complet
                           timeout=300, check=False)  # fmt: skip
 
 
+@pytest.mark.slow  # two air demos, three reports, a dashboard: make test, not test-fast
 def test_a_desktop_clients_calls_show_in_the_report_run_in_the_project(tmp_path: Path) -> None:
     env = _user_env(tmp_path)
     project = tmp_path / "project"
