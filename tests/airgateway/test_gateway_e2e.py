@@ -432,14 +432,15 @@ async def test_a_client_leaving_its_notification_stream_closes_it_without_an_err
     async with httpx.AsyncClient(timeout=30) as http:
         for _ in range(3):
             sid = await _legacy_session(http, rig.url)
-            # Raw: the stream's head is sent with its first event, which never comes here.
-            _reader, writer = await asyncio.open_connection(url.host, url.port)
+            # Raw: the stream's head comes at once; no event ever comes here.
+            reader, writer = await asyncio.open_connection(url.host, url.port)
             writer.write(
                 f"GET {url.raw_path.decode()} HTTP/1.1\r\nhost: {url.netloc.decode()}\r\n"
                 f"mcp-session-id: {sid}\r\naccept: text/event-stream\r\n\r\n".encode()
             )
             await writer.drain()
-            await asyncio.sleep(0.3)  # the gateway is now waiting for changes to send
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT)
+            assert head.startswith(b"HTTP/1.1 200"), head  # the gateway now waits for changes
             writer.close()
             await writer.wait_closed()
             ping = await legacy_request(http, rig.url, "ping", {}, sid)
