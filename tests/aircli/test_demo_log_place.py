@@ -11,6 +11,8 @@ import pytest
 
 from tests.air_process import run_air
 
+pytestmark = pytest.mark.slow  # real air demo processes: make test, not test-fast
+
 
 def _demo(store: str, cwd: Path | str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_DATA_HOME",)}
