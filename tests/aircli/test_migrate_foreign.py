@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # real air migrate and air check processes: make test, not test-fast
 ROOT = Path(__file__).resolve().parents[2]
 
 MCPSERVER = '''\
@@ -167,7 +168,6 @@ def test_a_module_without_any_server_names_the_kinds_migrate_reads(tmp_path: Pat
     assert not (tmp_path / "defs").exists()
 
 
-@pytest.mark.slow  # four air processes: make test, not test-fast
 def test_air_check_pairs_an_mcpserver_project_with_its_migrated_definitions(
     tmp_path: Path,
 ) -> None:
