@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from airstore.settings import DATA_DIR_ENV
+from airstore.settings import DATA_DIR_ENV, XDG_DATA_HOME_ENV
 
 # Tests never assert on time, and a hypothesis deadline is a time assertion: on a loaded
 # machine it fails examples that are merely slow. Limits on examples stay per test.
@@ -21,6 +21,11 @@ def _private_data_dir(
     meters into the checkout's ``.air/data`` or the user's ``~/.local/share/air/data``. Tests
     of the default-location rules set or remove ``AIR_DATA_DIR`` themselves."""
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path_factory.mktemp("air-data")))
+    # the per-user directory (its locations.json registers every data directory a meter writes
+    # to) is the test's own too, not the user's: a test's dashboard or `air meter slo` would
+    # otherwise see every earlier test's stores (on Linux, by XDG_DATA_HOME; macOS and Windows
+    # resolve it by their own rules, which tests of those rules set themselves)
+    monkeypatch.setenv(XDG_DATA_HOME_ENV, str(tmp_path_factory.mktemp("xdg-data")))
 
 
 ALLOW_MISSING_ENV = "AIR_TEST_ALLOW_MISSING"
