@@ -64,6 +64,9 @@ class SseUpstream:
         self._reader: asyncio.Task[None] | None = None
         self._aiohttp: Any = None
         self._closed = False
+        self._opening = asyncio.Lock()
+        """One :meth:`connect` at a time: a second one (a health round while a call reconnects)
+        waits for the first's stream instead of dropping it half-open."""
 
     async def connect(self) -> None:
         """Open the stream (unless it is open), then ``initialize``.
@@ -72,8 +75,18 @@ class SseUpstream:
             UpstreamUnavailableError: it cannot be opened, or :meth:`close` was called.
         """
         self._refuse_closed()
-        if self._reader is not None and not self._reader.done() and self.era is not None:
+        if self._open():
             return
+        async with self._opening:
+            self._refuse_closed()
+            if self._open():  # the connect this one waited for opened it
+                return
+            await self._connect()
+
+    def _open(self) -> bool:
+        return self._reader is not None and not self._reader.done() and self.era is not None
+
+    async def _connect(self) -> None:
         import aiohttp
 
         self._aiohttp = aiohttp
