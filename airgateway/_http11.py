@@ -134,24 +134,6 @@ class _Conn:
             self.keep_alive = self.parser.should_keep_alive()  # only known here
 
     # ---- reading ------------------------------------------------------------------------
-    async def read_head(self) -> None:
-        """Read until the answer's head is parsed.
-
-        Raises:
-            _StaleError: the connection closed before any byte of the answer.
-        """
-        received = 0
-        while not self.head_done:
-            data = await self.reader.read(_READ)
-            if not data:
-                if received == 0:
-                    raise _StaleError
-                raise ConnectionLostError("the connection closed in the answer's head")
-            received += len(data)
-            self.feed(data)
-            if not self.head_done and received > MAX_HEAD:
-                raise AnswerTooLargeError(f"an answer's head over the {MAX_HEAD // _MIB} MiB limit")
-
     async def read_more(self, until_eof: bool) -> bool:
         """Read and parse one more piece; ``False`` at the end of a body that ends with the
         connection.
@@ -363,7 +345,21 @@ class Http11Pool:
         try:
             conn.start()
             conn.writer.write(data)
-            await conn.read_head()
+            # the head, read here (not in a coroutine of its own: each layer costs every call)
+            reader = conn.reader
+            received = 0
+            while not conn.head_done:
+                piece = await reader.read(_READ)
+                if not piece:
+                    if received == 0:
+                        raise _StaleError
+                    raise ConnectionLostError("the connection closed in the answer's head")
+                received += len(piece)
+                conn.feed(piece)
+                if not conn.head_done and received > MAX_HEAD:
+                    raise AnswerTooLargeError(
+                        f"an answer's head over the {MAX_HEAD // _MIB} MiB limit"
+                    )
             headers = conn.headers
             response = Response(conn.status, headers, None)
             chunked = "chunked" in headers.get("transfer-encoding", "").lower()

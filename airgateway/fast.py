@@ -94,70 +94,65 @@ class FastPath:
         self, body: bytes, params: JSONDict, entry: IndexedTool, client: ClientConfig | None,
         msg_id: Any, version: str,
     ) -> Answer:  # fmt: skip
+        # one coroutine from here to the replica's connection (each layer costs every call)
+        gateway = self.gateway
         try:
-            response, raw = await self._route(body, params, entry, client, msg_id, version)
+            gateway.access.check(client, entry.name)
+            await gateway.access.admit(client, entry.name)
+            as_is = entry.upstream_name == entry.name
+            upstream = params if as_is else {**params, "name": entry.upstream_name}
+            with_caller = gateway.caller_params(entry.server, upstream)
+            if with_caller is not upstream:  # the caller's identity added, or a client's removed
+                upstream, as_is = with_caller, False
+            meter = gateway.meter
+            call = None
+            if meter is not None:
+                call = meter.begin(entry, upstream, client=client, request_id=msg_id,
+                                   session_id=None, protocol_version=version)  # fmt: skip
+                # the hop's mark (and the gateway's trace context) go upstream
+                upstream, as_is = call.params, False
+            sent = body if as_is else None
+
+            async def attempt(replica: Replica) -> tuple[JSONDict, bytes | None]:
+                conn = replica.client
+                timeout = replica.config.timeout_s
+                if isinstance(conn, HttpUpstream) and conn.era == eras.MODERN:
+                    out = sent
+                    if out is None:
+                        out = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
+                                            "params": upstream})  # fmt: skip
+                    message, raw = await conn.forward(out, entry.upstream_name, timeout=timeout,
+                                                      resend=entry.retry_safe)  # fmt: skip
+                    if message.get("id") == msg_id:
+                        return message["result"], raw
+                    return message["result"], None  # not our id: re-encoded with it below
+                result = await conn.request(
+                    "tools/call", upstream, timeout=timeout, on_message=_refuse_input
+                )
+                return result, None
+
+            picked: list[Replica] = []
+            key = None if client is None else client.name
+            try:
+                result, raw = await gateway.router.run(entry.server, attempt,
+                                                       retry_safe=entry.retry_safe,
+                                                       session_key=key, picked=picked)  # fmt: skip
+            except BaseException as exc:
+                if meter is not None and call is not None:
+                    meter.end(call, picked, None, exc)
+                raise
+            if meter is not None and call is not None:
+                meter.end(call, picked, result, None,
+                          result_bytes=None if raw is None else len(raw))  # fmt: skip
+            if result.get("resultType") == "task":
+                await gateway.task_started(result, entry, picked, client)
+            if raw is not None and METERED_MARK not in raw:
+                return 200, JSON_HEADERS, raw
+            # (the upstream's metered marker is for this gateway, not its client)
+            result = without_metered(result)
+            result = modern.decorate("tools/call", dict(result), eras.GATEWAY_INFO)
+            response: JSONDict = {"jsonrpc": "2.0", "id": msg_id, "result": result}
         except (GatewayError, AirError) as exc:
             error = error_response(msg_id, exc.code, exc.message, exc.data)
             return status_of(error), JSON_HEADERS, encode(error)
-        return 200, JSON_HEADERS, raw if raw is not None else encode(response)
-
-    async def _route(
-        self, body: bytes, params: JSONDict, entry: IndexedTool, client: ClientConfig | None,
-        msg_id: Any, version: str,
-    ) -> tuple[JSONDict, bytes | None]:  # fmt: skip
-        gateway = self.gateway
-        gateway.access.check(client, entry.name)
-        await gateway.access.admit(client, entry.name)
-        as_is = entry.upstream_name == entry.name
-        upstream = params if as_is else {**params, "name": entry.upstream_name}
-        with_caller = gateway.caller_params(entry.server, upstream)
-        if with_caller is not upstream:  # the caller's identity added, or a client's own removed
-            upstream, as_is = with_caller, False
-        meter = gateway.meter
-        call = None
-        if meter is not None:
-            call = meter.begin(entry, upstream, client=client, request_id=msg_id,
-                               session_id=None, protocol_version=version)  # fmt: skip
-            # the hop's mark (and the gateway's trace context) go upstream
-            upstream, as_is = call.params, False
-        sent = body if as_is else None
-
-        async def attempt(replica: Replica) -> tuple[JSONDict, bytes | None]:
-            conn = replica.client
-            timeout = replica.config.timeout_s
-            if isinstance(conn, HttpUpstream) and conn.era == eras.MODERN:
-                out = sent
-                if out is None:
-                    out = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
-                                        "params": upstream})  # fmt: skip
-                message, raw = await conn.forward(out, entry.upstream_name, timeout=timeout,
-                                                  resend=entry.retry_safe)  # fmt: skip
-                if message.get("id") == msg_id:
-                    return message["result"], raw
-                return message["result"], None  # not our id: re-encoded with it below
-            result = await conn.request(
-                "tools/call", upstream, timeout=timeout, on_message=_refuse_input
-            )
-            return result, None
-
-        picked: list[Replica] = []
-        key = None if client is None else client.name
-        try:
-            result, raw = await gateway.router.run(
-                entry.server, attempt, retry_safe=entry.retry_safe, session_key=key, picked=picked
-            )
-        except BaseException as exc:
-            if meter is not None and call is not None:
-                meter.end(call, picked, None, exc)
-            raise
-        if meter is not None and call is not None:
-            meter.end(call, picked, result, None, result_bytes=None if raw is None else len(raw))
-        if result.get("resultType") == "task":
-            await gateway.task_started(result, entry, picked, client)
-        if raw is not None and METERED_MARK in raw:
-            raw = None  # the upstream's metered marker is for this gateway, not its client
-        if raw is not None:
-            return {}, raw
-        result = without_metered(result)
-        result = modern.decorate("tools/call", dict(result), eras.GATEWAY_INFO)
-        return {"jsonrpc": "2.0", "id": msg_id, "result": result}, None
+        return 200, JSON_HEADERS, encode(response)

@@ -13,6 +13,7 @@ import base64
 import itertools
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
@@ -211,9 +212,21 @@ class HttpUpstream:
                 self._name_lines.clear()
             lines = self._forward_lines + f"Mcp-Name: {encode_header(name)}\r\n".encode()
             self._name_lines[name] = lines
+        # the timeout as asyncio.timeout keeps it (the task cancelled when it passes, that
+        # cancellation turned into the timeout error), with one timer and no context manager
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        fired: list[bool] = []
+        timer = loop.call_at(loop.time() + timeout, _expire, task, fired)
+        expired = False
         try:
-            async with asyncio.timeout(timeout):
-                resp = await self._post(body, None, resend=resend, lines=lines)
+            try:
+                if self.credentials is None:
+                    resp = await self._pool.request("POST", body, None, resend=resend, lines=lines)
+                else:
+                    resp = await self._post(body, None, resend=resend, lines=lines)
                 if resp.body is None:  # an SSE answer: the response is one of its events
                     async for _name, data in events(resp.lines()):
                         raw = data.encode()
@@ -224,12 +237,23 @@ class HttpUpstream:
                         f"{self.label} closed the stream before answering", replica=self.label
                     )
                 return self._checked(resp.status, _parse(resp.body), resp.body)
+            finally:
+                timer.cancel()
+                if fired:
+                    expired = task.uncancel() <= cancelling
+        except asyncio.CancelledError:
+            if not expired:
+                raise
+            raise self._timed_out(timeout) from None
         except TimeoutError:
-            raise UpstreamTimeoutError(
-                f"{self.label} did not answer tools/call within {timeout:g} s", replica=self.label
-            ) from None
+            raise self._timed_out(timeout) from None
         except (ConnectFailedError, ConnectionLostError) as exc:
             raise self._unavailable(exc) from exc
+
+    def _timed_out(self, timeout: float) -> UpstreamTimeoutError:
+        return UpstreamTimeoutError(
+            f"{self.label} did not answer tools/call within {timeout:g} s", replica=self.label
+        )
 
     async def _post(
         self, body: bytes, headers: dict[str, str] | None, *, resend: bool, lines: bytes = b""
@@ -359,6 +383,12 @@ class HttpUpstream:
                 logger.debug("%s: DELETE of the session failed", self.label)
         self._closed = True
         await self._pool.close()
+
+
+def _expire(task: asyncio.Task[Any], fired: list[bool]) -> None:
+    """A forward's timer: its time is up (as ``asyncio.timeout`` does, the task is cancelled)."""
+    fired.append(True)
+    task.cancel()
 
 
 def _parse(body: bytes) -> JSONDict | None:
