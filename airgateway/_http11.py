@@ -16,6 +16,7 @@ import contextlib
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
+from typing import cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -58,27 +59,38 @@ class AnswerTooLargeError(ConnectionLostError):
     its connection was closed (the request may have run)."""
 
 
-class _Conn:
-    """One connection and the llhttp parser reading its answers (the parser's callbacks fill
-    the answer being read)."""
+class _Conn(asyncio.Protocol):
+    """One connection (its own protocol: the bytes received wait in a buffer, as a
+    StreamReader would keep them, without its layers) and the llhttp parser reading its
+    answers (the parser's callbacks fill the answer being read)."""
 
     __slots__ = (
+        "_error",
+        "_paused",
+        "_pending",
+        "_waiter",
         "body",
         "done",
+        "eof",
         "extra",
         "head_done",
         "headers",
         "idle_since",
         "keep_alive",
         "parser",
-        "reader",
         "status",
-        "writer",
+        "transport",
     )
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self._pending = bytearray()
+        """Bytes received, not taken yet (reading pauses past ``2 * _READ``)."""
+        self._paused = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._error: BaseException | None = None
+        self.eof = False
+        """The connection ended (EOF, closed or broken): no more bytes will come."""
         self.idle_since = 0.0
         self.parser = httptools.HttpResponseParser(self)
         self.status = 0
@@ -133,6 +145,70 @@ class _Conn:
             self.done = True
             self.keep_alive = self.parser.should_keep_alive()  # only known here
 
+    # ---- the protocol -------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._pending += data
+        if not self._paused and len(self._pending) > 2 * _READ:
+            assert self.transport is not None
+            self.transport.pause_reading()  # read on when the reader has taken some
+            self._paused = True
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False  # (the transport closes)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self._error = exc
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def at_eof(self) -> bool:
+        """Whether the connection ended and every byte it brought was taken."""
+        return self.eof and not self._pending
+
+    def arrived(self) -> asyncio.Future[None] | None:
+        """``None`` when :meth:`take` has something to give at once (bytes, the end, or the
+        connection's error), else a future done when it will."""
+        if self._pending or self.eof:
+            return None
+        assert self.transport is not None
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        return waiter
+
+    def take(self) -> bytes:
+        """Up to :data:`_READ` bytes received (``b""``: the connection ended), after
+        :meth:`arrived` said they are there.
+
+        Raises:
+            OSError: the connection broke (as ``StreamReader.read`` raises it).
+        """
+        if self._error is not None:
+            raise self._error
+        pending = self._pending
+        if len(pending) <= _READ:
+            data = bytes(pending)
+            pending.clear()
+        else:
+            data = bytes(pending[:_READ])
+            del pending[:_READ]
+        if self._paused and len(pending) <= _READ:
+            self._paused = False
+            assert self.transport is not None
+            self.transport.resume_reading()
+        return data
+
     # ---- reading ------------------------------------------------------------------------
     async def read_more(self, until_eof: bool) -> bool:
         """Read and parse one more piece; ``False`` at the end of a body that ends with the
@@ -141,7 +217,10 @@ class _Conn:
         Raises:
             ConnectionLostError: the connection closed before the answer's end.
         """
-        data = await self.reader.read(_READ)
+        waiter = self.arrived()
+        if waiter is not None:
+            await waiter
+        data = self.take()
         if not data:
             if until_eof:
                 self.done = True
@@ -156,7 +235,8 @@ class _Conn:
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            self.writer.close()
+            if self.transport is not None:
+                self.transport.close()
 
 
 class Response:
@@ -248,20 +328,22 @@ class Http11Pool:
 
     async def _connect(self) -> _Conn:
         try:
-            reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=self.ssl, limit=_READ
+            _transport, conn = await asyncio.get_running_loop().create_connection(
+                _Conn, self.host, self.port, ssl=self.ssl
             )
         except (OSError, ssl.SSLError) as exc:
             raise ConnectFailedError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
-        return _Conn(reader, writer)
+        return conn
 
     def _take(self) -> _Conn | None:
         now = time.monotonic()
         while self._idle:
             conn = self._idle.pop()
+            transport = conn.transport
             if (
-                conn.reader.at_eof()
-                or conn.writer.transport.is_closing()
+                conn.at_eof()
+                or transport is None
+                or transport.is_closing()
                 or now - conn.idle_since > IDLE_S
             ):
                 conn.close()
@@ -271,7 +353,7 @@ class Http11Pool:
 
     def release(self, conn: _Conn) -> None:
         """Put a connection whose answer was read completely back in the pool."""
-        if self._closed or len(self._idle) >= self._size or conn.reader.at_eof():
+        if self._closed or len(self._idle) >= self._size or conn.at_eof():
             conn.close()
             return
         conn.idle_since = time.monotonic()
@@ -344,12 +426,15 @@ class Http11Pool:
     async def _exchange(self, conn: _Conn, data: bytes) -> Response:
         try:
             conn.start()
-            conn.writer.write(data)
+            assert conn.transport is not None
+            conn.transport.write(data)
             # the head, read here (not in a coroutine of its own: each layer costs every call)
-            reader = conn.reader
             received = 0
             while not conn.head_done:
-                piece = await reader.read(_READ)
+                waiter = conn.arrived()
+                if waiter is not None:
+                    await waiter
+                piece = conn.take()
                 if not piece:
                     if received == 0:
                         raise _StaleError

@@ -261,6 +261,7 @@ async def test_a_call_past_its_timeout_gets_the_timeout_error(rig: Rig) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         answer = await modern_call(http, rig.url, "brief__slow_write", {"seconds": 20})
     assert answer["error"]["code"] == -32001, answer
+    assert "did not answer tools/call within 0.5 s" in answer["error"]["message"], answer
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
