@@ -319,6 +319,7 @@ class Http11Pool:
         if parts.query:
             path += "?" + parts.query
         self.path = path
+        self._post_line = f"POST {path} HTTP/1.1\r\n".encode()
         host = parts.netloc.rsplit("@", 1)[-1]
         fixed = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         self._head = f"Host: {host}\r\n{fixed}".encode("latin-1")
@@ -392,94 +393,88 @@ class Http11Pool:
         extra = b""
         if headers:
             extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
+        start = (
+            self._post_line if method == "POST" else f"{method} {self.path} HTTP/1.1\r\n".encode()
+        )
         data = b"".join((
-            f"{method} {self.path} HTTP/1.1\r\n".encode(), self._head, extra, lines,
-            b"Content-Length: ", str(len(body)).encode(), b"\r\n\r\n", body,
+            start, self._head, extra, lines, b"Content-Length: %d\r\n\r\n" % len(body), body,
         ))  # fmt: skip
         conn = self._take()
         reused = conn is not None
         if conn is None:
             conn = await self._connect()
-        try:
-            return await self._exchange(conn, data)
-        except _StaleError:
-            conn.close()
-            if not (reused and resend):
-                raise ConnectionLostError(
-                    "the server closed the connection without answering"
-                ) from None
-        # perhaps a pooled connection the server had just closed: safe to send again
-        try:
-            fresh = await self._connect()
-        except ConnectFailedError as exc:  # the first attempt's bytes were written
-            raise ConnectionLostError(
-                f"the server closed the connection without answering, then {exc}"
-            ) from exc
-        try:
-            return await self._exchange(fresh, data)
-        except _StaleError:
-            fresh.close()
-            raise ConnectionLostError(
-                "the server closed the connection without answering"
-            ) from None
-
-    async def _exchange(self, conn: _Conn, data: bytes) -> Response:
-        try:
-            conn.start()
-            assert conn.transport is not None
-            conn.transport.write(data)
-            # the head, read here (not in a coroutine of its own: each layer costs every call)
-            received = 0
-            while not conn.head_done:
-                waiter = conn.arrived()
-                if waiter is not None:
-                    await waiter
-                piece = conn.take()
-                if not piece:
-                    if received == 0:
-                        raise _StaleError
-                    raise ConnectionLostError("the connection closed in the answer's head")
-                received += len(piece)
-                conn.feed(piece)
-                if not conn.head_done and received > MAX_HEAD:
+        first = True
+        while True:  # the exchange, here (each coroutine layer costs every call)
+            try:
+                conn.start()
+                assert conn.transport is not None
+                conn.transport.write(data)
+                received = 0
+                while not conn.head_done:
+                    waiter = conn.arrived()
+                    if waiter is not None:
+                        await waiter
+                    piece = conn.take()
+                    if not piece:
+                        if received == 0:
+                            raise _StaleError
+                        raise ConnectionLostError("the connection closed in the answer's head")
+                    received += len(piece)
+                    conn.feed(piece)
+                    if not conn.head_done and received > MAX_HEAD:
+                        raise AnswerTooLargeError(
+                            f"an answer's head over the {MAX_HEAD // _MIB} MiB limit"
+                        )
+                headers = conn.headers
+                response = Response(conn.status, headers, None)
+                chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+                length = headers.get("content-length")
+                until_eof = not chunked and length is None
+                if response.content_type == "text/event-stream" and (chunked or length is None):
+                    response._conn, response._pool, response._until_eof = conn, self, until_eof
+                    return response
+                if length is not None and not chunked and int(length) > MAX_BODY:
                     raise AnswerTooLargeError(
-                        f"an answer's head over the {MAX_HEAD // _MIB} MiB limit"
+                        f"an answer of {int(length)} bytes is over the {MAX_BODY // _MIB} MiB limit"
                     )
-            headers = conn.headers
-            response = Response(conn.status, headers, None)
-            chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-            length = headers.get("content-length")
-            until_eof = not chunked and length is None
-            if response.content_type == "text/event-stream" and (chunked or length is None):
-                response._conn, response._pool, response._until_eof = conn, self, until_eof
-                return response
-            if length is not None and not chunked and int(length) > MAX_BODY:
-                raise AnswerTooLargeError(
-                    f"an answer of {int(length)} bytes is over the {MAX_BODY // _MIB} MiB limit"
-                )
-            while not conn.done and await conn.read_more(until_eof):
+                while not conn.done and await conn.read_more(until_eof):
+                    if len(conn.body) > MAX_BODY:
+                        raise AnswerTooLargeError(
+                            f"an answer over the {MAX_BODY // _MIB} MiB limit"
+                        )
                 if len(conn.body) > MAX_BODY:
                     raise AnswerTooLargeError(f"an answer over the {MAX_BODY // _MIB} MiB limit")
-            if len(conn.body) > MAX_BODY:
-                raise AnswerTooLargeError(f"an answer over the {MAX_BODY // _MIB} MiB limit")
-            response.body = bytes(conn.body)
-            conn.body = bytearray()
-        except _StaleError:
-            raise
-        except ConnectionLostError:
-            conn.close()
-            raise
-        except (OSError, ValueError) as exc:
-            conn.close()
-            raise ConnectionLostError(str(exc) or type(exc).__name__) from exc
-        except BaseException:  # cancelled mid-answer: the connection is in an unknown state
-            conn.close()
-            raise
-        if conn.reusable(until_eof):
-            self.release(conn)
-        else:
-            conn.close()
-        return response
+                response.body = bytes(conn.body)
+                conn.body = bytearray()
+            except _StaleError:
+                conn.close()
+                if not (first and reused and resend):
+                    raise ConnectionLostError(
+                        "the server closed the connection without answering"
+                    ) from None
+            except ConnectionLostError:
+                conn.close()
+                raise
+            except (OSError, ValueError) as exc:
+                conn.close()
+                raise ConnectionLostError(str(exc) or type(exc).__name__) from exc
+            except BaseException:  # cancelled mid-answer: the connection is in an unknown state
+                conn.close()
+                raise
+            else:
+                if conn.reusable(until_eof):
+                    self.release(conn)
+                else:
+                    conn.close()
+                return response
+            # perhaps a pooled connection the server had just closed: safe to send again
+            first = False
+            try:
+                conn = await self._connect()
+            except ConnectFailedError as exc:  # the first attempt's bytes were written
+                raise ConnectionLostError(
+                    f"the server closed the connection without answering, then {exc}"
+                ) from exc
 
     async def close(self) -> None:
         """Close every idle connection. Idempotent."""
