@@ -1,4 +1,4 @@
-"""A small HTTP/1.1 client for the gateway's hot path: keep-alive pools of asyncio streams.
+"""A small HTTP/1.1 client for the gateway's hot path: keep-alive pools of asyncio connections.
 
 Measured against httpx and aiohttp in ``bench/gateway_bench.py`` (see docs/gateway.md): the
 libraries cost several hundred microseconds of CPU per call, which capped the gateway far
