@@ -20,7 +20,8 @@ exactly once.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+import os
+from collections import OrderedDict, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,22 @@ import pytest
 DURATIONS = Path(__file__).with_name("durations.json")
 """Seconds per test file, as the last refresh measured them (a hint for the order only)."""
 
+DURATIONS_ENV = "AIR_TEST_DURATIONS"
+"""Another durations file to order by (tests/test_schedule.py's run of a small suite)."""
+
 UNKNOWN_PER_TEST = 0.2
 """Seconds a test of a file missing from :data:`DURATIONS` is assumed to take."""
 
-__all__ = ["DURATIONS", "UNKNOWN_PER_TEST", "file_of", "load_durations", "longest_first"]
+__all__ = [
+    "DURATIONS",
+    "DURATIONS_ENV",
+    "UNKNOWN_PER_TEST",
+    "LongestFirstQueue",
+    "file_of",
+    "load_durations",
+    "longest_first",
+    "weight",
+]
 
 
 def file_of(nodeid: str) -> str:
@@ -40,8 +53,11 @@ def file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def load_durations(path: Path = DURATIONS) -> dict[str, float]:
-    """The recorded seconds per file; an unreadable or missing file gives no hints."""
+def load_durations(path: Path | None = None) -> dict[str, float]:
+    """The recorded seconds per file (``path``, else :data:`DURATIONS_ENV`'s file, else
+    :data:`DURATIONS`); an unreadable or missing file gives no hints."""
+    if path is None:
+        path = Path(os.environ.get(DURATIONS_ENV) or DURATIONS)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -51,36 +67,46 @@ def load_durations(path: Path = DURATIONS) -> dict[str, float]:
     return {str(k): float(v) for k, v in data.items() if isinstance(v, int | float)}
 
 
+def weight(scope: str, tests: int, durations: dict[str, float]) -> float:
+    """Seconds a file is expected to take: recorded, else :data:`UNKNOWN_PER_TEST` per test."""
+    return durations.get(scope, UNKNOWN_PER_TEST * tests)
+
+
+class LongestFirstQueue(OrderedDict[str, dict[str, bool]]):
+    """xdist's queue of work units (a file's node ids each), handing out the heaviest unit
+    still queued first: its ``popitem(last=False)`` is how the scheduler takes the next one.
+    Only the order changes; the collections the workers index into stay as they collected."""
+
+    def __init__(self, durations: dict[str, float]) -> None:
+        super().__init__()
+        self.durations = durations
+
+    def popitem(self, last: bool = True) -> tuple[str, dict[str, bool]]:
+        if last or not self:
+            return super().popitem(last)
+        scope = max(self, key=lambda name: weight(name, len(self[name]), self.durations))
+        return scope, self.pop(scope)
+
+
 def longest_first(nodeids: list[str], durations: dict[str, float]) -> list[str]:
-    """``nodeids`` regrouped by file, the files longest first (recorded seconds, else an
-    estimate from their number of tests); the order within a file is kept."""
-    by_file: dict[str, list[str]] = defaultdict(list)
+    """The order :class:`LongestFirstQueue` hands ``nodeids`` out in, file by file (the order
+    within a file kept)."""
+    queue = LongestFirstQueue(durations)
     for nodeid in nodeids:
-        by_file[file_of(nodeid)].append(nodeid)
-
-    def weight(item: tuple[str, list[str]]) -> float:
-        name, ids = item
-        return durations.get(name, UNKNOWN_PER_TEST * len(ids))
-
-    ordered = sorted(by_file.items(), key=weight, reverse=True)
-    return [nodeid for _, ids in ordered for nodeid in ids]
+        queue.setdefault(file_of(nodeid), {})[nodeid] = False
+    order: list[str] = []
+    while queue:
+        order.extend(queue.popitem(last=False)[1])
+    return order
 
 
 def make_scheduler(config: pytest.Config, log: Any) -> Any:
     """The ``loadfile`` scheduler, its queue longest file first (see the module's text)."""
     from xdist.scheduler import LoadFileScheduling
 
-    class LongestFileFirst(LoadFileScheduling):  # type: ignore[misc]
-        def schedule(self) -> None:
-            if self.collection is None and self.collection_is_completed:
-                durations = load_durations()
-                for node, ids in list(self.registered_collections.items()):
-                    self.registered_collections[node] = longest_first(list(ids), durations)
-            super().schedule()
-
-    # xdist would reorder the queue by the number of tests per file: keep ours
-    config.option.loadscopereorder = False
-    return LongestFileFirst(config, log)
+    scheduler = LoadFileScheduling(config, log)
+    scheduler.workqueue = LongestFirstQueue(load_durations())
+    return scheduler
 
 
 class DurationRecorder:

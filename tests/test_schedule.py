@@ -1,12 +1,24 @@
-"""The order ``make test`` hands test files to its workers (tests/_schedule.py)."""
+"""The order ``make test`` hands test files to its workers (tests/_schedule.py): the longest
+first, each file whole on one worker, every test run once."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from tests._schedule import DURATIONS, UNKNOWN_PER_TEST, load_durations, longest_first
+from tests._schedule import (
+    DURATIONS,
+    DURATIONS_ENV,
+    UNKNOWN_PER_TEST,
+    LongestFirstQueue,
+    load_durations,
+    longest_first,
+)
 
+ROOT = Path(__file__).resolve().parents[1]
 IDS = [
     "tests/a/test_short.py::test_one",
     "tests/a/test_short.py::test_two",
@@ -32,6 +44,17 @@ def test_a_file_not_on_record_is_weighed_by_its_number_of_tests() -> None:
     assert ordered[:100] == many  # 100 unknown tests are assumed longer than a 10 s file
 
 
+def test_the_queue_pops_the_heaviest_only_from_the_front() -> None:
+    queue = LongestFirstQueue({"x.py": 1.0, "y.py": 5.0})
+    queue["x.py"] = {"x.py::t": False}
+    queue["y.py"] = {"y.py::t": False}
+    assert queue.popitem(last=True)[0] == "y.py"  # the end: as an OrderedDict
+    queue["y.py"] = {"y.py::t": False}
+    assert queue.popitem(last=False)[0] == "y.py"  # the front: the heaviest
+    assert queue.popitem(last=False)[0] == "x.py"
+    assert not queue
+
+
 def test_a_missing_or_broken_durations_file_gives_no_hints(tmp_path: Path) -> None:
     assert load_durations(tmp_path / "absent.json") == {}
     (tmp_path / "broken.json").write_text("{not json")
@@ -43,7 +66,68 @@ def test_a_missing_or_broken_durations_file_gives_no_hints(tmp_path: Path) -> No
 def test_the_committed_durations_name_files_that_exist() -> None:
     recorded = load_durations(DURATIONS)
     assert len(recorded) > 100
-    root = DURATIONS.parents[1]
-    gone = [name for name in recorded if not (root / name).is_file()]
+    gone = [name for name in recorded if not (ROOT / name).is_file()]
     assert len(gone) <= len(recorded) // 10, f"tests/durations.json is stale: refresh it ({gone})"
     assert json.loads(DURATIONS.read_text())  # valid JSON, as the scheduler reads it
+
+
+_CONFTEST = """
+import pytest
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from tests._schedule import make_scheduler
+    return make_scheduler(config, log)
+"""
+
+_TEST_FILE = """
+import os, time
+
+def _ran(request):
+    with open(os.environ["RAN_LOG"], "a") as fh:
+        fh.write(f"{os.environ['PYTEST_XDIST_WORKER']} {request.node.nodeid} {time.monotonic()}\\n")
+
+"""
+
+
+def test_two_real_workers_run_each_file_whole_on_one_worker_the_longest_first(
+    tmp_path: Path,
+) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(_CONFTEST)
+    counts = {"test_a.py": 3, "test_b.py": 2, "test_c.py": 5, "test_d.py": 4}
+    for name, n in counts.items():
+        body = _TEST_FILE + "".join(
+            f"def test_{i}(request):\n    _ran(request)\n    time.sleep(0.05)\n\n" for i in range(n)
+        )
+        (suite / name).write_text(body)
+    durations = tmp_path / "durations.json"
+    durations.write_text(json.dumps({"test_b.py": 100.0, "test_a.py": 50.0, "test_d.py": 0.1}))
+    ran = tmp_path / "ran.log"
+    env = {**os.environ, DURATIONS_ENV: str(durations), "RAN_LOG": str(ran),
+           "PYTHONPATH": str(ROOT)}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-p", "no:cacheprovider",
+         "-p", "no:randomly", "-q", str(suite)],
+        cwd=suite, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "14 passed" in done.stdout, done.stdout
+    rows = [line.split(" ") for line in ran.read_text().splitlines()]
+    assert sorted(nodeid for _, nodeid, _ in rows) == sorted(
+        f"{name}::test_{i}" for name, n in counts.items() for i in range(n)
+    )  # every test once
+    workers_of: dict[str, set[str]] = {}
+    first_start: dict[str, float] = {}
+    for worker, nodeid, at in rows:
+        name = nodeid.split("::")[0]
+        workers_of.setdefault(name, set()).add(worker)
+        first_start[name] = min(first_start.get(name, float("inf")), float(at))
+    assert all(len(w) == 1 for w in workers_of.values()), workers_of  # a file stays whole
+    started = sorted(first_start, key=first_start.__getitem__)
+    assert set(started[:2]) == {"test_b.py", "test_a.py"}, started  # the two longest first
+    # test_c.py (not on record: 5 x 0.2 s) before test_d.py (0.1 s on record)
+    assert first_start["test_c.py"] < first_start["test_d.py"] or (
+        workers_of["test_c.py"] != workers_of["test_d.py"]
+    ), started
