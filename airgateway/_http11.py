@@ -178,6 +178,12 @@ class _Conn(asyncio.Protocol):
         """Whether the connection ended and every byte it brought was taken."""
         return self.eof and not self._pending
 
+    def quiet(self) -> bool:
+        """Whether it may carry another request: open, and nothing arrived since its answer
+        ended (bytes no request asked for would be read as the next request's answer, and each
+        later caller would get the one before's)."""
+        return not self.eof and not self._pending
+
     def arrived(self) -> asyncio.Future[None] | None:
         """``None`` when :meth:`take` has something to give at once (bytes, the end, or the
         connection's error), else a future done when it will."""
@@ -342,7 +348,7 @@ class Http11Pool:
             conn = self._idle.pop()
             transport = conn.transport
             if (
-                conn.at_eof()
+                not conn.quiet()
                 or transport is None
                 or transport.is_closing()
                 or now - conn.idle_since > IDLE_S
@@ -354,7 +360,7 @@ class Http11Pool:
 
     def release(self, conn: _Conn) -> None:
         """Put a connection whose answer was read completely back in the pool."""
-        if self._closed or len(self._idle) >= self._size or conn.at_eof():
+        if self._closed or len(self._idle) >= self._size or not conn.quiet():
             conn.close()
             return
         conn.idle_since = time.monotonic()

@@ -389,3 +389,48 @@ async def test_encoded_header_lines_go_with_the_mapped_headers() -> None:
     assert b"Mcp-Name: echo" in heads[1].split(b"\r\n")
     assert b"Mcp-Method" not in heads[1]
     assert b"Authorization" not in heads[1]
+
+
+@pytest.mark.parametrize("when", ["idle", "with the answer"])
+async def test_bytes_no_request_asked_for_retire_the_connection_instead_of_answering_the_next(
+    when: str,
+) -> None:
+    # a buggy or hostile upstream sends one more answer on a keep-alive connection: reused, it
+    # would answer the next caller's request, and each later caller would get the one before's
+    stray_sent = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            first = not stray_sent.is_set()  # one stray answer, after the very first
+            try:
+                body = await _read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            answer = _json_answer(b'{"for":"%s"}' % body)
+            stray = _json_answer(b'{"for":"nobody"}') if first else b""
+            if first and when == "with the answer":
+                writer.write(answer + stray)  # in the same write: it arrives with the answer
+            else:
+                writer.write(answer)
+                if first:
+                    await writer.drain()
+                    await asyncio.sleep(0.05)
+                    writer.write(stray)  # later: it arrives while the connection is idle
+            await writer.drain()
+            if first:
+                stray_sent.set()
+
+    async with _server(handler) as (url, connections):
+        pool = Http11Pool(url, size=4, headers={})
+        try:
+            assert (await pool.request("POST", b"A")).body == b'{"for":"A"}'
+            await stray_sent.wait()
+            for _ in range(100):  # until the stray bytes are in (or the connection retired)
+                if not pool._idle or pool._idle[0]._pending:
+                    break
+                await asyncio.sleep(0.01)
+            assert (await pool.request("POST", b"B")).body == b'{"for":"B"}'
+            assert (await pool.request("POST", b"C")).body == b'{"for":"C"}'
+            assert len(connections) == 2  # the first retired, a new one since
+        finally:
+            await pool.close()
