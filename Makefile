@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs it serially in one process (as before; twice the wall time on 2 cores).
 PYTEST_WORKERS ?= auto
 
-.PHONY: all demo test test-fast lint typecheck pytest install sysdeps wrk bench conformance conformance-gateway clean
+.PHONY: all demo test test-fast lint typecheck typecheck-log pytest install sysdeps wrk bench conformance conformance-gateway clean
 
 all: test
 
@@ -72,10 +72,15 @@ test-fast: $(STAMP)
 # `make test`: the installs side by side (pip, apt and npm mostly download), then ruff, then mypy
 # beside pytest (mypy keeps one core busy for a while; pytest spends much of its time waiting on
 # the servers it starts). `make lint typecheck pytest` is the same, one step after the other.
+# mypy's findings are kept in .venv/mypy.log and shown after pytest's, with the verdict last.
 test:
 	@$(MAKE) --no-print-directory -j3 $(STAMP) $(SYSDEPS_STAMP) $(OIDC_STAMP)
 	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory -j2 typecheck pytest
+	@status=0; $(MAKE) --no-print-directory -j2 typecheck-log pytest || status=$$?; \
+		echo "==> mypy (run beside pytest):"; cat $(VENV)/mypy.log; exit $$status
+
+typecheck-log: $(STAMP)
+	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 || { echo "==> mypy found errors (shown after pytest)"; exit 1; }
 
 # wrk drives bench/gateway_bench.py (Debian's package; without it the bench uses its own driver);
 # valgrind counts instructions for bench/kv_instructions_bench.py (without it, that bench says so).

@@ -19,5 +19,6 @@ if command -v flock >/dev/null 2>&1; then
 fi
 echo "==> installing $what: $*"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "$@"
+# a freshly booted machine's own apt jobs (apt-daily, unattended-upgrades) may hold dpkg's lock
+apt-get -o DPkg::Lock::Timeout=300 update -q
+apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "$@"
