@@ -86,10 +86,8 @@ def _reap(popen: subprocess.Popen[str]) -> None:
         popen.stderr.close()
 
 
-@contextmanager
-def started(argv: Sequence[str], env: dict[str, str] | None = None) -> Iterator[Proc]:
-    """Start ``argv``; yield it with the URL it printed on stderr; kill it on the way out."""
-    popen = subprocess.Popen(
+def _popen(argv: Sequence[str], env: dict[str, str] | None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         list(argv),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -97,29 +95,24 @@ def started(argv: Sequence[str], env: dict[str, str] | None = None) -> Iterator[
         text=True,
         env={**os.environ, **(env or {})},
     )
-    lines: list[str] = []
-    try:
-        yield Proc(popen, _read_url(popen, lines), lines)
-    finally:
-        _reap(popen)
+
+
+@contextmanager
+def started(argv: Sequence[str], env: dict[str, str] | None = None) -> Iterator[Proc]:
+    """Start ``argv``; yield it with the URL it printed on stderr; kill it on the way out."""
+    with started_all((argv, env)) as (proc,):
+        yield proc
 
 
 @contextmanager
 def started_all(*specs: tuple[Sequence[str], dict[str, str] | None]) -> Iterator[list[Proc]]:
     """Start every ``(argv, env)`` at once (their start-ups overlap), then wait for each one's
-    URL as :func:`started` does; yield them in order, kill them all on the way out."""
-    popens = [
-        subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, **(env or {})},
-        )
-        for argv, env in specs
-    ]
+    URL as :func:`started` does; yield them in order, kill them all on the way out (those
+    already started too, when a later one cannot be)."""
+    popens: list[subprocess.Popen[str]] = []
     try:
+        for argv, env in specs:
+            popens.append(_popen(argv, env))
         procs = []
         for popen in popens:
             lines: list[str] = []
