@@ -4,6 +4,7 @@ idle connections and oversized bodies are refused, and the page keeps answering.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import select
 import socket
@@ -24,6 +25,7 @@ from airstore import FileStore
 from dashboard.guard import HostOriginGuard, dashboard_policy
 from dashboard.reader import SyncReader
 from dashboard.server import DashboardServer
+from dashboard.wsgi_server import LimitedWSGIServer
 from tests.air_process import serving
 
 WAIT_S = 20.0
@@ -142,6 +144,25 @@ def test_busy_connections_beyond_the_cap_get_503_and_service_resumes(store_url: 
         assert server._wsgi.refused >= 1
 
 
+def _until_waiting(wsgi: LimitedWSGIServer, client: socket.socket) -> None:
+    """Until the server holds ``client``'s connection as waiting for the rest of its head,
+    every byte sent so far taken (unread bytes make a connection "not idle", skipped when room
+    is made: which one goes first would otherwise depend on its thread's timing)."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        with wsgi._lock:
+            waiting = list(wsgi._idle)
+        for sock in waiting:
+            with contextlib.suppress(OSError):
+                if (
+                    sock.getpeername() == client.getsockname()
+                    and not select.select([sock], [], [], 0)[0]
+                ):
+                    return
+        time.sleep(0.01)  # the server's threads give no event to wait on
+    raise AssertionError("the server never held the connection as waiting for its head")
+
+
 def test_connections_whose_head_is_still_arriving_make_room_at_the_cap(store_url: str) -> None:
     # a head trickled in (slowloris) once held its slot as if it were being answered
     limits = Limits(max_connections=3, max_inflight=3, header_timeout=60.0)
@@ -150,6 +171,7 @@ def test_connections_whose_head_is_still_arriving_make_room_at_the_cap(store_url
         try:
             for sock in slow:
                 sock.sendall(b"GET / HTTP/1.1\r\n")  # and never the rest of the head
+                _until_waiting(server._wsgi, sock)  # so the oldest is the first one sent
             for _ in range(6):
                 assert httpx.get(server.url, timeout=WAIT_S).status_code == 200
             assert server._wsgi.evicted >= 1
