@@ -9,9 +9,10 @@ AIR_SPEEDUPS ?= require
 STAMP  := $(VENV)/.installed-speedups-$(AIR_SPEEDUPS)
 SYSDEPS_STAMP := $(VENV)/.sysdeps
 PYTEST_ARGS ?=
-# The suite runs on every core (pytest-xdist, -n auto); a test file stays on one worker
-# (--dist loadfile), so its module fixtures (an OAuth provider, a gateway rig) start once.
-# PYTEST_WORKERS=0 runs it serially in one process (as before; twice the wall time on 2 cores).
+# The suite runs on every core (pytest-xdist, -n auto: a worker per core and one more, as a
+# worker waits about a quarter of its time on the processes its tests start; tests/_schedule.py);
+# a test file stays on one worker (--dist loadfile), so its module fixtures (an OAuth provider, a
+# gateway rig) start once. PYTEST_WORKERS=N runs N workers, PYTEST_WORKERS=0 one process.
 PYTEST_WORKERS ?= auto
 
 .PHONY: all demo test test-fast lint typecheck typecheck-log pytest install sysdeps wrk bench conformance conformance-gateway clean

@@ -83,6 +83,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core and one more (tests/_schedule.py's auto_workers)."""
+    from tests._schedule import auto_workers
+
+    return auto_workers()
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """``--dist loadfile`` hands out the longest files first (tests/_schedule.py)."""
     if config.getoption("dist", None) != "loadfile":

@@ -12,8 +12,11 @@ from pathlib import Path
 from tests._schedule import (
     DURATIONS,
     DURATIONS_ENV,
+    EXTRA_WORKERS,
     UNKNOWN_PER_TEST,
+    WORKERS_ENV,
     LongestFirstQueue,
+    auto_workers,
     load_durations,
     longest_first,
 )
@@ -135,3 +138,32 @@ def test_two_real_workers_run_each_file_whole_on_one_worker_the_longest_first(
     for files in by_worker.values():
         assert files == sorted(files, key=weights.__getitem__, reverse=True), by_worker
     assert {files[0] for files in by_worker.values()} == {"test_b.py", "test_a.py"}, by_worker
+
+
+def _cores() -> int:
+    return getattr(os, "process_cpu_count", os.cpu_count)() or 1
+
+
+def test_auto_starts_a_worker_per_core_and_one_more_unless_told() -> None:
+    assert EXTRA_WORKERS == 1
+    assert auto_workers({}) == _cores() + 1
+    assert auto_workers({WORKERS_ENV: "5"}) == 5
+    assert auto_workers({WORKERS_ENV: "0"}) == 0  # xdist's own: in one process
+    assert auto_workers({WORKERS_ENV: "many"}) == _cores() + 1  # not a number: the default
+
+
+def test_n_auto_under_the_suites_conftest_starts_that_many_real_workers(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(
+        "from tests.conftest import pytest_xdist_auto_num_workers  # noqa: F401\n"
+    )
+    (suite / "test_one.py").write_text("def test_one():\n    pass\n")
+    env = {k: v for k, v in os.environ.items() if k != WORKERS_ENV}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "auto", "-p", "no:cacheprovider", str(suite)],
+        cwd=suite, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"created: {_cores() + 1}/{_cores() + 1} workers" in done.stdout, done.stdout
