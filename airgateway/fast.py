@@ -121,11 +121,10 @@ class FastPath:
                     if out is None:
                         out = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
                                             "params": upstream})  # fmt: skip
-                    message, raw = await conn.forward(out, entry.upstream_name, timeout=timeout,
+                    message, raw = await conn.forward(out, entry.upstream_name, msg_id=msg_id,
+                                                      timeout=timeout,
                                                       resend=entry.retry_safe)  # fmt: skip
-                    if message.get("id") == msg_id:
-                        return message["result"], raw
-                    return message["result"], None  # not our id: re-encoded with it below
+                    return message["result"], raw  # (its id is ours: forward checked it)
                 result = await conn.request(
                     "tools/call", upstream, timeout=timeout, on_message=_refuse_input
                 )

@@ -170,7 +170,7 @@ class HttpUpstream:
                     self._sid = resp.headers[_SESSION]
                 if resp.body is None:
                     return await self._read_stream(resp, msg_id, on_message)
-                return self._answer(resp.status, resp.body)
+                return self._answer(resp.status, resp.body, msg_id)
         except TimeoutError:
             if self.era == eras.LEGACY:
                 await self.notify("notifications/cancelled", {"requestId": msg_id,
@@ -186,11 +186,12 @@ class HttpUpstream:
             raise self._unavailable(exc) from exc
 
     async def forward(
-        self, body: bytes, name: str, *, timeout: float, resend: bool = False
+        self, body: bytes, name: str, *, msg_id: object, timeout: float, resend: bool = False
     ) -> tuple[JSONDict, bytes]:
         """Send a 2026-07-28 ``tools/call`` whose body needs no change, as it is.
 
-        The client's own id travels (each POST is its own exchange, so ids cannot collide).
+        The client's own id travels (each POST is its own exchange, so ids cannot collide):
+        ``msg_id`` is the id ``body`` carries, and the answer is the response with that id.
         ``resend``: the tool may run twice (read-only or idempotent), so a pooled connection
         that closes without an answer may be replaced and the call sent again on it.
 
@@ -231,12 +232,17 @@ class HttpUpstream:
                     async for _name, data in events(resp.lines()):
                         raw = data.encode()
                         message = _parse(raw)
-                        if message is not None and "method" not in message:
-                            return self._checked(200, message, raw)
+                        # a response to this request (another request's result: skipped)
+                        if (
+                            message is not None
+                            and "method" not in message
+                            and _answers(message, msg_id)
+                        ):
+                            return self._checked(200, message, raw, msg_id)
                     raise UpstreamUnavailableError(
                         f"{self.label} closed the stream before answering", replica=self.label
                     )
-                return self._checked(resp.status, _parse(resp.body), resp.body)
+                return self._checked(resp.status, _parse(resp.body), resp.body, msg_id)
             finally:
                 timer.cancel()
                 if fired:
@@ -301,7 +307,11 @@ class HttpUpstream:
             f"{self.label}: connection lost after the request was sent: {exc}", replica=self.label
         )
 
-    def _checked(self, status: int, message: JSONDict | None, raw: bytes) -> tuple[JSONDict, bytes]:
+    def _checked(
+        self, status: int, message: JSONDict | None, raw: bytes, msg_id: object
+    ) -> tuple[JSONDict, bytes]:
+        if message is not None and not _answers(message, msg_id):
+            raise self._answered_another(message, msg_id)
         if message is not None and isinstance(message.get("error"), dict):
             raise UpstreamError(message["error"])
         if status != 200 or message is None or not isinstance(message.get("result"), dict):
@@ -309,11 +319,22 @@ class HttpUpstream:
                                            replica=self.label)  # fmt: skip
         return message, raw
 
-    def _answer(self, status: int, body: bytes) -> JSONDict:
+    def _answered_another(self, message: JSONDict, msg_id: object) -> UpstreamUnavailableError:
+        """A result for another request where this one's answer belongs: not an answer (a
+        buggy upstream; passing it on would answer this call with another call's result)."""
+        return UpstreamUnavailableError(
+            f"{self.label} answered request id {_shown(message.get('id'))} where "
+            f"{_shown(msg_id)}'s answer belongs (not an answer to this call)",
+            replica=self.label,
+        )
+
+    def _answer(self, status: int, body: bytes, msg_id: object) -> JSONDict:
         try:
             message = orjson.loads(body) if body else None
         except orjson.JSONDecodeError:
             message = None
+        if isinstance(message, dict) and not _answers(message, msg_id):
+            raise self._answered_another(message, msg_id)
         if status == 404 and self.era == eras.LEGACY and self._sid is not None:
             raise _SessionExpiredError(self.label)
         if isinstance(message, dict) and isinstance(message.get("error"), dict):
@@ -336,7 +357,7 @@ class HttpUpstream:
                 continue
             if "method" not in message:
                 if message.get("id") == msg_id:
-                    return self._answer(200, data.encode())
+                    return self._answer(200, data.encode(), msg_id)
                 continue
             if on_message is None:
                 continue
@@ -402,6 +423,19 @@ def _parse(body: bytes) -> JSONDict | None:
 class _SessionExpiredError(GatewayError):
     def __init__(self, label: str) -> None:
         super().__init__(f"{label}: the session expired")
+
+
+def _answers(message: JSONDict, msg_id: object) -> bool:
+    """Whether the response ``message`` may answer the request ``msg_id``: a result with its
+    id. An error is taken whatever its id, as before (an upstream that could not read the
+    request answers with a null id; the SDK's HTTP errors carry ``"server-error"``)."""
+    return "result" not in message or message.get("id") == msg_id
+
+
+def _shown(msg_id: object) -> str:
+    """An id as an error message shows it: its JSON text, cut at 40 characters."""
+    text = orjson.dumps(msg_id).decode() if isinstance(msg_id, str | int | float) else "?"
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def _not_an_answer(label: str, status: int, message: object) -> str:

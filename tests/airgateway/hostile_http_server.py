@@ -1,7 +1,9 @@
 """A 2026-07-28 HTTP upstream whose tools attack the gateway's memory (raw asyncio, so every
 byte is ours). ``ok`` answers normally; ``huge_chunk`` declares a chunk of ``fffffffff`` bytes
 in a JSON answer and streams it; ``huge_sse_chunk`` does the same in an SSE answer;
-``endless_line`` streams an SSE answer in normal chunks that never hold a newline. The
+``endless_line`` streams an SSE answer in normal chunks that never hold a newline;
+``other_id`` answers with a result for another request id (JSON), ``other_id_sse`` streams such
+a result before its own answer (SSE). The
 attacks stream up to ``ATTACK_MB`` (default 1024) MiB, then stop; the gateway should have
 closed the connection long before. Prints its URL on stderr (``procs.started`` reads it)."""
 
@@ -17,7 +19,7 @@ BLOCK = b"x" * (1024 * 1024)
 ATTACK_MB = int(os.environ.get("ATTACK_MB", "1024"))
 TOOLS = [
     {"name": name, "inputSchema": {"type": "object"}}
-    for name in ("ok", "huge_chunk", "huge_sse_chunk", "endless_line")
+    for name in ("ok", "huge_chunk", "huge_sse_chunk", "endless_line", "other_id", "other_id_sse")
 ]
 
 
@@ -49,6 +51,11 @@ async def _stream(writer: asyncio.StreamWriter, kind: bytes, first: bytes, block
         await writer.drain()  # raises once the gateway closed the connection
 
 
+def _other(msg_id: object) -> object:
+    """An id that is not ``msg_id``."""
+    return f"{msg_id}-not-yours"
+
+
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while True:
@@ -71,6 +78,21 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             elif method == "tools/call" and name == "endless_line":
                 chunk = b"%x\r\n%s\r\n" % (len(BLOCK), BLOCK)
                 await _stream(writer, b"text/event-stream", b"6\r\ndata: \r\n", chunk)
+            elif method == "tools/call" and name == "other_id":
+                writer.write(
+                    _result(_other(msg_id), {"content": [{"type": "text", "text": "not yours"}]})
+                )
+            elif method == "tools/call" and name == "other_id_sse":
+                events = b"".join(
+                    b"event: message\r\ndata: " + json.dumps(
+                        {"jsonrpc": "2.0", "id": answered, "result": {
+                            "content": [{"type": "text", "text": text}], "resultType": "complete"}}
+                    ).encode() + b"\r\n\r\n"
+                    for answered, text in ((_other(msg_id), "not yours"), (msg_id, "yours"))
+                )  # fmt: skip
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                             b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                             % (len(events), events))  # fmt: skip
             elif "id" in message:
                 writer.write(_json({"jsonrpc": "2.0", "id": msg_id,
                                     "error": {"code": -32601, "message": "no"}}))  # fmt: skip

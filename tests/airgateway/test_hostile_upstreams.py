@@ -24,6 +24,7 @@ from airgateway import Gateway, parse_config
 from airstore import MemoryStore
 from tests.air_process import run_air
 from tests.airgateway.procs import Proc, air, started
+from tests.airgateway.rpc import envelope
 
 pytestmark = pytest.mark.slow
 WAIT_S = 30.0
@@ -261,3 +262,49 @@ async def test_an_upstream_streaming_a_huge_chunk_or_an_endless_line_cannot_ball
             peak = _peak_rss_mb(gateway.popen.pid)
     print(f"gateway peak RSS {peak:.0f} MiB", file=sys.stderr)
     assert peak < PEAK_RSS_MB, f"the gateway peaked at {peak:.0f} MiB"
+
+
+def _answer_to(resp: httpx.Response, msg_id: object) -> dict[str, Any]:
+    """The JSON-RPC response to ``msg_id`` in a JSON or an SSE answer."""
+    if resp.headers["content-type"].startswith("application/json"):
+        answer: dict[str, Any] = resp.json()
+        return answer
+    for line in resp.text.splitlines():
+        if line.startswith("data:"):
+            message = json.loads(line[5:])
+            if message.get("id") == msg_id and "method" not in message:
+                return dict(message)
+    raise AssertionError(f"no answer to {msg_id!r} in {resp.text!r}")
+
+
+async def test_a_result_for_another_request_id_is_never_passed_on_as_this_calls(
+    tmp_path: Path,
+) -> None:
+    """An upstream whose JSON answer carries a result for another request id (a buggy
+    upstream, or a stray answer): the call fails with a clear error instead of being answered
+    with another call's result, on the gateway's fast path and on the endpoint's (progress
+    asked for); in an SSE answer such a result is skipped and the call's own answer arrives."""
+    with started([sys.executable, HOSTILE_HTTP]) as upstream:
+        config = tmp_path / "gateway.yml"
+        config.write_text(
+            f"servers:\n  - name: hostile\n    url: {upstream.url}\n    timeout_s: 30\n"
+            "health:\n  interval_s: 60\n  unhealthy_after: 10\n"
+        )
+        argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://",
+                   "--no-meter")  # fmt: skip
+        with started(argv) as gateway:
+            async with httpx.AsyncClient(timeout=30) as http:
+                for meta in ({}, {"progressToken": "p1"}):  # the fast path, the endpoint's
+                    answers = {}
+                    for name in ("other_id", "other_id_sse", "ok"):
+                        params = {"name": name, "arguments": {}, "_meta": dict(meta)}
+                        body, headers = envelope("tools/call", params)
+                        resp = await http.post(gateway.url, json=body, headers=headers)
+                        answers[name] = _answer_to(resp, body["id"])
+                    error = answers["other_id"]["error"]
+                    assert error["code"] == -32003, (meta, answers)
+                    assert "not an answer to this call" in error["message"], error
+                    assert "not yours" not in json.dumps(answers["other_id"])
+                    texts = {name: answers[name]["result"]["content"][0]["text"]
+                             for name in ("other_id_sse", "ok")}  # fmt: skip
+                    assert texts == {"other_id_sse": "yours", "ok": "fine"}, (meta, answers)

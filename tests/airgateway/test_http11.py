@@ -350,13 +350,13 @@ async def test_the_fast_path_forward_resends_only_a_call_that_may_run_twice(safe
     async with _server(handler) as (url, connections):
         upstream = HttpUpstream("s#0", url)
         upstream.era = eras.MODERN  # as after its handshake
-        await upstream.forward(call, "t", timeout=10, resend=safe)
+        await upstream.forward(call, "t", msg_id=1, timeout=10, resend=safe)
         if safe:
-            message, _raw = await upstream.forward(call, "t", timeout=10, resend=True)
+            message, _raw = await upstream.forward(call, "t", msg_id=1, timeout=10, resend=True)
             assert message["result"] == {"content": []}
         else:
             with pytest.raises(UpstreamUnavailableError) as raised:
-                await upstream.forward(call, "t", timeout=10)
+                await upstream.forward(call, "t", msg_id=1, timeout=10)
             assert raised.value.sent is True
         await upstream.close()
     assert len(seen) == (3 if safe else 2)  # resent once on a new connection, or never
