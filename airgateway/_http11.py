@@ -436,7 +436,7 @@ class Http11Pool:
                 chunked = "chunked" in headers.get("transfer-encoding", "").lower()
                 length = headers.get("content-length")
                 until_eof = not chunked and length is None
-                if response.content_type == "text/event-stream" and (chunked or length is None):
+                if response.content_type == "text/event-stream":  # (chunked, sized or to EOF)
                     response._conn, response._pool, response._until_eof = conn, self, until_eof
                     return response
                 if length is not None and not chunked and int(length) > MAX_BODY:

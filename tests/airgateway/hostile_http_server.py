@@ -3,7 +3,8 @@ byte is ours). ``ok`` answers normally; ``huge_chunk`` declares a chunk of ``fff
 in a JSON answer and streams it; ``huge_sse_chunk`` does the same in an SSE answer;
 ``endless_line`` streams an SSE answer in normal chunks that never hold a newline;
 ``other_id`` answers with a result for another request id (JSON), ``other_id_sse`` streams such
-a result before its own answer (SSE). The
+a result before its own answer (SSE; ``other_id_sse_sized`` sends that stream with a
+Content-Length, as a buffering server does). The
 attacks stream up to ``ATTACK_MB`` (default 1024) MiB, then stop; the gateway should have
 closed the connection long before. Prints its URL on stderr (``procs.started`` reads it)."""
 
@@ -19,7 +20,15 @@ BLOCK = b"x" * (1024 * 1024)
 ATTACK_MB = int(os.environ.get("ATTACK_MB", "1024"))
 TOOLS = [
     {"name": name, "inputSchema": {"type": "object"}}
-    for name in ("ok", "huge_chunk", "huge_sse_chunk", "endless_line", "other_id", "other_id_sse")
+    for name in (
+        "ok",
+        "huge_chunk",
+        "huge_sse_chunk",
+        "endless_line",
+        "other_id",
+        "other_id_sse",
+        "other_id_sse_sized",
+    )
 ]
 
 
@@ -82,7 +91,7 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
                 writer.write(
                     _result(_other(msg_id), {"content": [{"type": "text", "text": "not yours"}]})
                 )
-            elif method == "tools/call" and name == "other_id_sse":
+            elif method == "tools/call" and name in ("other_id_sse", "other_id_sse_sized"):
                 events = b"".join(
                     b"event: message\r\ndata: " + json.dumps(
                         {"jsonrpc": "2.0", "id": answered, "result": {
@@ -90,9 +99,12 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
                     ).encode() + b"\r\n\r\n"
                     for answered, text in ((_other(msg_id), "not yours"), (msg_id, "yours"))
                 )  # fmt: skip
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                             b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
-                             % (len(events), events))  # fmt: skip
+                head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                if name == "other_id_sse_sized":  # the whole stream at once, its length said
+                    writer.write(head + b"content-length: %d\r\n\r\n%s" % (len(events), events))
+                else:
+                    writer.write(head + b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                                 % (len(events), events))  # fmt: skip
             elif "id" in message:
                 writer.write(_json({"jsonrpc": "2.0", "id": msg_id,
                                     "error": {"code": -32601, "message": "no"}}))  # fmt: skip

@@ -283,7 +283,8 @@ async def test_a_result_for_another_request_id_is_never_passed_on_as_this_calls(
     """An upstream whose JSON answer carries a result for another request id (a buggy
     upstream, or a stray answer): the call fails with a clear error instead of being answered
     with another call's result, on the gateway's fast path and on the endpoint's (progress
-    asked for); in an SSE answer such a result is skipped and the call's own answer arrives."""
+    asked for); in an SSE answer such a result is skipped and the call's own answer arrives
+    (an SSE answer sent with a Content-Length, as a buffering server sends it, included)."""
     with started([sys.executable, HOSTILE_HTTP]) as upstream:
         config = tmp_path / "gateway.yml"
         config.write_text(
@@ -296,7 +297,7 @@ async def test_a_result_for_another_request_id_is_never_passed_on_as_this_calls(
             async with httpx.AsyncClient(timeout=30) as http:
                 for meta in ({}, {"progressToken": "p1"}):  # the fast path, the endpoint's
                     answers = {}
-                    for name in ("other_id", "other_id_sse", "ok"):
+                    for name in ("other_id", "other_id_sse", "other_id_sse_sized", "ok"):
                         params = {"name": name, "arguments": {}, "_meta": dict(meta)}
                         body, headers = envelope("tools/call", params)
                         resp = await http.post(gateway.url, json=body, headers=headers)
@@ -306,5 +307,6 @@ async def test_a_result_for_another_request_id_is_never_passed_on_as_this_calls(
                     assert "not an answer to this call" in error["message"], error
                     assert "not yours" not in json.dumps(answers["other_id"])
                     texts = {name: answers[name]["result"]["content"][0]["text"]
-                             for name in ("other_id_sse", "ok")}  # fmt: skip
-                    assert texts == {"other_id_sse": "yours", "ok": "fine"}, (meta, answers)
+                             for name in ("other_id_sse", "other_id_sse_sized", "ok")}  # fmt: skip
+                    assert texts == {"other_id_sse": "yours", "other_id_sse_sized": "yours",
+                                     "ok": "fine"}, (meta, answers)  # fmt: skip
