@@ -26,43 +26,78 @@ COMMANDS: tuple[str, ...] = (
 _USAGE_EXIT = 2
 """The exit status of a usage error (argparse's own), ``air`` without a COMMAND included."""
 
-_SERVE = "serve"
+
+def _module(command: str) -> ModuleType:
+    """Subcommand ``command``'s module (one of :data:`COMMANDS`), importing that one alone.
+
+    Spelled out case by case: nothing of ours is imported by a string
+    (``tests/test_architecture.py``).
+    """
+    match command:
+        case "serve":
+            from aircli import serve
+
+            return serve
+        case "store":
+            from aircli import store
+
+            return store
+        case "meter":
+            from aircli import meter
+
+            return meter
+        case "demo":
+            from aircli import demo
+
+            return demo
+        case "dashboard":
+            from aircli import dashboard
+
+            return dashboard
+        case "check":
+            from aircli import check
+
+            return check
+        case "manifest":
+            from aircli import manifest
+
+            return manifest
+        case "scaffold":
+            from aircli import scaffold
+
+            return scaffold
+        case "migrate":
+            from aircli import migrate
+
+            return migrate
+        case "gateway":
+            from aircli import gateway
+
+            return gateway
+        case "status":
+            from aircli import status
+
+            return status
+    raise ValueError(f"not a subcommand: {command!r}")
 
 
 def _modules(command: str | None) -> tuple[ModuleType, ...]:
-    """The subcommand modules to register, in :data:`COMMANDS` order: only ``serve``'s for
-    ``air serve`` (a client spawns it for every session, so its start-up is the user's wait;
-    the other modules and what they import, such as the tool-definition standard and YAML,
-    cost it ~20% of its CPU), else all (each imports its heavy parts, such as Dash or the MCP
-    client, inside the function that needs them)."""
-    if command == _SERVE:
-        from aircli import serve
-
-        return (serve,)
-    from aircli import (
-        check,
-        dashboard,
-        demo,
-        gateway,
-        manifest,
-        meter,
-        migrate,
-        scaffold,
-        serve,
-        status,
-        store,
-    )
-
-    return (serve, store, meter, demo, dashboard, check, manifest, scaffold, migrate, gateway,
-            status)  # fmt: skip
+    """The subcommand modules to register, in :data:`COMMANDS` order: only ``command``'s when
+    it is one (``air serve`` is spawned by a client for every session, and every other command
+    by scripts and the tests; the other modules and what they import, such as the
+    tool-definition standard and YAML, cost ~20% of a start-up's CPU), else all (``air``,
+    ``air --help`` and ``air bogus`` list every subcommand). Each module imports its heavy
+    parts, such as Dash or the MCP client, inside the function that needs them."""
+    return tuple(_module(name) for name in ((command,) if command in COMMANDS else COMMANDS))
 
 
 def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
     """Build the ``air`` parser.
 
     Args:
-        command: the subcommand about to run; ``"serve"`` registers only that one (the others
-            are not imported). ``None`` (the default): every subcommand.
+        command: the subcommand about to run: one of :data:`COMMANDS` registers only that one
+            (the others are not imported). ``None`` (the default) or another word: every
+            subcommand.
     """
     parser = argparse.ArgumentParser(
         prog="air",

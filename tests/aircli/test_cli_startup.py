@@ -1,5 +1,6 @@
-"""``air serve`` starts without the other subcommands: an MCP client spawns it for every
-session, so what it imports is the user's wait (``bench/startup_bench.py``)."""
+"""``air COMMAND`` starts without the other subcommands: an MCP client spawns ``air serve`` for
+every session, scripts run ``air meter report`` and the like, so what each imports is the user's
+wait (``bench/startup_bench.py``). ``air``, ``air --help`` and an unknown command list them all."""
 
 from __future__ import annotations
 
@@ -16,20 +17,58 @@ ELSEWHERE = ("aircli.check", "aircli.dashboard", "aircli.gateway", "aircli.meter
 
 
 def _loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code`` (its own output dropped)."""
     out = subprocess.run(
-        [sys.executable, "-c", f"import sys\n{code}\nprint('\\n'.join(sys.modules))"],
+        [sys.executable, "-c", f"import sys\n{code}\nprint('\\n' + '\\n'.join(sys.modules))"],
         capture_output=True,
         text=True,
         check=True,
         timeout=120,
     ).stdout
-    return set(out.split())
+    return set(out.split("\n\n")[-1].split())
 
 
 def test_the_serve_parser_imports_no_other_subcommand() -> None:
     loaded = _loaded_after("import aircli\naircli.build_parser(command='serve')")
     assert "aircli.serve" in loaded
     assert not loaded & set(ELSEWHERE)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["store", "--help"], ["-v", "meter", "report", "--help"], ["status", "--help"]],
+)
+def test_a_command_imports_no_other_subcommand(argv: list[str]) -> None:
+    command = next(arg for arg in argv if not arg.startswith("-"))
+    loaded = _loaded_after(
+        f"import aircli\ntry:\n    aircli.main({argv!r})\nexcept SystemExit as e:\n"
+        "    assert e.code == 0, e.code"
+    )
+    assert f"aircli.{command}" in loaded
+    others = {f"aircli.{name}" for name in aircli.COMMANDS if name != command}
+    assert not loaded & (others | {"aircore.definitions", "yaml"})
+
+
+@pytest.mark.parametrize("command", aircli.COMMANDS)
+def test_a_named_command_registers_only_itself(command: str) -> None:
+    (sub,) = [
+        a
+        for a in aircli.build_parser(command=command)._actions
+        if isinstance(a, argparse._SubParsersAction)
+    ]
+    assert tuple(sub.choices) == (command,)
+
+
+@pytest.mark.parametrize("argv", [["bogus"], ["-v", "bogus", "--help"]])
+def test_an_unknown_command_is_refused_with_every_command_listed(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        aircli.main(argv)
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'bogus'" in err
+    assert all(repr(name) in err for name in aircli.COMMANDS), err
 
 
 def test_the_full_parser_registers_every_command_in_order() -> None:
