@@ -6,6 +6,7 @@ too (the official client calls through both)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,13 @@ def _air(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           check=False)  # fmt: skip
 
 
-def _renamed(project: Path) -> None:
+Renamed = tuple[Path, subprocess.CompletedProcess[str]]
+"""A renamed project and its first ``air migrate --rename``'s result."""
+
+
+def _renamed(project: Path) -> subprocess.CompletedProcess[str]:
+    """Rename ``project`` with the real CLI, checking each step; the first ``migrate --rename``'s
+    result."""
     assert _air(project, "check").returncode == 1  # the naming rule
     done = _air(project, "migrate", "--rename")
     assert done.returncode == 0, done.stderr
@@ -70,6 +77,21 @@ def _renamed(project: Path) -> None:
     assert again.returncode == 0
     assert "nothing renamed" in again.stdout
     assert load_renames(definitions) == {OLD: NEW}
+    return done
+
+
+@pytest.fixture(scope="module")
+def renamed(tmp_path_factory: pytest.TempPathFactory) -> Renamed:
+    """A project renamed once for the module (``_renamed``: four real ``air`` processes) and its
+    first ``migrate --rename``'s result; each test serves its own copy (:func:`_copy`)."""
+    project = _project(tmp_path_factory.mktemp("renamed"))
+    return project, _renamed(project)
+
+
+def _copy(renamed: Renamed, tmp_path: Path) -> Path:
+    """A copy of the renamed project in ``tmp_path`` (a test's data and files stay its own)."""
+    shutil.copytree(renamed[0], tmp_path, dirs_exist_ok=True)
+    return tmp_path
 
 
 def _data(project: Path) -> str:
@@ -99,9 +121,10 @@ async def _calls_by_both_names(client: Client) -> None:
 
 
 @pytest.mark.slow
-async def test_migrate_rename_keeps_the_old_name_as_a_deprecated_alias(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    _renamed(project)
+async def test_migrate_rename_keeps_the_old_name_as_a_deprecated_alias(
+    renamed: Renamed, tmp_path: Path
+) -> None:
+    project = _copy(renamed, tmp_path)
     argv = air("serve", "notes_server.py", "--store", _data(project))
     params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=project)
     async with Client(params) as client:  # the official client over real stdio
@@ -112,9 +135,10 @@ async def test_migrate_rename_keeps_the_old_name_as_a_deprecated_alias(tmp_path:
 
 
 @pytest.mark.slow
-async def test_the_gateway_keeps_the_old_name_as_a_deprecated_alias(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    _renamed(project)
+async def test_the_gateway_keeps_the_old_name_as_a_deprecated_alias(
+    renamed: Renamed, tmp_path: Path
+) -> None:
+    project = _copy(renamed, tmp_path)
     port = free_port()
     config = project / "gw.yml"
     config.write_text(f"servers:\n  - name: notes\n    url: http://127.0.0.1:{port}/mcp\n",
@@ -139,7 +163,7 @@ async def test_the_gateway_keeps_the_old_name_as_a_deprecated_alias(tmp_path: Pa
 
 @pytest.mark.slow
 async def test_scope_globs_written_for_the_old_name_keep_protecting_the_renamed_tool(
-    tmp_path: Path,
+    renamed: Renamed, tmp_path: Path
 ) -> None:
     """``auth.tools`` names tools by glob; one written for the old name (``search_*``) still
     guards the tool once it is served under its new name: listed and run only for a token with
@@ -148,8 +172,8 @@ async def test_scope_globs_written_for_the_old_name_keep_protecting_the_renamed_
 
     from tests.airhttp.oauth_serve import bearer_client, oauth_serving
 
-    project = _project(tmp_path)
-    done = _air(project, "migrate", "--rename")
+    project = _copy(renamed, tmp_path)  # the same project, renamed by the same command
+    done = renamed[1]
     assert done.returncode == 0, done.stderr
     assert "auth.tools" in done.stdout  # it says which configuration names tools
     auth = "scopes: [mcp:tools]\ntools:\n  'search_*': [docs:read]\n"
@@ -166,7 +190,7 @@ async def test_scope_globs_written_for_the_old_name_keep_protecting_the_renamed_
 
 @pytest.mark.slow
 async def test_the_gateways_scope_globs_for_the_old_name_keep_protecting_the_renamed_tool(
-    tmp_path: Path,
+    renamed: Renamed, tmp_path: Path
 ) -> None:
     """The same through ``air gateway`` with ``auth:`` (the local issuer) in front of the
     renamed server: a glob for the old name guards the new one, listed and by either name."""
@@ -176,8 +200,7 @@ async def test_the_gateways_scope_globs_for_the_old_name_keep_protecting_the_ren
     from tests.airgateway.test_gateway_upstream_scopes import _post
     from tests.airhttp.issuer import running_issuer
 
-    project = _project(tmp_path)
-    _renamed(project)
+    project = _copy(renamed, tmp_path)
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
     upstream = air("serve", str(project / "notes_server.py"), "--transport", "http", "--port",
