@@ -6,6 +6,7 @@ then reports; nothing is overwritten."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,14 +61,25 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def test_an_official_sdk_mcpserver_is_migrated_to_drafts(tmp_path: Path) -> None:
-    (tmp_path / "notes_server.py").write_text(MCPSERVER, encoding="utf-8")
+Migrated = tuple[Path, subprocess.CompletedProcess[str]]
+"""A project with the MCPServer as ``server.py`` after ``air migrate server.py``, and that run."""
 
-    run = _air(tmp_path, "migrate", "notes_server.py", "--out", "defs")
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Migrated:
+    """``air migrate server.py`` (default ``--out``: ./tool-definitions) run once for the module
+    on the MCPServer; a test that changes the project works on its own copy."""
+    project = tmp_path_factory.mktemp("migrated")
+    (project / "server.py").write_text(MCPSERVER, encoding="utf-8")
+    return project, _air(project, "migrate", "server.py")
+
+
+def test_an_official_sdk_mcpserver_is_migrated_to_drafts(migrated: Migrated) -> None:
+    project, run = migrated
 
     assert run.returncode == 0, run.stderr
     assert "air migrate: 2 draft(s) written, 0 kept" in run.stdout
-    add = _load(tmp_path / "defs" / "general" / "add_note.yml")
+    add = _load(project / "tool-definitions" / "general" / "add_note.yml")
     assert add["display_name"] == "Add a note"
     assert add["version"] == "2.1.0"
     assert add["description"]["function"] == "Saves a note and returns its id."
@@ -78,7 +90,7 @@ def test_an_official_sdk_mcpserver_is_migrated_to_drafts(tmp_path: Path) -> None
     assert add["parameters_schema"]["additionalProperties"] is False
     assert add["parameters_schema"]["properties"]["text"]["type"] == "string"
     assert add["output_schema"]["properties"]["result"]["type"] == "string"
-    search = _load(tmp_path / "defs" / "general" / "search_notes.yml")
+    search = _load(project / "tool-definitions" / "general" / "search_notes.yml")
     assert search["description"]["function"] == "Finds notes whose text contains the query."
     assert (search["read_only"], search["destructive"], search["idempotent"]) == (True, False, True)
     # the gate lists what is left to fill (placeholders) and calls them drafts
@@ -169,10 +181,10 @@ def test_a_module_without_any_server_names_the_kinds_migrate_reads(tmp_path: Pat
 
 
 def test_air_check_pairs_an_mcpserver_project_with_its_migrated_definitions(
-    tmp_path: Path,
+    migrated: Migrated, tmp_path: Path
 ) -> None:
-    (tmp_path / "server.py").write_text(MCPSERVER, encoding="utf-8")
-    assert _air(tmp_path, "migrate", "server.py").returncode == 0
+    shutil.copytree(migrated[0], tmp_path, dirs_exist_ok=True)  # its server.py, migrated
+    assert migrated[1].returncode == 0
 
     drafts = _air(tmp_path, "check")  # finds ./server.py: server mode on an MCPServer
 
