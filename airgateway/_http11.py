@@ -124,6 +124,8 @@ class _Conn(asyncio.Protocol):
             self.extra = True
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self.extra:  # (a stray answer's headers must not become the answer's)
+            return
         self.headers[name.decode("latin-1").lower()] = value.decode("latin-1").strip()
 
     def on_headers_complete(self) -> None:
@@ -436,7 +438,9 @@ class Http11Pool:
                 chunked = "chunked" in headers.get("transfer-encoding", "").lower()
                 length = headers.get("content-length")
                 until_eof = not chunked and length is None
-                if response.content_type == "text/event-stream":  # (chunked, sized or to EOF)
+                if response.content_type == "text/event-stream" and (
+                    chunked or length is None or 200 <= response.status < 300
+                ):  # a stream (a sized one too; an error's sized body is read whole, as before)
                     response._conn, response._pool, response._until_eof = conn, self, until_eof
                     return response
                 if length is not None and not chunked and int(length) > MAX_BODY:

@@ -12,7 +12,7 @@ import asyncio
 import base64
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import orjson
@@ -229,7 +229,7 @@ class HttpUpstream:
                 else:
                     resp = await self._post(body, None, resend=resend, lines=lines)
                 if resp.body is None:  # an SSE answer: the response is one of its events
-                    async for _name, data in events(resp.lines()):
+                    async for _name, data in _events(resp):
                         raw = data.encode()
                         message = _parse(raw)
                         # a response to this request (another request's result: skipped)
@@ -348,7 +348,7 @@ class HttpUpstream:
     async def _read_stream(
         self, resp: Response, msg_id: int, on_message: MessageHandler | None
     ) -> JSONDict:
-        async for _name, data in events(resp.lines()):
+        async for _name, data in _events(resp):
             try:
                 message = orjson.loads(data)
             except orjson.JSONDecodeError:
@@ -425,16 +425,29 @@ class _SessionExpiredError(GatewayError):
         super().__init__(f"{label}: the session expired")
 
 
+async def _events(resp: Response) -> AsyncIterator[tuple[str, str]]:
+    """The events of a streamed answer; an event over the size limit is an answer refused
+    (its connection is closed), as a line over the limit is."""
+    try:
+        async for item in events(resp.lines()):
+            yield item
+    except ValueError as exc:  # (events' limit)
+        raise AnswerTooLargeError(str(exc)) from exc
+
+
 def _answers(message: JSONDict, msg_id: object) -> bool:
     """Whether the response ``message`` may answer the request ``msg_id``: a result with its
     id. An error is taken whatever its id, as before (an upstream that could not read the
     request answers with a null id; the SDK's HTTP errors carry ``"server-error"``)."""
-    return "result" not in message or message.get("id") == msg_id
+    answered = message.get("id")
+    # (of the same type too: True == 1 == 1.0 in Python, and the bytes pass on as they are)
+    return "result" not in message or (type(answered) is type(msg_id) and answered == msg_id)
 
 
 def _shown(msg_id: object) -> str:
     """An id as an error message shows it: its JSON text, cut at 40 characters."""
-    text = orjson.dumps(msg_id).decode() if isinstance(msg_id, str | int | float) else "?"
+    plain = msg_id is None or isinstance(msg_id, str | int | float)
+    text = orjson.dumps(msg_id).decode() if plain else "?"
     return text if len(text) <= 40 else text[:40] + "…"
 
 

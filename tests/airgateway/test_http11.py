@@ -434,3 +434,98 @@ async def test_bytes_no_request_asked_for_retire_the_connection_instead_of_answe
             assert len(connections) == 2  # the first retired, a new one since
         finally:
             await pool.close()
+
+
+async def test_a_stray_answer_after_a_sized_stream_cannot_rewrite_its_headers() -> None:
+    """A sized SSE answer followed at once by a stray JSON answer on the same connection: the
+    stream keeps its own headers (the stray one's ``content-type`` once overwrote them, and the
+    stream was then read as a body)."""
+    event = b'data: {"n": 1}\r\n\r\n'
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                     b"content-length: %d\r\n\r\n%s" % (len(event), event)
+                     + _json_answer(b"{}"))  # fmt: skip
+        await writer.drain()
+        await reader.read()  # until the client closes
+
+    async with _server(handler) as (url, _connections):
+        pool = Http11Pool(url, size=2, headers={})
+        resp = await pool.request("POST", b"{}")
+        assert resp.headers["content-type"] == "text/event-stream"
+        assert [line async for line in resp.lines()] == [b'data: {"n": 1}\r\n', b"\r\n"]
+        await pool.close()
+
+
+def _upstream(url: str) -> object:
+    from airgateway import eras
+    from airgateway.upstream_http import HttpUpstream
+
+    upstream = HttpUpstream("s#0", url)
+    upstream.era = eras.MODERN  # as after its handshake
+    return upstream
+
+
+async def test_a_result_whose_id_is_ours_only_by_python_equality_is_no_answer() -> None:
+    """``true`` and ``1.0`` equal ``1`` in Python; as JSON-RPC ids they are other requests'."""
+    from airgateway.errors import UpstreamUnavailableError
+    from airgateway.upstream_http import HttpUpstream
+
+    answers = [b'{"jsonrpc":"2.0","id":true,"result":{}}',
+               b'{"jsonrpc":"2.0","id":1.0,"result":{}}',
+               b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}']  # fmt: skip
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for answer in answers:
+            await _read_request(reader)
+            writer.write(_json_answer(answer))
+            await writer.drain()
+        await reader.read()
+
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'
+    async with _server(handler) as (url, _connections):
+        upstream = _upstream(url)
+        assert isinstance(upstream, HttpUpstream)
+        for shown in ("true", "1.0"):
+            with pytest.raises(UpstreamUnavailableError) as raised:
+                await upstream.forward(call, "t", msg_id=1, timeout=10)
+            assert f"answered request id {shown} where 1's answer belongs" in str(raised.value)
+        message, _raw = await upstream.forward(call, "t", msg_id=1, timeout=10)
+        assert message["result"] == {"content": []}
+        await upstream.close()
+
+
+@pytest.mark.parametrize("sized", [False, True])
+async def test_an_sse_event_over_the_limit_is_an_answer_refused(
+    sized: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event of many lines past the event limit (chunked or sized): the call fails with the
+    gateway's error saying so (it was a bare ValueError: an HTTP 500 on the fast path)."""
+    from airgateway import _sse
+    from airgateway.errors import UpstreamUnavailableError
+    from airgateway.upstream_http import HttpUpstream
+
+    monkeypatch.setattr(_sse, "MAX_EVENT_BYTES", 1000)
+    events = b"".join(b"data: %s\r\n" % (b"x" * 100) for _ in range(20)) + b"\r\n"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        if sized:
+            writer.write(head + b"content-length: %d\r\n\r\n%s" % (len(events), events))
+        else:
+            writer.write(head + b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                         % (len(events), events))  # fmt: skip
+        await writer.drain()
+        await reader.read()
+
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'
+    async with _server(handler) as (url, _connections):
+        upstream = _upstream(url)
+        assert isinstance(upstream, HttpUpstream)
+        with pytest.raises(UpstreamUnavailableError) as raised:
+            await upstream.forward(call, "t", msg_id=1, timeout=10)
+        assert "answer refused: an SSE event over 1000 bytes" in str(raised.value)
+        assert raised.value.sent is True
+        await upstream.close()
