@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 from collections import OrderedDict, defaultdict
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,16 +112,14 @@ def longest_first(nodeids: list[str], durations: dict[str, float]) -> list[str]:
     return order
 
 
-def auto_workers(environ: Mapping[str, str] | None = None) -> int:
-    """How many workers ``-n auto`` starts: :data:`WORKERS_ENV` when it is a number, else one
-    per usable core plus :data:`EXTRA_WORKERS`."""
-    environ = os.environ if environ is None else environ
-    try:
-        return max(0, int(environ.get(WORKERS_ENV, "")))
-    except ValueError:
-        pass
-    cores = getattr(os, "process_cpu_count", os.cpu_count)() or 1  # (3.13+: this process's)
-    return cores + EXTRA_WORKERS
+def auto_workers(config: pytest.Config) -> int:
+    """How many workers ``-n auto`` starts: :data:`WORKERS_ENV` when it is set (xdist reads
+    it), else xdist's own count (physical cores; ``-n logical``: logical ones) plus
+    :data:`EXTRA_WORKERS`."""
+    from xdist.plugin import pytest_xdist_auto_num_workers as xdist_count
+
+    count = int(xdist_count(config))
+    return count if os.environ.get(WORKERS_ENV) else count + EXTRA_WORKERS
 
 
 def make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -87,7 +87,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker per core and one more (tests/_schedule.py's auto_workers)."""
     from tests._schedule import auto_workers
 
-    return auto_workers()
+    return auto_workers(config)
 
 
 @pytest.hookimpl(optionalhook=True)

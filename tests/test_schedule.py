@@ -8,6 +8,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from tests._schedule import (
     DURATIONS,
@@ -16,7 +19,6 @@ from tests._schedule import (
     UNKNOWN_PER_TEST,
     WORKERS_ENV,
     LongestFirstQueue,
-    auto_workers,
     load_durations,
     longest_first,
 )
@@ -140,30 +142,40 @@ def test_two_real_workers_run_each_file_whole_on_one_worker_the_longest_first(
     assert {files[0] for files in by_worker.values()} == {"test_b.py", "test_a.py"}, by_worker
 
 
-def _cores() -> int:
-    return getattr(os, "process_cpu_count", os.cpu_count)() or 1
+def _xdist_count(monkeypatch: pytest.MonkeyPatch) -> int:
+    """What xdist's own ``-n auto`` starts here (its hook reads only ``numprocesses``)."""
+    from xdist.plugin import pytest_xdist_auto_num_workers as count
+
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    config = SimpleNamespace(option=SimpleNamespace(numprocesses="auto"))
+    return int(count(config))  # type: ignore[arg-type]
 
 
-def test_auto_starts_a_worker_per_core_and_one_more_unless_told() -> None:
-    assert EXTRA_WORKERS == 1
-    assert auto_workers({}) == _cores() + 1
-    assert auto_workers({WORKERS_ENV: "5"}) == 5
-    assert auto_workers({WORKERS_ENV: "0"}) == 0  # xdist's own: in one process
-    assert auto_workers({WORKERS_ENV: "many"}) == _cores() + 1  # not a number: the default
-
-
-def test_n_auto_under_the_suites_conftest_starts_that_many_real_workers(tmp_path: Path) -> None:
+def _workers_started(tmp_path: Path, n: str, env_extra: dict[str, str]) -> str:
     suite = tmp_path / "suite"
-    suite.mkdir()
+    suite.mkdir(exist_ok=True)
     (suite / "conftest.py").write_text(
         "from tests.conftest import pytest_xdist_auto_num_workers  # noqa: F401\n"
     )
     (suite / "test_one.py").write_text("def test_one():\n    pass\n")
     env = {k: v for k, v in os.environ.items() if k != WORKERS_ENV}
-    env["PYTHONPATH"] = str(ROOT)
+    env.update(PYTHONPATH=str(ROOT), **env_extra)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "auto", "-p", "no:cacheprovider", str(suite)],
+        [sys.executable, "-m", "pytest", "-n", n, "-p", "no:cacheprovider", str(suite)],
         cwd=suite, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"created: {_cores() + 1}/{_cores() + 1} workers" in done.stdout, done.stdout
+    return done.stdout
+
+
+def test_n_auto_under_the_suites_conftest_starts_one_worker_more_than_xdist_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert EXTRA_WORKERS == 1
+    want = _xdist_count(monkeypatch) + 1
+    assert f"created: {want}/{want} workers" in _workers_started(tmp_path, "auto", {})
+
+
+def test_xdists_variable_still_says_how_many(tmp_path: Path) -> None:
+    said = _workers_started(tmp_path, "auto", {WORKERS_ENV: "1"})
+    assert "created: 1/1 worker" in said, said
