@@ -14,6 +14,7 @@ import sys
 import tarfile
 import zipfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -24,14 +25,21 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.e2e.docblocks import readme_install_commands
 
-# Building the wheel and pip-installing it with its dependencies (from the pip cache) takes far
-# longer than the suite's default 120 s limit on a loaded 2-core machine: the fixture runs inside
-# the first test's limit.
+# Building the wheel and pip-installing it with its dependencies (from PyPI) takes far longer
+# than the suite's default 120 s limit on a loaded 2-core machine: the fixtures run inside the
+# first test's limit.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_TIMEOUT = 900.0
 """Seconds for ``pip install`` of the wheel and its dependencies (from the pip cache or PyPI)."""
+
+# Added to the README's install commands. `--no-compile`: pip byte-compiles every .py file it
+# installs (~3,900 here: ~4.5 s of each install's ~17 s of CPU) while the tests import ~1,200 of
+# them in one venv and ~600 in the other; Python writes the bytecode of those on first import
+# instead (into the venv: the user env drops PYTHONDONTWRITEBYTECODE), ~2 s in all. The same files
+# are installed and the same code runs.
+PIP_OPTIONS = ("-q", "--no-compile")
 
 SHIPPED = (
     "aircli/demo_server.py",
@@ -75,18 +83,36 @@ def _build(target: str, out: Path) -> Path:
     return built
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Built:
+    """The checkout's wheel and sdist, each alone in its own directory (``dist/`` holds only the
+    wheel, as after the README's ``pip wheel --no-deps -w dist .``)."""
+
+    wheel: Path
+    sdist: Path
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The wheel and the sdist, built once for every test of the module (which only read them)."""
+    base = tmp_path_factory.mktemp("built")
+    return Built(wheel=_build("wheel", base / "dist"), sdist=_build("sdist", base / "sdist"))
+
+
+@pytest.fixture(scope="module")
+def installed(
+    built: Built, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, str]]:
     """A fresh venv with ``air-mcp[demo]`` installed from the built wheel, and a user env
     (no AIR_DATA_DIR, no PYTHONPATH, a private HOME)."""
     base = tmp_path_factory.mktemp("wheel")
-    _build("wheel", base / "dist")
     venv = base / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     env = _user_env(base, venv)
-    # the README's own command, in the directory that holds dist/
+    # the README's own command, in the directory that holds dist/ (and dist/ holds the wheel)
     (command,) = [c for c in readme_install_commands() if "--find-links dist" in c]
-    _run([*shlex.split(command), "-q"], cwd=base, env=env, timeout=INSTALL_TIMEOUT)
+    holder = built.wheel.parent.parent
+    _run([*shlex.split(command), *PIP_OPTIONS], cwd=holder, env=env, timeout=INSTALL_TIMEOUT)
     return venv, env
 
 
@@ -95,9 +121,12 @@ def _user_env(base: Path, venv: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("AIR_DATA_DIR", "PYTHONPATH", "AIR_SPEEDUPS")
+        if k not in ("AIR_DATA_DIR", "PYTHONPATH", "AIR_SPEEDUPS", "PYTHONDONTWRITEBYTECODE")
     }
     env.update(HOME=str(base / "home"), VIRTUAL_ENV=str(venv))
+    # pip would otherwise ask PyPI for a newer pip at every run (the private HOME keeps no record
+    # of the last check); that changes nothing of what it installs
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return env
 
@@ -114,16 +143,15 @@ def test_the_readme_checkout_install_command_installs_air(tmp_path: Path) -> Non
             shutil.copy2(ROOT / name, checkout / name)
     command = readme_install_commands()[0]
     assert command == "pip install '.[demo]'"
-    _run([*shlex.split(command), "-q"], cwd=checkout, env=env, timeout=INSTALL_TIMEOUT)
+    _run([*shlex.split(command), *PIP_OPTIONS], cwd=checkout, env=env, timeout=INSTALL_TIMEOUT)
     said = _run(["air", "demo", "--calls", "5", "--no-dashboard", "--history", "0"],
                 cwd=_outside(tmp_path), env=env)  # fmt: skip
     assert "5/5 calls" in said
 
 
-def test_the_built_wheel_and_sdist_pass_twine_check(tmp_path: Path) -> None:
-    wheel = _build("wheel", tmp_path / "dist")
-    sdist = _build("sdist", tmp_path / "dist")
-    said = _run([sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist)])
+def test_the_built_wheel_and_sdist_pass_twine_check(built: Built) -> None:
+    twine = [sys.executable, "-m", "twine", "check", "--strict"]
+    said = _run([*twine, str(built.wheel), str(built.sdist)])
     assert said.count("PASSED") == 2
 
 
@@ -209,8 +237,10 @@ async def test_air_serve_serves_the_packaged_demo_server_from_anywhere(
     assert not pong.is_error
 
 
-def test_the_sdist_carries_the_demo_and_builds_a_wheel_that_does(tmp_path: Path) -> None:
-    sdist = _build("sdist", tmp_path / "sdist")
+def test_the_sdist_carries_the_demo_and_builds_a_wheel_that_does(
+    built: Built, tmp_path: Path
+) -> None:
+    sdist = built.sdist
     with tarfile.open(sdist) as tar:
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     assert set(SHIPPED) <= names
