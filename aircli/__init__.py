@@ -114,11 +114,19 @@ def _command_of(argv: Sequence[str]) -> str | None:
     """The subcommand ``argv`` names (its first word that is not an option), unless the
     top-level help is asked for first (that lists every subcommand)."""
     for arg in argv:
-        if arg in ("-h", "--help"):
+        if _asks_help(arg):
             return None
         if not arg.startswith("-"):
             return arg
     return None
+
+
+def _asks_help(arg: str) -> bool:
+    """Whether ``arg`` is argparse's help option: ``-h``, in a cluster of short options
+    (``-vh``) or ``--help`` abbreviated (``--hel``)."""
+    if arg.startswith("--"):
+        return len(arg) >= 3 and "--help".startswith(arg)
+    return arg.startswith("-") and "h" in arg[1:]
 
 
 def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:

@@ -83,7 +83,10 @@ def test_the_full_parser_registers_every_command_in_order() -> None:
     assert tuple(serve_only.choices) == ("serve",)
 
 
-@pytest.mark.parametrize("argv", [["-h"], ["-h", "serve"], ["--help", "serve", "x.py"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["-h"], ["-h", "serve"], ["--help", "serve", "x.py"], ["-vh", "store"], ["--hel", "store"]],
+)
 def test_top_level_help_lists_every_command(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
