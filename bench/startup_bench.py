@@ -6,6 +6,8 @@ Servers:
   imported; the target is under 300 ms);
 - ``air serve`` of a model-typed server (a pydantic model, an ``Enum`` and a ``Literal``: pydantic
   is imported because the signature needs it);
+- ``air serve`` of the packaged demo server (15 tools, metered with exact token counts: its CPU
+  column shows what loading the tokenizer costs every metered server process);
 - the official SDK's ``MCPServer`` and FastMCP serving the same echo tool (``bench/_peers.py``).
 
 Each cell is the median of ``--runs`` spawns (interleaved, so load spikes hit every server).
@@ -120,6 +122,8 @@ def main() -> None:
         servers: dict[str, list[str]] = {
             "air serve, plain-typed tools": [*serve, "plain_server.py"],
             "air serve, model-typed tool": [*serve, "model_server.py"],
+            # metered, with exact token counts: the tokenizer loads on a thread at start
+            "air serve, the demo server (metered, exact tokens)": [*serve, "aircli.demo_server"],
         }
         if not args.no_peers:
             for kind, label in (("mcpserver", "MCPServer"), ("fastmcp", "FastMCP")):
