@@ -270,7 +270,8 @@ class TokenCounting:
     def __init__(self, *, exact: bool = True) -> None:
         self._exact = exact
         self._counter: TokenCounter | None = None if exact else EstimateCounter()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held while loading (up to START_GRACE_S + the build)
+        self._starting = threading.Lock()  # only to start the thread: preload never waits
         self._thread: threading.Thread | None = None
         self._created = time.monotonic()
 
@@ -283,7 +284,7 @@ class TokenCounting:
         """Start loading the counter on a daemon thread (once; never blocks)."""
         if self._counter is not None or self._thread is not None:
             return
-        with self._lock:
+        with self._starting:
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._load, name="airmeter-tokenizer", daemon=True

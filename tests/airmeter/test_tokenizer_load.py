@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 import pytest
 from hypothesis import given
@@ -97,3 +98,16 @@ def test_without_bpe_openai_the_counter_is_the_estimate() -> None:
     )
     assert said.strip() == "estimate"
     assert load_counter().name == "o200k_base"  # here, where it is installed
+
+
+def test_preload_never_waits_for_a_load_already_under_way() -> None:
+    """``ready()`` may be loading on a worker thread (holding the load's lock through the
+    start-up grace and the build) when a meter on the event loop calls ``preload()``: that
+    call returns at once instead of blocking the loop until the load ends."""
+    counting = tokens.TokenCounting()
+    with counting._lock:  # a load under way
+        caller = threading.Thread(target=counting.preload)
+        caller.start()
+        caller.join(timeout=30)
+        assert not caller.is_alive(), "preload() waited for the load's lock"
+    assert (counting._thread is not None) or counting.counter is not None
