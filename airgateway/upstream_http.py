@@ -356,7 +356,7 @@ class HttpUpstream:
             if not isinstance(message, dict):
                 continue
             if "method" not in message:
-                if message.get("id") == msg_id:
+                if _same_id(message.get("id"), msg_id):
                     return self._answer(200, data.encode(), msg_id)
                 continue
             if on_message is None:
@@ -439,9 +439,13 @@ def _answers(message: JSONDict, msg_id: object) -> bool:
     """Whether the response ``message`` may answer the request ``msg_id``: a result with its
     id. An error is taken whatever its id, as before (an upstream that could not read the
     request answers with a null id; the SDK's HTTP errors carry ``"server-error"``)."""
-    answered = message.get("id")
-    # (of the same type too: True == 1 == 1.0 in Python, and the bytes pass on as they are)
-    return "result" not in message or (type(answered) is type(msg_id) and answered == msg_id)
+    return "result" not in message or _same_id(message.get("id"), msg_id)
+
+
+def _same_id(answered: object, msg_id: object) -> bool:
+    """JSON-RPC ids equal as JSON (``True == 1 == 1.0`` in Python; the bytes pass on as they
+    are, so the type must match too)."""
+    return type(answered) is type(msg_id) and answered == msg_id
 
 
 def _shown(msg_id: object) -> str:

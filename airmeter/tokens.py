@@ -273,7 +273,7 @@ class TokenCounting:
         self._lock = threading.Lock()  # held while loading (up to START_GRACE_S + the build)
         self._starting = threading.Lock()  # only to start the thread: preload never waits
         self._thread: threading.Thread | None = None
-        self._created = time.monotonic()
+        self._not_before = 0.0  # (monotonic) when the loader may build the tokenizer
 
     @property
     def counter(self) -> TokenCounter | None:
@@ -281,35 +281,46 @@ class TokenCounting:
         return self._counter
 
     def preload(self) -> None:
-        """Start loading the counter on a daemon thread (once; never blocks)."""
+        """Start loading the counter on a daemon thread (once; never blocks): the tokenizer is
+        built :data:`START_GRACE_S` after the first call (a server's start-up first)."""
         if self._counter is not None or self._thread is not None:
             return
         with self._starting:
             if self._thread is None:
+                self._not_before = time.monotonic() + START_GRACE_S
                 self._thread = threading.Thread(
                     target=self._load, name="airmeter-tokenizer", daemon=True
                 )
                 self._thread.start()
 
     async def ready(self) -> TokenCounter:
-        """The counter, waiting for it to load (for tests and tools; a meter never waits)."""
-        counter = self._counter
-        if counter is not None:
-            return counter
-        return await asyncio.to_thread(self._load)
+        """The counter, waiting for it to load (for tests and tools; a meter never waits).
+
+        It waits on the loop, not on a worker thread: a cancelled wait leaves nothing behind
+        that the loop's shutdown (a server's exit) would wait for."""
+        self.preload()
+        while (counter := self._counter) is None:
+            thread = self._thread
+            if thread is not None and not thread.is_alive():  # it died: load here
+                return await asyncio.to_thread(self._load)
+            await asyncio.sleep(_READY_POLL_S)
+        return counter
 
     def _load(self) -> TokenCounter:
         with self._lock:  # meters on several loops share one tokenizer, loaded once
             if self._counter is None:
                 # (a server's start-up first: building the tokenizer holds the GIL ~50 ms)
-                time.sleep(max(0.0, self._created + START_GRACE_S - time.monotonic()))
+                time.sleep(max(0.0, self._not_before - time.monotonic()))
                 self._counter = load_counter(exact=self._exact)
             return self._counter
 
 
+_READY_POLL_S: Final = 0.01
+"""How often :meth:`TokenCounting.ready` looks whether the counter has loaded."""
+
 START_GRACE_S: Final = 0.3
-"""Seconds after a :class:`TokenCounting` is made (as its meter starts) before the exact
-tokenizer is built. The build is one ~50 ms call that holds the GIL, and a server answers
+"""Seconds after loading starts (:meth:`TokenCounting.preload`, as its meter starts) before the
+exact tokenizer is built. The build is one ~50 ms call that holds the GIL, and a server answers
 ``initialize`` about 0.2 s after it starts: built at once, it delayed that answer (the metered
 demo server's spawn → ``initialize``, median: 205 → 266 ms). Records before it carry no count,
 as they did while the whole package took 0.4 s to load."""

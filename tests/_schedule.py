@@ -119,7 +119,11 @@ def auto_workers(config: pytest.Config) -> int:
     from xdist.plugin import pytest_xdist_auto_num_workers as xdist_count
 
     count = int(xdist_count(config))
-    return count if os.environ.get(WORKERS_ENV) else count + EXTRA_WORKERS
+    try:
+        int(os.environ.get(WORKERS_ENV, ""))
+    except ValueError:  # not set, or not a number (xdist warns and counts cores)
+        return count + EXTRA_WORKERS
+    return count
 
 
 def make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -179,3 +179,15 @@ def test_n_auto_under_the_suites_conftest_starts_one_worker_more_than_xdist_woul
 def test_xdists_variable_still_says_how_many(tmp_path: Path) -> None:
     said = _workers_started(tmp_path, "auto", {WORKERS_ENV: "1"})
     assert "created: 1/1 worker" in said, said
+
+
+def test_a_variable_that_is_not_a_number_leaves_the_extra_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests._schedule import auto_workers
+
+    want = _xdist_count(monkeypatch) + 1
+    monkeypatch.setenv(WORKERS_ENV, "many")
+    config = SimpleNamespace(option=SimpleNamespace(numprocesses="auto"))
+    with pytest.warns(UserWarning, match="not a number"):  # xdist's own warning
+        assert auto_workers(config) == want  # type: ignore[arg-type]

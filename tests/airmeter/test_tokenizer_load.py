@@ -5,9 +5,13 @@ public API where the module is not found, to the estimate where bpe-openai is mi
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import subprocess
 import sys
 import threading
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -111,3 +115,29 @@ def test_preload_never_waits_for_a_load_already_under_way() -> None:
         caller.join(timeout=30)
         assert not caller.is_alive(), "preload() waited for the load's lock"
     assert (counting._thread is not None) or counting.counter is not None
+
+
+def test_waiting_for_the_counter_holds_no_worker_thread() -> None:
+    """``ready()`` waits on the loop: a cancelled wait (a server stopping) leaves no executor
+    job that the loop's shutdown would wait for (it waited out the start-up grace and the build
+    on a worker thread, delaying every short session's exit)."""
+    submitted: list[object] = []
+
+    class Recording(concurrent.futures.ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            submitted.append(fn)
+            return super().submit(fn, *args, **kwargs)
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_default_executor(Recording(max_workers=1))
+        counting = tokens.TokenCounting()
+        waiting = asyncio.ensure_future(counting.ready())
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        assert counting._thread is not None  # the load goes on, on its daemon thread
+        assert (await counting.ready()).exact
+
+    asyncio.run(main())
+    assert submitted == []
