@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -238,30 +239,37 @@ async def test_an_upstream_streaming_a_huge_chunk_or_an_endless_line_cannot_ball
     that never ends, each streamed for up to 1 GiB: the gateway refuses each at its read-time
     limit with a clear error, closes the connection, stays far from the 4+ GB it reached, and
     serves the next call."""
+    with _before_the_hostile_upstream(tmp_path, timeout_s=120) as gateway:
+        async with Client(gateway.url) as client:
+            assert (await client.call_tool("ok", {})).content[0].text == "fine"  # type: ignore[union-attr]
+            for attack, limit in (
+                ("huge_chunk", "an answer over the 64 MiB limit"),
+                ("huge_sse_chunk", "a streamed line over the 16 MiB limit"),
+                ("endless_line", "a streamed line over the 16 MiB limit"),
+            ):
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool(attack, {})
+                assert raised.value.error.code == -32003
+                assert f"answer refused: {limit}" in raised.value.error.message
+                assert (await client.call_tool("ok", {})).content[0].text == "fine"  # type: ignore[union-attr]
+        peak = _peak_rss_mb(gateway.popen.pid)
+    print(f"gateway peak RSS {peak:.0f} MiB", file=sys.stderr)
+    assert peak < PEAK_RSS_MB, f"the gateway peaked at {peak:.0f} MiB"
+
+
+@contextmanager
+def _before_the_hostile_upstream(tmp_path: Path, *, timeout_s: int) -> Iterator[Proc]:
+    """``air gateway`` (no meter) in front of hostile_http_server.py."""
     with started([sys.executable, HOSTILE_HTTP]) as upstream:
         config = tmp_path / "gateway.yml"
         config.write_text(
-            f"servers:\n  - name: hostile\n    url: {upstream.url}\n    timeout_s: 120\n"
+            f"servers:\n  - name: hostile\n    url: {upstream.url}\n    timeout_s: {timeout_s}\n"
             "health:\n  interval_s: 60\n  unhealthy_after: 10\n"
         )
         argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://",
                    "--no-meter")  # fmt: skip
         with started(argv) as gateway:
-            async with Client(gateway.url) as client:
-                assert (await client.call_tool("ok", {})).content[0].text == "fine"  # type: ignore[union-attr]
-                for attack, limit in (
-                    ("huge_chunk", "an answer over the 64 MiB limit"),
-                    ("huge_sse_chunk", "a streamed line over the 16 MiB limit"),
-                    ("endless_line", "a streamed line over the 16 MiB limit"),
-                ):
-                    with pytest.raises(MCPError) as raised:
-                        await client.call_tool(attack, {})
-                    assert raised.value.error.code == -32003
-                    assert f"answer refused: {limit}" in raised.value.error.message
-                    assert (await client.call_tool("ok", {})).content[0].text == "fine"  # type: ignore[union-attr]
-            peak = _peak_rss_mb(gateway.popen.pid)
-    print(f"gateway peak RSS {peak:.0f} MiB", file=sys.stderr)
-    assert peak < PEAK_RSS_MB, f"the gateway peaked at {peak:.0f} MiB"
+            yield gateway
 
 
 def _answer_to(resp: httpx.Response, msg_id: object) -> dict[str, Any]:
@@ -285,28 +293,20 @@ async def test_a_result_for_another_request_id_is_never_passed_on_as_this_calls(
     with another call's result, on the gateway's fast path and on the endpoint's (progress
     asked for); in an SSE answer such a result is skipped and the call's own answer arrives
     (an SSE answer sent with a Content-Length, as a buffering server sends it, included)."""
-    with started([sys.executable, HOSTILE_HTTP]) as upstream:
-        config = tmp_path / "gateway.yml"
-        config.write_text(
-            f"servers:\n  - name: hostile\n    url: {upstream.url}\n    timeout_s: 30\n"
-            "health:\n  interval_s: 60\n  unhealthy_after: 10\n"
-        )
-        argv = air("gateway", "--config", str(config), "--port", "0", "--store", "memory://",
-                   "--no-meter")  # fmt: skip
-        with started(argv) as gateway:
-            async with httpx.AsyncClient(timeout=30) as http:
-                for meta in ({}, {"progressToken": "p1"}):  # the fast path, the endpoint's
-                    answers = {}
-                    for name in ("other_id", "other_id_sse", "other_id_sse_sized", "ok"):
-                        params = {"name": name, "arguments": {}, "_meta": dict(meta)}
-                        body, headers = envelope("tools/call", params)
-                        resp = await http.post(gateway.url, json=body, headers=headers)
-                        answers[name] = _answer_to(resp, body["id"])
-                    error = answers["other_id"]["error"]
-                    assert error["code"] == -32003, (meta, answers)
-                    assert "not an answer to this call" in error["message"], error
-                    assert "not yours" not in json.dumps(answers["other_id"])
-                    texts = {name: answers[name]["result"]["content"][0]["text"]
-                             for name in ("other_id_sse", "other_id_sse_sized", "ok")}  # fmt: skip
-                    assert texts == {"other_id_sse": "yours", "other_id_sse_sized": "yours",
-                                     "ok": "fine"}, (meta, answers)  # fmt: skip
+    with _before_the_hostile_upstream(tmp_path, timeout_s=30) as gateway:
+        async with httpx.AsyncClient(timeout=30) as http:
+            for meta in ({}, {"progressToken": "p1"}):  # the fast path, the endpoint's
+                answers = {}
+                for name in ("other_id", "other_id_sse", "other_id_sse_sized", "ok"):
+                    params = {"name": name, "arguments": {}, "_meta": dict(meta)}
+                    body, headers = envelope("tools/call", params)
+                    resp = await http.post(gateway.url, json=body, headers=headers)
+                    answers[name] = _answer_to(resp, body["id"])
+                error = answers["other_id"]["error"]
+                assert error["code"] == -32003, (meta, answers)
+                assert "not an answer to this call" in error["message"], error
+                assert "not yours" not in json.dumps(answers["other_id"])
+                texts = {name: answers[name]["result"]["content"][0]["text"]
+                         for name in ("other_id_sse", "other_id_sse_sized", "ok")}  # fmt: skip
+                assert texts == {"other_id_sse": "yours", "other_id_sse_sized": "yours",
+                                 "ok": "fine"}, (meta, answers)  # fmt: skip

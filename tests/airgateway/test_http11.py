@@ -17,6 +17,7 @@ from airgateway._http11 import (
     ConnectionLostError,
     Http11Pool,
 )
+from airgateway.upstream_http import HttpUpstream
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -458,19 +459,26 @@ async def test_a_stray_answer_after_a_sized_stream_cannot_rewrite_its_headers() 
         await pool.close()
 
 
-def _upstream(url: str) -> object:
-    from airgateway import eras
-    from airgateway.upstream_http import HttpUpstream
+_CALL = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'
 
-    upstream = HttpUpstream("s#0", url)
-    upstream.era = eras.MODERN  # as after its handshake
-    return upstream
+
+@asynccontextmanager
+async def _upstream_of(handler: Handler) -> AsyncIterator[HttpUpstream]:
+    """An ``HttpUpstream`` past its handshake (2026-07-28) on a server run by ``handler``."""
+    from airgateway import eras
+
+    async with _server(handler) as (url, _connections):
+        upstream = HttpUpstream("s#0", url)
+        upstream.era = eras.MODERN  # as after its handshake
+        try:
+            yield upstream
+        finally:
+            await upstream.close()
 
 
 async def test_a_result_whose_id_is_ours_only_by_python_equality_is_no_answer() -> None:
     """``true`` and ``1.0`` equal ``1`` in Python; as JSON-RPC ids they are other requests'."""
     from airgateway.errors import UpstreamUnavailableError
-    from airgateway.upstream_http import HttpUpstream
 
     answers = [b'{"jsonrpc":"2.0","id":true,"result":{}}',
                b'{"jsonrpc":"2.0","id":1.0,"result":{}}',
@@ -483,17 +491,13 @@ async def test_a_result_whose_id_is_ours_only_by_python_equality_is_no_answer() 
             await writer.drain()
         await reader.read()
 
-    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'
-    async with _server(handler) as (url, _connections):
-        upstream = _upstream(url)
-        assert isinstance(upstream, HttpUpstream)
+    async with _upstream_of(handler) as upstream:
         for shown in ("true", "1.0"):
             with pytest.raises(UpstreamUnavailableError) as raised:
-                await upstream.forward(call, "t", msg_id=1, timeout=10)
+                await upstream.forward(_CALL, "t", msg_id=1, timeout=10)
             assert f"answered request id {shown} where 1's answer belongs" in str(raised.value)
-        message, _raw = await upstream.forward(call, "t", msg_id=1, timeout=10)
+        message, _raw = await upstream.forward(_CALL, "t", msg_id=1, timeout=10)
         assert message["result"] == {"content": []}
-        await upstream.close()
 
 
 @pytest.mark.parametrize("sized", [False, True])
@@ -504,7 +508,6 @@ async def test_an_sse_event_over_the_limit_is_an_answer_refused(
     gateway's error saying so (it was a bare ValueError: an HTTP 500 on the fast path)."""
     from airgateway import _sse
     from airgateway.errors import UpstreamUnavailableError
-    from airgateway.upstream_http import HttpUpstream
 
     monkeypatch.setattr(_sse, "MAX_EVENT_BYTES", 1000)
     events = b"".join(b"data: %s\r\n" % (b"x" * 100) for _ in range(20)) + b"\r\n"
@@ -520,12 +523,8 @@ async def test_an_sse_event_over_the_limit_is_an_answer_refused(
         await writer.drain()
         await reader.read()
 
-    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'
-    async with _server(handler) as (url, _connections):
-        upstream = _upstream(url)
-        assert isinstance(upstream, HttpUpstream)
+    async with _upstream_of(handler) as upstream:
         with pytest.raises(UpstreamUnavailableError) as raised:
-            await upstream.forward(call, "t", msg_id=1, timeout=10)
+            await upstream.forward(_CALL, "t", msg_id=1, timeout=10)
         assert "answer refused: an SSE event over 1000 bytes" in str(raised.value)
         assert raised.value.sent is True
-        await upstream.close()
