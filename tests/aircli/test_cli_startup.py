@@ -49,38 +49,38 @@ def test_a_command_imports_no_other_subcommand(argv: list[str]) -> None:
     assert not loaded & (others | {"aircore.definitions", "yaml"})
 
 
+def _registered(command: str | None = None) -> tuple[str, ...]:
+    """The subcommands ``build_parser(command=command)`` registers, in order."""
+    parser = aircli.build_parser(command=command)
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return tuple(sub.choices)
+
+
 @pytest.mark.parametrize("command", aircli.COMMANDS)
 def test_a_named_command_registers_only_itself(command: str) -> None:
-    (sub,) = [
-        a
-        for a in aircli.build_parser(command=command)._actions
-        if isinstance(a, argparse._SubParsersAction)
-    ]
-    assert tuple(sub.choices) == (command,)
+    assert _registered(command) == (command,)
+
+
+def _exit_of(argv: list[str]) -> int | str | None:
+    """``aircli.main(argv)``'s exit status, which it gives by raising SystemExit."""
+    with pytest.raises(SystemExit) as exited:
+        aircli.main(argv)
+    return exited.value.code
 
 
 @pytest.mark.parametrize("argv", [["bogus"], ["-v", "bogus", "--help"]])
 def test_an_unknown_command_is_refused_with_every_command_listed(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as refused:
-        aircli.main(argv)
-    assert refused.value.code == 2
+    assert _exit_of(argv) == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'bogus'" in err
     assert all(repr(name) in err for name in aircli.COMMANDS), err
 
 
 def test_the_full_parser_registers_every_command_in_order() -> None:
-    parser = aircli.build_parser()
-    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert tuple(sub.choices) == aircli.COMMANDS
-    (serve_only,) = [
-        a
-        for a in aircli.build_parser(command="serve")._actions
-        if isinstance(a, argparse._SubParsersAction)
-    ]
-    assert tuple(serve_only.choices) == ("serve",)
+    assert _registered() == aircli.COMMANDS
+    assert _registered("serve") == ("serve",)
 
 
 @pytest.mark.parametrize(
@@ -90,9 +90,7 @@ def test_the_full_parser_registers_every_command_in_order() -> None:
 def test_top_level_help_lists_every_command(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exited:
-        aircli.main(argv)
-    assert exited.value.code == 0
+    assert _exit_of(argv) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in aircli.COMMANDS), out
 

@@ -32,7 +32,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_TIMEOUT = 900.0
-"""Seconds for ``pip install`` of the wheel and its dependencies (from the pip cache or PyPI)."""
+"""Seconds for ``pip install`` of the wheel and its dependencies (from PyPI: the test's HOME is
+private, so pip starts with an empty cache)."""
 
 # Added to the README's install commands. `--no-compile`: pip byte-compiles every .py file it
 # installs (~3,900 here: ~4.5 s of each install's ~17 s of CPU) while the tests import ~1,200 of
